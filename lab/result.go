@@ -1,0 +1,200 @@
+// Package lab holds the plain data a scenario run produces (timeline,
+// ledgers, metrics, checks) and that reports render; both sides import it.
+package lab
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Design says which side of a lesson a scenario shows.
+type Design string
+
+const (
+	// Broken marks a "before" scenario: it passes when the breakage was
+	// reproduced and made visible, and its verdict still calls the design unsafe.
+	Broken Design = "broken"
+	// Safe marks an "after" scenario: it passes when the design held.
+	Safe Design = "safe"
+)
+
+// Result is everything one scenario run produced, as plain data.
+type Result struct {
+	Scenario string // registry name, e.g. session-15-outbox-leasing
+	Title    string // lesson title for people
+	Session  string // report folder, e.g. Session-15
+	FileTag  string // report file stem, e.g. OutboxLeasing
+	Variant  string // mistake variant, "" for the lesson as designed
+	Design   Design
+	Lesson   string // what the run teaches, one paragraph
+
+	Database     string // path of the SQLite file the run used
+	DatabaseKept bool   // true when --keep-db left it for students
+
+	Schema     []string    // CREATE statements in force at the end, from sqlite_schema
+	Statements []Statement // the named SQL the run executed
+	Timeline   []Event     // who did what when, in order
+	Tables     []Table     // per-message table, each ledger, step tables
+	Metrics    []Metric    // the figures LESSONS.md names, in report order
+	Checks     []Check     // what decides the exit code
+	Verdict    string      // one sentence about the design being taught
+}
+
+// Statement is one named SQL statement as it ran.
+type Statement struct {
+	Name string
+	SQL  string
+}
+
+// Event is one line of the timeline.
+type Event struct {
+	Seq    int
+	At     string // scenario clock, clock.Layout, or a logical time such as t=110
+	Actor  string
+	Action string
+	Detail string
+}
+
+// Table is a titled table: a ledger, the per-message table or a step table.
+type Table struct {
+	Title   string
+	Note    string // what the table proves, printed under its title
+	Columns []string
+	Rows    [][]string
+}
+
+// AddRow appends one row, formatting each cell with [Cell].
+func (t *Table) AddRow(cells ...any) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = Cell(c)
+	}
+	t.Rows = append(t.Rows, row)
+}
+
+// Cell formats a value for a table: booleans as yes/no, empty strings as "-".
+func Cell(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return "-"
+		}
+		return x
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	case float64:
+		return FormatNumber(x)
+	case nil:
+		return "-"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Metric is one named figure. Booleans are stored as 0 or 1.
+type Metric struct {
+	Key   string
+	Value float64
+}
+
+// Check is one PASS/FAIL line of a report.
+type Check struct {
+	Name     string // metric key or short name; variants name the check they break
+	About    string // what the check means, for the student
+	Expected string
+	Observed string
+	Passed   bool
+}
+
+// Passed reports whether every check passed. A result with no checks has
+// proved nothing and does not pass.
+func (r *Result) Passed() bool {
+	if len(r.Checks) == 0 {
+		return false
+	}
+	for _, c := range r.Checks {
+		if !c.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// FailedChecks returns the names of the checks that failed.
+func (r *Result) FailedChecks() []string {
+	var names []string
+	for _, c := range r.Checks {
+		if !c.Passed {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// SetMetric records a figure, replacing an earlier value of the same key.
+func (r *Result) SetMetric(key string, value float64) {
+	for i := range r.Metrics {
+		if r.Metrics[i].Key == key {
+			r.Metrics[i].Value = value
+			return
+		}
+	}
+	r.Metrics = append(r.Metrics, Metric{Key: key, Value: value})
+}
+
+// SetFlag records a boolean figure as 0 or 1.
+func (r *Result) SetFlag(key string, value bool) {
+	r.SetMetric(key, Bool(value))
+}
+
+// Metric returns the figure recorded under key.
+func (r *Result) Metric(key string) (float64, bool) {
+	for _, m := range r.Metrics {
+		if m.Key == key {
+			return m.Value, true
+		}
+	}
+	return 0, false
+}
+
+// ExpectMetric adds a check that the metric key equals want. A missing
+// metric fails the check: a figure that was never measured proves nothing.
+func (r *Result) ExpectMetric(key string, want float64, about string) {
+	got, ok := r.Metric(key)
+	observed := "not measured"
+	if ok {
+		observed = FormatNumber(got)
+	}
+	r.Checks = append(r.Checks, Check{
+		Name:     key,
+		About:    about,
+		Expected: FormatNumber(want),
+		Observed: observed,
+		Passed:   ok && got == want,
+	})
+}
+
+// ExpectTrue adds a named check on a condition with its observed value.
+func (r *Result) ExpectTrue(name, about string, ok bool, observed string) {
+	r.Checks = append(r.Checks, Check{Name: name, About: about, Expected: "true", Observed: observed, Passed: ok})
+}
+
+// Bool converts a boolean to the 0/1 the JSON metrics use.
+func Bool(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FormatNumber prints integers without a decimal point and others compactly.
+func FormatNumber(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}

@@ -1,0 +1,229 @@
+// Package scenarios holds the lessons: each file is one named scenario that
+// seeds a fresh database, drives workers through the store and returns a
+// lab.Result. The registry lists them; Execute runs one in its own folder.
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// Scenario is one lesson the lab can run by name.
+type Scenario struct {
+	Name    string // registry name, e.g. session-15-outbox-leasing
+	Session string // report folder, e.g. Session-15
+	FileTag string // report file stem, e.g. OutboxLeasing
+	Title   string
+	Design  lab.Design
+
+	// Teaches and DoesNotSolve are what `describe` prints: the mechanism,
+	// and the problem it leaves for a later lesson.
+	Teaches      string
+	DoesNotSolve string
+
+	// Statements is the SQL the lesson runs, for `describe`.
+	Statements []lab.Statement
+	// Checks documents every check a run reports, in report order.
+	Checks []CheckDoc
+	// Variants are the mistake variants; each makes at least one check fail.
+	Variants []Variant
+
+	// Run executes the scenario in env and returns its result. It must
+	// write only inside env.Dir.
+	Run func(ctx context.Context, env *Env) (*lab.Result, error)
+}
+
+// CheckDoc names a check and what it proves.
+type CheckDoc struct {
+	Name  string
+	About string
+}
+
+// Variant is a known mistake the scenario can run with.
+type Variant struct {
+	Name    string
+	Mistake string   // what the code gets wrong
+	Breaks  []string // the checks it makes fail
+}
+
+// Variant returns the named variant, or false.
+func (s *Scenario) Variant(name string) (Variant, bool) {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return Variant{}, false
+}
+
+// VariantNames lists the scenario's variant names.
+func (s *Scenario) VariantNames() []string {
+	names := make([]string, 0, len(s.Variants))
+	for _, v := range s.Variants {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
+// Options are settings a user may change from the command line.
+type Options struct {
+	InboxRetention time.Duration // session 20: how long dedup records live
+	DLQRetention   time.Duration // session 20: how long the dead-letter queue keeps messages
+	BrokerWindow   time.Duration // session 20: the broker's deduplication window
+}
+
+// DefaultOptions are the lessons' defaults.
+func DefaultOptions() Options {
+	return Options{InboxRetention: 24 * time.Hour, DLQRetention: 7 * 24 * time.Hour, BrokerWindow: 2 * time.Minute}
+}
+
+// Env is where one run happens.
+type Env struct {
+	Scenario *Scenario
+	Dir      string // the run's temporary folder; the only place it may write
+	Variant  string // "" for the lesson as designed
+	Options  Options
+}
+
+// DatabasePath is the run's main database file.
+func (e *Env) DatabasePath() string { return filepath.Join(e.Dir, "outboxlab.db") }
+
+// ExtraDatabasePath is another database file in the run's folder, for
+// scenarios that need a fresh database per case.
+func (e *Env) ExtraDatabasePath(name string) string { return filepath.Join(e.Dir, name+".db") }
+
+// Is reports whether the run uses the named variant.
+func (e *Env) Is(variant string) bool { return e.Variant == variant }
+
+// Execute runs sc once in a fresh temporary folder and fills in the result's
+// identity. The folder is removed afterwards unless keepDB is set.
+func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, keepDB bool) (*lab.Result, error) {
+	if variant != "" {
+		if _, ok := sc.Variant(variant); !ok {
+			return nil, &UnknownVariantError{Scenario: sc.Name, Variant: variant, Known: sc.VariantNames()}
+		}
+	}
+	dir, err := os.MkdirTemp("", "outboxlab-"+sc.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: make run folder: %w", err)
+	}
+	if !keepDB {
+		defer os.RemoveAll(dir)
+	}
+	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts}
+	res, err := sc.Run(ctx, env)
+	if err != nil {
+		if keepDB {
+			return nil, fmt.Errorf("%s: %w (database kept in %s)", sc.Name, err, dir)
+		}
+		return nil, fmt.Errorf("%s: %w", sc.Name, err)
+	}
+	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
+	res.Variant, res.Design, res.Lesson = variant, sc.Design, sc.Teaches
+	if res.Statements == nil {
+		res.Statements = sc.Statements
+	}
+	if res.Database == "" {
+		res.Database = env.DatabasePath()
+	}
+	res.DatabaseKept = keepDB
+	return res, nil
+}
+
+// UnknownVariantError is returned for a variant the scenario does not have.
+type UnknownVariantError struct {
+	Scenario, Variant string
+	Known             []string
+}
+
+func (e *UnknownVariantError) Error() string {
+	if len(e.Known) == 0 {
+		return fmt.Sprintf("scenario %s has no variants (asked for %q)", e.Scenario, e.Variant)
+	}
+	return fmt.Sprintf("scenario %s has no variant %q; its variants: %s", e.Scenario, e.Variant, strings.Join(e.Known, ", "))
+}
+
+// UnknownScenarioError is returned by [Lookup] for a name not in the registry.
+type UnknownScenarioError struct {
+	Name        string
+	Suggestions []string // the closest registered names, best first
+}
+
+func (e *UnknownScenarioError) Error() string {
+	msg := fmt.Sprintf("unknown scenario %q", e.Name)
+	if len(e.Suggestions) > 0 {
+		msg += "; did you mean " + strings.Join(e.Suggestions, " or ") + "?"
+	}
+	return msg + " (see `outboxlab list`)"
+}
+
+// All returns every registered scenario in course order.
+func All() []*Scenario { return append([]*Scenario(nil), registry...) }
+
+// Lookup finds a scenario by name. An unknown name yields an
+// [UnknownScenarioError] with the closest names.
+func Lookup(name string) (*Scenario, error) {
+	for _, s := range registry {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return nil, &UnknownScenarioError{Name: name, Suggestions: closest(name, registry)}
+}
+
+// closest ranks registered names by edit distance (or containment) to name
+// and keeps those close enough to be a plausible typo.
+func closest(name string, all []*Scenario) []string {
+	type cand struct {
+		name string
+		dist int
+	}
+	var cands []cand
+	for _, s := range all {
+		d := editDistance(name, s.Name)
+		if name != "" && strings.Contains(s.Name, name) {
+			d = min(d, len(s.Name)-len(name))
+			d = min(d, 3)
+		}
+		if d <= max(3, len(s.Name)/3) {
+			cands = append(cands, cand{s.Name, d})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].dist < cands[j].dist })
+	var out []string
+	for i, c := range cands {
+		if i == 3 {
+			break
+		}
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

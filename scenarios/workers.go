@@ -1,0 +1,54 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+)
+
+// runConcurrently runs work once per worker, each on its own goroutine, and
+// returns the first error. A failing worker cancels the others.
+func runConcurrently(ctx context.Context, workers []string, work func(ctx context.Context, worker string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = work(ctx, w); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The worker that failed first explains it better than those it cancelled.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runInOrder runs work for each worker one after the other.
+func runInOrder(ctx context.Context, workers []string, work func(ctx context.Context, worker string) error) error {
+	for _, w := range workers {
+		if err := work(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sortBySeq sorts items in place by the sequence number key returns.
+func sortBySeq[T any](items []T, key func(T) int) {
+	sort.SliceStable(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
+}

@@ -1,0 +1,46 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+)
+
+//go:embed schema/*.sql
+var schemaFiles embed.FS
+
+// Migration is one embedded .sql file of the lab's schema.
+type Migration struct {
+	Name string // file name under store/schema
+	SQL  string
+}
+
+func mustMigration(name string) Migration {
+	b, err := schemaFiles.ReadFile("schema/" + name)
+	if err != nil {
+		panic("store: missing embedded schema " + name) // a build mistake, caught by every test
+	}
+	return Migration{Name: name, SQL: string(b)}
+}
+
+// The lessons' schema steps, in the order a course applies them.
+var (
+	// PaymentsOutbox is Day 14's schema: Payments and OutboxMessages.
+	PaymentsOutbox = mustMigration("014_payments_outbox.sql")
+	// OutboxLeasing is Day 15's migration: the LockedBy and LockedUntilUtc lease columns.
+	OutboxLeasing = mustMigration("015_outbox_leasing.sql")
+)
+
+// Migrate applies the migrations in order, all in one transaction.
+func (db *DB) Migrate(ctx context.Context, steps ...Migration) error {
+	_, err := db.InTx(ctx, func(tx *sql.Tx) error {
+		for _, m := range steps {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("store: migrate %s: %w", m.Name, err)
+			}
+		}
+		return nil
+	})
+	return err
+}

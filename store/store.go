@@ -1,0 +1,226 @@
+// Package store is the only package that speaks SQL: it opens the lab's
+// SQLite databases (one connection per application instance) and holds every
+// statement a lesson teaches, as named constants the reports can print.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// Documented errors of [Open].
+var (
+	// ErrNotDatabase means the file exists but is not an SQLite database.
+	ErrNotDatabase = errors.New("store: file is not an SQLite database")
+	// ErrLocked means another process holds the database and did not let go
+	// within the busy timeout.
+	ErrLocked = errors.New("store: database is locked by another process")
+)
+
+// SQLite primary result codes the lab tells apart.
+const (
+	codeBusy     = 5  // SQLITE_BUSY: another connection holds the lock
+	codeLocked   = 6  // SQLITE_LOCKED: a conflict inside one connection
+	codeNotADB   = 26 // SQLITE_NOTADB
+	codeReadOnly = 8  // SQLITE_READONLY
+)
+
+// Config is how one application instance opens the database.
+type Config struct {
+	// BusyTimeout is how long SQLite's own busy handler waits for a lock
+	// before it returns SQLITE_BUSY to us (then [DB.InTx] retries).
+	BusyTimeout time.Duration
+	// Synchronous is SQLite's synchronous setting: "NORMAL" (default) or "FULL".
+	Synchronous string
+	// ReadOnly opens the file without write access, for inspecting a kept database.
+	ReadOnly bool
+}
+
+// DefaultConfig is what the scenarios use.
+var DefaultConfig = Config{BusyTimeout: time.Second, Synchronous: "NORMAL"}
+
+// DB is one application instance's connection to a lab database. Write
+// transactions begin with BEGIN IMMEDIATE, so a transaction that will write
+// takes the write lock before it reads anything.
+type DB struct {
+	sql  *sql.DB
+	path string
+}
+
+// Open opens (creating if needed) the SQLite database at path with exactly
+// one connection, in WAL mode, with a busy timeout and BEGIN IMMEDIATE write
+// transactions. It fails with [ErrNotDatabase] or [ErrLocked] when the file
+// cannot serve as a lab database.
+func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("store: open %s: database path must not contain '?' or '#'", path)
+	}
+	if cfg.BusyTimeout <= 0 {
+		cfg.BusyTimeout = DefaultConfig.BusyTimeout
+	}
+	switch strings.ToUpper(cfg.Synchronous) {
+	case "":
+		cfg.Synchronous = DefaultConfig.Synchronous
+	case "NORMAL", "FULL", "OFF":
+	default:
+		return nil, fmt.Errorf("store: open %s: synchronous must be NORMAL or FULL, not %q", path, cfg.Synchronous)
+	}
+	q := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()),
+		"_txlock=immediate",
+	}
+	dsn := "file:" + path
+	if cfg.ReadOnly {
+		q = append(q, "mode=ro")
+	} else {
+		q = append(q,
+			"_pragma=journal_mode(WAL)",
+			fmt.Sprintf("_pragma=synchronous(%s)", strings.ToUpper(cfg.Synchronous)),
+			"_pragma=foreign_keys(1)")
+	}
+	dsn += "?" + strings.Join(q, "&")
+
+	sdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One application instance, one connection: a worker never borrows a
+	// second connection behind our back.
+	sdb.SetMaxOpenConns(1)
+	sdb.SetMaxIdleConns(1)
+	sdb.SetConnMaxLifetime(0)
+
+	db := &DB{sql: sdb, path: path}
+	if err := db.verify(ctx); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// verify makes SQLite read the file header, so a file that is not a
+// database or is locked is reported at Open rather than at the first claim.
+func (db *DB) verify(ctx context.Context) error {
+	var n int
+	err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n)
+	switch {
+	case err == nil:
+		return nil
+	case code(err) == codeNotADB:
+		return ErrNotDatabase
+	case code(err) == codeBusy || code(err) == codeLocked:
+		return ErrLocked
+	default:
+		return err
+	}
+}
+
+// Path is the database file this connection opened.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the connection. Closing in the middle of a scenario is how a
+// worker crash is simulated: SQLite rolls back whatever was uncommitted.
+func (db *DB) Close() error { return db.sql.Close() }
+
+// code extracts SQLite's primary result code from err, or 0.
+func code(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// IsBusy reports whether err is SQLITE_BUSY (including its extended codes):
+// a normal event under contention, to be retried and counted.
+func IsBusy(err error) bool { return code(err) == codeBusy }
+
+// TxStats is what one call of [DB.InTx] cost.
+type TxStats struct {
+	BusyRetries int           // how many times the whole transaction was retried after SQLITE_BUSY
+	Waited      time.Duration // time from the first BEGIN to the successful COMMIT or final error
+}
+
+// InTx runs fn inside one BEGIN IMMEDIATE transaction and commits when fn
+// returns nil; any error rolls back. SQLITE_BUSY, at BEGIN, inside fn or at
+// COMMIT, is not a failure: the transaction is rolled back and run again
+// after a short jittered backoff, until ctx ends. fn must therefore keep no
+// state across calls.
+func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) (TxStats, error) {
+	var stats TxStats
+	start := time.Now()
+	defer func() { stats.Waited = time.Since(start) }()
+	for attempt := 0; ; attempt++ {
+		err := db.tryTx(ctx, fn)
+		if err == nil || !IsBusy(err) {
+			stats.Waited = time.Since(start)
+			return stats, err
+		}
+		stats.BusyRetries++
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			stats.Waited = time.Since(start)
+			return stats, fmt.Errorf("store: gave up after %d busy retries: %w", stats.BusyRetries, err)
+		}
+	}
+}
+
+func (db *DB) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return nil
+}
+
+// backoff grows from about 1 ms to about 32 ms with full jitter, so two
+// retrying workers do not keep colliding in step.
+func backoff(attempt int) time.Duration {
+	ceiling := time.Millisecond << min(attempt, 5)
+	return time.Duration(rand.Int64N(int64(ceiling))) + 100*time.Microsecond
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Schema returns the CREATE statements in force, in creation order, read
+// from sqlite_schema so the report shows what the database really holds.
+func (db *DB) Schema(ctx context.Context) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx,
+		"SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+	if err != nil {
+		return nil, fmt.Errorf("store: read schema: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("store: read schema: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
