@@ -1,0 +1,334 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/scenarios"
+)
+
+// nowFunc is the wall clock for report timestamps; tests replace it.
+var nowFunc = time.Now
+
+var formatFlag = &cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"}
+
+func checkFormat(c *cli.Context) (string, error) {
+	f := c.String("format")
+	if f != "text" && f != "json" {
+		return "", usagef("--format must be text or json, not %q", f)
+	}
+	return f, nil
+}
+
+func listCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "list",
+		Usage:        "list every scenario with its lesson title and mistake variants",
+		Flags:        []cli.Flag{formatFlag},
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			format, err := checkFormat(c)
+			if err != nil {
+				return err
+			}
+			if c.Args().Present() {
+				return usagef("list takes no arguments (got %q)", c.Args().First())
+			}
+			if format == "json" {
+				type entry struct {
+					Name     string   `json:"name"`
+					Title    string   `json:"title"`
+					Variants []string `json:"variants"`
+				}
+				var out []entry
+				for _, sc := range scenarios.All() {
+					out = append(out, entry{Name: sc.Name, Title: sc.Title, Variants: append([]string{}, sc.VariantNames()...)})
+				}
+				return reports.JSONLine(c.App.Writer, out)
+			}
+			t := lab.Table{Columns: []string{"Scenario", "Lesson", "Variants (--variant)"}}
+			for _, sc := range scenarios.All() {
+				t.AddRow(sc.Name, sc.Title, strings.Join(sc.VariantNames(), ", "))
+			}
+			return reports.WriteTable(c.App.Writer, t)
+		},
+	}
+}
+
+func describeCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "describe",
+		Usage:        "explain a scenario: what it teaches, what it leaves unsolved, the SQL it runs, its checks and variants",
+		ArgsUsage:    "NAME",
+		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("describe takes one scenario name (see `outboxlab list`)")
+			}
+			sc, err := lookup(c.Args().First())
+			if err != nil {
+				return err
+			}
+			return describe(c.App.Writer, sc)
+		},
+	}
+}
+
+func describe(w io.Writer, sc *scenarios.Scenario) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n%s\n\n", sc.Name, sc.Title)
+	design := "AFTER: the safe design; a run passes when every invariant holds."
+	if sc.Design == lab.Broken {
+		design = "BEFORE: a broken design; a run passes when the breakage is reproduced. The design stays unsafe."
+	}
+	fmt.Fprintf(&b, "Design: %s\n\n", design)
+	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", strings.Join(wrapText(sc.Teaches, 76), "\n  "))
+	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", strings.Join(wrapText(sc.DoesNotSolve, 76), "\n  "))
+	if len(sc.Statements) > 0 {
+		b.WriteString("The SQL it runs\n")
+		for _, s := range sc.Statements {
+			fmt.Fprintf(&b, "  -- %s\n  %s;\n\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.SQL), "\n", "\n  "))
+		}
+	}
+	b.WriteString("Checks (a run exits 0 only when all pass)\n")
+	for _, ch := range sc.Checks {
+		fmt.Fprintf(&b, "  %-34s %s\n", ch.Name, ch.About)
+	}
+	b.WriteString("\nMistake variants (--variant NAME; each must make a check FAIL)\n")
+	if len(sc.Variants) == 0 {
+		b.WriteString("  (none)\n")
+	}
+	for _, v := range sc.Variants {
+		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", v.Name, strings.Join(wrapText(v.Mistake, 72), "\n    "), strings.Join(v.Breaks, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run scenarios by name (or --all) and write their reports",
+		ArgsUsage: "NAME... | --all",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Usage: "run every scenario"},
+			&cli.StringFlag{Name: "variant", Usage: "run with a known mistake (see `outboxlab describe NAME`)"},
+			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "folder for the reports"},
+			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell"},
+			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
+			formatFlag,
+			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records (Go duration, days as d)"},
+			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages"},
+			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window"},
+		},
+		OnUsageError: onUsageError,
+		Action:       runAction,
+	}
+}
+
+// runPlan is a validated `run` command line.
+type runPlan struct {
+	scenarios []*scenarios.Scenario
+	variant   string
+	out       string
+	keepDB    bool
+	repeat    int
+	format    string
+	options   scenarios.Options
+}
+
+func parseRun(c *cli.Context) (*runPlan, error) {
+	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), repeat: c.Int("repeat")}
+	var err error
+	if p.format, err = checkFormat(c); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Bool("all") && c.Args().Present():
+		return nil, usagef("give scenario names or --all, not both")
+	case c.Bool("all"):
+		p.scenarios = scenarios.All()
+	case !c.Args().Present():
+		return nil, usagef("name a scenario to run, or use --all (see `outboxlab list`)")
+	}
+	for _, name := range c.Args().Slice() {
+		sc, err := lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		p.scenarios = append(p.scenarios, sc)
+	}
+	if p.variant != "" {
+		for _, sc := range p.scenarios {
+			if _, ok := sc.Variant(p.variant); !ok {
+				return nil, &usageError{&scenarios.UnknownVariantError{Scenario: sc.Name, Variant: p.variant, Known: sc.VariantNames()}}
+			}
+		}
+	}
+	if p.repeat < 1 {
+		return nil, usagef("--repeat must be at least 1, not %d", p.repeat)
+	}
+	if p.out == "" {
+		return nil, usagef("--out must name a folder")
+	}
+	p.options = scenarios.DefaultOptions()
+	for _, d := range []struct {
+		flag string
+		dst  *time.Duration
+	}{
+		{"inbox-retention", &p.options.InboxRetention},
+		{"dlq-retention", &p.options.DLQRetention},
+		{"broker-window", &p.options.BrokerWindow},
+	} {
+		if *d.dst, err = parseDuration(d.flag, c.String(d.flag)); err != nil {
+			return nil, err
+		}
+	}
+	if err := reports.CheckWritable(p.out); err != nil {
+		return nil, &usageError{err}
+	}
+	return p, nil
+}
+
+func lookup(name string) (*scenarios.Scenario, error) {
+	sc, err := scenarios.Lookup(name)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return sc, nil
+}
+
+func runAction(c *cli.Context) error {
+	p, err := parseRun(c)
+	if err != nil {
+		return err
+	}
+	w := c.App.Writer
+	allPassed := true
+	for _, sc := range p.scenarios {
+		var results []*lab.Result
+		for i := 0; i < p.repeat; i++ {
+			started := nowFunc().UTC()
+			res, err := scenarios.Execute(c.Context, sc, p.variant, p.options, p.keepDB)
+			if err != nil {
+				if c.Context.Err() != nil {
+					return c.Context.Err()
+				}
+				return err
+			}
+			path, err := reports.Write(p.out, res, reports.RunInfo{Started: started, Elapsed: nowFunc().Sub(started)})
+			if err != nil {
+				return &usageError{err}
+			}
+			results = append(results, res)
+			allPassed = allPassed && res.Passed()
+			if p.format == "json" {
+				if err := reports.JSONLine(w, reports.NewJSONResult(res, path)); err != nil {
+					return err
+				}
+				continue
+			}
+			if p.repeat == 1 {
+				printRun(w, res, path)
+			} else if !res.Passed() {
+				fmt.Fprintf(w, "run %d of %d FAILED: %s (report: %s)\n", i+1, p.repeat, strings.Join(res.FailedChecks(), ", "), path)
+			}
+		}
+		if p.repeat > 1 && p.format == "text" {
+			printRepeatSummary(w, sc, p.variant, results)
+		}
+	}
+	if !allPassed {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// printRun prints one run's outcome, its verdict and where its report is.
+func printRun(w io.Writer, r *lab.Result, path string) {
+	name := r.Scenario
+	if r.Variant != "" {
+		name += " --variant " + r.Variant
+	}
+	status := "PASS"
+	if !r.Passed() {
+		status = "FAIL"
+	}
+	fmt.Fprintf(w, "%s: %s\n", name, status)
+	for _, line := range wrapText(r.Verdict, 76) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	for _, ch := range r.Checks {
+		if !ch.Passed {
+			fmt.Fprintf(w, "  FAILED %s: expected %s, observed %s\n", ch.Name, ch.Expected, ch.Observed)
+		}
+	}
+	fmt.Fprintf(w, "  report:   %s\n", path)
+	if r.DatabaseKept {
+		fmt.Fprintf(w, "  database: %s\n", r.Database)
+	}
+	fmt.Fprintln(w)
+}
+
+// printRepeatSummary tallies repeated runs: how many passed and, where the
+// scenario measures one, the distribution of the A/B claim split.
+func printRepeatSummary(w io.Writer, sc *scenarios.Scenario, variant string, results []*lab.Result) {
+	passed := 0
+	splits := map[string]int{}
+	for _, r := range results {
+		if r.Passed() {
+			passed++
+		}
+		a, okA := r.Metric("concurrent_claims_a")
+		b, okB := r.Metric("concurrent_claims_b")
+		if okA && okB {
+			splits[fmt.Sprintf("%s/%s", lab.FormatNumber(a), lab.FormatNumber(b))]++
+		}
+	}
+	name := sc.Name
+	if variant != "" {
+		name += " --variant " + variant
+	}
+	fmt.Fprintf(w, "%s x%d: %d passed, %d failed\n", name, len(results), passed, len(results)-passed)
+	if len(splits) > 0 {
+		keys := make([]string, 0, len(splits))
+		for k := range splits {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s x%d", k, splits[k]))
+		}
+		fmt.Fprintf(w, "  Worker-A/Worker-B claims in the concurrent phase: %s\n", strings.Join(parts, ", "))
+		fmt.Fprintln(w, "  (the split varies from run to run; the invariants must not)")
+	}
+	fmt.Fprintln(w)
+}
+
+func wrapText(text string, width int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+

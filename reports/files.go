@@ -1,0 +1,91 @@
+package reports
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// Path is where a report of r started at t goes, before any de-duplication:
+// <out>/<Session>/<Session>-<FileTag>[-<variant>]-RunReport-<UTC timestamp>.txt
+func Path(out string, r *lab.Result, t time.Time) string {
+	stem := r.Session + "-" + r.FileTag
+	if r.Variant != "" {
+		stem += "-" + r.Variant
+	}
+	return filepath.Join(out, r.Session, stem+"-RunReport-"+t.UTC().Format("20060102T150405Z")+".txt")
+}
+
+// Write renders r and files it under out, never overwriting an existing
+// report: a second run in the same second gets a -2 suffix, then -3, and so
+// on. It returns the path written.
+func Write(out string, r *lab.Result, info RunInfo) (string, error) {
+	var buf bytes.Buffer
+	if err := Text(&buf, r, info); err != nil {
+		return "", err
+	}
+	return WriteNew(Path(out, r, info.Started), buf.Bytes())
+}
+
+// WriteNew creates path (and its folder) exclusively and writes data to it.
+// If path exists it tries path with -2, -3, … before the extension.
+func WriteNew(path string, data []byte) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("reports: cannot create report folder: %w", err)
+	}
+	ext := filepath.Ext(path)
+	base := strings.TrimSuffix(path, ext)
+	for n := 1; n < 1000; n++ {
+		candidate := path
+		if n > 1 {
+			candidate = fmt.Sprintf("%s-%d%s", base, n, ext)
+		}
+		f, err := os.OpenFile(candidate, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("reports: cannot write report: %w", err)
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", fmt.Errorf("reports: write %s: %w", candidate, err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("reports: write %s: %w", candidate, err)
+		}
+		return candidate, nil
+	}
+	return "", fmt.Errorf("reports: %s: 999 reports already exist for this second", path)
+}
+
+// CheckWritable reports whether out can take reports, creating it if needed,
+// so a bad --out fails before any scenario runs.
+func CheckWritable(out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("output folder %s cannot be created: %w", out, unwrapPath(err))
+	}
+	f, err := os.CreateTemp(out, ".outboxlab-write-check-*")
+	if err != nil {
+		return fmt.Errorf("output folder %s is not writable: %w", out, unwrapPath(err))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// unwrapPath drops the repeated path from an *fs.PathError for one-line messages.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,53 @@
+package reports
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// JSONResult is the machine-readable summary of one run, one object per line.
+type JSONResult struct {
+	Scenario string             `json:"scenario"`
+	Variant  string             `json:"variant"`
+	Passed   bool               `json:"passed"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Checks   []JSONCheck        `json:"checks"`
+	Report   string             `json:"report"`
+	Database string             `json:"database"`
+	Kept     bool               `json:"database_kept"`
+}
+
+// JSONCheck is one check in a [JSONResult].
+type JSONCheck struct {
+	Name     string `json:"name"`
+	Passed   bool   `json:"passed"`
+	Expected string `json:"expected"`
+	Observed string `json:"observed"`
+}
+
+// NewJSONResult summarizes r; reportPath is where its text report was written.
+func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
+	j := JSONResult{
+		Scenario: r.Scenario, Variant: r.Variant, Passed: r.Passed(), Report: reportPath,
+		Database: r.Database, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
+	}
+	for _, m := range r.Metrics {
+		j.Metrics[m.Key] = m.Value
+	}
+	for _, c := range r.Checks {
+		j.Checks = append(j.Checks, JSONCheck{Name: c.Name, Passed: c.Passed, Expected: c.Expected, Observed: c.Observed})
+	}
+	return j
+}
+
+// JSONLine writes v as one line of JSON.
+func JSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,206 @@
+// Package reports renders a lab.Result as the text report students read or
+// as one JSON line for tools, and files reports without ever overwriting one.
+// It never queries a database: everything it prints is in the Result.
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// cellWidth is where long cells wrap, so a report stays readable in a terminal.
+const cellWidth = 64
+
+// RunInfo is what the report says about the run itself rather than the lesson.
+type RunInfo struct {
+	Started time.Time // wall-clock start, UTC
+	Elapsed time.Duration
+}
+
+// Text writes the report of one run: header, lesson, schema, SQL, timeline,
+// every table, checks and verdict, in that order.
+func Text(w io.Writer, r *lab.Result, info RunInfo) error {
+	p := &printer{w: w}
+	p.line("outboxlab run report")
+	p.line(strings.Repeat("=", 78))
+	p.kv("Scenario", r.Scenario)
+	p.kv("Lesson", r.Title)
+	p.kv("Variant", variantLabel(r.Variant))
+	p.kv("Design", designLabel(r.Design))
+	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")
+	p.kv("Elapsed", info.Elapsed.Round(time.Millisecond).String())
+	if r.DatabaseKept {
+		p.kv("Database", r.Database+" (kept: open it with `sqlite3 "+r.Database+"`)")
+	} else {
+		p.kv("Database", r.Database+" (removed after the run; use --keep-db to keep it)")
+	}
+	p.kv("Result", resultLabel(r))
+
+	p.section("What this lesson shows")
+	p.paragraph(r.Lesson)
+
+	p.section("Schema in force (read back from sqlite_schema)")
+	for _, s := range r.Schema {
+		p.line(strings.TrimSpace(s) + ";")
+		p.line("")
+	}
+
+	p.section("SQL that ran")
+	for _, s := range r.Statements {
+		p.line("-- " + s.Name)
+		p.line(strings.TrimSpace(s.SQL) + ";")
+		p.line("")
+	}
+
+	p.section("Timeline")
+	tl := lab.Table{Columns: []string{"#", "Clock", "Actor", "Action", "Detail"}}
+	for _, e := range r.Timeline {
+		tl.AddRow(e.Seq, e.At, e.Actor, e.Action, e.Detail)
+	}
+	p.table(tl)
+
+	for _, t := range r.Tables {
+		p.section(t.Title)
+		if t.Note != "" {
+			p.paragraph(t.Note)
+		}
+		p.table(t)
+	}
+
+	p.section("Checks")
+	ct := lab.Table{Columns: []string{"Check", "What it proves", "Expected", "Observed", "Result"}}
+	for _, c := range r.Checks {
+		ct.AddRow(c.Name, c.About, c.Expected, c.Observed, passLabel(c.Passed))
+	}
+	p.table(ct)
+
+	p.section("Verdict")
+	p.paragraph(r.Verdict)
+	return p.err
+}
+
+// printer writes lines and remembers the first error, so Text can check once.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) line(s string) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintln(p.w, s)
+	}
+}
+
+func (p *printer) kv(k, v string) { p.line(fmt.Sprintf("%-9s %s", k+":", v)) }
+
+func (p *printer) section(title string) {
+	p.line("")
+	p.line("== " + title + " " + strings.Repeat("=", max(3, 74-len(title))))
+	p.line("")
+}
+
+// paragraph wraps text at 78 columns.
+func (p *printer) paragraph(text string) {
+	for _, l := range wrap(text, 78) {
+		p.line(l)
+	}
+	p.line("")
+}
+
+func (p *printer) table(t lab.Table) {
+	if p.err != nil {
+		return
+	}
+	if len(t.Rows) == 0 {
+		p.line("(no entries)")
+		return
+	}
+	p.err = renderTable(p.w, t.Columns, t.Rows)
+}
+
+// renderTable draws one ASCII table (stable bytes for golden files).
+func renderTable(w io.Writer, columns []string, rows [][]string) error {
+	tb := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNormal),
+		tablewriter.WithRowMaxWidth(cellWidth),
+	)
+	header := make([]any, len(columns))
+	for i, c := range columns {
+		header[i] = c
+	}
+	tb.Header(header...)
+	for _, row := range rows {
+		if err := tb.Append(row); err != nil {
+			return fmt.Errorf("reports: table row: %w", err)
+		}
+	}
+	if err := tb.Render(); err != nil {
+		return fmt.Errorf("reports: render table: %w", err)
+	}
+	return nil
+}
+
+func wrap(text string, width int) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		line := ""
+		for _, word := range strings.Fields(para) {
+			if line != "" && len(line)+1+len(word) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += word
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func variantLabel(v string) string {
+	if v == "" {
+		return "none (the lesson as designed)"
+	}
+	return v + " (a deliberate mistake: some checks must FAIL)"
+}
+
+func designLabel(d lab.Design) string {
+	if d == lab.Broken {
+		return "BEFORE: a broken design. It PASSES when the breakage is reproduced; the design stays unsafe."
+	}
+	return "AFTER: the safe design. It PASSES when every invariant held."
+}
+
+func resultLabel(r *lab.Result) string {
+	if r.Passed() {
+		return fmt.Sprintf("PASS (%d of %d checks passed)", len(r.Checks), len(r.Checks))
+	}
+	failed := r.FailedChecks()
+	return fmt.Sprintf("FAIL (%d of %d checks failed: %s)", len(failed), len(r.Checks), strings.Join(failed, ", "))
+}
+
+func passLabel(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// WriteTable draws one table the way reports do, for the CLI's listings.
+func WriteTable(w io.Writer, t lab.Table) error {
+	return renderTable(w, t.Columns, t.Rows)
+}
