@@ -331,4 +331,3 @@ func wrapText(text string, width int) []string {
 	}
 	return out
 }
-
