@@ -35,10 +35,13 @@ type Result struct {
 	Schema     []string    // CREATE statements in force at the end, from sqlite_schema
 	Statements []Statement // the named SQL the run executed
 	Timeline   []Event     // who did what when, in order
-	Tables     []Table     // per-message table, each ledger, step tables
-	Metrics    []Metric    // the figures LESSONS.md names, in report order
-	Checks     []Check     // what decides the exit code
-	Verdict    string      // one sentence about the design being taught
+	// Concurrent says workers ran at the same time, so the timeline's
+	// order (not its invariants) varies from run to run.
+	Concurrent bool
+	Tables     []Table  // per-message table, each ledger, step tables
+	Metrics    []Metric // the figures LESSONS.md names, in report order
+	Checks     []Check  // what decides the exit code
+	Verdict    string   // one sentence about the design being taught
 }
 
 // Statement is one named SQL statement as it ran.
@@ -58,10 +61,13 @@ type Event struct {
 
 // Table is a titled table: a ledger, the per-message table or a step table.
 type Table struct {
-	Title   string
-	Note    string // what the table proves, printed under its title
-	Columns []string
-	Rows    [][]string
+	Title string
+	Note  string // what the table proves, printed under its title
+	// Interleaved says the rows depend on how concurrent workers
+	// interleaved: their order and split vary by run.
+	Interleaved bool
+	Columns     []string
+	Rows        [][]string
 }
 
 // AddRow appends one row, formatting each cell with [Cell].

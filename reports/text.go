@@ -19,6 +19,10 @@ import (
 // cellWidth is where long cells wrap, so a report stays readable in a terminal.
 const cellWidth = 64
 
+// InterleavedNote is printed above a table whose rows depend on how
+// concurrent workers interleaved.
+const InterleavedNote = "(Rows are in the order things happened. The workers ran concurrently, so that order varies from run to run; the checks do not.)"
+
 // RunInfo is what the report says about the run itself rather than the lesson.
 type RunInfo struct {
 	Started time.Time // wall-clock start, UTC
@@ -61,7 +65,7 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	}
 
 	p.section("Timeline")
-	tl := lab.Table{Columns: []string{"#", "Clock", "Actor", "Action", "Detail"}}
+	tl := lab.Table{Interleaved: r.Concurrent, Columns: []string{"#", "Clock", "Actor", "Action", "Detail"}}
 	for _, e := range r.Timeline {
 		tl.AddRow(e.Seq, e.At, e.Actor, e.Action, e.Detail)
 	}
@@ -122,6 +126,9 @@ func (p *printer) table(t lab.Table) {
 	if len(t.Rows) == 0 {
 		p.line("(no entries)")
 		return
+	}
+	if t.Interleaved {
+		p.line(InterleavedNote)
 	}
 	p.err = renderTable(p.w, t.Columns, t.Rows)
 }

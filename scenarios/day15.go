@@ -298,10 +298,16 @@ func (d *day15) finish(ctx context.Context, db *store.DB, r *lab.Result) error {
 	for _, m := range msgs {
 		p := payByKey[m.AggregateKey]
 		perMsg.AddRow(m.ID, m.AggregateKey, m.Status, m.LockedBy, m.LockedUntil, m.ProcessedAt, p.Status, p.TransactionID,
-			strings.Join(claimsBy[m.ID], ", "), strings.Join(by[m.ID], ", "), len(by[m.ID]))
+			strings.Join(claimsBy[m.ID], ", "), strings.Join(sorted(by[m.ID]), ", "), len(by[m.ID]))
 	}
+	perMsg.Interleaved = len(d.claims) > 0 // who claimed what depends on the interleaving
 	r.Tables = append(r.Tables, perMsg)
-	r.Tables = append(r.Tables, d.ledgerTables()...)
+	for _, t := range d.ledgerTables() {
+		// Seeding is sequential; everything the workers did interleaved.
+		t.Interleaved = t.Title != creationLedgerTitle
+		r.Tables = append(r.Tables, t)
+	}
+	r.Concurrent = true
 	return nil
 }
 
@@ -381,9 +387,11 @@ func (d *day15) claimSummary() lab.Table {
 	return t
 }
 
+const creationLedgerTitle = "Ledger: provider creation calls"
+
 // providerTables renders the provider's own ledgers.
 func providerTables(p *provider.Provider) []lab.Table {
-	create := lab.Table{Title: "Ledger: provider creation calls", Note: "The provider's record of \"create payment\". Exactly one per key, all by checkout.", Columns: []string{"Call", "Caller", "Key", "Answer"}}
+	create := lab.Table{Title: creationLedgerTitle, Note: "The provider's record of \"create payment\". Exactly one per key, all by checkout.", Columns: []string{"Call", "Caller", "Key", "Answer"}}
 	for _, c := range p.CreationCalls() {
 		create.AddRow(c.Seq, c.Caller, c.Key, c.Answer)
 	}
@@ -410,6 +418,13 @@ func providerTables(p *provider.Provider) []lab.Table {
 		perKey.AddRow(k, creations[k], checkCount[k], strings.Join(parts, ", "))
 	}
 	return []lab.Table{create, status, perKey}
+}
+
+// sorted returns a sorted copy of names.
+func sorted(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	return out
 }
 
 // openWorker opens one application instance's own connection.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"regexp"
 	"strconv"
 	"time"
@@ -29,12 +28,4 @@ func parseDuration(flag, s string) (time.Duration, error) {
 		return 0, usagef("--%s must be positive, not %q", flag, s)
 	}
 	return d, nil
-}
-
-// formatDays prints a duration in days when it is a whole number of them.
-func formatDays(d time.Duration) string {
-	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
 }

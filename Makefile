@@ -1,0 +1,39 @@
+# outboxlab: the two commands a newcomer needs are `make run` and `make test`.
+
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+OUT         ?= run-reports
+BIN         := bin/outboxlab
+
+.PHONY: run run-all build test lint bench check-figures clean
+
+## run: run both Day 15 scenarios (the race and the fix) and print where the reports are
+run: build
+	./$(BIN) run session-15-competing-workers-no-claim session-15-outbox-leasing --out $(OUT)
+
+## run-all: run every scenario of the course
+run-all: build
+	./$(BIN) run --all --out $(OUT)
+
+build:
+	$(GO) build -o $(BIN) ./cmd/outboxlab
+
+## test: vet, then every test under the race detector
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+## lint: staticcheck, fetched through the Go module proxy
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
+## bench: the Go benchmarks of the claim paths
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./store/
+
+## check-figures: compare every scenario's JSON metrics with LESSONS.md
+check-figures: build
+	../shared/tools/check-figures ./$(BIN)
+
+clean:
+	rm -rf bin $(OUT)
