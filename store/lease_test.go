@@ -1,0 +1,283 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/store"
+)
+
+var t0 = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+// mustOpenLeaseDB opens a fresh Day 15 database with two payments seeded
+// and returns two independent application instances on it.
+func mustOpenLeaseDB(tb testing.TB) (a, b *store.DB) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "lab.db")
+	a = mustOpen(tb, path, store.DefaultConfig)
+	if err := a.Migrate(context.Background(), store.PaymentsOutbox, store.OutboxLeasing); err != nil {
+		tb.Fatal(err)
+	}
+	for i, key := range []string{"PAY-001", "PAY-002"} {
+		p := store.NewPayment{Key: key, AmountCents: 100, MessageType: "PaymentCreated", Payload: "{}"}
+		if _, err := a.CreatePayment(context.Background(), p, t0.Add(time.Duration(i-60)*time.Second)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return a, mustOpen(tb, path, store.DefaultConfig)
+}
+
+func mustOpen(tb testing.TB, path string, cfg store.Config) *store.DB {
+	tb.Helper()
+	db, err := store.Open(context.Background(), path, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		db := mustOpen(t, filepath.Join(t.TempDir(), "x.db"), store.DefaultConfig)
+		if err := db.Migrate(ctx, store.PaymentsOutbox); err != nil {
+			t.Fatal(err)
+		}
+		schema, err := db.Schema(ctx)
+		if err != nil || len(schema) < 2 {
+			t.Fatalf("schema = %v, %v", schema, err)
+		}
+	})
+	t.Run("ErrNotDatabase", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "notes.db")
+		if err := os.WriteFile(path, []byte("these are my lecture notes, not a database, padded to a page................................................................................................"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := store.Open(ctx, path, store.DefaultConfig)
+		if !errors.Is(err, store.ErrNotDatabase) {
+			t.Fatalf("err = %v, want ErrNotDatabase", err)
+		}
+	})
+	t.Run("ErrLocked", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "held.db")
+		holder := mustOpen(t, path, store.DefaultConfig)
+		if err := holder.Migrate(ctx, store.PaymentsOutbox); err != nil {
+			t.Fatal(err)
+		}
+		// Another process holds the file in exclusive locking mode.
+		if err := holder.HoldExclusiveLock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err := store.Open(ctx, path, store.Config{BusyTimeout: 50 * time.Millisecond})
+		if !errors.Is(err, store.ErrLocked) {
+			t.Fatalf("err = %v, want ErrLocked", err)
+		}
+	})
+	t.Run("ErrBadSynchronous", func(t *testing.T) {
+		_, err := store.Open(ctx, filepath.Join(t.TempDir(), "x.db"), store.Config{Synchronous: "sometimes"})
+		if err == nil {
+			t.Fatal("want an error for synchronous=sometimes")
+		}
+	})
+}
+
+func TestClaimNext(t *testing.T) {
+	ctx := context.Background()
+	const lease = 500 * time.Millisecond
+	tests := []struct {
+		name      string
+		claimedAt time.Duration // when Worker-A claimed PAY-001, relative to t0
+		bAt       time.Duration // when Worker-B tries
+		claim     store.ClaimSQL
+		wantKey   string // what Worker-B gets; "" for Empty
+	}{
+		{"LiveLeaseSkipped", 0, 499 * time.Millisecond, store.LeaseClaim, "PAY-002"},
+		{"ExpiredAtLeaseEnd", 0, 500 * time.Millisecond, store.LeaseClaim, "PAY-001"},
+		{"ExpiredLeaseReclaimed", 0, 600 * time.Millisecond, store.LeaseClaim, "PAY-001"},
+		{"ExpiryBlindNeverReclaims", 0, time.Hour, store.ExpiryBlindClaim, "PAY-002"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := mustOpenLeaseDB(t)
+			ca, err := a.ClaimNext(ctx, tt.claim, "Worker-A", t0.Add(tt.claimedAt), lease, nil)
+			if err != nil || ca.Outcome != store.Claimed || ca.Message.AggregateKey != "PAY-001" {
+				t.Fatalf("A's claim = %+v, %v", ca, err)
+			}
+			cb, err := b.ClaimNext(ctx, tt.claim, "Worker-B", t0.Add(tt.bAt), lease, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cb.Outcome != store.Claimed || cb.Message.AggregateKey != tt.wantKey || cb.Message.LockedBy != "Worker-B" {
+				t.Fatalf("B's claim = %+v, want %s", cb, tt.wantKey)
+			}
+		})
+	}
+	t.Run("Empty", func(t *testing.T) {
+		a, _ := mustOpenLeaseDB(t)
+		for i := 0; i < 2; i++ {
+			if c, err := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, lease, nil); err != nil || c.Outcome != store.Claimed {
+				t.Fatalf("claim %d = %+v, %v", i, c, err)
+			}
+		}
+		c, err := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, lease, nil)
+		if err != nil || c.Outcome != store.Empty {
+			t.Fatalf("third claim = %+v, %v; want empty", c, err)
+		}
+	})
+}
+
+func TestClaimMessage(t *testing.T) {
+	ctx := context.Background()
+	a, b := mustOpenLeaseDB(t)
+	ca, _ := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, 500*time.Millisecond, nil)
+
+	t.Run("Blocked", func(t *testing.T) {
+		c, err := b.ClaimMessage(ctx, store.LeaseClaim, ca.Message.ID, "Worker-B", t0.Add(100*time.Millisecond), time.Second)
+		if err != nil || c.Outcome != store.Blocked || c.HeldBy != "Worker-A" || c.HeldUntil != "2026-01-15T09:00:00.500Z" {
+			t.Fatalf("claim = %+v, %v; want blocked by Worker-A until .500", c, err)
+		}
+	})
+	t.Run("ReclaimedAfterExpiry", func(t *testing.T) {
+		c, err := b.ClaimMessage(ctx, store.LeaseClaim, ca.Message.ID, "Worker-B", t0.Add(600*time.Millisecond), time.Second)
+		if err != nil || c.Outcome != store.Claimed {
+			t.Fatalf("claim = %+v, %v", c, err)
+		}
+		f, err := b.FinalizeOwned(ctx, c.Message.ID, "Worker-B", store.Outcome{Key: "PAY-001", Status: "Paid", TransactionID: "TXN-1"}, t0)
+		if err != nil || !f.Finalized {
+			t.Fatalf("finalize = %+v, %v", f, err)
+		}
+	})
+	t.Run("Done", func(t *testing.T) {
+		c, err := a.ClaimMessage(ctx, store.LeaseClaim, ca.Message.ID, "Worker-A", t0.Add(time.Hour), time.Second)
+		if err != nil || c.Outcome != store.Done {
+			t.Fatalf("claim = %+v, %v; want done", c, err)
+		}
+	})
+}
+
+func TestFinalizeOwned(t *testing.T) {
+	ctx := context.Background()
+	paid := store.Outcome{Key: "PAY-001", Status: "Paid", TransactionID: "TXN-0001"}
+
+	t.Run("OK", func(t *testing.T) {
+		a, _ := mustOpenLeaseDB(t)
+		c, _ := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, time.Second, nil)
+		f, err := a.FinalizeOwned(ctx, c.Message.ID, "Worker-A", paid, t0)
+		if err != nil || !f.Finalized {
+			t.Fatalf("finalize = %+v, %v", f, err)
+		}
+		if n, _ := a.Count(ctx, store.CountPaymentsByStatusSQL, "Paid"); n != 1 {
+			t.Fatalf("paid = %d, want 1", n)
+		}
+	})
+	t.Run("NotOwnerRollsBack", func(t *testing.T) {
+		a, b := mustOpenLeaseDB(t)
+		c, _ := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, time.Second, nil)
+		f, err := b.FinalizeOwned(ctx, c.Message.ID, "Worker-B", paid, t0)
+		if err != nil || f.Finalized {
+			t.Fatalf("finalize by non-owner = %+v, %v; want rejected without error", f, err)
+		}
+		if n, _ := a.Count(ctx, store.CountPaymentsByStatusSQL, "Paid"); n != 0 {
+			t.Fatal("the payment update of a rejected finalization was committed")
+		}
+		if n, _ := a.Count(ctx, store.CountOutboxByStatusSQL, "Processing"); n != 1 {
+			t.Fatal("the message left Processing")
+		}
+	})
+}
+
+func TestUnguardedClaimDoubleOwnership(t *testing.T) {
+	ctx := context.Background()
+	a, b := mustOpenLeaseDB(t)
+	// Worker-B claims inside Worker-A's window between select and update.
+	var cb store.Claim
+	ca, err := a.ClaimNext(ctx, store.UnguardedClaim, "Worker-A", t0, time.Second, func() {
+		cb, _ = b.ClaimNext(ctx, store.UnguardedClaim, "Worker-B", t0, time.Second, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca.Outcome != store.Claimed || cb.Outcome != store.Claimed || ca.Message.ID != cb.Message.ID {
+		t.Fatalf("want both to claim the same message: A %+v, B %+v", ca, cb)
+	}
+	// The same interleaving with the lesson's claim cannot happen: the
+	// guarded update refuses the second owner.
+	a2, b2 := mustOpenLeaseDB(t)
+	c1, _ := a2.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, time.Second, nil)
+	c2, _ := b2.ClaimMessage(ctx, store.LeaseClaim, c1.Message.ID, "Worker-B", t0, time.Second)
+	if c2.Outcome != store.Blocked {
+		t.Fatalf("lease claim let a second owner in: %+v", c2)
+	}
+}
+
+func TestAuditQueries(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		setup string // SQL that breaks the state on purpose
+		query string
+		args  []any
+		want  int
+	}{
+		{"CleanDuplicates", "", store.DuplicateRowsSQL, nil, 0},
+		{"DuplicateOutboxRow", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
+			VALUES ('PaymentCreated', 'PAY-001', '{}', 'Pending', '2026-01-15T09:00:00.000Z')`, store.DuplicateRowsSQL, nil, 1},
+		{"Pending", "", store.CountOutboxByStatusSQL, []any{"Pending"}, 2},
+		{"FailedCount", `UPDATE Payments SET PaymentStatus = 'Failed'`, store.CountPaymentsByStatusSQL, []any{"Failed"}, 2},
+		{"PaidWithoutTransaction", `UPDATE Payments SET PaymentStatus = 'Paid' WHERE IdempotencyKey = 'PAY-001'`, store.FakeSuccessesSQL, nil, 1},
+		{"FailedWithTransaction", `UPDATE Payments SET PaymentStatus = 'Failed', TransactionId = 'TXN-9'`, store.FakeSuccessesSQL, nil, 2},
+		{"Orphan", `DELETE FROM OutboxMessages WHERE AggregateKey = 'PAY-002'`, store.OrphanPaymentsSQL, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, _ := mustOpenLeaseDB(t)
+			if tt.setup != "" {
+				if _, err := a.InTx(ctx, func(tx *sql.Tx) error { _, err := tx.ExecContext(ctx, tt.setup); return err }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := a.Count(ctx, tt.query, tt.args...)
+			if err != nil || got != tt.want {
+				t.Fatalf("count = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestInTxRetriesBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	holder := mustOpen(t, path, store.DefaultConfig)
+	if err := holder.Migrate(ctx, store.PaymentsOutbox); err != nil {
+		t.Fatal(err)
+	}
+	waiter := mustOpen(t, path, store.Config{BusyTimeout: 5 * time.Millisecond})
+
+	locked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := holder.InTx(ctx, func(*sql.Tx) error { close(locked); <-release; return nil })
+		done <- err
+	}()
+	<-locked
+	go func() { time.Sleep(100 * time.Millisecond); close(release) }()
+	stats, err := waiter.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO Payments (IdempotencyKey, AmountCents, CreatedAtUtc, UpdatedAtUtc) VALUES ('PAY-9', 1, 'x', 'x')`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("InTx failed under contention: %v", err)
+	}
+	if stats.BusyRetries == 0 {
+		t.Fatal("SQLITE_BUSY was not counted")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
