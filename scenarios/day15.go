@@ -343,6 +343,9 @@ func (d *day15) ledgerTables() []lab.Table {
 	out = append(out, providerTables(d.provider)...)
 	if len(d.finals) > 0 {
 		t := lab.Table{Title: "Ledger: finalizations and ownership rejections", Note: "A rejected finalization changed 0 rows and was rolled back: the worker no longer owned the message.", Columns: []string{"#", "Clock", "Worker", "Message", "Key", "Result", "Busy retries"}}
+		if len(d.claims) == 0 {
+			t.Title, t.Note = "Ledger: completions", "Each completion ran by Id alone, with no ownership guard, so none could be refused."
+		}
 		for _, f := range d.finals {
 			t.AddRow(f.seq, f.at, f.worker, f.id, f.key, map[bool]string{true: "committed", false: "rejected (0 rows)"}[f.committed], f.busy)
 		}
