@@ -26,8 +26,11 @@ type Result struct {
 	Session  string // report folder, e.g. Session-15
 	FileTag  string // report file stem, e.g. OutboxLeasing
 	Variant  string // mistake variant, "" for the lesson as designed
-	Design   Design
-	Lesson   string // what the run teaches, one paragraph
+	// CustomSQL names the engineer's own SQL the run used instead of the
+	// lesson's, "" when it ran the lesson's statements.
+	CustomSQL string
+	Design    Design
+	Lesson    string // what the run teaches, one paragraph
 
 	Database     string // path of the SQLite file the run used
 	DatabaseKept bool   // true when --keep-db left it for students

@@ -14,11 +14,14 @@ import (
 )
 
 // Path is where a report of r started at t goes, before any de-duplication:
-// <out>/<Session>/<Session>-<FileTag>[-<variant>]-RunReport-<UTC timestamp>.txt
+// <out>/<Session>/<Session>-<FileTag>[-<variant>][-YourSQL]-RunReport-<UTC timestamp>.txt
 func Path(out string, r *lab.Result, t time.Time) string {
 	stem := r.Session + "-" + r.FileTag
 	if r.Variant != "" {
 		stem += "-" + r.Variant
+	}
+	if r.CustomSQL != "" {
+		stem += "-YourSQL"
 	}
 	return filepath.Join(out, r.Session, stem+"-RunReport-"+t.UTC().Format("20060102T150405Z")+".txt")
 }

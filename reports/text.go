@@ -38,6 +38,9 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	p.kv("Scenario", r.Scenario)
 	p.kv("Lesson", r.Title)
 	p.kv("Variant", variantLabel(r.Variant))
+	if r.CustomSQL != "" {
+		p.kv("Your SQL", r.CustomSQL+" (judged by this lesson's checks)")
+	}
 	p.kv("Design", designLabel(r.Design))
 	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")
 	p.kv("Elapsed", info.Elapsed.Round(time.Millisecond).String())

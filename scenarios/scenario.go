@@ -34,6 +34,9 @@ type Scenario struct {
 	Checks []CheckDoc
 	// Variants are the mistake variants; each makes at least one check fail.
 	Variants []Variant
+	// AcceptsClaimSQL says the scenario can run an engineer's own claim
+	// statements (run --claim-sql FILE) in place of the lesson's.
+	AcceptsClaimSQL bool
 
 	// Run executes the scenario in env and returns its result. It must
 	// write only inside env.Dir.
@@ -77,6 +80,17 @@ type Options struct {
 	InboxRetention time.Duration // session 20: how long dedup records live
 	DLQRetention   time.Duration // session 20: how long the dead-letter queue keeps messages
 	BrokerWindow   time.Duration // session 20: the broker's deduplication window
+
+	// Claim, when set, replaces the lesson's claim with an engineer's own
+	// SQL in the scenarios that accept one (see [Scenario.AcceptsClaimSQL]).
+	Claim *CustomClaim
+}
+
+// CustomClaim is an engineer's claim SQL, to be judged by a scenario's checks.
+type CustomClaim struct {
+	Source string // where it came from, e.g. the file name
+	Select string // picks the oldest claimable message's Id; may use :now, :worker, :until
+	Update string // takes message :id; the claim holds only if it changes exactly one row
 }
 
 // DefaultOptions are the lessons' defaults.
@@ -110,6 +124,12 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 			return nil, &UnknownVariantError{Scenario: sc.Name, Variant: variant, Known: sc.VariantNames()}
 		}
 	}
+	if opts.Claim != nil && !sc.AcceptsClaimSQL {
+		return nil, fmt.Errorf("scenario %s does not take claim SQL; %s", sc.Name, claimSQLScenarios())
+	}
+	if opts.Claim != nil && variant != "" {
+		return nil, fmt.Errorf("--claim-sql replaces the lesson's claim; it cannot be combined with --variant %s", variant)
+	}
 	dir, err := os.MkdirTemp("", "outboxlab-"+sc.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: make run folder: %w", err)
@@ -134,7 +154,21 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.Database = env.DatabasePath()
 	}
 	res.DatabaseKept = keepDB
+	if opts.Claim != nil {
+		res.CustomSQL = "claim from " + opts.Claim.Source
+	}
 	return res, nil
+}
+
+// claimSQLScenarios names the scenarios that accept claim SQL.
+func claimSQLScenarios() string {
+	var names []string
+	for _, s := range registry {
+		if s.AcceptsClaimSQL {
+			names = append(names, s.Name)
+		}
+	}
+	return "these do: " + strings.Join(names, ", ")
 }
 
 // UnknownVariantError is returned for a variant the scenario does not have.

@@ -67,7 +67,8 @@ var outboxLeasing = Scenario{
 		{Name: variantWorkerCreates, Mistake: "the worker calls the provider's create payment again before checking its status",
 			Breaks: []string{"worker_creation_calls", "keys_not_created_exactly_once"}},
 	},
-	Run: runOutboxLeasing,
+	AcceptsClaimSQL: true,
+	Run:             runOutboxLeasing,
 }
 
 func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -79,6 +80,9 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 		claimSQL = store.ExpiryBlindClaim
 	case variantUnguardedClaim:
 		claimSQL = store.UnguardedClaim
+	}
+	if c := env.Options.Claim; c != nil {
+		claimSQL = store.ClaimSQL{Name: "your claim from " + c.Source, SelectNext: c.Select, Update: c.Update}
 	}
 	r.Statements = []lab.Statement{
 		{Name: "claim: select (" + claimSQL.Name + ")", SQL: claimSQL.SelectNext},
@@ -140,6 +144,9 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 			"in the concurrent phase (it varies; the invariants do not).",
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
 			m("concurrent_claims_a"), m("concurrent_claims_b"))
+	} else if env.Options.Claim != nil {
+		r.Verdict = fmt.Sprintf("YOUR CLAIM FAILED the lesson's invariants (from %s): failed checks %v. Compare the claim ledger and the recovery demo with the lesson's claim (`outboxlab describe %s`).",
+			env.Options.Claim.Source, r.FailedChecks(), env.Scenario.Name)
 	} else {
 		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", env.Variant, r.FailedChecks())
 	}

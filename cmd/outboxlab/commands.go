@@ -127,6 +127,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records (Go duration, days as d)"},
 			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages"},
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window"},
+			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks"},
 		},
 		OnUsageError: onUsageError,
 		Action:       runAction,
@@ -189,6 +190,19 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 	} {
 		if *d.dst, err = parseDuration(d.flag, c.String(d.flag)); err != nil {
 			return nil, err
+		}
+	}
+	if path := c.String("claim-sql"); path != "" {
+		if p.options.Claim, err = readClaimSQL(path); err != nil {
+			return nil, err
+		}
+		for _, sc := range p.scenarios {
+			if !sc.AcceptsClaimSQL {
+				return nil, usagef("--claim-sql: scenario %s does not take claim SQL (session-15-outbox-leasing does)", sc.Name)
+			}
+		}
+		if p.variant != "" {
+			return nil, usagef("--claim-sql replaces the lesson's claim; do not combine it with --variant")
 		}
 	}
 	if err := reports.CheckWritable(p.out); err != nil {

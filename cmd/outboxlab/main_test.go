@@ -43,6 +43,16 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	leasing := "session-15-outbox-leasing"
+	badSQL := filepath.Join(t.TempDir(), "bad.sql")
+	oneStatement := filepath.Join(t.TempDir(), "one.sql")
+	for path, text := range map[string]string{
+		badSQL:       "SELECT Id FROM NoSuchTable; UPDATE OutboxMessages SET Status = 'Processing' WHERE Id = :id",
+		oneStatement: "SELECT Id FROM OutboxMessages",
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -69,6 +79,12 @@ func TestCLI(t *testing.T) {
 		{name: "RunPass", args: []string{"run", leasing}, code: 0, stdout: []string{leasing + ": PASS", "SAFE DESIGN held", "report:"}},
 		{name: "RunBefore", args: []string{"run", "session-15-competing-workers-no-claim"}, code: 0, stdout: []string{"PASS", "UNSAFE DESIGN, race reproduced"}},
 		{name: "RunVariantFails", args: []string{"run", leasing, "--variant", "permanent-lock"}, code: 1, stdout: []string{"FAIL", "FAILED recovery_ok: expected 1, observed 0"}},
+		{name: "ClaimSQLLesson", args: []string{"run", leasing, "--claim-sql", "../../examples/claim-lesson.sql"}, code: 0, stdout: []string{"PASS"}},
+		{name: "ClaimSQLPendingOnly", args: []string{"run", leasing, "--claim-sql", "../../examples/claim-pending-only.sql"}, code: 1, stdout: []string{"YOUR CLAIM FAILED", "FAILED recovery_ok"}},
+		{name: "ClaimSQLBroken", args: []string{"run", leasing, "--claim-sql", badSQL}, code: 2, stderr: []string{"no such table: NoSuchTable"}},
+		{name: "ClaimSQLOneStatement", args: []string{"run", leasing, "--claim-sql", oneStatement}, code: 2, stderr: []string{"must hold two statements"}, noReport: true},
+		{name: "ClaimSQLWrongScenario", args: []string{"run", "session-15-competing-workers-no-claim", "--claim-sql", "../../examples/claim-lesson.sql"}, code: 2, stderr: []string{"does not take claim SQL"}, noReport: true},
+		{name: "ClaimSQLMissingFile", args: []string{"run", leasing, "--claim-sql", "no-such.sql"}, code: 2, stderr: []string{"cannot read"}, noReport: true},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED ownership_violations"}},
 	}
 	for _, tt := range tests {
