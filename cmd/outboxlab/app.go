@@ -68,7 +68,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideVersion:     true,
 		HideHelpCommand: true,
 		Suggest:         true,
-		Commands:        []*cli.Command{listCommand(), describeCommand(), runCommand()},
+		Commands:        []*cli.Command{listCommand(), describeCommand(), runCommand(), inspectCommand()},
 		OnUsageError:    onUsageError,
 		ExitErrHandler:  func(*cli.Context, error) {}, // run decides the exit code
 	}

@@ -85,6 +85,9 @@ func TestCLI(t *testing.T) {
 		{name: "ClaimSQLOneStatement", args: []string{"run", leasing, "--claim-sql", oneStatement}, code: 2, stderr: []string{"must hold two statements"}, noReport: true},
 		{name: "ClaimSQLWrongScenario", args: []string{"run", "session-15-competing-workers-no-claim", "--claim-sql", "../../examples/claim-lesson.sql"}, code: 2, stderr: []string{"does not take claim SQL"}, noReport: true},
 		{name: "ClaimSQLMissingFile", args: []string{"run", leasing, "--claim-sql", "no-such.sql"}, code: 2, stderr: []string{"cannot read"}, noReport: true},
+		{name: "InspectNotSQLite", args: []string{"inspect", "main.go"}, code: 2, stderr: []string{"main.go is not an SQLite database"}},
+		{name: "InspectMissing", args: []string{"inspect", "no-such.db"}, code: 2, stderr: []string{"no such file"}},
+		{name: "InspectFolder", args: []string{"inspect", "testdata"}, code: 2, stderr: []string{"is a folder"}},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED ownership_violations"}},
 	}
 	for _, tt := range tests {
@@ -178,6 +181,12 @@ func TestRunKeepDB(t *testing.T) {
 	report, err := os.ReadFile(r.Report)
 	if err != nil || !bytes.Contains(report, []byte(r.Database)) {
 		t.Fatalf("report does not name the kept database %s (%v)", r.Database, err)
+	}
+	inspected := runCLI(t, "inspect", r.Database)
+	for _, s := range []string{"== Payments (6 rows)", "== OutboxMessages (6 rows)", "Processed", "TXN-0001"} {
+		if inspected.code != 0 || !strings.Contains(inspected.stdout, s) {
+			t.Errorf("inspect exit %d, stdout lacks %q:\n%s%s", inspected.code, s, inspected.stdout, inspected.stderr)
+		}
 	}
 }
 
