@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
@@ -238,4 +240,143 @@ func (db *DB) Count(ctx context.Context, query string, args ...any) (int, error)
 		return 0, fmt.Errorf("store: count: %w", err)
 	}
 	return int(n.Int64), nil
+}
+
+// ErrCrashed reports that a failpoint killed the application instance in
+// the middle of an operation: its connection was closed under it, SQLite
+// discarded whatever was uncommitted, and the [DB] is closed for good. Only
+// what was committed before the failpoint survives.
+var ErrCrashed = errors.New("store: crashed at failpoint")
+
+// CreatePaymentInTwoTransactions is Day 14's "before": the payment row
+// commits in one transaction ([InsertPaymentSQL]) and its outbox message in
+// a second ([InsertOutboxSQL]). crashHere (if not nil) is the failpoint
+// between them: when it returns true the process dies after the first
+// commit, the connection is closed, the second transaction never runs, the
+// payment is left without a message and the call returns [ErrCrashed].
+func (db *DB) CreatePaymentInTwoTransactions(ctx context.Context, p NewPayment, now time.Time, crashHere func() bool) (TxStats, error) {
+	at := clock.Format(now)
+	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, InsertPaymentSQL, p.Key, p.AmountCents, at, at)
+		return err
+	})
+	if err != nil {
+		return stats, fmt.Errorf("store: create payment %s (first transaction): %w", p.Key, err)
+	}
+	if crashHere != nil && crashHere() {
+		if err := db.dieMidStep(ctx, func(context.Context, driver.Conn) error { return nil }); !errors.Is(err, ErrCrashed) {
+			return stats, fmt.Errorf("store: create payment %s: crash: %w", p.Key, err)
+		}
+		return stats, ErrCrashed
+	}
+	second, err := db.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, InsertOutboxSQL, p.MessageType, p.Key, p.Payload, at)
+		return err
+	})
+	stats.BusyRetries += second.BusyRetries
+	stats.Waited += second.Waited
+	if err != nil {
+		return stats, fmt.Errorf("store: create payment %s (second transaction): %w", p.Key, err)
+	}
+	return stats, nil
+}
+
+// CreatePaymentWithFailpoint writes the payment and its outbox message in
+// one transaction, like [CreatePayment], with a failpoint between the two
+// inserts. When crashHere returns true the process dies there, before the
+// outbox insert and before COMMIT: the connection is closed mid-transaction,
+// SQLite discards the transaction, neither row survives, and the call
+// returns [ErrCrashed]. Otherwise both rows commit together. It runs on the
+// instance's raw connection so that the crash can close it mid-transaction;
+// it is meant for a single writer and does not retry SQLITE_BUSY.
+func (db *DB) CreatePaymentWithFailpoint(ctx context.Context, p NewPayment, now time.Time, crashHere func() bool) error {
+	at := clock.Format(now)
+	completed := false
+	err := db.dieMidStep(ctx, func(ctx context.Context, c driver.Conn) (err error) {
+		begin, ok := c.(driver.ConnBeginTx)
+		exec, ok2 := c.(driver.ExecerContext)
+		if !ok || !ok2 {
+			return errors.New("driver connection cannot begin or execute")
+		}
+		tx, err := begin.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil && !completed {
+				_ = tx.Rollback()
+			}
+		}()
+		if _, err := exec.ExecContext(ctx, InsertPaymentSQL, namedValues(p.Key, p.AmountCents, at, at)); err != nil {
+			return err
+		}
+		if crashHere != nil && crashHere() {
+			return nil // the failpoint: dieMidStep closes the connection now
+		}
+		if _, err := exec.ExecContext(ctx, InsertOutboxSQL, namedValues(p.MessageType, p.Key, p.Payload, at)); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		completed = true
+		return errSurvived
+	})
+	switch {
+	case completed:
+		return nil
+	case errors.Is(err, ErrCrashed):
+		return err
+	default:
+		return fmt.Errorf("store: create payment %s: %w", p.Key, err)
+	}
+}
+
+// errSurvived tells dieMidStep that the step reached its end without a crash.
+var errSurvived = errors.New("survived")
+
+func namedValues(args ...any) []driver.NamedValue {
+	out := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		out[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return out
+}
+
+// dieMidStep runs step on this instance's raw driver connection and then,
+// unless step returned an error, closes that connection without committing
+// or rolling back, as a process death would, and closes the DB: it returns
+// [ErrCrashed]. A step that returns errSurvived finished normally; the
+// connection goes back to the pool unharmed.
+func (db *DB) dieMidStep(ctx context.Context, step func(ctx context.Context, c driver.Conn) error) error {
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	crashed := false
+	err = conn.Raw(func(dc any) error {
+		c, ok := dc.(driver.Conn)
+		if !ok {
+			return errors.New("not a driver connection")
+		}
+		if err := step(ctx, c); err != nil {
+			return err
+		}
+		closer, ok := dc.(io.Closer)
+		if !ok {
+			return errors.New("driver connection cannot be closed")
+		}
+		if err := closer.Close(); err != nil {
+			return err
+		}
+		crashed = true
+		return driver.ErrBadConn // database/sql discards the dead connection
+	})
+	if !crashed {
+		return err
+	}
+	conn.Close()
+	db.sql.Close()
+	return ErrCrashed
 }

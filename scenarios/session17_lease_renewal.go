@@ -1,0 +1,290 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// The mistake variants of session-17-lease-renewal.
+const (
+	variantRenewByEventID   = "renew-by-event-id"
+	variantAllowShortening  = "allow-shortening"
+	variantRenewAfterExpiry = "renew-after-expiry"
+)
+
+const (
+	s17EventID = "EVENT-81"
+	claimStep  = "claim"
+	renewStep  = "renew"
+)
+
+// renewalStep is one row of the session-17 step table: who does what at
+// which logical time, and whether LESSONS.md says it succeeds.
+type renewalStep struct {
+	at    int64
+	actor string
+	kind  string // claimStep or renewStep
+	until int64  // the lease a claim asks for, or the deadline a renewal proposes
+	ok    bool   // expected: the statement changes 1 row
+	why   string // the rule that decides it
+	check string // the step's check name
+	about string
+}
+
+// leaseRenewalSteps are the nine steps of LESSONS.md, in order.
+var leaseRenewalSteps = []renewalStep{
+	{at: 100, actor: workerA, kind: claimStep, until: 150, ok: true, why: "no live lease: A gets token tA",
+		check: "step_1_claim_succeeds", about: "t=100 A claims EVENT-81 with a lease until 150"},
+	{at: 110, actor: workerB, kind: renewStep, until: 180, ok: false, why: "B has no current token",
+		check: "step_2_renew_without_token_refused", about: "t=110 B, holding no token, cannot renew A's lease"},
+	{at: 120, actor: workerA, kind: renewStep, until: 140, ok: false, why: "140 would shorten the lease (150)",
+		check: "step_3_shorten_refused", about: "t=120 A's renewal to 140 is refused: it would shorten the lease"},
+	{at: 130, actor: workerA, kind: renewStep, until: 200, ok: true, why: "current token, lease live, 200 > 150",
+		check: "step_4_renew_extends", about: "t=130 A renews to 200: current token, live lease, longer deadline"},
+	{at: 160, actor: workerB, kind: claimStep, until: 210, ok: false, why: "A's lease is live until 200",
+		check: "step_5_claim_blocked_by_live_lease", about: "t=160 B's claim is refused: A's lease is live until 200"},
+	{at: 200, actor: workerA, kind: renewStep, until: 250, ok: false, why: "the lease expired at 200 (now = lease_until)",
+		check: "step_6_renew_at_expiry_refused", about: "t=200 A's renewal to 250 is refused: the lease expired at 200"},
+	{at: 200, actor: workerB, kind: claimStep, until: 260, ok: true, why: "the lease has expired: B gets a new token tB",
+		check: "step_7_claim_after_expiry", about: "t=200 B claims with a lease until 260 and gets token tB"},
+	{at: 210, actor: workerA, kind: renewStep, until: 270, ok: false, why: "tA is stale: the current token is tB",
+		check: "step_8_stale_renew_refused", about: "t=210 A's renewal with tA is refused: its token is stale"},
+	{at: 220, actor: workerB, kind: renewStep, until: 300, ok: true, why: "current token, lease live, 300 > 260",
+		check: "step_9_new_owner_renews", about: "t=220 B renews to 300"},
+}
+
+func leaseRenewalChecks() []CheckDoc {
+	docs := []CheckDoc{
+		{"steps", "all nine steps ran"},
+		{"steps_as_expected", "every step's observed outcome (affected rows) matched the expected one"},
+	}
+	for _, s := range leaseRenewalSteps {
+		docs = append(docs, CheckDoc{s.check, s.about})
+	}
+	return docs
+}
+
+var leaseRenewal = Scenario{
+	Name:    "session-17-lease-renewal",
+	Session: "Session-17",
+	FileTag: "LeaseRenewal",
+	Title:   "Session 17: renewing a lease under a fencing token",
+	Design:  lab.Safe,
+	Teaches: "A worker that needs more time renews its lease with one guarded UPDATE: it must present the " +
+		"current token, the event must be pending, the lease must still be live (lease_until > now) and the new " +
+		"deadline must be longer (lease_until < proposed). A claim needs no live lease. On logical time, nine " +
+		"steps by Worker-A and Worker-B on EVENT-81 show each rule accepting or refusing, judged by the rows " +
+		"each statement really changed.",
+	DoesNotSolve: "Renewal shortens the window, it does not close it: a worker can renew, then stall past the new " +
+		"deadline after it has sent the event and before it records completion (the post-send ambiguity). " +
+		"Another worker then sends it again. The lease decides who may write to the row; only an idempotent " +
+		"consumer (the inbox, session 18) makes the resend harmless.",
+	Statements: []lab.Statement{
+		{Name: "claim: take EVENT-81 if claimable, increment the token", SQL: store.ClaimEventSQL},
+		{Name: "renew: current token, pending, live lease, longer deadline", SQL: store.RenewLeaseSQL},
+	},
+	Checks: leaseRenewalChecks(),
+	Variants: []Variant{
+		{Name: variantRenewByEventID, Mistake: "the renewal updates WHERE event_id = ? without the token: a worker that holds no token, or a stale one, extends someone else's lease",
+			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_8_stale_renew_refused"}},
+		{Name: variantAllowShortening, Mistake: "the renewal drops lease_until < proposed: a \"renewal\" may move the deadline earlier",
+			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"}},
+		{Name: variantRenewAfterExpiry, Mistake: "the renewal drops lease_until > now: the old owner revives an expired lease and keeps the new claimer out",
+			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"}},
+	},
+	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
+		return runLeaseRenewal(ctx, env, renewalOpsFor(env.Variant), leaseRenewalSteps)
+	},
+}
+
+// renewalOps are the claim and renewal session 17 runs; a variant swaps the renewal.
+type renewalOps struct {
+	renewSQL string
+	claim    func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error)
+	renew    func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error)
+}
+
+func renewalOpsFor(variant string) renewalOps {
+	ops := renewalOps{
+		renewSQL: store.RenewLeaseSQL,
+		claim: func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error) {
+			return db.ClaimEvent(ctx, s17EventID, worker, now, leaseUntil)
+		},
+		renew: func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error) {
+			return db.RenewLease(ctx, s17EventID, token, now, proposed)
+		},
+	}
+	switch variant {
+	case variantRenewByEventID:
+		ops.renewSQL = store.RenewLeaseByEventIDSQL
+		ops.renew = func(ctx context.Context, db *store.DB, _, now, proposed int64) (store.Fenced, error) {
+			return db.RenewLeaseByEventID(ctx, s17EventID, now, proposed)
+		}
+	case variantAllowShortening:
+		ops.renewSQL = store.RenewLeaseAllowShorteningSQL
+		ops.renew = func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error) {
+			return db.RenewLeaseAllowShortening(ctx, s17EventID, token, now, proposed)
+		}
+	case variantRenewAfterExpiry:
+		ops.renewSQL = store.RenewLeaseAfterExpirySQL
+		ops.renew = func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error) {
+			return db.RenewLeaseAfterExpiry(ctx, s17EventID, token, now, proposed)
+		}
+	}
+	return ops
+}
+
+// renewalWorker is one application instance: its connection and the only
+// thing it remembers, the token of its last successful claim (0: none).
+type renewalWorker struct {
+	db    *store.DB
+	token int64
+}
+
+// stepResult is what one step observed.
+type stepResult struct {
+	step     renewalStep
+	token    int64 // presented (renew) or obtained (claim)
+	rows     int64
+	observed string
+	asExpect bool
+	busy     int
+}
+
+func runLeaseRenewal(ctx context.Context, env *Env, ops renewalOps, steps []renewalStep) (*lab.Result, error) {
+	r := &lab.Result{Statements: []lab.Statement{
+		{Name: "claim", SQL: store.ClaimEventSQL},
+		{Name: "renew", SQL: ops.renewSQL},
+	}}
+	var timeline lab.Timeline
+
+	setup, err := openWorker(ctx, env.DatabasePath())
+	if err != nil {
+		return nil, err
+	}
+	defer setup.Close()
+	if err := setup.Migrate(ctx, store.RelayEvents); err != nil {
+		return nil, err
+	}
+	if err := setup.InsertEvent(ctx, store.NewEvent{ID: s17EventID, Type: "CreditAwarded", Payload: `{"account":"ACC-81","cents":1000}`}, 0); err != nil {
+		return nil, err
+	}
+	timeline.Add(logicalAt(0), "producer", "insert event", s17EventID+" committed; claim_token 0, no lease")
+
+	workers := map[string]*renewalWorker{}
+	for _, name := range []string{workerA, workerB} {
+		db, err := openWorker(ctx, env.DatabasePath())
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		workers[name] = &renewalWorker{db: db}
+	}
+
+	var results []stepResult
+	for _, s := range steps {
+		w := workers[s.actor]
+		res := stepResult{step: s}
+		switch s.kind {
+		case claimStep:
+			c, err := ops.claim(ctx, w.db, s.actor, s.at, s.until)
+			if err != nil {
+				return nil, err
+			}
+			res.rows, res.busy = c.Rows, c.Stats.BusyRetries
+			switch c.Outcome {
+			case store.Claimed:
+				w.token, res.token = c.Token, c.Token
+				res.observed = fmt.Sprintf("claimed: 1 row, token %d, lease until %d", c.Token, c.LeaseUntil)
+			case store.Blocked:
+				res.observed = fmt.Sprintf("refused: 0 rows (%s's lease live until %d)", c.HeldBy, c.LeaseUntil)
+			default:
+				res.observed = fmt.Sprintf("refused: %s, %s", rowCount(c.Rows), c.Outcome)
+			}
+		case renewStep:
+			res.token = w.token
+			f, err := ops.renew(ctx, w.db, w.token, s.at, s.until)
+			if err != nil {
+				return nil, err
+			}
+			res.rows, res.busy = f.Rows, f.Stats.BusyRetries
+			res.observed = "refused: 0 rows"
+			if f.Rows == 1 {
+				res.observed = fmt.Sprintf("renewed: 1 row, lease until %d", s.until)
+			}
+		}
+		res.asExpect = (res.rows == 1) == s.ok
+		timeline.Add(logicalAt(s.at), s.actor, stepAction(s, res.token), res.observed)
+		results = append(results, res)
+	}
+
+	passed := 0
+	for _, res := range results {
+		if res.asExpect {
+			passed++
+		}
+		r.SetFlag(res.step.check, res.asExpect)
+	}
+	r.SetMetric("steps", float64(len(results)))
+	r.SetMetric("steps_as_expected", float64(passed))
+	want := map[string]float64{"steps": float64(len(leaseRenewalSteps)), "steps_as_expected": float64(len(leaseRenewalSteps))}
+	for _, s := range leaseRenewalSteps {
+		want[s.check] = 1
+	}
+	expectDocumented(r, env.Scenario.Checks, want)
+
+	if r.Schema, err = setup.Schema(ctx); err != nil {
+		return nil, err
+	}
+	events, err := setup.Events(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Timeline = timeline.Events()
+	r.Tables = append(r.Tables, renewalStepTable(results), outboxEventsTable(events))
+
+	m := metricsOf(r)
+	if r.Passed() {
+		r.Verdict = fmt.Sprintf("SAFE DESIGN held. %s of %s steps behaved as specified: only the current token's holder renewed, "+
+			"only while the lease was live and only to a later deadline, and a claim succeeded only once the lease had expired. "+
+			"Renewal narrows the post-send window; it does not close it.", m("steps_as_expected"), m("steps"))
+	} else {
+		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s steps as expected; failed checks %v.",
+			env.Variant, m("steps_as_expected"), m("steps"), r.FailedChecks())
+	}
+	return r, nil
+}
+
+// stepAction words a step the way the step table prints it.
+func stepAction(s renewalStep, token int64) string {
+	held := "no token"
+	if token != 0 {
+		held = fmt.Sprintf("token %d", token)
+	}
+	if s.kind == claimStep {
+		return fmt.Sprintf("claims, lease until %d", s.until)
+	}
+	return fmt.Sprintf("renews to %d with %s", s.until, held)
+}
+
+func renewalStepTable(results []stepResult) lab.Table {
+	t := lab.Table{Title: "The nine steps: expected and observed",
+		Note: "Observed comes from the rows each real statement changed: 1 row = succeeded, 0 rows = refused. " +
+			"A lease is live while now < lease_until; at now = lease_until it has expired.",
+		Columns: []string{"Step", "Time", "Actor", "Action", "Expected", "Observed", "Busy retries", "Result"}}
+	for i, res := range results {
+		expected := "fails: " + res.step.why
+		if res.step.ok {
+			expected = "succeeds: " + res.step.why
+		}
+		verdict := "FAIL"
+		if res.asExpect {
+			verdict = "PASS"
+		}
+		t.AddRow(i+1, logicalAt(res.step.at), res.step.actor, stepAction(res.step, res.token), expected, res.observed, res.busy, verdict)
+	}
+	return t
+}
