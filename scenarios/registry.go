@@ -3,6 +3,12 @@ package scenarios
 // registry lists every scenario in course order. Adding a lesson is one new
 // file in this folder plus one line here.
 var registry = []*Scenario{
+	&transactionalOutbox,
 	&competingWorkersNoClaim,
 	&outboxLeasing,
+	&staleAckFencing,
+	&leaseRenewal,
+	&leaseExpiryAfterSend,
+	&failureClasses,
+	&inboxRetention,
 }

@@ -60,16 +60,26 @@ func TestVariantsFail(t *testing.T) {
 // checkBrokenByTest lists checks no variant breaks, with the test that
 // makes each fail instead.
 var checkBrokenByTest = map[string]string{
-	"session-15-competing-workers-no-claim/loaded_a":         "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/unique_messages":  "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/outbox_processed": "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/outbox_pending":   "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/paid":             "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/failed":           "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/duplicate_rows":   "TestNoClaimChecksCanFail",
-	"session-15-outbox-leasing/failed":                       "store.TestAuditQueries",
-	"session-15-outbox-leasing/duplicate_rows":               "store.TestAuditQueries",
-	"session-15-outbox-leasing/outbox_pending":               "store.TestAuditQueries",
+	"session-15-competing-workers-no-claim/loaded_a":              "TestNoClaimChecksCanFail",
+	"session-15-competing-workers-no-claim/unique_messages":       "TestNoClaimChecksCanFail",
+	"session-15-competing-workers-no-claim/outbox_processed":      "TestNoClaimChecksCanFail",
+	"session-15-competing-workers-no-claim/outbox_pending":        "TestNoClaimChecksCanFail",
+	"session-15-competing-workers-no-claim/paid":                  "TestNoClaimChecksCanFail",
+	"session-15-competing-workers-no-claim/failed":                "TestNoClaimChecksCanFail",
+	"session-15-competing-workers-no-claim/duplicate_rows":        "store.TestAuditQueries",
+	"session-15-outbox-leasing/failed":                            "store.TestAuditQueries",
+	"session-15-outbox-leasing/duplicate_rows":                    "store.TestAuditQueries",
+	"session-15-outbox-leasing/outbox_pending":                    "store.TestAuditQueries",
+	"session-14-transactional-outbox/orphans_before":              "TestTransactionalOutboxChecksCanFail",
+	"session-14-transactional-outbox/outbox_rows_per_payment":     "TestTransactionalOutboxChecksCanFail",
+	"session-16-stale-ack-fencing/reclaim_after_delivery_rows":    "TestStaleAckChecksCanFail",
+	"session-17-lease-renewal/steps":                              "TestLeaseRenewalChecksCanFail",
+	"session-17-lease-renewal/step_1_claim_succeeds":              "TestLeaseRenewalChecksCanFail",
+	"session-17-lease-renewal/step_4_renew_extends":               "TestLeaseRenewalChecksCanFail",
+	"session-17-lease-renewal/step_5_claim_blocked_by_live_lease": "TestLeaseRenewalChecksCanFail",
+	"session-18-lease-expiry-after-send/published":                "TestLeaseExpiryAfterSendChecksCanFail",
+	"session-19-failure-classes/rows":                             "TestFailureClassesChecksCanFail",
+	"session-20-inbox-retention/broker_passed_after_window":       "store.TestOfferDedupWindow",
 }
 
 func TestEveryCheckCanFail(t *testing.T) {

@@ -1,0 +1,529 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Session 19's consumer groups and the credit every row awards.
+const (
+	creditService     = "credit-service"
+	projectionService = "projection-service"
+	rowCredit         = int64(1000)
+)
+
+// failureRow is one injected event order of session 19: what happens, the
+// property durable state must show afterwards, and the script that plays it
+// against a fresh database.
+type failureRow struct {
+	n        int
+	check    string
+	order    string
+	expected string
+	play     func(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error)
+}
+
+// rowDesign is what the variant under test changes in the consumers.
+type rowDesign struct {
+	credit     consumerDesign
+	projection consumerDesign
+}
+
+// rowOutcome is a row's verdict, judged on durable state only.
+type rowOutcome struct {
+	observed string
+	ok       bool
+}
+
+// failureRows are the six event orders of LESSONS.md, in order.
+var failureRows = []failureRow{
+	{1, "row_1_one_effect_after_resend", "send, crash, lease expiry, resend",
+		"one business effect: credit 1000 after two offers", playRowResendAfterCrash},
+	{2, "row_2_stale_completion_rejected", "claim A, lease expiry, claim B, A completes",
+		"A's stale completion is rejected: the row stays unpublished until B completes", playRowStaleCompletion},
+	{3, "row_3_lost_broker_ack_one_effect", "the broker's ack to the relay is lost, the relay resends",
+		"resend allowed, still one effect: credit 1000 after two offers", playRowLostBrokerAck},
+	{4, "row_4_lost_consumer_ack_no_second_effect", "the consumer commits its effect, its ack is lost (it dies before acking)",
+		"the redelivery causes no second effect: credit 1000 after two deliveries", playRowLostConsumerAck},
+	{5, "row_5_concurrent_duplicates_one_effect", "the same event arrives twice at once (two consumer connections, a barrier)",
+		"the uniqueness of (consumer, event_id) serializes the effect: credit 1000", playRowConcurrentDuplicates},
+	{6, "row_6_projection_never_moves_backward", "version 1 arrives after version 2 (crash after claim, lease expiry)",
+		"the projection stays at the newest version (monotonic version)", playRowLateOlderVersion},
+}
+
+func failureClassChecks() []CheckDoc {
+	var docs []CheckDoc
+	for _, row := range failureRows {
+		docs = append(docs, CheckDoc{row.check, fmt.Sprintf("row %d (%s): %s", row.n, row.order, row.expected)})
+	}
+	return append(docs,
+		CheckDoc{"rows", "all six event orders were run, each against its own fresh database"},
+		CheckDoc{"rows_passed", "every row's property held on durable state"})
+}
+
+var failureClasses = Scenario{
+	Name:    "session-19-failure-classes",
+	Session: "Session-19",
+	FileTag: "FailureClasses",
+	Title:   "Session 19: six failure classes, judged on durable state",
+	Design:  lab.Safe,
+	Teaches: "Six injected event orders, each against its own fresh database and judged only on what the database holds " +
+		"afterwards: a crash after the send and a resend after the lease expiry; a stale completion after a takeover; a lost " +
+		"broker acknowledgement and a resend; a consumer that dies after its effect and before its ack; the same event applied " +
+		"by two consumer connections at once (a barrier); and an older version arriving after a newer one. The faults are " +
+		"failpoints: named points (after claim, broker ack, after send before complete, after effect before ack) where an " +
+		"instance crashes (its connection closed, its memory dropped), loses an ack or stalls past its lease. The mechanisms " +
+		"that hold: fencing tokens on completion, the inbox insert and the effect in one transaction, the uniqueness of " +
+		"(consumer, event_id), and a version guard on projections.",
+	DoesNotSolve: "A monotonic version protects state projections only: an additive effect such as a credit has no version " +
+		"to compare (two deliveries of the same +1000 carry the same version, and a later +500 is not \"newer\" than it), so " +
+		"credits need the inbox. And the inbox remembers only for its retention (session 20).",
+	Statements: brokerStatements(
+		lab.Statement{Name: "projection: apply only a newer version", SQL: store.ApplyVersionedSQL},
+	),
+	Checks: failureClassChecks(),
+	Variants: []Variant{
+		{Name: variantNaiveConsumer, Mistake: "the credit consumer increments unconditionally, with no inbox",
+			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_4_lost_consumer_ack_no_second_effect",
+				"row_5_concurrent_duplicates_one_effect", "rows_passed"}},
+		{Name: variantCompleteWithoutToken, Mistake: "the relays complete by event id alone, without the fencing token",
+			Breaks: []string{"row_2_stale_completion_rejected", "rows_passed"}},
+		{Name: variantEventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
+			"neither the broker nor the inbox can recognise a resend",
+			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"}},
+		{Name: variantEffectOutsideInboxTx, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
+			"in three separate transactions",
+			Breaks: []string{"row_4_lost_consumer_ack_no_second_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"}},
+		{Name: variantProjectionNoVersion, Mistake: "the projection applies whatever arrives last, without comparing versions",
+			Breaks: []string{"row_6_projection_never_moves_backward", "rows_passed"}},
+	},
+	Run: runFailureClasses,
+}
+
+func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
+	return playFailureClasses(ctx, env, failureRows)
+}
+
+// playFailureClasses runs the given rows, each against its own database.
+func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.Result, error) {
+	d := rowDesign{credit: inboxDesign, projection: versionedDesign}
+	switch env.Variant {
+	case variantNaiveConsumer:
+		d.credit = naiveDesign
+	case variantEffectOutsideInboxTx:
+		d.credit = splitDesign
+	case variantProjectionNoVersion:
+		d.projection = unversionedDesign
+	}
+	var tl lab.Timeline
+	table := lab.Table{Title: "Failure classes", Note: "Each row ran against its own fresh database; Observed is read from that database afterwards, not from log lines.",
+		Columns: []string{"#", "Event order", "Expected property", "Observed (durable state)", "Result"}}
+	files := lab.Table{Title: "Row databases", Note: "Each file sits in the run folder beside the database named above; with --keep-db, open one with the sqlite3 shell to check a row yourself.", Columns: []string{"Row", "Database file"}}
+	r := &lab.Result{}
+	var ps []*pipeline
+	plans := map[string]*failpoint.Plan{}
+	defer func() {
+		for _, p := range ps {
+			p.close()
+		}
+	}()
+	passed := 0
+	for _, row := range rows {
+		label := fmt.Sprintf("row %d", row.n)
+		path := env.ExtraDatabasePath(fmt.Sprintf("row-%d", row.n))
+		plan := failpoint.NewPlan()
+		p, err := newPipeline(ctx, path, label, &tl, plan)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+		plans[label] = plan
+		p.completeWithoutToken = env.Is(variantCompleteWithoutToken)
+		p.eventIDPerSend = env.Is(variantEventIDPerSend)
+		p.event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
+		out, err := row.play(ctx, p, plan, d)
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", row.n, err)
+		}
+		table.AddRow(row.n, row.order, row.expected, out.observed, map[bool]string{true: "PASS", false: "FAIL"}[out.ok])
+		files.AddRow(label, filepath.Base(path))
+		r.SetFlag(row.check, out.ok)
+		if out.ok {
+			passed++
+		}
+		if r.Database == "" {
+			r.Database = path
+		}
+	}
+	r.SetMetric("rows", float64(len(rows)))
+	r.SetMetric("rows_passed", float64(passed))
+	want := map[string]float64{"rows": float64(len(failureRows)), "rows_passed": float64(len(failureRows))}
+	for _, row := range failureRows {
+		want[row.check] = 1
+	}
+	expectDocumented(r, env.Scenario.Checks, want)
+
+	r.Tables = append(r.Tables, table)
+	for _, p := range ps {
+		r.Concurrent = r.Concurrent || p.concurrent
+	}
+	if err := finishDelivery(ctx, r, ps, plans); err != nil {
+		return nil, err
+	}
+	r.Tables = append(r.Tables, files)
+	m := metricsOf(r)
+	if r.Passed() {
+		r.Verdict = fmt.Sprintf("SAFE DESIGN held in every failure class: %s of %s rows passed on durable state. Offers were duplicated "+
+			"(at least once), the database transitions were fenced, and the consumers kept one effect per event.", m("rows_passed"), m("rows"))
+	} else {
+		var failed []string
+		for _, row := range table.Rows {
+			if row[len(row)-1] == "FAIL" {
+				failed = append(failed, "row "+row[0])
+			}
+		}
+		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s rows passed; FAIL in %s.", env.Variant, m("rows_passed"), m("rows"), strings.Join(failed, ", "))
+	}
+	return r, nil
+}
+
+// creditState is what durable state says about one credit event.
+type creditState struct {
+	offers    int   // accepted broker offers
+	credit    int64 // the consumer's account
+	inboxRows int64
+	published int64
+	maxDeliv  int64 // the most deliveries of one offer to the consumer
+}
+
+func (s creditState) String() string {
+	return fmt.Sprintf("%d offer(s); credit %d cents; %d consumed_events row(s); published %d", s.offers, s.credit, s.inboxRows, s.published)
+}
+
+// observeCredit reads a credit row's outcome from its database.
+func observeCredit(ctx context.Context, p *pipeline, account string) (creditState, error) {
+	var s creditState
+	offers, err := p.audit.Offers(ctx)
+	if err != nil {
+		return s, err
+	}
+	for _, o := range offers {
+		if !o.Dropped {
+			s.offers++
+		}
+	}
+	ds, err := p.audit.Deliveries(ctx)
+	if err != nil {
+		return s, err
+	}
+	for _, d := range ds {
+		if d.Consumer == creditService {
+			s.maxDeliv = max(s.maxDeliv, d.DeliveryCount)
+		}
+	}
+	if s.credit, err = p.count(ctx, store.AccountCreditSQL, accountID(creditService, account)); err != nil {
+		return s, err
+	}
+	if s.inboxRows, err = p.count(ctx, store.CountConsumedEventsSQL, creditService); err != nil {
+		return s, err
+	}
+	s.published, err = p.count(ctx, store.CountDeliveredEventsSQL)
+	return s, err
+}
+
+// setupCredit opens the row's account and commits its credit event.
+func setupCredit(ctx context.Context, p *pipeline, eventID, account string) error {
+	if err := p.openAccount(ctx, creditService, account); err != nil {
+		return err
+	}
+	return p.commitCredit(ctx, eventID, account, rowCredit)
+}
+
+// runRelayOnce starts a relay instance, runs one loop body and closes it;
+// an injected crash is an expected outcome.
+func runRelayOnce(ctx context.Context, p *pipeline, name string) error {
+	r, err := p.startRelay(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	if _, err := r.runOnce(ctx); err != nil && !isCrash(err) {
+		return err
+	}
+	return nil
+}
+
+// consumeAll starts one consumer instance and drains the broker for it.
+func consumeAll(ctx context.Context, p *pipeline, name, group string, design consumerDesign) error {
+	c, err := p.startConsumer(ctx, name, group, design)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return p.drainConsumer(ctx, c, 0)
+}
+
+// Row 1: Relay-A sends e1 and crashes before completing; its lease
+// expires; Relay-B claims, resends and completes.
+func playRowResendAfterCrash(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: relayA, Subject: "e1", Fault: failpoint.Crash})
+	if err := setupCredit(ctx, p, "e1", "ACC-1"); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(1 * tickSecond)
+	if err := runRelayOnce(ctx, p, relayA); err != nil {
+		return rowOutcome{}, err
+	}
+	if _, err := p.expireLeases(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	if err := runRelayOnce(ctx, p, relayB); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + 5*tickSecond)
+	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
+		return rowOutcome{}, err
+	}
+	s, err := observeCredit(ctx, p, "ACC-1")
+	return rowOutcome{observed: s.String(), ok: s.offers >= 2 && s.credit == rowCredit && s.published == 1}, err
+}
+
+// Row 2: Relay-A claims e2 and stalls past its lease; Relay-B claims it;
+// Relay-A wakes, sends and completes with its stale token; then Relay-B.
+func playRowStaleCompletion(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: relayA, Subject: "e2", Fault: failpoint.LeaseExpiry})
+	if err := setupCredit(ctx, p, "e2", "ACC-2"); err != nil {
+		return rowOutcome{}, err
+	}
+	a, err := p.startRelay(ctx, relayA)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	defer a.close()
+	b, err := p.startRelay(ctx, relayB)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	defer b.close()
+	p.setNow(1 * tickSecond)
+	if err := mustClaim(ctx, a); err != nil {
+		return rowOutcome{}, err
+	}
+	if err := mustClaim(ctx, b); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + tickSecond)
+	if _, err := a.send(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	if _, err := a.complete(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	afterA, _, err := p.audit.EventByID(ctx, "e2")
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + tickSecond)
+	if _, err := b.send(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	completedAt := p.now()
+	if _, err := b.complete(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	final, _, err := p.audit.EventByID(ctx, "e2")
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + 5*tickSecond)
+	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
+		return rowOutcome{}, err
+	}
+	observed := fmt.Sprintf("after A's completion with token 1: delivered=%d, claim_token=%d; at the end: delivered=%d at t=%d (B completed at t=%d)",
+		int(lab.Bool(afterA.Delivered)), afterA.Token, int(lab.Bool(final.Delivered)), final.DeliveredAt, completedAt)
+	ok := !afterA.Delivered && afterA.Token == 2 && final.Delivered && final.DeliveredAt == completedAt
+	return rowOutcome{observed: observed, ok: ok}, nil
+}
+
+// Row 3: the broker stores Relay-A's send of e3 but its ack is lost; the
+// relay resends under the same live claim and completes.
+func playRowLostBrokerAck(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: relayA, Subject: "e3", Fault: failpoint.AckLost})
+	if err := setupCredit(ctx, p, "e3", "ACC-3"); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(1 * tickSecond)
+	if err := runRelayOnce(ctx, p, relayA); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + 5*tickSecond)
+	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
+		return rowOutcome{}, err
+	}
+	s, err := observeCredit(ctx, p, "ACC-3")
+	return rowOutcome{observed: s.String(), ok: s.offers >= 2 && s.credit == rowCredit && s.published == 1}, err
+}
+
+// Row 4: the consumer commits its effect for e4 and dies before acking;
+// after the visibility timeout the broker redelivers to a restarted instance.
+func playRowLostConsumerAck(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.Crash})
+	if err := setupCredit(ctx, p, "e4", "ACC-4"); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(1 * tickSecond)
+	if err := runRelayOnce(ctx, p, relayA); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + 5*tickSecond)
+	c, err := p.startConsumer(ctx, "Consumer-1", creditService, d.credit)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	_, err = c.consumeNext(ctx)
+	c.close()
+	if err != nil && !isCrash(err) {
+		return rowOutcome{}, err
+	}
+	if err := consumeAll(ctx, p, "Consumer-1 (restarted)", creditService, d.credit); err != nil {
+		return rowOutcome{}, err
+	}
+	s, err := observeCredit(ctx, p, "ACC-4")
+	observed := fmt.Sprintf("offer delivered %d time(s); credit %d cents; %d consumed_events row(s)", s.maxDeliv, s.credit, s.inboxRows)
+	return rowOutcome{observed: observed, ok: s.maxDeliv >= 2 && s.credit == rowCredit}, err
+}
+
+// Row 5: the broker holds two offers of e5 (a lost broker ack and a
+// resend); two consumer instances, each on its own connection, take one
+// each and a barrier releases them into the effect at the same moment.
+func playRowConcurrentDuplicates(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: relayA, Subject: "e5", Fault: failpoint.AckLost})
+	if err := setupCredit(ctx, p, "e5", "ACC-5"); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(1 * tickSecond)
+	if err := runRelayOnce(ctx, p, relayA); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + 5*tickSecond)
+	p.concurrent = true
+	names := []string{"Consumer-1", "Consumer-2"}
+	barrier := NewBarrier(len(names))
+	instances := map[string]*consumerInstance{}
+	for _, name := range names {
+		c, err := p.startConsumer(ctx, name, creditService, d.credit)
+		if err != nil {
+			return rowOutcome{}, err
+		}
+		defer c.close()
+		c.beforeEffect = func() { _ = barrier.Wait(ctx) }
+		instances[name] = c
+	}
+	p.event("barrier", "armed", "Consumer-1 and Consumer-2 each take a delivery, then wait for each other before the effect")
+	err := runConcurrently(ctx, names, func(ctx context.Context, name string) error {
+		found, err := instances[name].consumeNext(ctx)
+		if !found {
+			barrier.Leave()
+		}
+		return err
+	})
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	if err := consumeAll(ctx, p, "Consumer-3", creditService, d.credit); err != nil {
+		return rowOutcome{}, err
+	}
+	concurrent := 0
+	for _, e := range p.effectsOf() {
+		if e.instance == "Consumer-1" || e.instance == "Consumer-2" {
+			concurrent++
+		}
+	}
+	s, err := observeCredit(ctx, p, "ACC-5")
+	observed := fmt.Sprintf("%d deliveries applied at once by two connections; credit %d cents; %d consumed_events row(s)", concurrent, s.credit, s.inboxRows)
+	return rowOutcome{observed: observed, ok: concurrent == 2 && s.credit == rowCredit}, err
+}
+
+// Row 6: Relay-A claims version 1 and crashes; Relay-B publishes version 2,
+// then, after A's lease expires, version 1: the projection receives them in
+// the order v2, v1.
+func playRowLateOlderVersion(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: relayA, Subject: "e6-v1", Fault: failpoint.Crash})
+	if err := p.commitVersion(ctx, "e6-v1", "ACC-6", 1, "open"); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(1 * tickSecond)
+	if err := p.commitVersion(ctx, "e6-v2", "ACC-6", 2, "frozen"); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(2 * tickSecond)
+	if err := runRelayOnce(ctx, p, relayA); err != nil {
+		return rowOutcome{}, err
+	}
+	b, err := p.startRelay(ctx, relayB)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	defer b.close()
+	if _, err := b.runOnce(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	if _, err := p.expireLeases(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	if _, err := b.runOnce(ctx); err != nil {
+		return rowOutcome{}, err
+	}
+	p.setNow(p.now() + 5*tickSecond)
+	if err := consumeAll(ctx, p, "Projector-1", projectionService, d.projection); err != nil {
+		return rowOutcome{}, err
+	}
+
+	// Judge on durable state: the newest committed version against the projection.
+	evs, err := p.audit.Events(ctx)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	var newest int64
+	for _, e := range evs {
+		var v versionPayload
+		if err := json.Unmarshal([]byte(e.Payload), &v); err != nil {
+			return rowOutcome{}, err
+		}
+		newest = max(newest, v.Version)
+	}
+	offers, err := p.audit.Offers(ctx)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	var order []string
+	late := false // an offer carried an older version than one before it
+	var highest int64
+	for _, o := range offers {
+		var v versionPayload
+		if err := json.Unmarshal([]byte(o.Payload), &v); err != nil {
+			return rowOutcome{}, err
+		}
+		order = append(order, fmt.Sprintf("%s (v%d)", o.EventID, v.Version))
+		late = late || v.Version < highest
+		highest = max(highest, v.Version)
+	}
+	projs, err := p.audit.Projections(ctx)
+	if err != nil {
+		return rowOutcome{}, err
+	}
+	if len(projs) != 1 {
+		return rowOutcome{observed: fmt.Sprintf("%d projection rows", len(projs))}, nil
+	}
+	pr := projs[0]
+	observed := fmt.Sprintf("broker order %s; projection %s at version %d (%s); newest committed version %d",
+		strings.Join(order, ", "), pr.EntityID, pr.Version, pr.State, newest)
+	return rowOutcome{observed: observed, ok: late && pr.Version == newest}, nil
+}
