@@ -49,8 +49,9 @@ type Provider struct {
 func New() *Provider { return &Provider{created: map[string]string{}} }
 
 // Create is the provider's "create payment": it registers the key and
-// assigns the transaction id that a later Paid answer carries. Calling it
-// twice for one key is recorded, and is exactly the mistake its ledger exposes.
+// reserves the transaction id that a later Paid answer carries (a Failed
+// answer never shows it). Calling it twice for one key is recorded, and is
+// exactly the mistake its ledger exposes.
 func (p *Provider) Create(caller, key string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -60,7 +61,11 @@ func (p *Provider) Create(caller, key string) string {
 		txn = fmt.Sprintf("TXN-%04d", len(p.created)+1)
 		p.created[key] = txn
 	}
-	p.creation = append(p.creation, Call{Seq: p.seq, Caller: caller, Key: key, Answer: "created " + txn})
+	answer := "registered"
+	if ok {
+		answer = "registered again"
+	}
+	p.creation = append(p.creation, Call{Seq: p.seq, Caller: caller, Key: key, Answer: answer})
 	return txn
 }
 

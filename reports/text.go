@@ -21,7 +21,7 @@ const cellWidth = 64
 
 // InterleavedNote is printed above a table whose rows depend on how
 // concurrent workers interleaved.
-const InterleavedNote = "(Rows are in the order things happened. The workers ran concurrently, so that order varies from run to run; the checks do not.)"
+const InterleavedNote = "(The workers ran concurrently: this table's rows, their order and the split between workers vary from run to run; the checks do not.)"
 
 // RunInfo is what the report says about the run itself rather than the lesson.
 type RunInfo struct {
@@ -116,7 +116,7 @@ func (p *printer) section(title string) {
 
 // paragraph wraps text at 78 columns.
 func (p *printer) paragraph(text string) {
-	for _, l := range wrap(text, 78) {
+	for _, l := range Wrap(text, 78) {
 		p.line(l)
 	}
 	p.line("")
@@ -162,7 +162,9 @@ func renderTable(w io.Writer, columns []string, rows [][]string) error {
 	return nil
 }
 
-func wrap(text string, width int) []string {
+// Wrap breaks text into lines of at most width columns at word boundaries,
+// keeping explicit line breaks.
+func Wrap(text string, width int) []string {
 	var out []string
 	for _, para := range strings.Split(text, "\n") {
 		line := ""

@@ -61,7 +61,7 @@ var outboxLeasing = Scenario{
 		{Name: variantPermanentLock, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",
 			Breaks: []string{"recovery_ok", "outbox_processed", "outbox_processing", "processing_attempts", "unique_messages", "status_checks", "paid"}},
 		{Name: variantUnguardedClaim, Mistake: "SELECT, then UPDATE by Id alone in a second transaction; a barrier between them lets both workers take the same message",
-			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "ownership_violations"}},
+			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "ownership_violations", "recovery_ok"}},
 		{Name: variantPaidWithoutTxn, Mistake: "the worker marks a payment Paid but drops the provider's transaction id",
 			Breaks: []string{"fake_successes"}},
 		{Name: variantWorkerCreates, Mistake: "the worker calls the provider's create payment again before checking its status",
@@ -279,6 +279,7 @@ func (d *day15) concurrentPhase(ctx context.Context, env *Env, claimSQL store.Cl
 		// selected before either updates.
 		barrier = NewBarrier(2)
 	}
+	d.concurrent = true
 	d.event("scenario", "concurrent phase", "Worker-A (restarted) and Worker-B loop claim, process, finalize until nothing is claimable")
 	return runConcurrently(ctx, []string{workerA, workerB}, func(ctx context.Context, worker string) error {
 		db, err := openWorker(ctx, env.DatabasePath())

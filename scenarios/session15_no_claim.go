@@ -96,8 +96,10 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 		return nil
 	}
 	if env.Is(variantSequential) {
+		d.event("scenario", "sequential (MISTAKE)", "Worker-B starts only after Worker-A has finished; no barrier")
 		err = runInOrder(ctx, []string{workerA, workerB}, work)
 	} else {
+		d.concurrent = true
 		err = runConcurrently(ctx, []string{workerA, workerB}, work)
 	}
 	if err != nil {

@@ -214,6 +214,9 @@ func update(ctx context.Context, tx *sql.Tx, c ClaimSQL, id int64, args []any, c
 		return nil
 	}
 	m, err := messageByID(ctx, tx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("the claim UPDATE changed 1 row, but message %d no longer exists afterwards", id)
+	}
 	if err != nil {
 		return err
 	}

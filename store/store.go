@@ -68,7 +68,7 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	switch strings.ToUpper(cfg.Synchronous) {
 	case "":
 		cfg.Synchronous = DefaultConfig.Synchronous
-	case "NORMAL", "FULL", "OFF":
+	case "NORMAL", "FULL":
 	default:
 		return nil, fmt.Errorf("store: open %s: synchronous must be NORMAL or FULL, not %q", path, cfg.Synchronous)
 	}
@@ -156,7 +156,6 @@ type TxStats struct {
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) (TxStats, error) {
 	var stats TxStats
 	start := time.Now()
-	defer func() { stats.Waited = time.Since(start) }()
 	for attempt := 0; ; attempt++ {
 		err := db.tryTx(ctx, fn)
 		if err == nil || !IsBusy(err) {

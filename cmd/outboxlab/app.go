@@ -15,6 +15,7 @@ const (
 	exitOK          = 0   // every check of every run passed
 	exitCheckFailed = 1   // at least one check failed
 	exitUsage       = 2   // bad input: usage, unknown names, bad values, unwritable folder
+	exitFailed      = 3   // the lab itself could not complete a run (an I/O or database failure)
 	exitInterrupted = 130 // stopped by Ctrl-C or SIGTERM
 )
 
@@ -40,7 +41,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "outboxlab: unknown command %q; commands: %s\n", name, strings.Join(commandNames(app), ", "))
 		unknownCommand = true
 	}
-	err := app.RunContext(ctx, interspersed(app, args))
+	args, err := interspersed(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
+	var usage *usageError
 	switch {
 	case unknownCommand:
 		return exitUsage
@@ -51,9 +56,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "outboxlab: interrupted; workers stopped, temporary databases removed unless --keep-db")
 		return exitInterrupted
-	default:
+	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "outboxlab: "+oneLine(err.Error()))
 		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "outboxlab: the run could not complete: "+oneLine(err.Error()))
+		return exitFailed
 	}
 }
 
@@ -63,14 +71,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage: "reproduce the outbox-worker race on a real SQLite database, and the designs that make it safe",
 		Description: "Run the course's scenarios by name; each run writes a text report with the schema, the timeline,\n" +
 			"separate ledgers and PASS/FAIL checks. Exit code: 0 every check passed, 1 a check failed, 2 bad input.",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideVersion:     true,
-		HideHelpCommand: true,
-		Suggest:         true,
-		Commands:        []*cli.Command{listCommand(), describeCommand(), runCommand(), inspectCommand()},
-		OnUsageError:    onUsageError,
-		ExitErrHandler:  func(*cli.Context, error) {}, // run decides the exit code
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		HideVersion:    true,
+		Suggest:        true,
+		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(), inspectCommand()},
+		OnUsageError:   onUsageError,
+		ExitErrHandler: func(*cli.Context, error) {}, // run decides the exit code
 	}
 }
 
@@ -82,59 +89,9 @@ func commandNames(app *cli.App) []string {
 	return names
 }
 
+// onUsageError turns urfave/cli's flag errors into usage errors (exit 2).
 func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return &usageError{err}
-}
-
-// interspersed lets flags follow the positional arguments (`run NAME
-// --variant X`), which the standard flag parsing would otherwise treat as
-// more names. It moves each flag of the chosen command, with its value,
-// ahead of the positionals.
-func interspersed(app *cli.App, args []string) []string {
-	if len(args) < 3 {
-		return args
-	}
-	var cmd *cli.Command
-	for _, c := range app.Commands {
-		if c.HasName(args[1]) {
-			cmd = c
-		}
-	}
-	if cmd == nil {
-		return args
-	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
-	var flags, positional []string
-	rest := args[2:]
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if a == "--" {
-			positional = append(positional, rest[i+1:]...)
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
-			flags = append(flags, rest[i+1])
-			i++
-		}
-	}
-	out := append([]string{args[0], args[1]}, flags...)
-	if len(positional) > 0 {
-		out = append(out, "--")
-		out = append(out, positional...)
-	}
-	return out
 }
 
 func oneLine(s string) string {

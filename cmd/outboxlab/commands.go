@@ -89,8 +89,8 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		design = "BEFORE: a broken design; a run passes when the breakage is reproduced. The design stays unsafe."
 	}
 	fmt.Fprintf(&b, "Design: %s\n\n", design)
-	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", strings.Join(wrapText(sc.Teaches, 76), "\n  "))
-	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", strings.Join(wrapText(sc.DoesNotSolve, 76), "\n  "))
+	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", strings.Join(reports.Wrap(sc.Teaches, 76), "\n  "))
+	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", strings.Join(reports.Wrap(sc.DoesNotSolve, 76), "\n  "))
 	if len(sc.Statements) > 0 {
 		b.WriteString("The SQL it runs\n")
 		for _, s := range sc.Statements {
@@ -106,7 +106,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		b.WriteString("  (none)\n")
 	}
 	for _, v := range sc.Variants {
-		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", v.Name, strings.Join(wrapText(v.Mistake, 72), "\n    "), strings.Join(v.Breaks, ", "))
+		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", v.Name, strings.Join(reports.Wrap(v.Mistake, 72), "\n    "), strings.Join(v.Breaks, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -165,6 +165,19 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 			return nil, err
 		}
 		p.scenarios = append(p.scenarios, sc)
+	}
+	if p.variant != "" && c.Bool("all") {
+		// --all --variant X runs X wherever a scenario has it.
+		var with []*scenarios.Scenario
+		for _, sc := range p.scenarios {
+			if _, ok := sc.Variant(p.variant); ok {
+				with = append(with, sc)
+			}
+		}
+		if len(with) == 0 {
+			return nil, usagef("no scenario has a variant %q (see `outboxlab list`)", p.variant)
+		}
+		p.scenarios = with
 	}
 	if p.variant != "" {
 		for _, sc := range p.scenarios {
@@ -235,6 +248,10 @@ func runAction(c *cli.Context) error {
 				if c.Context.Err() != nil {
 					return c.Context.Err()
 				}
+				if p.options.Claim != nil {
+					// The engineer's SQL did not run: that is their input's fault.
+					return usagef("--claim-sql %s: %v", p.options.Claim.Source, err)
+				}
 				return err
 			}
 			path, err := reports.Write(p.out, res, reports.RunInfo{Started: started, Elapsed: nowFunc().Sub(started)})
@@ -276,7 +293,7 @@ func printRun(w io.Writer, r *lab.Result, path string) {
 		status = "FAIL"
 	}
 	fmt.Fprintf(w, "%s: %s\n", name, status)
-	for _, line := range wrapText(r.Verdict, 76) {
+	for _, line := range reports.Wrap(r.Verdict, 76) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	for _, ch := range r.Checks {
@@ -325,23 +342,4 @@ func printRepeatSummary(w io.Writer, sc *scenarios.Scenario, variant string, res
 		fmt.Fprintln(w, "  (the split varies from run to run; the invariants must not)")
 	}
 	fmt.Fprintln(w)
-}
-
-func wrapText(text string, width int) []string {
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(word) > width {
-			out = append(out, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
 }

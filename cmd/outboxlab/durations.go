@@ -3,29 +3,41 @@ package main
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
-var daysPart = regexp.MustCompile(`(\d+(?:\.\d+)?)d`)
+// leadingDays matches a duration that starts with a number of days: "7d",
+// "0.5d", "1d12h". Days may only lead; the rest is a Go duration.
+var leadingDays = regexp.MustCompile(`^(\d+(?:\.\d+)?)d(.*)$`)
 
-// parseDuration reads a Go duration that may also use days ("3d", "1d12h").
-// Zero and negative values are refused: every period the lab takes is a
-// length of time that must pass.
+// parseDuration reads a Go duration that may start with days ("3d",
+// "1d12h"). Values under a millisecond are refused: every period the lab
+// takes is a length of time that must pass, on a millisecond clock.
 func parseDuration(flag, s string) (time.Duration, error) {
-	var bad error
-	expanded := daysPart.ReplaceAllStringFunc(s, func(m string) string {
-		days, err := strconv.ParseFloat(m[:len(m)-1], 64)
+	bad := usagef("--%s %q is not a duration (examples: 30s, 2m, 24h, 7d, 1d12h)", flag, s)
+	var d time.Duration
+	if m := leadingDays.FindStringSubmatch(s); m != nil {
+		days, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {
-			bad = err
+			return 0, bad
 		}
-		return strconv.FormatFloat(days*24, 'f', -1, 64) + "h"
-	})
-	d, err := time.ParseDuration(expanded)
-	if bad != nil || err != nil {
-		return 0, usagef("--%s %q is not a duration (examples: 30s, 2m, 24h, 7d, 1d12h)", flag, s)
+		d = time.Duration(days * float64(24*time.Hour))
+		if m[2] != "" {
+			rest, err := time.ParseDuration(m[2])
+			if err != nil || strings.HasPrefix(m[2], "-") || strings.HasPrefix(m[2], "+") {
+				return 0, bad
+			}
+			d += rest
+		}
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, bad
+		}
 	}
-	if d <= 0 {
-		return 0, usagef("--%s must be positive, not %q", flag, s)
+	if d < time.Millisecond {
+		return 0, usagef("--%s must be at least 1ms, not %q", flag, s)
 	}
 	return d, nil
 }

@@ -1,5 +1,6 @@
 // Command outboxlab runs the transactional-outbox lessons by name and
-// writes their reports. See README.md, or run `outboxlab help`.
+// writes their reports. See README.md, or run `outboxlab help`
+// and `outboxlab help run`.
 package main
 
 import (

@@ -72,7 +72,8 @@ func TestCLI(t *testing.T) {
 		{name: "RunRepeatNotNumber", args: []string{"run", leasing, "--repeat", "many"}, code: 2, stderr: []string{"invalid value"}, noReport: true},
 		{name: "RunBadFormat", args: []string{"run", leasing, "--format", "xml"}, code: 2, stderr: []string{"--format must be text or json"}, noReport: true},
 		{name: "RunBadDuration", args: []string{"run", leasing, "--inbox-retention", "3x"}, code: 2, stderr: []string{"--inbox-retention", "not a duration"}, noReport: true},
-		{name: "RunNegativeDuration", args: []string{"run", leasing, "--dlq-retention", "-1d"}, code: 2, stderr: []string{"must be positive"}, noReport: true},
+		{name: "RunNegativeDays", args: []string{"run", leasing, "--dlq-retention", "-1d"}, code: 2, stderr: []string{"not a duration"}, noReport: true},
+		{name: "RunNegativeDuration", args: []string{"run", leasing, "--broker-window", "-1h"}, code: 2, stderr: []string{"at least 1ms"}, noReport: true},
 		{name: "RunUnwritableOut", args: []string{"run", leasing, "--out", filepath.Join(notADir, "reports")}, code: 2, stderr: []string{"cannot be created"}, noReport: true},
 		{name: "RunNamesAndAll", args: []string{"run", leasing, "--all"}, code: 2, stderr: []string{"not both"}, noReport: true},
 		{name: "UnknownCommand", args: []string{"explode"}, code: 2, stderr: []string{`unknown command "explode"`}, noReport: true},
@@ -88,6 +89,11 @@ func TestCLI(t *testing.T) {
 		{name: "InspectNotSQLite", args: []string{"inspect", "main.go"}, code: 2, stderr: []string{"main.go is not an SQLite database"}},
 		{name: "InspectMissing", args: []string{"inspect", "no-such.db"}, code: 2, stderr: []string{"no such file"}},
 		{name: "InspectFolder", args: []string{"inspect", "testdata"}, code: 2, stderr: []string{"is a folder"}},
+		{name: "RunValueFlagLast", args: []string{"run", leasing, "--out"}, code: 2, stderr: []string{"--out needs a value"}, noReport: true},
+		{name: "RunAllVariant", args: []string{"run", "--all", "--variant", "permanent-lock"}, code: 1, stdout: []string{"session-15-outbox-leasing --variant permanent-lock: FAIL"}},
+		{name: "RunAllUnknownVariant", args: []string{"run", "--all", "--variant", "nope"}, code: 2, stderr: []string{`no scenario has a variant "nope"`}, noReport: true},
+		{name: "RunHelp", args: []string{"run", leasing, "-h"}, code: 0, stdout: []string{"--claim-sql"}, noReport: true},
+		{name: "HelpCommand", args: []string{"help", "run"}, code: 0, stdout: []string{"--keep-db"}},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED ownership_violations"}},
 	}
 	for _, tt := range tests {
@@ -287,9 +293,14 @@ func TestInterspersed(t *testing.T) {
 		{"outboxlab run a --format=json", "outboxlab run --format=json -- a"},
 		{"outboxlab describe x", "outboxlab describe -- x"},
 		{"outboxlab list", "outboxlab list"},
+		{"outboxlab run a -h", "outboxlab run -h"},
 	}
 	for _, tt := range tests {
-		got := strings.Join(interspersed(app, strings.Fields(tt.in)), " ")
+		args, err := interspersed(app, strings.Fields(tt.in))
+		if err != nil {
+			t.Fatalf("interspersed(%q): %v", tt.in, err)
+		}
+		got := strings.Join(args, " ")
 		if got != tt.want {
 			t.Errorf("interspersed(%q) = %q, want %q", tt.in, got, tt.want)
 		}
@@ -308,6 +319,11 @@ func TestParseDuration(t *testing.T) {
 		{"2m", 2 * time.Minute, true},
 		{"0.5d", 12 * time.Hour, true},
 		{"0s", 0, false},
+		{"500us", 0, false},
+		{".5d", 0, false},
+		{"1d-2h", 0, false},
+		{"1dx", 0, false},
+		{"d", 0, false},
 		{"-1h", 0, false},
 		{"three days", 0, false},
 		{"", 0, false},

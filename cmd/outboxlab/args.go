@@ -1,0 +1,69 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// interspersed lets flags follow the positional arguments (`run NAME
+// --variant X`), which the standard flag parsing would otherwise treat as
+// more names. It moves each flag of the chosen command, with its value,
+// ahead of the positionals.
+func interspersed(app *cli.App, args []string) ([]string, error) {
+	if len(args) < 3 {
+		return args, nil
+	}
+	var cmd *cli.Command
+	for _, c := range app.Commands {
+		if c.HasName(args[1]) {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args, nil
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, positional []string
+	help := false
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			positional = append(positional, rest[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if name == "h" || name == "help" {
+			help = true
+		}
+		if !strings.Contains(name, "=") && takesValue[name] {
+			if i+1 >= len(rest) || rest[i+1] == "--" {
+				return nil, usagef("%s needs a value", a)
+			}
+			flags = append(flags, rest[i+1])
+			i++
+		}
+	}
+	if help {
+		// Help is about the command, not about the names given to it.
+		positional = nil
+	}
+	out := append([]string{args[0], args[1]}, flags...)
+	if len(positional) > 0 {
+		out = append(out, "--")
+		out = append(out, positional...)
+	}
+	return out, nil
+}
