@@ -143,20 +143,3 @@ func (p *Plan) Fired() []Firing {
 	defer p.mu.Unlock()
 	return append([]Firing(nil), p.fired...)
 }
-
-// Armed returns the rules with firings left, for a report of what was
-// planned but never reached.
-func (p *Plan) Armed() []Rule {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []Rule
-	for _, r := range p.rules {
-		if r.Times > 0 {
-			out = append(out, r)
-		}
-	}
-	return out
-}

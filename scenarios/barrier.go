@@ -22,6 +22,9 @@ func NewBarrier(n int) *Barrier {
 }
 
 // Wait blocks until every party has called Wait in this round, or ctx ends.
+// A party whose ctx ends before the round is released is taken out of the
+// round again, so it is not counted as arrived; if the round was released
+// meanwhile, the party went through and Wait returns nil.
 func (b *Barrier) Wait(ctx context.Context) error {
 	b.mu.Lock()
 	b.waiting++
@@ -36,6 +39,12 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.release != ch { // released while we were giving up
+			return nil
+		}
+		b.waiting--
 		return ctx.Err()
 	}
 }

@@ -308,9 +308,10 @@ func (d *day15) finish(ctx context.Context, db *store.DB, r *lab.Result) error {
 	perMsg.Interleaved = d.concurrent && len(d.claims) > 0
 	r.Tables = append(r.Tables, perMsg)
 	for _, t := range d.ledgerTables() {
-		// Seeding is sequential and the per-key summary is sorted; the
-		// workers' own ledgers follow their interleaving.
-		t.Interleaved = d.concurrent && t.Title != creationLedgerTitle && t.Title != perKeyTitle
+		// Seeding is sequential; the workers' own ledgers follow their
+		// interleaving. The per-key summary is sorted, and without claims
+		// (the race) every key was checked once by each worker.
+		t.Interleaved = d.concurrent && t.Title != creationLedgerTitle && (t.Title != perKeyTitle || len(d.claims) > 0)
 		r.Tables = append(r.Tables, t)
 	}
 	r.Concurrent = d.concurrent

@@ -20,10 +20,12 @@ import (
 // consumer pipeline, its instances (each its own connection), the
 // failpoints they pass and their separate ledgers.
 //
-// Time: sessions 16 to 20 keep time as logical int64 ticks. In sessions 18
-// to 20 a tick is one millisecond since lessonStart (2026-01-15T09:00:00.000Z),
-// so durations read naturally (a 30 s lease is 30000 ticks, three days
-// 259200000) and every tick prints as a clock.Layout instant.
+// Time: the relay's outbox_events table (shared with sessions 16 and 17)
+// keeps logical int64 ticks. In sessions 18 to 20 a tick is one millisecond
+// since lessonStart (2026-01-15T09:00:00.000Z), so durations read naturally
+// (a 30 s lease is 30000 ticks) and every tick prints as a clock.Layout
+// instant. The broker's and the consumers' tables store that same instant as
+// UTC text; the pipeline hands the store its clock's time.Time for them.
 
 // Tick lengths.
 const (
@@ -36,9 +38,27 @@ const (
 // ticksOf converts a duration to ticks.
 func ticksOf(d time.Duration) int64 { return d.Milliseconds() }
 
+// tickSpan converts ticks to a duration, for the store's broker API.
+func tickSpan(t int64) time.Duration { return time.Duration(t) * time.Millisecond }
+
 // tickClock prints tick t as an instant on the scenario clock.
-func tickClock(t int64) string {
-	return clock.Format(lessonStart.Add(time.Duration(t) * time.Millisecond))
+func tickClock(t int64) string { return clock.Format(lessonStart.Add(tickSpan(t))) }
+
+// tickOfClock reads an instant the broker stored (clock text) back as a tick.
+func tickOfClock(s string) (int64, error) {
+	t, err := clock.Parse(s)
+	if err != nil {
+		return 0, fmt.Errorf("read stored time %q: %w", s, err)
+	}
+	return t.Sub(lessonStart).Milliseconds(), nil
+}
+
+// windowText prints a dedup window: "off" when there is none.
+func windowText(t int64) string {
+	if t <= 0 {
+		return "off"
+	}
+	return durationText(t)
 }
 
 // durationText prints a tick count as a duration: whole days of two or
@@ -281,7 +301,7 @@ func (p *pipeline) expireLeases(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	p.setNow(until)
-	p.event(clockName, "lease expiry", fmt.Sprintf("the clock reaches t=%d: the lease on %s has expired", until, strings.Join(holders, ", ")))
+	p.event(clockName, "lease expiry", fmt.Sprintf("the clock reaches %s: the lease on %s has expired", tickClock(until), strings.Join(holders, ", ")))
 	return true, nil
 }
 
@@ -334,7 +354,7 @@ func (r *relayInstance) fire(point failpoint.Point) (failpoint.Fault, error) {
 	case failpoint.LeaseExpiry:
 		r.p.event(r.name, "stalls", fmt.Sprintf("at %s (a pause: GC, a slow network, a suspended VM) while holding %s with token %d", point, r.claim.EventID, r.claim.Token))
 		r.p.setNow(r.claim.LeaseUntil)
-		r.p.event(clockName, "lease expiry", fmt.Sprintf("the clock reaches t=%d: %s's lease on %s has expired; it does not know", r.claim.LeaseUntil, r.name, r.claim.EventID))
+		r.p.event(clockName, "lease expiry", fmt.Sprintf("the clock reaches %s: %s's lease on %s has expired; it does not know", tickClock(r.claim.LeaseUntil), r.name, r.claim.EventID))
 	}
 	return f, nil
 }
@@ -352,7 +372,7 @@ func (r *relayInstance) claimNext(ctx context.Context) (store.ClaimOutcome, erro
 	var detail string
 	switch c.Outcome {
 	case store.Claimed:
-		detail = fmt.Sprintf("%s with token %d, lease until t=%d", c.EventID, c.Token, c.LeaseUntil)
+		detail = fmt.Sprintf("%s with token %d, lease until %s", c.EventID, c.Token, tickClock(c.LeaseUntil))
 	case store.Empty:
 		detail = "nothing claimable"
 	default:
@@ -384,7 +404,7 @@ func (r *relayInstance) send(ctx context.Context) (acked bool, err error) {
 		sentAs = fmt.Sprintf("%s-send-%d", r.claim.EventID, len(r.p.sends)+1)
 	}
 	r.p.mu.Unlock()
-	o, err := r.db.Offer(ctx, sentAs, r.claim.Payload, r.name, now, r.p.brokerWindow)
+	o, err := r.db.Offer(ctx, sentAs, r.claim.Payload, r.name, r.p.clk.Now(), tickSpan(r.p.brokerWindow))
 	if err != nil {
 		return false, err
 	}
@@ -514,9 +534,10 @@ type consumerInstance struct {
 	design consumerDesign
 	db     *store.DB
 	// beforeEffect, when set, runs once the instance has decided to apply a
-	// delivery (for the split mistake: after its inbox check). Session 19
-	// puts a barrier there.
-	beforeEffect func()
+	// delivery (for the split mistake: after its inbox check), with the
+	// instance's own context; an error stops the delivery. Session 19 puts a
+	// barrier there.
+	beforeEffect func(ctx context.Context) error
 
 	delivery store.Delivery
 	fired    bool // the after-effect failpoint was passed for this delivery
@@ -567,7 +588,7 @@ func (c *consumerInstance) consumeNext(ctx context.Context) (bool, error) {
 	if c.db == nil {
 		return false, failpoint.ErrCrashed
 	}
-	d, err := c.db.DeliverNext(ctx, c.group, c.p.now())
+	d, err := c.db.DeliverNext(ctx, c.group, c.p.clk.Now())
 	if err != nil || !d.Found {
 		return false, err
 	}
@@ -583,7 +604,7 @@ func (c *consumerInstance) consumeNext(ctx context.Context) (bool, error) {
 	if c.ackLost {
 		result = "ack LOST on the way to the broker"
 	} else {
-		f, err := c.db.AckDelivery(ctx, c.group, d.OfferID, d.Receipt, now)
+		f, err := c.db.AckDelivery(ctx, c.group, d.OfferID, d.Receipt, c.p.clk.Now())
 		if err != nil {
 			return true, err
 		}
@@ -613,10 +634,14 @@ func (c *consumerInstance) apply(ctx context.Context, d store.Delivery) error {
 	var err error
 	switch c.design {
 	case inboxDesign:
-		c.runBeforeEffect()
-		e, err = c.db.ApplyCreditWithInbox(ctx, c.group, d.EventID, account, pl.CreditCents, c.p.now())
+		if err := c.runBeforeEffect(ctx); err != nil {
+			return err
+		}
+		e, err = c.db.ApplyCreditWithInbox(ctx, c.group, d.EventID, account, pl.CreditCents, c.p.clk.Now())
 	case naiveDesign:
-		c.runBeforeEffect()
+		if err := c.runBeforeEffect(ctx); err != nil {
+			return err
+		}
 		e, err = c.db.CreditAccount(ctx, account, pl.CreditCents)
 	case splitDesign:
 		return c.applySplit(ctx, d, account, pl.CreditCents)
@@ -648,7 +673,9 @@ func (c *consumerInstance) applySplit(ctx context.Context, d store.Delivery, acc
 		c.recordEffect(d, false, "duplicate: the inbox check found the row, no credit", 0)
 		return nil
 	}
-	c.runBeforeEffect()
+	if err := c.runBeforeEffect(ctx); err != nil {
+		return err
+	}
 	e, err := c.db.CreditAccount(ctx, account, cents)
 	if err != nil {
 		return err
@@ -657,7 +684,7 @@ func (c *consumerInstance) applySplit(ctx context.Context, d store.Delivery, acc
 	if err := c.afterEffect(); err != nil {
 		return err
 	}
-	r, err := c.db.RecordConsumed(ctx, c.group, d.EventID, c.p.now())
+	r, err := c.db.RecordConsumed(ctx, c.group, d.EventID, c.p.clk.Now())
 	if err != nil {
 		return err
 	}
@@ -670,12 +697,14 @@ func (c *consumerInstance) applyVersion(ctx context.Context, d store.Delivery) e
 	if err := json.Unmarshal([]byte(d.Payload), &pl); err != nil {
 		return fmt.Errorf("consumer %s: offer %d: %w", c.name, d.OfferID, err)
 	}
-	c.runBeforeEffect()
+	if err := c.runBeforeEffect(ctx); err != nil {
+		return err
+	}
 	apply := c.db.ApplyProjection
 	if c.design == unversionedDesign {
 		apply = c.db.ApplyProjectionUnversioned
 	}
-	f, err := apply(ctx, pl.Entity, pl.Version, pl.State, c.p.now())
+	f, err := apply(ctx, pl.Entity, pl.Version, pl.State, c.p.clk.Now())
 	if err != nil {
 		return err
 	}
@@ -687,10 +716,11 @@ func (c *consumerInstance) applyVersion(ctx context.Context, d store.Delivery) e
 	return nil
 }
 
-func (c *consumerInstance) runBeforeEffect() {
-	if c.beforeEffect != nil {
-		c.beforeEffect()
+func (c *consumerInstance) runBeforeEffect(ctx context.Context) error {
+	if c.beforeEffect == nil {
+		return nil
 	}
+	return c.beforeEffect(ctx)
 }
 
 func (c *consumerInstance) recordEffect(d store.Delivery, applied bool, result string, busy int) {
@@ -723,7 +753,7 @@ func (p *pipeline) drainConsumer(ctx context.Context, c *consumerInstance, maxDe
 			return err
 		}
 		p.setNow(p.now() + visibilityTimeout)
-		r, err := p.audit.RedeliverUnacked(ctx, c.group, p.now(), visibilityTimeout, maxDeliveries)
+		r, err := p.audit.RedeliverUnacked(ctx, c.group, p.clk.Now(), tickSpan(visibilityTimeout), maxDeliveries)
 		if err != nil {
 			return err
 		}
@@ -748,8 +778,12 @@ func (p *pipeline) inFlight(ctx context.Context, group string) (int, error) {
 	return n, nil
 }
 
-// isCrash reports whether err is an injected crash (an expected outcome).
-func isCrash(err error) bool { return errors.Is(err, failpoint.ErrCrashed) }
+// isCrash reports whether err is an injected crash (an expected outcome):
+// a relay's or consumer's crash (failpoint.ErrCrashed) or a checkout's
+// crash inside the store (store.ErrCrashed, which wraps it).
+func isCrash(err error) bool {
+	return errors.Is(err, failpoint.ErrCrashed) || errors.Is(err, store.ErrCrashed)
+}
 
 // unlessCrash returns err, except an injected crash: a script goes on
 // without the dead instance, whose later steps return the crash again.
@@ -779,48 +813,54 @@ func (p *pipeline) effectsOf() []pipeEffectEntry {
 	return append([]pipeEffectEntry(nil), p.effects...)
 }
 
+// rowLabels is how the tables of several pipelines are told apart: when a
+// report holds more than one, a first column names the pipeline's row.
+type rowLabels bool
+
+func (l rowLabels) columns(c ...string) []string {
+	if l {
+		return append([]string{"Row"}, c...)
+	}
+	return c
+}
+
+func (l rowLabels) cells(p *pipeline, c ...any) []any {
+	if l {
+		return append([]any{p.label}, c...)
+	}
+	return c
+}
+
 // deliveryLedgers renders the ledgers of one or more pipelines, each kind
 // in its own table; with several pipelines, a first column names the row.
 func deliveryLedgers(ps []*pipeline) []lab.Table {
-	multi := len(ps) > 1
-	cols := func(c ...string) []string {
-		if multi {
-			return append([]string{"Row"}, c...)
-		}
-		return c
-	}
-	row := func(p *pipeline, cells ...any) []any {
-		if multi {
-			return append([]any{p.label}, cells...)
-		}
-		return cells
-	}
+	l := rowLabels(len(ps) > 1)
 	claims := lab.Table{Title: "Ledger: relay claims", Note: "Every claim attempt on outbox_events; a successful claim increments claim_token (the fencing token).",
-		Columns: cols("#", "t", "Relay", "Event", "Outcome", "Token", "Lease until", "Held by")}
+		Columns: l.columns("#", "Clock", "Relay", "Event", "Outcome", "Token", "Lease until", "Held by")}
 	sends := lab.Table{Title: "Ledger: relay sends", Note: "What each relay sent and what it learned back; the broker's own record is the broker offers table.",
-		Columns: cols("#", "t", "Relay", "Event", "Token", "Sent as", "Offer", "Broker answer")}
+		Columns: l.columns("#", "Clock", "Relay", "Event", "Token", "Sent as", "Offer", "Broker answer")}
 	completions := lab.Table{Title: "Ledger: completions", Note: "Every completion attempt and its affected row count: 0 rows is an expected, recorded outcome.",
-		Columns: cols("#", "t", "Relay", "Event", "Token", "Guard", "Rows", "Result")}
+		Columns: l.columns("#", "Clock", "Relay", "Event", "Token", "Guard", "Rows", "Result")}
 	effects := lab.Table{Title: "Ledger: consumer effects", Note: "Every delivery a consumer applied, and whether a business effect committed.",
-		Columns: cols("#", "t", "Instance", "Consumer", "Design", "Offer", "Delivery", "Event", "Effect", "Result", "Busy retries")}
+		Columns: l.columns("#", "Clock", "Instance", "Consumer", "Design", "Offer", "Delivery", "Event", "Effect", "Result", "Busy retries")}
 	acks := lab.Table{Title: "Ledger: consumer acknowledgements", Note: "Acks to the broker; a lost or never-sent ack makes the broker redeliver.",
-		Columns: cols("#", "t", "Instance", "Offer", "Delivery", "Result")}
+		Columns: l.columns("#", "Clock", "Instance", "Offer", "Delivery", "Result")}
 	for _, p := range ps {
 		p.mu.Lock()
 		for _, c := range p.claims {
-			claims.AddRow(row(p, c.seq, c.tick, c.relay, c.event, string(c.outcome), tokenCell(c.token), tokenCell(c.until), c.heldBy)...)
+			claims.AddRow(l.cells(p, c.seq, tickClock(c.tick), c.relay, c.event, string(c.outcome), tokenCell(c.token), clockCell(c.until), c.heldBy)...)
 		}
 		for _, s := range p.sends {
-			sends.AddRow(row(p, s.seq, s.tick, s.relay, s.event, s.token, s.sentAs, s.offerID, s.answer)...)
+			sends.AddRow(l.cells(p, s.seq, tickClock(s.tick), s.relay, s.event, s.token, s.sentAs, s.offerID, s.answer)...)
 		}
 		for _, c := range p.completions {
-			completions.AddRow(row(p, c.seq, c.tick, c.relay, c.event, c.token, c.guard, c.rows, c.result)...)
+			completions.AddRow(l.cells(p, c.seq, tickClock(c.tick), c.relay, c.event, c.token, c.guard, c.rows, c.result)...)
 		}
 		for _, e := range p.effects {
-			effects.AddRow(row(p, e.seq, e.tick, e.instance, e.consumer, string(e.design), e.offerID, e.receipt, e.event, e.applied, e.result, e.busy)...)
+			effects.AddRow(l.cells(p, e.seq, tickClock(e.tick), e.instance, e.consumer, string(e.design), e.offerID, e.receipt, e.event, e.applied, e.result, e.busy)...)
 		}
 		for _, a := range p.acks {
-			acks.AddRow(row(p, a.seq, a.tick, a.instance, a.offerID, a.receipt, a.result)...)
+			acks.AddRow(l.cells(p, a.seq, tickClock(a.tick), a.instance, a.offerID, a.receipt, a.result)...)
 		}
 		p.mu.Unlock()
 	}
@@ -835,6 +875,7 @@ func deliveryLedgers(ps []*pipeline) []lab.Table {
 	return out
 }
 
+// tokenCell prints a fencing token, "-" before any claim.
 func tokenCell(v int64) any {
 	if v == 0 {
 		return nil
@@ -842,36 +883,44 @@ func tokenCell(v int64) any {
 	return v
 }
 
+// clockCell prints a tick as clock text, "-" when unset (0).
+func clockCell(t int64) any {
+	if t == 0 {
+		return nil
+	}
+	return tickClock(t)
+}
+
+// storedTickCell prints an outbox_events time, which that table keeps as a
+// logical tick: the clock time, then the integer the sqlite3 shell shows;
+// "-" when the column is NULL (set is false).
+func storedTickCell(t int64, set bool) any {
+	if !set {
+		return nil
+	}
+	return fmt.Sprintf("%s (%d)", tickClock(t), t)
+}
+
 // deliveryState renders the durable state of one or more pipelines, read
 // from their databases: outbox events, the broker's offers (its own
 // ledger), deliveries, dead letters, the inbox, accounts and projections.
 func deliveryState(ctx context.Context, ps []*pipeline) ([]lab.Table, error) {
-	multi := len(ps) > 1
-	cols := func(c ...string) []string {
-		if multi {
-			return append([]string{"Row"}, c...)
-		}
-		return c
-	}
-	row := func(p *pipeline, cells ...any) []any {
-		if multi {
-			return append([]any{p.label}, cells...)
-		}
-		return cells
-	}
-	events := lab.Table{Title: "Final state: outbox_events", Note: "Read from the database. delivered = 1 means a relay completed (published) the event.",
-		Columns: cols("event_id", "created_at", "claim_token", "locked_by", "lease_until", "delivered", "delivered_at")}
+	l := rowLabels(len(ps) > 1)
+	events := lab.Table{Title: "Final state: outbox_events", Note: "Read from the database. delivered = 1 means a relay completed (published) the event. " +
+		"outbox_events keeps logical integer time (it is shared with sessions 16 and 17): each time shows the clock time and, in brackets, " +
+		"the stored tick (milliseconds since 2026-01-15T09:00:00.000Z).",
+		Columns: l.columns("event_id", "created_at", "claim_token", "locked_by", "lease_until", "delivered", "delivered_at")}
 	offers := lab.Table{Title: "Ledger: broker offers (broker_offers)", Note: "The broker's own durable record of every send it received, accepted or dropped by its dedup window.",
-		Columns: cols("offer_id", "event_id", "offered_by", "offered_at", "dropped", "payload")}
+		Columns: l.columns("offer_id", "event_id", "offered_by", "offered_at", "dropped", "payload")}
 	deliveries := lab.Table{Title: "Final state: broker_deliveries", Note: "Per consumer: how often each offer was delivered and whether it was acknowledged.",
-		Columns: cols("offer_id", "consumer", "state", "delivery_count", "delivered_at", "acked_at")}
+		Columns: l.columns("offer_id", "consumer", "state", "delivery_count", "delivered_at", "acked_at")}
 	dead := lab.Table{Title: "Final state: broker_dead_letters", Note: "The dead-letter queue, after its retention purge.",
-		Columns: cols("dead_letter_id", "offer_id", "consumer", "event_id", "delivery_count", "dead_lettered_at")}
+		Columns: l.columns("dead_letter_id", "offer_id", "consumer", "event_id", "delivery_count", "dead_lettered_at")}
 	inbox := lab.Table{Title: "Final state: consumed_events (the inbox)", Note: "One row per (consumer, event_id) whose effect committed, after any retention purge.",
-		Columns: cols("consumer", "event_id", "consumed_at")}
+		Columns: l.columns("consumer", "event_id", "consumed_at")}
 	accounts := lab.Table{Title: "Final state: accounts", Note: "Each consumer credits its own row, so the designs can be compared.",
-		Columns: cols("id", "credit_cents")}
-	projections := lab.Table{Title: "Final state: projections", Columns: cols("entity_id", "version", "state", "updated_at")}
+		Columns: l.columns("id", "credit_cents")}
+	projections := lab.Table{Title: "Final state: projections", Columns: l.columns("entity_id", "version", "state", "updated_at")}
 	for _, p := range ps {
 		db := p.audit
 		evs, err := db.Events(ctx)
@@ -879,49 +928,50 @@ func deliveryState(ctx context.Context, ps []*pipeline) ([]lab.Table, error) {
 			return nil, err
 		}
 		for _, e := range evs {
-			events.AddRow(row(p, e.ID, e.CreatedAt, e.Token, e.LockedBy, tokenCell(e.LeaseUntil), e.Delivered, tokenCell(e.DeliveredAt))...)
+			events.AddRow(l.cells(p, e.ID, storedTickCell(e.CreatedAt, true), e.Token, e.LockedBy,
+				storedTickCell(e.LeaseUntil, e.LockedBy != ""), e.Delivered, storedTickCell(e.DeliveredAt, e.Delivered))...)
 		}
-		os, err := db.Offers(ctx)
+		brokerOffers, err := db.Offers(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, o := range os {
-			offers.AddRow(row(p, o.OfferID, o.EventID, o.OfferedBy, o.OfferedAt, o.Dropped, o.Payload)...)
+		for _, o := range brokerOffers {
+			offers.AddRow(l.cells(p, o.OfferID, o.EventID, o.OfferedBy, o.OfferedAt, o.Dropped, o.Payload)...)
 		}
 		ds, err := db.Deliveries(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, d := range ds {
-			deliveries.AddRow(row(p, d.OfferID, d.Consumer, d.State, d.DeliveryCount, d.DeliveredAt, tokenCell(d.AckedAt))...)
+			deliveries.AddRow(l.cells(p, d.OfferID, d.Consumer, d.State, d.DeliveryCount, d.DeliveredAt, d.AckedAt)...)
 		}
 		dls, err := db.DeadLetters(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, d := range dls {
-			dead.AddRow(row(p, d.ID, d.OfferID, d.Consumer, d.EventID, d.DeliveryCount, d.DeadLetteredAt)...)
+			dead.AddRow(l.cells(p, d.ID, d.OfferID, d.Consumer, d.EventID, d.DeliveryCount, d.DeadLetteredAt)...)
 		}
 		ces, err := db.ConsumedEvents(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, c := range ces {
-			inbox.AddRow(row(p, c.Consumer, c.EventID, c.ConsumedAt)...)
+			inbox.AddRow(l.cells(p, c.Consumer, c.EventID, c.ConsumedAt)...)
 		}
 		as, err := db.Accounts(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, a := range as {
-			accounts.AddRow(row(p, a.ID, a.CreditCents)...)
+			accounts.AddRow(l.cells(p, a.ID, a.CreditCents)...)
 		}
 		prs, err := db.Projections(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, pr := range prs {
-			projections.AddRow(row(p, pr.EntityID, pr.Version, pr.State, pr.UpdatedAt)...)
+			projections.AddRow(l.cells(p, pr.EntityID, pr.Version, pr.State, pr.UpdatedAt)...)
 		}
 	}
 	out := []lab.Table{events, offers, deliveries}

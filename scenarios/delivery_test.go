@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,85 @@ func TestInboxRetentionFollowsOptions(t *testing.T) {
 	}
 }
 
+// TestInboxRetentionVerdictFollowsMeasurements: the verdict is built from
+// what each part measured, so flags that keep the lesson's breakage from
+// happening say so plainly instead of repeating the lesson's text.
+func TestInboxRetentionVerdictFollowsMeasurements(t *testing.T) {
+	day := 24 * time.Hour
+	tests := []struct {
+		name      string
+		opts      Options
+		want, not []string
+	}{
+		{name: "Defaults", opts: DefaultOptions(),
+			want: []string{"SAFE DESIGN held", "with an inbox retention of 24h, not longer than the dedup record's age of 3d1m30s at the replay, the record was purged and the replay was applied again (credit 2000 cents)",
+				"with an inbox retention of 7d1m30s, longer than the dedup record's age of 3d1m30s at the replay, the replay was deduplicated (credit 1000 cents)",
+				"the broker window (2m) dropped 1 resend 30s after the first send", "the three-day replay passed the broker (1 offer) and only the inbox kept it single (credit 1000 cents)"},
+			not: []string{"not reproduced"}},
+		{name: "LongInboxRetention", opts: Options{InboxRetention: 30 * day, DLQRetention: 7 * day, BrokerWindow: 2 * time.Minute},
+			want: []string{"only partly reproduced", "with an inbox retention of 30d, longer than the dedup record's age of 3d1m30s at the replay, the replay was deduplicated (credit 1000 cents). The short-retention breakage was not reproduced."},
+			not:  []string{"SAFE DESIGN held", "applied again"}},
+		{name: "ShortDLQRetention", opts: Options{InboxRetention: day, DLQRetention: 2 * day, BrokerWindow: 2 * time.Minute},
+			want: []string{"only partly reproduced", "nothing was replayed, because the DLQ retention of 2d purged the message first", "the replay-passes-the-broker part was not reproduced"},
+			not:  []string{"passed the broker", "only the inbox kept"}},
+		{name: "ShortBrokerWindow", opts: Options{InboxRetention: day, DLQRetention: 7 * day, BrokerWindow: 10 * time.Second},
+			want: []string{"only partly reproduced", "the broker window (10s) let the resend 30s after the first send through (nothing dropped), so the within-window drop was not reproduced"}},
+		{name: "LongBrokerWindow", opts: Options{InboxRetention: day, DLQRetention: 7 * day, BrokerWindow: 4 * day},
+			want: []string{"only partly reproduced", "the window also dropped the three-day replay"}},
+	}
+	sc, _ := Lookup("session-20-inbox-retention")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Execute(context.Background(), sc, "", tt.opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.Verdict, w) {
+					t.Errorf("verdict lacks %q:\n%s", w, r.Verdict)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(r.Verdict, n) {
+					t.Errorf("verdict says %q:\n%s", n, r.Verdict)
+				}
+			}
+		})
+	}
+}
+
+// TestConsumeBehindBarrierSurvivesAFailingConsumer: when one consumer fails
+// after taking its delivery and before the barrier, the other is not left
+// waiting for it: the call returns the failure instead of hanging.
+func TestConsumeBehindBarrierSurvivesAFailingConsumer(t *testing.T) {
+	ctx := context.Background()
+	var tl lab.Timeline
+	p, err := newPipeline(ctx, filepath.Join(t.TempDir(), "row5.db"), "row 5", &tl, failpoint.NewPlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	if err := p.openAccount(ctx, creditService, "ACC-5"); err != nil {
+		t.Fatal(err)
+	}
+	// Two offers: one a consumer can apply, one it fails on before its effect.
+	for _, o := range []struct{ id, payload string }{{"e5", `{"account":"ACC-5","credit_cents":1000}`}, {"e5-bad", "not json"}} {
+		if _, err := p.audit.Offer(ctx, o.id, o.payload, relayA, p.clk.Now(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, inboxDesign) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a consumer failed on the bad offer, yet no error was returned")
+		}
+	case <-time.After(30 * time.Second): // a safety limit only: the call returns at once
+		t.Fatal("the other consumer was left waiting at the barrier")
+	}
+}
+
 // TestCrashAtEveryFailpointLosesNoEvent crashes a relay or a consumer at
 // each named point, on each of three committed events in turn. After
 // recovery (the leases expire, a fresh relay drains the outbox, a restarted
@@ -183,7 +263,7 @@ func TestCrashAtEveryFailpointLosesNoEvent(t *testing.T) {
 					t.Fatalf("the crash did not happen: %v", fired)
 				}
 				for _, e := range events {
-					offered, err := p.count(ctx, store.CountOffersSQL, e, 0, 0)
+					offered, err := p.count(ctx, store.CountOffersSQL, e, 0)
 					if err != nil {
 						t.Fatal(err)
 					}

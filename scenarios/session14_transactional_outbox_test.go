@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/store"
@@ -12,21 +13,43 @@ import (
 
 // TestTransactionalOutboxChecksCanFail breaks the session-14 checks the
 // two-transactions variant leaves alone: a "before" written in one
-// transaction leaves no orphan, and a crash between two transactions during
-// the crash-free run leaves a payment without its outbox row.
+// transaction leaves no orphan; a crash during the crash-free run leaves a
+// payment without its outbox row (and never reaches the provider); and an
+// "after" whose crash never happens, or does not really kill the instance,
+// measures no orphan count at all.
 func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 	last := seedPayments[len(seedPayments)-1].Key
+	// neverCrashes writes in one transaction and never consults the failpoint.
+	neverCrashes := oneTransaction
+	// survivesCrash consults the failpoint, commits both rows anyway and
+	// reports a crash while its connection lives on.
+	survivesCrash := paymentWrite{design: "one transaction (fake crash)",
+		write: func(ctx context.Context, db *store.DB, p store.NewPayment, now time.Time, crashHere func() bool) error {
+			if _, err := db.CreatePayment(ctx, p, now); err != nil {
+				return err
+			}
+			if crashHere() {
+				return store.ErrCrashed
+			}
+			return nil
+		}}
 	tests := []struct {
 		name string
 		edit func(w *paymentWrites)
 		plan *failpoint.Plan
-		want string
+		want []string
 	}{
-		{name: "BeforeInOneTransaction", want: "orphans_before",
+		{name: "BeforeInOneTransaction", want: []string{"orphans_before"},
 			edit: func(w *paymentWrites) { w.before = oneTransactionWithFailpoint }},
-		{name: "CrashDuringCrashFreeRun", want: "outbox_rows_per_payment",
+		{name: "CrashDuringCrashFreeRun", want: []string{"outbox_rows_per_payment", "keys_not_created_exactly_once"},
 			edit: func(w *paymentWrites) { w.crashFree = twoTransactions },
 			plan: failpoint.NewPlan(failpoint.Rule{Point: failpoint.BetweenOutboxWrites, Subject: last, Fault: failpoint.Crash})},
+		{name: "AfterNeverCrashes", want: []string{"orphans_after", "rows_after_crash", "crashes_injected", "keys_not_created_exactly_once"},
+			edit: func(w *paymentWrites) { w.after = neverCrashes }},
+		{name: "BeforeNeverCrashes", want: []string{"orphans_before", "crashes_injected", "keys_not_created_exactly_once"},
+			edit: func(w *paymentWrites) { w.before = neverCrashes }},
+		{name: "AfterCrashDoesNotKill", want: []string{"orphans_after", "rows_after_crash", "crashes_injected"},
+			edit: func(w *paymentWrites) { w.after = survivesCrash }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,8 +60,61 @@ func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if failed := r.FailedChecks(); !slices.Equal(failed, []string{tt.want}) {
-				t.Fatalf("failed checks %v, want [%s]", failed, tt.want)
+			if failed := r.FailedChecks(); !slices.Equal(failed, tt.want) {
+				t.Fatalf("failed checks %v, want %v\nmetrics %v", failed, tt.want, r.Metrics)
+			}
+		})
+	}
+}
+
+// TestTransactionalOutboxFigures pins the lesson's figures and the
+// provider's ledger behind them: one creation call per key, six in all.
+func TestTransactionalOutboxFigures(t *testing.T) {
+	r := mustExecute(t, &transactionalOutbox, "")
+	want := map[string]float64{"orphans_before": 1, "orphans_after": 0, "rows_after_crash": 0, "crashes_injected": 2,
+		"outbox_rows_per_payment": 1, "keys_not_created_exactly_once": 0, "provider_creation_calls": 6, "crash_free_payments": 6}
+	for k, w := range want {
+		if got, ok := r.Metric(k); !ok || got != w {
+			t.Errorf("%s = %v (measured %v), want %v", k, got, ok, w)
+		}
+	}
+}
+
+// TestOutboxRowsPerPayment: the figure is 1 only when every payment has
+// exactly one outbox row; uneven counts never average out to 1.
+func TestOutboxRowsPerPayment(t *testing.T) {
+	pays := func(keys ...string) []store.Payment {
+		var out []store.Payment
+		for _, k := range keys {
+			out = append(out, store.Payment{Key: k})
+		}
+		return out
+	}
+	rows := func(counts map[string]int) map[string][]store.Message {
+		out := map[string][]store.Message{}
+		for k, n := range counts {
+			out[k] = make([]store.Message, n)
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		pays   []store.Payment
+		counts map[string]int
+		want   float64
+		ok     bool
+	}{
+		{"EveryPaymentOne", pays("A", "B", "C"), map[string]int{"A": 1, "B": 1, "C": 1}, 1, true},
+		{"NoneAndTwoDoNotAverageToOne", pays("A", "B"), map[string]int{"A": 0, "B": 2}, 0, true},
+		{"OneAndTwo", pays("A", "B"), map[string]int{"A": 1, "B": 2}, 2, true},
+		{"AllTwo", pays("A", "B"), map[string]int{"A": 2, "B": 2}, 2, true},
+		{"NoPayments", nil, nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := outboxRowsPerPayment(tt.pays, rows(tt.counts))
+			if got != tt.want || ok != tt.ok {
+				t.Fatalf("outboxRowsPerPayment = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
 			}
 		})
 	}
@@ -60,7 +136,7 @@ func TestTransactionalOutboxCrashIsReal(t *testing.T) {
 	p := crashedPayment
 	p.MessageType, p.Payload = "PaymentCreated", "{}"
 	crash := func() bool { return true }
-	if err := oneTransactionWithFailpoint.write(ctx, db, p, lessonStart, crash); !errors.Is(err, store.ErrCrashed) {
+	if err := oneTransactionWithFailpoint.write(ctx, db, p, lessonStart, crash); !errors.Is(err, store.ErrCrashed) || !isCrash(err) {
 		t.Fatalf("write = %v, want ErrCrashed", err)
 	}
 	if _, err := db.CreatePayment(ctx, p, lessonStart); err == nil {

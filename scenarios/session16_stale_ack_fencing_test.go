@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -26,6 +27,41 @@ func TestStaleAckChecksCanFail(t *testing.T) {
 	}
 	if failed := r.FailedChecks(); !slices.Contains(failed, "reclaim_after_delivery_rows") {
 		t.Fatalf("failed checks %v, want reclaim_after_delivery_rows among them", failed)
+	}
+}
+
+// TestStaleAckDatabaseErrorIsNotMeasured: when Worker-A's ack statement
+// fails, the run must not report "0 rows" for it. The failure goes to the
+// failed-ack ledger as database-error and stale_ack_rows stays unmeasured,
+// so its check fails.
+func TestStaleAckDatabaseErrorIsNotMeasured(t *testing.T) {
+	ops := fencingOpsFor("")
+	ack := ops.ack
+	ops.ack = func(ctx context.Context, db *store.DB, token, now int64) (store.Fenced, error) {
+		if token == 1 { // Worker-A's stale token
+			return store.Fenced{}, errors.New("store: ack E-41 with token 1: disk I/O error")
+		}
+		return ack(ctx, db, token, now)
+	}
+	env := &Env{Scenario: &staleAckFencing, Dir: t.TempDir()}
+	r, err := runStaleAckFencing(context.Background(), env, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metric("stale_ack_rows"); ok {
+		t.Fatal("stale_ack_rows was reported although the ack statement failed")
+	}
+	if got, _ := r.Metric("failed_acks_database_error"); got != 1 {
+		t.Fatalf("failed_acks_database_error = %v, want 1", got)
+	}
+	var observed string
+	for _, c := range r.Checks {
+		if c.Name == "stale_ack_rows" {
+			observed = c.Observed
+		}
+	}
+	if failed := r.FailedChecks(); !slices.Contains(failed, "stale_ack_rows") || observed != "not measured" {
+		t.Fatalf("failed checks %v, stale_ack_rows observed %q; want it failed as not measured", failed, observed)
 	}
 }
 

@@ -213,7 +213,15 @@ func runLeaseRenewal(ctx context.Context, env *Env, ops renewalOps, steps []rene
 			res.rows, res.busy = f.Rows, f.Stats.BusyRetries
 			res.observed = "refused: 0 rows"
 			if f.Rows == 1 {
-				res.observed = fmt.Sprintf("renewed: 1 row, lease until %d", s.until)
+				// The deadline the database now holds, not the one proposed.
+				ev, ok, err := w.db.EventByID(ctx, s17EventID)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					return nil, fmt.Errorf("session 17: %s vanished after a renewal", s17EventID)
+				}
+				res.observed = fmt.Sprintf("renewed: 1 row, lease until %d", ev.LeaseUntil)
 			}
 		}
 		res.asExpect = (res.rows == 1) == s.ok

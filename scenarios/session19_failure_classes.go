@@ -346,8 +346,8 @@ func playRowStaleCompletion(ctx context.Context, p *pipeline, plan *failpoint.Pl
 	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
-	observed := fmt.Sprintf("after A's completion with token 1: delivered=%d, claim_token=%d; at the end: delivered=%d at t=%d (B completed at t=%d)",
-		int(lab.Bool(afterA.Delivered)), afterA.Token, int(lab.Bool(final.Delivered)), final.DeliveredAt, completedAt)
+	observed := fmt.Sprintf("after A's completion with token 1: delivered=%d, claim_token=%d; at the end: delivered=%d at %s (B completed at %s)",
+		int(lab.Bool(afterA.Delivered)), afterA.Token, int(lab.Bool(final.Delivered)), tickClock(final.DeliveredAt), tickClock(completedAt))
 	ok := !afterA.Delivered && afterA.Token == 2 && final.Delivered && final.DeliveredAt == completedAt
 	return rowOutcome{observed: observed, ok: ok}, nil
 }
@@ -413,28 +413,7 @@ func playRowConcurrentDuplicates(ctx context.Context, p *pipeline, plan *failpoi
 		return rowOutcome{}, err
 	}
 	p.setNow(p.now() + 5*tickSecond)
-	p.concurrent = true
-	names := []string{"Consumer-1", "Consumer-2"}
-	barrier := NewBarrier(len(names))
-	instances := map[string]*consumerInstance{}
-	for _, name := range names {
-		c, err := p.startConsumer(ctx, name, creditService, d.credit)
-		if err != nil {
-			return rowOutcome{}, err
-		}
-		defer c.close()
-		c.beforeEffect = func() { _ = barrier.Wait(ctx) }
-		instances[name] = c
-	}
-	p.event("barrier", "armed", "Consumer-1 and Consumer-2 each take a delivery, then wait for each other before the effect")
-	err := runConcurrently(ctx, names, func(ctx context.Context, name string) error {
-		found, err := instances[name].consumeNext(ctx)
-		if !found {
-			barrier.Leave()
-		}
-		return err
-	})
-	if err != nil {
+	if err := consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	if err := consumeAll(ctx, p, "Consumer-3", creditService, d.credit); err != nil {
@@ -449,6 +428,36 @@ func playRowConcurrentDuplicates(ctx context.Context, p *pipeline, plan *failpoi
 	s, err := observeCredit(ctx, p, "ACC-5")
 	observed := fmt.Sprintf("%d deliveries applied at once by two connections; credit %d cents; %d consumed_events row(s)", concurrent, s.credit, s.inboxRows)
 	return rowOutcome{observed: observed, ok: concurrent == 2 && s.credit == rowCredit}, err
+}
+
+// consumeBehindBarrier starts one consumer instance per name, each on its
+// own connection; each takes one delivery and waits at a barrier before its
+// effect, so the effects start at the same moment.
+func consumeBehindBarrier(ctx context.Context, p *pipeline, names []string, design consumerDesign) error {
+	p.concurrent = true
+	barrier := NewBarrier(len(names))
+	instances := map[string]*consumerInstance{}
+	for _, name := range names {
+		c, err := p.startConsumer(ctx, name, creditService, design)
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		// The wait runs on the consumer's own context: when another
+		// consumer fails, runConcurrently cancels it and the wait ends.
+		c.beforeEffect = barrier.Wait
+		instances[name] = c
+	}
+	p.event("barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
+	return runConcurrently(ctx, names, func(ctx context.Context, name string) error {
+		found, err := instances[name].consumeNext(ctx)
+		if !found || err != nil {
+			// Found nothing, or failed before or after the barrier: never
+			// leave the others waiting for this one.
+			barrier.Leave()
+		}
+		return err
+	})
 }
 
 // Row 6: Relay-A claims version 1 and crashes; Relay-B publishes version 2,

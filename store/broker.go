@@ -5,26 +5,33 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/outboxlab/outboxlab/clock"
 )
 
 // BrokerInbox is the schema of sessions 18 to 20: the lab's own broker
 // (offers, per-consumer deliveries, a dead-letter queue) and the consumers'
-// tables (consumed_events, accounts, projections). Like outbox_events, it
-// keeps time as logical integer ticks: milliseconds since the scenario epoch.
+// tables (consumed_events, accounts, projections). Unlike outbox_events
+// (logical integer time, shared with sessions 16 and 17), its times are UTC
+// text with milliseconds ([clock.Layout]), so a student can read them in the
+// sqlite3 shell; in that fixed format text order is time order.
 var BrokerInbox = mustMigration("018_broker_inbox.sql")
 
-// The broker's statements. Every time is a logical tick (milliseconds since
-// the scenario epoch); windows, timeouts and retentions are tick counts.
+// The broker's statements. Every time is UTC text in [clock.Layout]; a
+// bound such as "now minus the window" is computed in Go and passed as text
+// of the same format, so the comparison is a plain text comparison.
 const (
 	// OfferSQL stores one send. With a deduplication window it refuses (and
-	// records as dropped) a send whose event id the broker accepted less
-	// than :window ago; :window 0 turns deduplication off.
+	// records as dropped) a send whose event id the broker accepted after
+	// :window_start (now minus the window); a window of 0 makes :window_start
+	// now, so no earlier offer is inside it: deduplication off.
 	OfferSQL = `INSERT INTO broker_offers (event_id, payload, offered_by, offered_at, dropped)
 VALUES (:event_id, :payload, :offered_by, :now,
         EXISTS (SELECT 1 FROM broker_offers
                 WHERE event_id = :event_id
                   AND dropped = 0
-                  AND offered_at > :now - :window))
+                  AND offered_at > :window_start))
 RETURNING offer_id, dropped`
 
 	// SelectNextDeliverySQL picks the oldest accepted offer this consumer
@@ -57,15 +64,16 @@ WHERE offer_id = :offer_id
   AND state = 'in_flight'`
 
 	// DeadLetterSQL copies into the dead-letter queue every in-flight
-	// delivery whose visibility timeout ran out after its last allowed
-	// delivery (:max_deliveries 0 means no limit).
+	// delivery whose visibility timeout ran out (delivered at or before
+	// :timeout_cutoff, now minus the timeout) after its last allowed delivery
+	// (:max_deliveries 0 means no limit).
 	DeadLetterSQL = `INSERT INTO broker_dead_letters (offer_id, consumer, event_id, payload, delivery_count, dead_lettered_at)
 SELECT d.offer_id, d.consumer, o.event_id, o.payload, d.delivery_count, :now
 FROM broker_deliveries d
 JOIN broker_offers o ON o.offer_id = d.offer_id
 WHERE d.consumer = :consumer
   AND d.state = 'in_flight'
-  AND d.delivered_at + :visibility <= :now
+  AND d.delivered_at <= :timeout_cutoff
   AND :max_deliveries > 0
   AND d.delivery_count >= :max_deliveries`
 
@@ -75,7 +83,7 @@ WHERE d.consumer = :consumer
 SET state = 'dead_lettered'
 WHERE consumer = :consumer
   AND state = 'in_flight'
-  AND delivered_at + :visibility <= :now
+  AND delivered_at <= :timeout_cutoff
   AND :max_deliveries > 0
   AND delivery_count >= :max_deliveries`
 
@@ -85,11 +93,12 @@ WHERE consumer = :consumer
 SET state = 'ready'
 WHERE consumer = :consumer
   AND state = 'in_flight'
-  AND delivered_at + :visibility <= :now`
+  AND delivered_at <= :timeout_cutoff`
 
-	// PurgeDeadLettersSQL applies the dead-letter queue's own retention.
+	// PurgeDeadLettersSQL applies the dead-letter queue's own retention:
+	// :cutoff is now minus the retention.
 	PurgeDeadLettersSQL = `DELETE FROM broker_dead_letters
-WHERE dead_lettered_at <= :now - :retention`
+WHERE dead_lettered_at <= :cutoff`
 
 	// TakeDeadLetterSQL removes one dead letter for a replay, returning it.
 	TakeDeadLetterSQL = `DELETE FROM broker_dead_letters
@@ -117,10 +126,11 @@ ON CONFLICT (consumer, event_id) DO NOTHING`
 	// first step of the effect-outside-inbox-tx mistake.
 	HasConsumedSQL = `SELECT count(*) FROM consumed_events WHERE consumer = :consumer AND event_id = :event_id`
 
-	// PurgeConsumedSQL applies the inbox retention: dedup records older than
-	// it are deleted, and a later redelivery of those events looks new.
+	// PurgeConsumedSQL applies the inbox retention: dedup records written at
+	// or before :cutoff (now minus the retention) are deleted, and a later
+	// redelivery of those events looks new.
 	PurgeConsumedSQL = `DELETE FROM consumed_events
-WHERE consumed_at <= :now - :retention`
+WHERE consumed_at <= :cutoff`
 
 	// ApplyVersionedSQL moves a projection forward only: an event carrying
 	// an older (or the same) version than the stored one changes 0 rows.
@@ -141,8 +151,8 @@ SET version = excluded.version, state = excluded.state, updated_at = excluded.up
 // Audit queries on the broker and the consumers, for [DB.Count].
 const (
 	// CountOffersSQL counts the offers of one event id that the broker
-	// accepted (dropped = 0) or dropped (dropped = 1) at or after a tick.
-	CountOffersSQL = `SELECT count(*) FROM broker_offers WHERE event_id = ? AND dropped = ? AND offered_at >= ?`
+	// accepted (dropped = 0) or dropped (dropped = 1).
+	CountOffersSQL = `SELECT count(*) FROM broker_offers WHERE event_id = ? AND dropped = ?`
 	// CountConsumedEventsSQL counts one consumer's inbox rows.
 	CountConsumedEventsSQL = `SELECT count(*) FROM consumed_events WHERE consumer = ?`
 	// AccountCreditSQL reads one account's credit.
@@ -165,9 +175,9 @@ type Offer struct {
 }
 
 // Offer stores a send of eventID from offeredBy at now ([OfferSQL]). With a
-// window > 0 a send whose event id was accepted less than window ticks ago
-// is recorded as dropped and never delivered.
-func (db *DB) Offer(ctx context.Context, eventID, payload, offeredBy string, now, window int64) (Offer, error) {
+// window > 0 a send whose event id was accepted less than window ago is
+// recorded as dropped and never delivered.
+func (db *DB) Offer(ctx context.Context, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
 	var o Offer
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -181,12 +191,12 @@ func (db *DB) Offer(ctx context.Context, eventID, payload, offeredBy string, now
 	return o, nil
 }
 
-func offerTx(ctx context.Context, tx *sql.Tx, eventID, payload, offeredBy string, now, window int64) (Offer, error) {
+func offerTx(ctx context.Context, tx *sql.Tx, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
 	o := Offer{EventID: eventID}
 	var dropped int64
 	err := tx.QueryRowContext(ctx, OfferSQL,
 		sql.Named("event_id", eventID), sql.Named("payload", payload), sql.Named("offered_by", offeredBy),
-		sql.Named("now", now), sql.Named("window", max(window, 0)),
+		sql.Named("now", clock.Format(now)), sql.Named("window_start", clock.Format(now.Add(-max(window, 0)))),
 	).Scan(&o.OfferID, &dropped)
 	o.Dropped = dropped != 0
 	return o, err
@@ -199,7 +209,7 @@ type Delivery struct {
 	OfferID   int64
 	EventID   string
 	Payload   string
-	OfferedAt int64
+	OfferedAt string
 	// Receipt is the delivery number of this offer for this consumer (1 on
 	// the first delivery); [DB.AckDelivery] must present it.
 	Receipt int64
@@ -210,7 +220,7 @@ type Delivery struct {
 // or one waiting for redelivery, and marks it in flight, in one BEGIN
 // IMMEDIATE transaction ([SelectNextDeliverySQL], [MarkDeliveredSQL]), so
 // two instances of one consumer never receive the same delivery.
-func (db *DB) DeliverNext(ctx context.Context, consumer string, now int64) (Delivery, error) {
+func (db *DB) DeliverNext(ctx context.Context, consumer string, now time.Time) (Delivery, error) {
 	var d Delivery
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		d = Delivery{}
@@ -223,7 +233,7 @@ func (db *DB) DeliverNext(ctx context.Context, consumer string, now int64) (Deli
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, MarkDeliveredSQL,
-			sql.Named("offer_id", d.OfferID), sql.Named("consumer", consumer), sql.Named("now", now),
+			sql.Named("offer_id", d.OfferID), sql.Named("consumer", consumer), sql.Named("now", clock.Format(now)),
 		).Scan(&d.Receipt); err != nil {
 			return err
 		}
@@ -240,9 +250,9 @@ func (db *DB) DeliverNext(ctx context.Context, consumer string, now int64) (Deli
 // AckDelivery acknowledges the delivery with this receipt
 // ([AckDeliverySQL]). Rows 0 is an expected value: the delivery was no
 // longer in flight under that receipt.
-func (db *DB) AckDelivery(ctx context.Context, consumer string, offerID, receipt, now int64) (Fenced, error) {
+func (db *DB) AckDelivery(ctx context.Context, consumer string, offerID, receipt int64, now time.Time) (Fenced, error) {
 	f, err := db.execRows(ctx, AckDeliverySQL,
-		sql.Named("now", now), sql.Named("offer_id", offerID), sql.Named("consumer", consumer), sql.Named("receipt", receipt))
+		sql.Named("now", clock.Format(now)), sql.Named("offer_id", offerID), sql.Named("consumer", consumer), sql.Named("receipt", receipt))
 	if err != nil {
 		return f, fmt.Errorf("store: ack offer %d by %s: %w", offerID, consumer, err)
 	}
@@ -257,27 +267,29 @@ type Redelivery struct {
 }
 
 // RedeliverUnacked, in one transaction, takes the consumer's in-flight
-// deliveries whose visibility timeout has run out (delivered_at + visibility
-// <= now): those already delivered maxDeliveries times go to the dead-letter
-// queue ([DeadLetterSQL], [MarkDeadLetteredSQL]; maxDeliveries 0 means no
-// limit), the others become ready for redelivery ([RedeliverSQL]).
-func (db *DB) RedeliverUnacked(ctx context.Context, consumer string, now, visibility, maxDeliveries int64) (Redelivery, error) {
+// deliveries whose visibility timeout has run out (delivered at or before
+// now minus visibility): those already delivered maxDeliveries times go to
+// the dead-letter queue ([DeadLetterSQL], [MarkDeadLetteredSQL];
+// maxDeliveries 0 means no limit), the others become ready for redelivery
+// ([RedeliverSQL]).
+func (db *DB) RedeliverUnacked(ctx context.Context, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64) (Redelivery, error) {
 	var r Redelivery
-	args := []any{sql.Named("consumer", consumer), sql.Named("now", now),
-		sql.Named("visibility", visibility), sql.Named("max_deliveries", maxDeliveries)}
+	group := sql.Named("consumer", consumer)
+	cutoff := sql.Named("timeout_cutoff", clock.Format(now.Add(-visibility)))
+	limit := sql.Named("max_deliveries", maxDeliveries)
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		r = Redelivery{}
-		if _, err := tx.ExecContext(ctx, DeadLetterSQL, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, DeadLetterSQL, group, sql.Named("now", clock.Format(now)), cutoff, limit); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, MarkDeadLetteredSQL, args...)
+		res, err := tx.ExecContext(ctx, MarkDeadLetteredSQL, group, cutoff, limit)
 		if err != nil {
 			return err
 		}
 		if r.DeadLettered, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		res, err = tx.ExecContext(ctx, RedeliverSQL, sql.Named("consumer", consumer), sql.Named("now", now), sql.Named("visibility", visibility))
+		res, err = tx.ExecContext(ctx, RedeliverSQL, group, cutoff)
 		if err != nil {
 			return err
 		}
@@ -291,10 +303,10 @@ func (db *DB) RedeliverUnacked(ctx context.Context, consumer string, now, visibi
 	return r, nil
 }
 
-// PurgeDeadLetters deletes dead letters older than retention
+// PurgeDeadLetters deletes dead letters at least retention old at now
 // ([PurgeDeadLettersSQL]) and reports how many went.
-func (db *DB) PurgeDeadLetters(ctx context.Context, now, retention int64) (int64, error) {
-	f, err := db.execRows(ctx, PurgeDeadLettersSQL, sql.Named("now", now), sql.Named("retention", retention))
+func (db *DB) PurgeDeadLetters(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
+	f, err := db.execRows(ctx, PurgeDeadLettersSQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
 	if err != nil {
 		return 0, fmt.Errorf("store: purge dead letters: %w", err)
 	}
@@ -305,7 +317,7 @@ func (db *DB) PurgeDeadLetters(ctx context.Context, now, retention int64) (int64
 // the dead letter out of the queue ([TakeDeadLetterSQL]) and offers it to
 // the broker again ([OfferSQL]), so the broker's dedup window applies to the
 // replay as to any send. ok is false when the dead letter is gone (purged).
-func (db *DB) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by string, now, window int64) (o Offer, ok bool, err error) {
+func (db *DB) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by string, now time.Time, window time.Duration) (o Offer, ok bool, err error) {
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		o, ok = Offer{}, false
 		var eventID, payload string
@@ -352,7 +364,7 @@ func (db *DB) OpenAccount(ctx context.Context, id string) error {
 // CONFLICT DO NOTHING ([RecordConsumedSQL]) and credits the account
 // ([CreditAccountSQL]) only when the insert added a row. Both commit, or
 // neither does; a duplicate is an expected outcome with Applied false.
-func (db *DB) ApplyCreditWithInbox(ctx context.Context, consumer, eventID, account string, cents, now int64) (Effect, error) {
+func (db *DB) ApplyCreditWithInbox(ctx context.Context, consumer, eventID, account string, cents int64, now time.Time) (Effect, error) {
 	var e Effect
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		e = Effect{}
@@ -401,7 +413,7 @@ func (db *DB) HasConsumed(ctx context.Context, consumer, eventID string) (bool, 
 
 // RecordConsumed runs the inbox insert ([RecordConsumedSQL]) in its own
 // transaction: the last step of the effect-outside-inbox-tx mistake.
-func (db *DB) RecordConsumed(ctx context.Context, consumer, eventID string, now int64) (Effect, error) {
+func (db *DB) RecordConsumed(ctx context.Context, consumer, eventID string, now time.Time) (Effect, error) {
 	var e Effect
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -415,8 +427,8 @@ func (db *DB) RecordConsumed(ctx context.Context, consumer, eventID string, now 
 	return e, nil
 }
 
-func recordConsumedTx(ctx context.Context, tx *sql.Tx, consumer, eventID string, now int64) (int64, error) {
-	res, err := tx.ExecContext(ctx, RecordConsumedSQL, sql.Named("consumer", consumer), sql.Named("event_id", eventID), sql.Named("now", now))
+func recordConsumedTx(ctx context.Context, tx *sql.Tx, consumer, eventID string, now time.Time) (int64, error) {
+	res, err := tx.ExecContext(ctx, RecordConsumedSQL, sql.Named("consumer", consumer), sql.Named("event_id", eventID), sql.Named("now", clock.Format(now)))
 	if err != nil {
 		return 0, err
 	}
@@ -436,10 +448,10 @@ func creditTx(ctx context.Context, tx *sql.Tx, account string, cents int64) erro
 	return nil
 }
 
-// PurgeConsumed applies the inbox retention ([PurgeConsumedSQL]) and
-// reports how many dedup records it deleted.
-func (db *DB) PurgeConsumed(ctx context.Context, now, retention int64) (int64, error) {
-	f, err := db.execRows(ctx, PurgeConsumedSQL, sql.Named("now", now), sql.Named("retention", retention))
+// PurgeConsumed applies the inbox retention at now ([PurgeConsumedSQL])
+// and reports how many dedup records it deleted.
+func (db *DB) PurgeConsumed(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
+	f, err := db.execRows(ctx, PurgeConsumedSQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
 	if err != nil {
 		return 0, fmt.Errorf("store: purge consumed events: %w", err)
 	}
@@ -449,19 +461,19 @@ func (db *DB) PurgeConsumed(ctx context.Context, now, retention int64) (int64, e
 // ApplyProjection stores version of the entity's state only if it is newer
 // than the stored one ([ApplyVersionedSQL]). Rows 0 is an expected value:
 // an older version arrived late and was ignored.
-func (db *DB) ApplyProjection(ctx context.Context, entityID string, version int64, state string, now int64) (Fenced, error) {
+func (db *DB) ApplyProjection(ctx context.Context, entityID string, version int64, state string, now time.Time) (Fenced, error) {
 	return db.project(ctx, ApplyVersionedSQL, entityID, version, state, now)
 }
 
 // ApplyProjectionUnversioned is the mistake ([ApplyUnversionedSQL]): the
 // last event to arrive wins, even an older version.
-func (db *DB) ApplyProjectionUnversioned(ctx context.Context, entityID string, version int64, state string, now int64) (Fenced, error) {
+func (db *DB) ApplyProjectionUnversioned(ctx context.Context, entityID string, version int64, state string, now time.Time) (Fenced, error) {
 	return db.project(ctx, ApplyUnversionedSQL, entityID, version, state, now)
 }
 
-func (db *DB) project(ctx context.Context, stmt, entityID string, version int64, state string, now int64) (Fenced, error) {
+func (db *DB) project(ctx context.Context, stmt, entityID string, version int64, state string, now time.Time) (Fenced, error) {
 	f, err := db.execRows(ctx, stmt, sql.Named("entity_id", entityID), sql.Named("version", version),
-		sql.Named("state", state), sql.Named("now", now))
+		sql.Named("state", state), sql.Named("now", clock.Format(now)))
 	if err != nil {
 		return f, fmt.Errorf("store: project %s version %d: %w", entityID, version, err)
 	}
@@ -474,7 +486,7 @@ type BrokerOffer struct {
 	EventID   string
 	Payload   string
 	OfferedBy string
-	OfferedAt int64
+	OfferedAt string
 	Dropped   bool
 }
 
@@ -484,8 +496,8 @@ type BrokerDelivery struct {
 	Consumer      string
 	State         string // in_flight, ready, acked or dead_lettered
 	DeliveryCount int64
-	DeliveredAt   int64
-	AckedAt       int64 // 0 until acked
+	DeliveredAt   string
+	AckedAt       string // "" until acked
 }
 
 // DeadLetter is a broker_dead_letters row.
@@ -496,14 +508,14 @@ type DeadLetter struct {
 	EventID        string
 	Payload        string
 	DeliveryCount  int64
-	DeadLetteredAt int64
+	DeadLetteredAt string
 }
 
 // ConsumedEvent is a consumed_events row.
 type ConsumedEvent struct {
 	Consumer   string
 	EventID    string
-	ConsumedAt int64
+	ConsumedAt string
 }
 
 // Account is an accounts row.
@@ -517,7 +529,7 @@ type Projection struct {
 	EntityID  string
 	Version   int64
 	State     string
-	UpdatedAt int64
+	UpdatedAt string
 }
 
 // Listing queries, for the reports' final-state tables.
@@ -551,9 +563,9 @@ func (db *DB) Offers(ctx context.Context) ([]BrokerOffer, error) {
 func (db *DB) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
 	return listRows(ctx, db, "deliveries", ListDeliveriesSQL, func(s rowScanner) (BrokerDelivery, error) {
 		var d BrokerDelivery
-		var acked sql.NullInt64
+		var acked sql.NullString
 		err := s.Scan(&d.OfferID, &d.Consumer, &d.State, &d.DeliveryCount, &d.DeliveredAt, &acked)
-		d.AckedAt = acked.Int64
+		d.AckedAt = acked.String
 		return d, err
 	})
 }
@@ -595,22 +607,6 @@ func (db *DB) Projections(ctx context.Context) ([]Projection, error) {
 }
 
 type rowScanner interface{ Scan(...any) error }
-
-// execRows runs one statement in its own BEGIN IMMEDIATE transaction and
-// reports how many rows it changed.
-func (db *DB) execRows(ctx context.Context, stmt string, args ...any) (Fenced, error) {
-	var f Fenced
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, stmt, args...)
-		if err != nil {
-			return err
-		}
-		f.Rows, err = res.RowsAffected()
-		return err
-	})
-	f.Stats = stats
-	return f, err
-}
 
 func listRows[T any](ctx context.Context, db *DB, what, query string, scan func(rowScanner) (T, error)) ([]T, error) {
 	rows, err := db.sql.QueryContext(ctx, query)

@@ -7,17 +7,38 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// Ticks used below: milliseconds since the scenario epoch.
+// Ticks used below: milliseconds since brokerEpoch. The store takes instants
+// and durations; at and span convert, so each test reads as a timetable.
 const (
 	tickSecond = int64(1000)
 	tickMinute = 60 * tickSecond
 	tickHour   = 60 * tickMinute
 	tickDay    = 24 * tickHour
 )
+
+var brokerEpoch = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+// at is the instant tick t.
+func at(t int64) time.Time { return brokerEpoch.Add(span(t)) }
+
+// span is a duration of t ticks.
+func span(t int64) time.Duration { return time.Duration(t) * time.Millisecond }
+
+// tickOf reads a stored time back as a tick.
+func tickOf(tb testing.TB, s string) int64 {
+	tb.Helper()
+	t, err := clock.Parse(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t.Sub(brokerEpoch).Milliseconds()
+}
 
 // mustOpenBrokerDB opens a fresh database with the relay and broker schema
 // and returns it with its path, for tests that open more connections.
@@ -52,7 +73,7 @@ func mustCountBroker(tb testing.TB, db *store.DB, query string, args ...any) int
 
 func mustOfferE(tb testing.TB, db *store.DB, eventID string, now, window int64) store.Offer {
 	tb.Helper()
-	o, err := db.Offer(context.Background(), eventID, `{"account":"ACC-1","credit_cents":1000}`, "Relay-A", now, window)
+	o, err := db.Offer(context.Background(), eventID, `{"account":"ACC-1","credit_cents":1000}`, "Relay-A", at(now), span(window))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -91,13 +112,13 @@ func TestOfferDedupWindow(t *testing.T) {
 					dropped++
 				}
 			}
-			if got := mustCountBroker(t, db, store.CountOffersSQL, "e42", 1, 0); got != dropped {
+			if got := mustCountBroker(t, db, store.CountOffersSQL, "e42", 1); got != dropped {
 				t.Fatalf("dropped offers recorded = %d, want %d", got, dropped)
 			}
 			// A dropped offer is never delivered.
 			delivered := 0
 			for {
-				d, err := db.DeliverNext(context.Background(), "inbox-consumer", 10*tickDay)
+				d, err := db.DeliverNext(context.Background(), "inbox-consumer", at(10*tickDay))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -121,7 +142,7 @@ func TestDeliverAckRedeliver(t *testing.T) {
 
 	deliver := func(consumer string, now int64) store.Delivery {
 		t.Helper()
-		d, err := db.DeliverNext(ctx, consumer, now)
+		d, err := db.DeliverNext(ctx, consumer, at(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +150,7 @@ func TestDeliverAckRedeliver(t *testing.T) {
 	}
 	ack := func(consumer string, offer, receipt, now int64) int64 {
 		t.Helper()
-		f, err := db.AckDelivery(ctx, consumer, offer, receipt, now)
+		f, err := db.AckDelivery(ctx, consumer, offer, receipt, at(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +158,7 @@ func TestDeliverAckRedeliver(t *testing.T) {
 	}
 	redeliver := func(consumer string, now int64) store.Redelivery {
 		t.Helper()
-		r, err := db.RedeliverUnacked(ctx, consumer, now, 30*tickSecond, 0)
+		r, err := db.RedeliverUnacked(ctx, consumer, at(now), span(30*tickSecond), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,12 +218,12 @@ func TestDeadLetterQueue(t *testing.T) {
 	const visibility, maxDeliveries = 30 * tickSecond, 2
 	now := 2 * tickSecond
 	for i := 1; i <= maxDeliveries; i++ {
-		d, err := db.DeliverNext(ctx, "inbox-consumer", now)
+		d, err := db.DeliverNext(ctx, "inbox-consumer", at(now))
 		if err != nil || !d.Found || d.Receipt != int64(i) {
 			t.Fatalf("delivery %d: %+v, %v", i, d, err)
 		}
 		now += visibility
-		r, err := db.RedeliverUnacked(ctx, "inbox-consumer", now, visibility, maxDeliveries)
+		r, err := db.RedeliverUnacked(ctx, "inbox-consumer", at(now), span(visibility), maxDeliveries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,44 +235,44 @@ func TestDeadLetterQueue(t *testing.T) {
 			t.Fatalf("after delivery %d: %+v", i, r)
 		}
 	}
-	if d, _ := db.DeliverNext(ctx, "inbox-consumer", now); d.Found {
+	if d, _ := db.DeliverNext(ctx, "inbox-consumer", at(now)); d.Found {
 		t.Fatalf("dead-lettered offer delivered again: %+v", d)
 	}
 	dead, err := db.DeadLetters(ctx)
-	if err != nil || len(dead) != 1 || dead[0].EventID != "e20" || dead[0].DeliveryCount != maxDeliveries || dead[0].DeadLetteredAt != now {
+	if err != nil || len(dead) != 1 || dead[0].EventID != "e20" || dead[0].DeliveryCount != maxDeliveries || dead[0].DeadLetteredAt != clock.Format(at(now)) {
 		t.Fatalf("dead letters %+v, %v", dead, err)
 	}
 	deadAt := now
 
 	t.Run("PurgeKeepsYoungerThanRetention", func(t *testing.T) {
-		if n, err := db.PurgeDeadLetters(ctx, deadAt+7*tickDay-1, 7*tickDay); err != nil || n != 0 {
+		if n, err := db.PurgeDeadLetters(ctx, at(deadAt+7*tickDay-1), span(7*tickDay)); err != nil || n != 0 {
 			t.Fatalf("purged %d, %v", n, err)
 		}
 	})
 	t.Run("ReplayGoesThroughTheDedupWindow", func(t *testing.T) {
-		o, ok, err := db.ReplayDeadLetter(ctx, dead[0].ID, "operator", deadAt+3*tickDay, 2*tickMinute)
+		o, ok, err := db.ReplayDeadLetter(ctx, dead[0].ID, "operator", at(deadAt+3*tickDay), span(2*tickMinute))
 		if err != nil || !ok || o.Dropped || o.EventID != "e20" {
 			t.Fatalf("replay = %+v, %v, %v", o, ok, err)
 		}
 		if n := mustCountBroker(t, db, store.CountDeadLettersSQL); n != 0 {
 			t.Fatalf("replayed dead letter still queued: %d", n)
 		}
-		d, err := db.DeliverNext(ctx, "inbox-consumer", deadAt+3*tickDay)
+		d, err := db.DeliverNext(ctx, "inbox-consumer", at(deadAt+3*tickDay))
 		if err != nil || !d.Found || d.OfferID != o.OfferID || d.Receipt != 1 {
 			t.Fatalf("replayed delivery %+v, %v", d, err)
 		}
-		if _, ok, err := db.ReplayDeadLetter(ctx, dead[0].ID, "operator", deadAt+3*tickDay, 2*tickMinute); ok || err != nil {
+		if _, ok, err := db.ReplayDeadLetter(ctx, dead[0].ID, "operator", at(deadAt+3*tickDay), span(2*tickMinute)); ok || err != nil {
 			t.Fatalf("tickSecond replay ok=%v err=%v, want gone", ok, err)
 		}
 	})
 	t.Run("PurgeAtRetention", func(t *testing.T) {
 		mustOfferE(t, db, "e21", deadAt, 0)
 		for now := deadAt; ; now += visibility {
-			d, _ := db.DeliverNext(ctx, "audit-consumer", now)
+			d, _ := db.DeliverNext(ctx, "audit-consumer", at(now))
 			if !d.Found {
 				break
 			}
-			if _, err := db.RedeliverUnacked(ctx, "audit-consumer", now+visibility, visibility, 1); err != nil {
+			if _, err := db.RedeliverUnacked(ctx, "audit-consumer", at(now+visibility), span(visibility), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -259,8 +280,8 @@ func TestDeadLetterQueue(t *testing.T) {
 		if len(dead) == 0 {
 			t.Fatal("nothing dead-lettered")
 		}
-		oldest := dead[0].DeadLetteredAt
-		if n, err := db.PurgeDeadLetters(ctx, oldest+7*tickDay, 7*tickDay); err != nil || n == 0 {
+		oldest := tickOf(t, dead[0].DeadLetteredAt)
+		if n, err := db.PurgeDeadLetters(ctx, at(oldest+7*tickDay), span(7*tickDay)); err != nil || n == 0 {
 			t.Fatalf("purged %d, %v at the retention", n, err)
 		}
 	})
@@ -274,7 +295,7 @@ func TestApplyCreditWithInbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, wantApplied := range []bool{true, false, false} {
-			e, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, int64(i))
+			e, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(int64(i)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,13 +313,13 @@ func TestApplyCreditWithInbox(t *testing.T) {
 		if err := db.OpenAccount(ctx, "ACC-43"); err != nil {
 			t.Fatal(err)
 		}
-		if e, err := db.ApplyCreditWithInbox(ctx, "audit-consumer", "e42", "ACC-43", 1000, 5); err != nil || !e.Applied {
+		if e, err := db.ApplyCreditWithInbox(ctx, "audit-consumer", "e42", "ACC-43", 1000, at(5)); err != nil || !e.Applied {
 			t.Fatalf("other consumer: %+v, %v", e, err)
 		}
 	})
 	t.Run("ErrNoAccountRollsBackTheInboxRow", func(t *testing.T) {
 		db, _ := mustOpenBrokerDB(t)
-		_, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-404", 1000, 0)
+		_, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-404", 1000, at(0))
 		if !errors.Is(err, store.ErrNoAccount) {
 			t.Fatalf("err = %v, want ErrNoAccount", err)
 		}
@@ -344,7 +365,7 @@ func TestConsumerMistakes(t *testing.T) {
 			if attempt == 1 {
 				continue // crash: the inbox row is never written
 			}
-			if e, err := db.RecordConsumed(ctx, "split-consumer", "e42", int64(attempt)); err != nil || e.InboxRows != 1 {
+			if e, err := db.RecordConsumed(ctx, "split-consumer", "e42", at(int64(attempt))); err != nil || e.InboxRows != 1 {
 				t.Fatalf("record = %+v, %v", e, err)
 			}
 		}
@@ -371,15 +392,15 @@ func TestPurgeConsumed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db, _ := mustOpenBrokerDB(t)
 			_ = db.OpenAccount(ctx, "ACC-42")
-			if _, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, 2*tickSecond); err != nil {
+			if _, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(2*tickSecond)); err != nil {
 				t.Fatal(err)
 			}
-			n, err := db.PurgeConsumed(ctx, tt.now, tt.retention)
+			n, err := db.PurgeConsumed(ctx, at(tt.now), span(tt.retention))
 			if err != nil || n != tt.wantPurged {
 				t.Fatalf("purged %d, %v; want %d", n, err, tt.wantPurged)
 			}
 			// A redelivery after the purge looks new: the effect applies again.
-			e, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, tt.now)
+			e, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(tt.now))
 			if err != nil || e.Applied != (tt.wantPurged == 1) {
 				t.Fatalf("redelivery after purge = %+v, %v", e, err)
 			}
@@ -391,7 +412,7 @@ func TestApplyProjection(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name        string
-		apply       func(db *store.DB, ctx context.Context, entity string, version int64, state string, now int64) (store.Fenced, error)
+		apply       func(db *store.DB, ctx context.Context, entity string, version int64, state string, now time.Time) (store.Fenced, error)
 		wantRows    []int64
 		wantVersion int64
 	}{
@@ -406,7 +427,7 @@ func TestApplyProjection(t *testing.T) {
 				version int64
 				state   string
 			}{{2, "frozen"}, {2, "frozen"}, {1, "open"}} {
-				f, err := tt.apply(db, ctx, "ACC-6", v.version, v.state, int64(i))
+				f, err := tt.apply(db, ctx, "ACC-6", v.version, v.state, at(int64(i)))
 				if err != nil || f.Rows != tt.wantRows[i] {
 					t.Fatalf("apply version %d: rows %d, %v; want %d", v.version, f.Rows, err, tt.wantRows[i])
 				}
@@ -443,7 +464,7 @@ func TestConcurrentInboxAppliesOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				effects[i], errs[i] = c.ApplyCreditWithInbox(ctx, "inbox-consumer", event, account, cents, int64(round))
+				effects[i], errs[i] = c.ApplyCreditWithInbox(ctx, "inbox-consumer", event, account, cents, at(int64(round)))
 			}()
 		}
 		close(start)
@@ -486,7 +507,7 @@ func TestConcurrentDeliverNext(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				d, err := c.DeliverNext(ctx, "inbox-consumer", 100)
+				d, err := c.DeliverNext(ctx, "inbox-consumer", at(100))
 				if err != nil {
 					t.Error(err)
 					return
@@ -511,6 +532,46 @@ func TestConcurrentDeliverNext(t *testing.T) {
 	for id, n := range got {
 		if n != 1 {
 			t.Fatalf("offer %d delivered %d times", id, n)
+		}
+	}
+}
+
+// TestBrokerTimesAreClockText: every time the broker and the consumers
+// store is UTC text with milliseconds, readable (and comparable) in the
+// sqlite3 shell, not an integer.
+func TestBrokerTimesAreClockText(t *testing.T) {
+	ctx := context.Background()
+	db, _ := mustOpenBrokerDB(t)
+	if err := db.OpenAccount(ctx, "ACC-42"); err != nil {
+		t.Fatal(err)
+	}
+	mustOfferE(t, db, "e42", 1*tickSecond, 0)
+	d, err := db.DeliverNext(ctx, "inbox-consumer", at(40*tickSecond))
+	if err != nil || !d.Found || d.OfferedAt != "2026-01-15T09:00:01.000Z" {
+		t.Fatalf("delivery %+v, %v", d, err)
+	}
+	if _, err := db.AckDelivery(ctx, "inbox-consumer", d.OfferID, d.Receipt, at(41*tickSecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(40*tickSecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ApplyProjection(ctx, "ACC-6", 1, "open", at(3*tickDay)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		table, column, want string
+	}{
+		{"broker_offers", "offered_at", "2026-01-15T09:00:01.000Z"},
+		{"broker_deliveries", "delivered_at", "2026-01-15T09:00:40.000Z"},
+		{"broker_deliveries", "acked_at", "2026-01-15T09:00:41.000Z"},
+		{"consumed_events", "consumed_at", "2026-01-15T09:00:40.000Z"},
+		{"projections", "updated_at", "2026-01-18T09:00:00.000Z"},
+	}
+	for _, tt := range tests {
+		q := "SELECT count(*) FROM " + tt.table + " WHERE typeof(" + tt.column + ") = 'text' AND " + tt.column + " = ?"
+		if n := mustCountBroker(t, db, q, tt.want); n != 1 {
+			t.Errorf("%s.%s: %d rows hold the text %s, want 1", tt.table, tt.column, n, tt.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/failpoint"
 )
 
 // The Day 14 and Day 15 statements on payments and their outbox messages.
@@ -245,8 +246,10 @@ func (db *DB) Count(ctx context.Context, query string, args ...any) (int, error)
 // ErrCrashed reports that a failpoint killed the application instance in
 // the middle of an operation: its connection was closed under it, SQLite
 // discarded whatever was uncommitted, and the [DB] is closed for good. Only
-// what was committed before the failpoint survives.
-var ErrCrashed = errors.New("store: crashed at failpoint")
+// what was committed before the failpoint survives. It is the store's form
+// of [failpoint.ErrCrashed] and wraps it, so errors.Is(err,
+// failpoint.ErrCrashed) recognises a crash whichever layer carried it out.
+var ErrCrashed = fmt.Errorf("store: crashed at failpoint: %w", failpoint.ErrCrashed)
 
 // CreatePaymentInTwoTransactions is Day 14's "before": the payment row
 // commits in one transaction ([InsertPaymentSQL]) and its outbox message in

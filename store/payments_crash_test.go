@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -58,6 +59,10 @@ func TestPaymentWriteCrash(t *testing.T) {
 			crashed := errors.Is(err, store.ErrCrashed)
 			if err != nil && !crashed {
 				t.Fatal(err)
+			}
+			// One meaning of "crashed": the store's crash is a failpoint crash.
+			if errors.Is(err, failpoint.ErrCrashed) != crashed {
+				t.Fatalf("err %v: errors.Is(err, failpoint.ErrCrashed) = %v, want %v", err, !crashed, crashed)
 			}
 			if _, err := db.Payments(ctx); crashed == (err == nil) {
 				t.Fatalf("crashed %v, yet the instance answers queries with error %v", crashed, err)

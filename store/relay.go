@@ -259,7 +259,7 @@ type Fenced struct {
 // ([AckWithTokenSQL]): delivered = 1, delivered_at = now. A stale token or
 // an event already delivered yields Rows 0.
 func (db *DB) AckWithToken(ctx context.Context, eventID string, token int64, now int64) (Fenced, error) {
-	f, err := db.fenced(ctx, AckWithTokenSQL, now, eventID, token)
+	f, err := db.execRows(ctx, AckWithTokenSQL, now, eventID, token)
 	if err != nil {
 		return f, fmt.Errorf("store: ack %s with token %d: %w", eventID, token, err)
 	}
@@ -269,7 +269,7 @@ func (db *DB) AckWithToken(ctx context.Context, eventID string, token int64, now
 // AckByEventID is the mistake ([AckByEventIDSQL]): the same update without
 // the token guard, so whoever acks first completes the event.
 func (db *DB) AckByEventID(ctx context.Context, eventID string, now int64) (Fenced, error) {
-	f, err := db.fenced(ctx, AckByEventIDSQL, now, eventID)
+	f, err := db.execRows(ctx, AckByEventIDSQL, now, eventID)
 	if err != nil {
 		return f, fmt.Errorf("store: ack %s by event id: %w", eventID, err)
 	}
@@ -302,16 +302,18 @@ func (db *DB) RenewLeaseAfterExpiry(ctx context.Context, eventID string, token i
 }
 
 func (db *DB) renew(ctx context.Context, eventID, stmt string, args ...any) (Fenced, error) {
-	f, err := db.fenced(ctx, stmt, args...)
+	f, err := db.execRows(ctx, stmt, args...)
 	if err != nil {
 		return f, fmt.Errorf("store: renew lease of %s: %w", eventID, err)
 	}
 	return f, nil
 }
 
-// fenced runs one guarded UPDATE in its own transaction and reports how
-// many rows it changed.
-func (db *DB) fenced(ctx context.Context, stmt string, args ...any) (Fenced, error) {
+// execRows runs one statement (a guarded UPDATE, an insert or a purge) in
+// its own BEGIN IMMEDIATE transaction and reports how many rows it changed.
+// Every fenced write of the relay, the broker and the consumers goes
+// through it.
+func (db *DB) execRows(ctx context.Context, stmt string, args ...any) (Fenced, error) {
 	var f Fenced
 	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, stmt, args...)

@@ -1,7 +1,9 @@
 -- Sessions 18 to 20: the broker the lab owns, and its consumers' tables.
--- Times are logical INTEGER ticks, like outbox_events: milliseconds since the
--- scenario's epoch (tick 0 is 2026-01-15T09:00:00.000Z in every report), so
--- 30 s = 30000, 2 min = 120000, 24 h = 86400000 and 3 days = 259200000.
+-- Times are UTC text with milliseconds ('2026-01-15T09:00:30.000Z'), so they
+-- read as clock times in the sqlite3 shell; in that fixed format text order is
+-- time order. Windows, timeouts and retentions are applied by comparing with a
+-- bound computed by the program (now minus the period), in the same format.
+-- (outbox_events, shared with sessions 16 and 17, keeps logical integer time.)
 
 -- Every send the broker received, in arrival order. A send refused by the
 -- deduplication window stays here with dropped = 1, so the drop is visible.
@@ -10,7 +12,7 @@ CREATE TABLE broker_offers (
     event_id   TEXT    NOT NULL,            -- the producer's id: the dedup and inbox key
     payload    TEXT    NOT NULL,
     offered_by TEXT    NOT NULL,            -- the relay (or operator) that sent it
-    offered_at INTEGER NOT NULL,
+    offered_at TEXT    NOT NULL,
     dropped    INTEGER NOT NULL DEFAULT 0   -- 1: its event id was accepted within the dedup window
 );
 
@@ -25,8 +27,8 @@ CREATE TABLE broker_deliveries (
     consumer       TEXT    NOT NULL,
     state          TEXT    NOT NULL CHECK (state IN ('in_flight', 'ready', 'acked', 'dead_lettered')),
     delivery_count INTEGER NOT NULL,        -- the receipt an ack must present
-    delivered_at   INTEGER NOT NULL,        -- the latest delivery
-    acked_at       INTEGER,
+    delivered_at   TEXT    NOT NULL,        -- the latest delivery
+    acked_at       TEXT,
     PRIMARY KEY (offer_id, consumer)
 );
 
@@ -39,7 +41,7 @@ CREATE TABLE broker_dead_letters (
     event_id         TEXT    NOT NULL,
     payload          TEXT    NOT NULL,
     delivery_count   INTEGER NOT NULL,
-    dead_lettered_at INTEGER NOT NULL,
+    dead_lettered_at TEXT    NOT NULL,
     UNIQUE (offer_id, consumer)
 );
 
@@ -48,7 +50,7 @@ CREATE TABLE broker_dead_letters (
 CREATE TABLE consumed_events (
     consumer    TEXT    NOT NULL,
     event_id    TEXT    NOT NULL,
-    consumed_at INTEGER NOT NULL,
+    consumed_at TEXT    NOT NULL,
     UNIQUE (consumer, event_id)
 );
 
@@ -65,5 +67,5 @@ CREATE TABLE projections (
     entity_id  TEXT    PRIMARY KEY,
     version    INTEGER NOT NULL,
     state      TEXT    NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at TEXT    NOT NULL
 );

@@ -1,0 +1,78 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+)
+
+// waitingNow reads how many parties the current round holds.
+func (b *Barrier) waitingNow() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
+}
+
+// startWait calls b.Wait(ctx) on its own goroutine and returns its result
+// channel once the party is counted as arrived (or has already returned).
+func startWait(ctx context.Context, b *Barrier, arrivedBefore int) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- b.Wait(ctx) }()
+	for b.waitingNow() == arrivedBefore && len(done) == 0 {
+		runtime.Gosched()
+	}
+	return done
+}
+
+func TestBarrier(t *testing.T) {
+	t.Run("ReleasesWhenAllArrive", func(t *testing.T) {
+		b := NewBarrier(2)
+		first := startWait(context.Background(), b, 0)
+		if err := b.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if n := b.waitingNow(); n != 0 {
+			t.Fatalf("%d parties still counted after the release", n)
+		}
+	})
+	t.Run("CancelledWaiterLeavesTheRound", func(t *testing.T) {
+		b := NewBarrier(2)
+		ctx, cancel := context.WithCancel(context.Background())
+		gaveUp := startWait(ctx, b, 0)
+		cancel()
+		if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Wait = %v, want context.Canceled", err)
+		}
+		if n := b.waitingNow(); n != 0 {
+			t.Fatalf("the cancelled party is still counted: waiting %d", n)
+		}
+		// One more party must not be enough: the one that gave up is not there.
+		second := startWait(context.Background(), b, 0)
+		select {
+		case err := <-second:
+			t.Fatalf("released by a party that had given up (Wait = %v)", err)
+		default:
+		}
+		if n := b.waitingNow(); n != 1 {
+			t.Fatalf("waiting %d, want 1", n)
+		}
+		if err := b.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("LeaveReleasesTheOthers", func(t *testing.T) {
+		b := NewBarrier(2)
+		waiter := startWait(context.Background(), b, 0)
+		b.Leave()
+		if err := <-waiter; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
