@@ -11,4 +11,5 @@ var registry = []*Scenario{
 	&leaseExpiryAfterSend,
 	&failureClasses,
 	&inboxRetention,
+	&claimsAtScale,
 }

@@ -30,6 +30,10 @@ var (
 	PaymentsOutbox = mustMigration("014_payments_outbox.sql")
 	// OutboxLeasing is Day 15's migration: the LockedBy and LockedUntilUtc lease columns.
 	OutboxLeasing = mustMigration("015_outbox_leasing.sql")
+	// OutboxFencing is session 16's migration on OutboxMessages: the ClaimToken fencing token.
+	OutboxFencing = mustMigration("016_outbox_fencing.sql")
+	// ClaimsAtScale is session 21's migration: the unprocessed-messages index of the indexed claim.
+	ClaimsAtScale = mustMigration("021_claims_at_scale.sql")
 )
 
 // Migrate applies the migrations in order, all in one transaction.

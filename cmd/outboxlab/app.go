@@ -75,7 +75,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter:      stderr,
 		HideVersion:    true,
 		Suggest:        true,
-		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(), inspectCommand()},
+		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(), inspectCommand(), benchCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run decides the exit code
 	}

@@ -1,0 +1,566 @@
+// Package bench measures session 21's claim paths at scale: first the
+// ceiling of a write transaction on this machine, then a matrix of backlog
+// sizes × workers × claims × batch sizes, each worker its own connection.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Retry modes: how a worker waits for the write lock.
+const (
+	// RetryLab turns SQLite's busy handler off and retries after a short
+	// jittered pause that never grows ([store.DefaultRetry]).
+	RetryLab = "lab"
+	// RetrySQLite leaves the waiting to SQLite's busy handler (1 s timeout,
+	// sleeps of 1 to 100 ms), then retries: the unfair baseline.
+	RetrySQLite = "sqlite"
+)
+
+// Config is one bench run.
+type Config struct {
+	Messages    []int    // backlog sizes
+	Workers     []int    // worker counts; each worker opens its own connection
+	Claims      []string // "lesson", "indexed"
+	Batches     []int    // messages per claim and per finalize transaction
+	Synchronous string   // NORMAL or FULL
+	Retry       string   // RetryLab (default) or RetrySQLite
+	// Dir is an existing folder for the database files, which the bench
+	// deletes after each cell. The caller makes it (os.MkdirTemp) and removes it.
+	Dir string
+	// Lease is every claim's lease; long enough that none expires in a run.
+	Lease time.Duration
+	// CeilingRounds × CeilingRound is how long the ceiling is measured; the
+	// median round counts.
+	CeilingRounds int
+	CeilingRound  time.Duration
+	// Progress receives a progress line (carriage returns, no newline until
+	// done) for long runs; nil for none. Meant for stderr.
+	Progress io.Writer
+}
+
+// DefaultConfig is `outboxlab bench` without flags.
+func DefaultConfig() Config {
+	return Config{
+		Messages: []int{1_000, 10_000, 100_000}, Workers: []int{1, 2, 4},
+		Claims: []string{"indexed"}, Batches: []int{1},
+		Synchronous: "NORMAL", Retry: RetryLab,
+		Lease: 10 * time.Minute, CeilingRounds: 8, CeilingRound: 250 * time.Millisecond,
+	}
+}
+
+// Validate reports the first malformed setting in one line.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Messages) == 0:
+		return errors.New("bench: no backlog size (--messages)")
+	case len(c.Workers) == 0:
+		return errors.New("bench: no worker count (--workers)")
+	case len(c.Claims) == 0:
+		return errors.New("bench: no claim (--claim)")
+	case len(c.Batches) == 0:
+		return errors.New("bench: no batch size (--batch)")
+	}
+	for _, n := range c.Messages {
+		if n < 1 || n > 100_000_000 {
+			return fmt.Errorf("bench: --messages %d: want 1 to 100,000,000", n)
+		}
+	}
+	for _, w := range c.Workers {
+		if w < 1 || w > 64 {
+			return fmt.Errorf("bench: --workers %d: want 1 to 64", w)
+		}
+	}
+	for _, b := range c.Batches {
+		if b < 1 || b > 10_000 {
+			return fmt.Errorf("bench: --batch %d: want 1 to 10,000", b)
+		}
+	}
+	for _, name := range c.Claims {
+		if _, ok := store.ScaleClaimNamed(name); !ok {
+			return fmt.Errorf("bench: --claim %q: want lesson or indexed", name)
+		}
+	}
+	switch strings.ToUpper(c.Synchronous) {
+	case "NORMAL", "FULL":
+	default:
+		return fmt.Errorf("bench: --synchronous %q: want normal or full", c.Synchronous)
+	}
+	switch c.Retry {
+	case "", RetryLab, RetrySQLite:
+	default:
+		return fmt.Errorf("bench: --retry %q: want lab or sqlite", c.Retry)
+	}
+	return nil
+}
+
+// Report is everything one bench run measured, as plain data.
+type Report struct {
+	Machine     Machine
+	Synchronous string
+	Retry       string  // RetryLab or RetrySQLite
+	RetryAbout  string  // what that retry does, with its figures
+	Ceiling     Ceiling // measured before the matrix; every ratio uses it
+	// CeilingAfter is the same measurement after the matrix: how far the
+	// machine drifted while the matrix ran (other load, thermal, cache).
+	CeilingAfter Ceiling
+	Rows         []Row
+	// PeakMemory says how peak_rss_mb was measured.
+	PeakMemory string
+}
+
+// Machine is what the run ran on.
+type Machine struct {
+	CPUs      int    // runtime.NumCPU
+	CPU       string // model name from /proc/cpuinfo, if readable
+	GoVersion string
+	OSArch    string
+	SQLite    string // SQLite library version
+}
+
+// Ceiling is the reference rate: a prepared single-row UPDATE of an
+// unindexed column by primary key, one BEGIN IMMEDIATE transaction each, on
+// a file with the same settings, one connection.
+type Ceiling struct {
+	TxPerS       float64 // median of the rounds
+	MsgsPerS     float64 // TxPerS / 2: a message needs a claim and a finalize
+	Transactions int     // over all rounds
+	Rounds       []float64
+}
+
+// Row is one cell of the matrix. The JSON keys are the bench's contract.
+type Row struct {
+	Messages        int     `json:"messages"`
+	Workers         int     `json:"workers"`
+	Claim           string  `json:"claim"`
+	Batch           int     `json:"batch"`
+	MsgsPerS        float64 `json:"msgs_per_s"`
+	CeilingMsgsPerS float64 `json:"ceiling_msgs_per_s"`
+	CeilingRatio    float64 `json:"ceiling_ratio"`
+	P50Ms           float64 `json:"p50_ms"` // claim latency, first BEGIN to COMMIT, retries included
+	P99Ms           float64 `json:"p99_ms"`
+	BusyRetries     int64   `json:"busy_retries"` // claims and finalizes
+	Errors          int64   `json:"errors"`       // claims or finalizes that returned an error
+	Duplicates      int64   `json:"duplicates"`   // claims beyond the first of a message
+	Lost            int64   `json:"lost"`         // messages not Processed after the drain, from the database
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+
+	LongestWaitMs float64       `json:"-"` // the slowest claim or finalize, retries included
+	WorkerShares  []float64     `json:"-"` // each worker's share of the messages, in worker order
+	Rejected      int64         `json:"-"` // finalizes refused by the guard (expected 0: no lease expires)
+	Drain         time.Duration `json:"-"`
+	Seed          time.Duration `json:"-"`
+}
+
+// Run measures the ceiling, then every cell of cfg's matrix in order:
+// claims, then batch sizes, then backlog sizes, then worker counts.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("bench: no folder for the database files")
+	}
+	def := DefaultConfig()
+	if cfg.Retry == "" {
+		cfg.Retry = RetryLab
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = def.Lease
+	}
+	if cfg.CeilingRounds <= 0 {
+		cfg.CeilingRounds = def.CeilingRounds
+	}
+	if cfg.CeilingRound <= 0 {
+		cfg.CeilingRound = def.CeilingRound
+	}
+	cfg.Synchronous = strings.ToUpper(cfg.Synchronous)
+	rep := &Report{Synchronous: cfg.Synchronous, Retry: cfg.Retry, RetryAbout: retryAbout(cfg.Retry), PeakMemory: peakMemorySource()}
+
+	p := newProgress(cfg.Progress)
+	defer p.finish()
+	ceiling, machine, err := measureCeiling(ctx, cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	rep.Ceiling, rep.Machine = ceiling, machine
+
+	cells := len(cfg.Claims) * len(cfg.Batches) * len(cfg.Messages) * len(cfg.Workers)
+	for _, claim := range cfg.Claims {
+		for _, batch := range cfg.Batches {
+			for _, n := range cfg.Messages {
+				for _, w := range cfg.Workers {
+					p.cell = fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w)
+					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p)
+					if err == nil {
+						err = ctx.Err() // an interrupted drain measured nothing
+					}
+					if err != nil {
+						return rep, err
+					}
+					row.CeilingMsgsPerS = ceiling.MsgsPerS
+					if ceiling.MsgsPerS > 0 {
+						row.CeilingRatio = row.MsgsPerS / ceiling.MsgsPerS
+					}
+					rep.Rows = append(rep.Rows, row)
+				}
+			}
+		}
+	}
+	if rep.CeilingAfter, _, err = measureCeiling(ctx, cfg, p); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// retryFor is the store retry a bench worker uses.
+func retryFor(mode string) store.Retry {
+	if mode == RetrySQLite {
+		return store.Retry{BusyTimeout: time.Second, Pause: time.Millisecond}
+	}
+	return store.DefaultRetry
+}
+
+func retryAbout(mode string) string {
+	r := retryFor(mode)
+	if mode == RetrySQLite {
+		return fmt.Sprintf("sqlite: SQLite's busy handler waits up to %v (sleeps of 1 to 100 ms), then the worker retries", r.BusyTimeout)
+	}
+	return fmt.Sprintf("lab: SQLite's busy handler off; after SQLITE_BUSY a worker retries after a jittered pause of at most %v "+
+		"that never grows, and shorter still once it has waited %v", r.Pause, 8*r.Pause)
+}
+
+func openConfig(cfg Config) store.Config {
+	return store.Config{BusyTimeout: 5 * time.Second, Synchronous: cfg.Synchronous}
+}
+
+// measureCeiling runs the ceiling transaction for CeilingRounds rounds on
+// its own file in cfg.Dir, migrated like the bench files, and keeps the
+// median round.
+func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Machine, error) {
+	path := filepath.Join(cfg.Dir, "ceiling.db")
+	defer removeDatabase(path)
+	db, err := store.Open(ctx, path, openConfig(cfg))
+	if err != nil {
+		return Ceiling{}, Machine{}, err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx, benchSchema...); err != nil {
+		return Ceiling{}, Machine{}, err
+	}
+	m := machine()
+	if m.SQLite, err = db.SQLiteVersion(ctx); err != nil {
+		return Ceiling{}, Machine{}, err
+	}
+	probe, err := db.NewCeilingProbe(ctx, retryFor(cfg.Retry))
+	if err != nil {
+		return Ceiling{}, Machine{}, err
+	}
+	defer probe.Close()
+	var c Ceiling
+	for range 200 { // warm up: the file, the cache and the WAL exist
+		if _, err := probe.Update(ctx); err != nil {
+			return c, m, err
+		}
+	}
+	p.cell = "ceiling (single-row UPDATE by primary key)"
+	for r := range cfg.CeilingRounds {
+		p.phase("round", int64(r), int64(cfg.CeilingRounds))
+		start := time.Now()
+		n := 0
+		for time.Since(start) < cfg.CeilingRound {
+			if _, err := probe.Update(ctx); err != nil {
+				return c, m, err
+			}
+			n++
+		}
+		c.Transactions += n
+		c.Rounds = append(c.Rounds, float64(n)/time.Since(start).Seconds())
+	}
+	c.TxPerS = median(c.Rounds)
+	c.MsgsPerS = c.TxPerS / 2
+	return c, m, nil
+}
+
+// benchSchema is session 21's schema, on which every bench file runs.
+var benchSchema = []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale}
+
+type cell struct {
+	claim    string
+	batch    int
+	messages int
+	workers  int
+}
+
+// workerTally is what one worker measured; only that worker writes it.
+type workerTally struct {
+	latencies []int32 // claim latencies in microseconds
+	busy      int64
+	errors    int64
+	longest   time.Duration
+	finalized int64
+	rejected  int64
+}
+
+// maxConsecutiveErrors stops a worker that keeps failing, so a broken
+// database ends the cell (and shows as errors and lost) instead of hanging.
+const maxConsecutiveErrors = 20
+
+// runCell seeds a fresh file and drains it with cell.workers workers.
+func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) {
+	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
+	path := filepath.Join(cfg.Dir, fmt.Sprintf("bench-%s-b%d-%d-w%d.db", c.claim, c.batch, c.messages, c.workers))
+	defer removeDatabase(path)
+	claim, _ := store.ScaleClaimNamed(c.claim)
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS()
+
+	setup, err := store.Open(ctx, path, openConfig(cfg))
+	if err != nil {
+		return row, err
+	}
+	defer setup.Close()
+	if err := setup.Migrate(ctx, benchSchema...); err != nil {
+		return row, err
+	}
+	seedStart := time.Now()
+	p.phase("seeding", 0, int64(c.messages))
+	err = setup.SeedBacklog(ctx, store.Backlog{
+		Messages: c.messages, First: time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC), Spacing: time.Millisecond,
+		Progress: func(done int) { p.set(int64(done)) },
+	})
+	if err != nil {
+		return row, err
+	}
+	row.Seed = time.Since(seedStart)
+
+	// Every worker opens its connection and prepares its statements before
+	// the clock starts; then all start together.
+	claims := make([]atomic.Uint32, c.messages+1) // successful claims per message Id (1..n)
+	tallies := make([]workerTally, c.workers)
+	var finalized atomic.Int64
+	start := make(chan struct{})
+	ready := make(chan error, c.workers)
+	var wg sync.WaitGroup
+	clk := clock.Real{}
+	for i := range c.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := &tallies[i]
+			db, err := store.Open(ctx, path, openConfig(cfg))
+			if err != nil {
+				ready <- err
+				return
+			}
+			defer db.Close()
+			cl, err := db.NewClaimer(ctx, fmt.Sprintf("Worker-%d", i+1), store.ClaimerConfig{Claim: claim, Retry: retryFor(cfg.Retry)})
+			if err != nil {
+				ready <- err
+				return
+			}
+			defer cl.Close()
+			t.latencies = make([]int32, 0, c.messages/c.batch/c.workers+16)
+			ready <- nil
+			<-start
+			drain(ctx, cl, clk, cfg.Lease, c.batch, claims, t, &finalized)
+		}()
+	}
+	var openErr error
+	for range c.workers {
+		openErr = errors.Join(openErr, <-ready)
+	}
+	p.phase("draining", 0, int64(c.messages))
+	stopTicker := p.follow(&finalized)
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	row.Drain = time.Since(began)
+	stopTicker()
+	if openErr != nil {
+		return row, openErr
+	}
+
+	row.MsgsPerS = float64(finalized.Load()) / row.Drain.Seconds()
+	var lat []int32
+	var longest time.Duration
+	for i := range tallies {
+		t := &tallies[i]
+		lat = append(lat, t.latencies...)
+		t.latencies = nil
+		row.BusyRetries += t.busy
+		row.Errors += t.errors
+		row.Rejected += t.rejected
+		longest = max(longest, t.longest)
+		row.WorkerShares = append(row.WorkerShares, float64(t.finalized)/float64(max(c.messages, 1)))
+	}
+	slices.Sort(lat)
+	row.P50Ms, row.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
+	row.LongestWaitMs = float64(longest.Microseconds()) / 1000
+	for i := range claims {
+		if n := claims[i].Load(); n > 1 {
+			row.Duplicates += int64(n - 1)
+		}
+	}
+	lost, err := setup.Count(ctx, store.CountUnprocessedSQL)
+	if err != nil {
+		return row, err
+	}
+	row.Lost = int64(lost)
+	row.PeakRSSMB = peakRSSMB()
+	return row, nil
+}
+
+// drain is one worker: claim up to batch messages, "process" them (the
+// bench measures the claim path, so processing is empty), finalize them,
+// until nothing is claimable.
+func drain(ctx context.Context, cl *store.Claimer, clk clock.Clock, lease time.Duration, batch int,
+	claims []atomic.Uint32, t *workerTally, finalized *atomic.Int64) {
+	failures := 0
+	fail := func() bool {
+		t.errors++
+		failures++
+		return failures >= maxConsecutiveErrors || ctx.Err() != nil
+	}
+	for ctx.Err() == nil {
+		b, err := cl.Claim(ctx, clk.Now(), lease, batch)
+		t.busy += int64(b.Stats.BusyRetries)
+		t.longest = max(t.longest, b.Stats.Waited)
+		if err != nil {
+			if fail() {
+				return
+			}
+			continue
+		}
+		t.latencies = append(t.latencies, int32(min(b.Stats.Waited.Microseconds(), 1<<31-1)))
+		if len(b.Messages) == 0 {
+			return
+		}
+		for _, m := range b.Messages {
+			if m.ID >= 1 && m.ID < int64(len(claims)) {
+				claims[m.ID].Add(1)
+			}
+		}
+		f, err := cl.Finalize(ctx, b.Messages, clk.Now())
+		t.busy += int64(f.Stats.BusyRetries)
+		t.longest = max(t.longest, f.Stats.Waited)
+		if err != nil {
+			if fail() {
+				return
+			}
+			continue
+		}
+		failures = 0
+		t.finalized += int64(len(f.Finalized))
+		t.rejected += int64(len(f.Rejected))
+		finalized.Add(int64(len(f.Finalized)))
+	}
+}
+
+func percentileMs(sorted []int32, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(int(q*float64(len(sorted))), len(sorted)-1)
+	return float64(sorted[i]) / 1000
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// removeDatabase deletes a bench file and its WAL companions.
+func removeDatabase(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		_ = os.Remove(path + suffix)
+	}
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OSArch: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// Peak memory: on Linux the kernel's high-water mark of the process's
+// resident set (VmHWM), reset before each cell by writing 5 to
+// /proc/self/clear_refs; it counts everything, SQLite's page caches
+// included. Elsewhere, the Go runtime's own mapped memory, which misses
+// memory SQLite allocates outside the Go heap.
+const (
+	statusFile    = "/proc/self/status"
+	clearRefsFile = "/proc/self/clear_refs"
+)
+
+func peakMemorySource() string {
+	if _, ok := readVmHWM(); ok {
+		return "VmHWM from /proc/self/status (peak resident set of the whole process, reset before each cell via /proc/self/clear_refs)"
+	}
+	return "Go runtime MemStats.Sys (Go-managed memory only; /proc/self/status is not available here)"
+}
+
+func resetPeakRSS() { _ = os.WriteFile(clearRefsFile, []byte("5"), 0) }
+
+func peakRSSMB() float64 {
+	if kb, ok := readVmHWM(); ok {
+		return float64(kb) / 1024
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.Sys) / (1 << 20)
+}
+
+func readVmHWM() (int64, bool) {
+	b, err := os.ReadFile(statusFile)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0, false
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb, err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/outboxlab/outboxlab/bench"
+	"github.com/outboxlab/outboxlab/reports"
+)
+
+func benchCommand() *cli.Command {
+	def := bench.DefaultConfig()
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure the claim paths at scale: the ceiling of a write transaction, then messages × workers",
+		Description: "Measures, on this machine, the ceiling (a prepared single-row UPDATE by primary key, one\n" +
+			"BEGIN IMMEDIATE transaction each) and then drains a fresh backlog for every combination of\n" +
+			"--messages, --workers, --claim and --batch, each worker on its own connection. Lists are\n" +
+			"comma-separated. Databases live in a temporary folder that is removed afterwards. Exit 1\n" +
+			"if any cell had errors, duplicates or lost messages.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "messages", Value: joinInts(def.Messages), Usage: "backlog sizes, a `LIST` such as 1000,10000,100000"},
+			&cli.StringFlag{Name: "workers", Value: joinInts(def.Workers), Usage: "worker counts, a `LIST`; each worker is its own connection"},
+			&cli.StringFlag{Name: "claim", Value: strings.Join(def.Claims, ","), Usage: "claim statement: lesson or indexed (or a `LIST` of both)"},
+			&cli.StringFlag{Name: "batch", Value: joinInts(def.Batches), Usage: "messages per claim and per finalize transaction, `K` (or a list)"},
+			&cli.StringFlag{Name: "synchronous", Value: "normal", Usage: "SQLite synchronous setting: normal or full"},
+			&cli.StringFlag{Name: "retry", Value: bench.RetryLab, Usage: "lock waiting: lab (short jittered retries) or sqlite (SQLite's busy handler)"},
+			formatFlag,
+			&cli.StringFlag{Name: "out", Usage: "also file the output under this `FOLDER` (never overwriting)"},
+		},
+		OnUsageError: onUsageError,
+		Action:       benchAction,
+	}
+}
+
+func benchAction(c *cli.Context) error {
+	format, err := checkFormat(c)
+	if err != nil {
+		return err
+	}
+	if c.Args().Present() {
+		return usagef("bench takes no arguments (got %q)", c.Args().First())
+	}
+	cfg := bench.DefaultConfig()
+	for _, l := range []struct {
+		flag string
+		dst  *[]int
+	}{{"messages", &cfg.Messages}, {"workers", &cfg.Workers}, {"batch", &cfg.Batches}} {
+		if *l.dst, err = parseIntList(l.flag, c.String(l.flag)); err != nil {
+			return err
+		}
+	}
+	cfg.Claims = splitList(c.String("claim"))
+	cfg.Synchronous = c.String("synchronous")
+	cfg.Retry = c.String("retry")
+	if err := cfg.Validate(); err != nil {
+		return &usageError{err}
+	}
+	out := c.String("out")
+	if out != "" {
+		if err := reports.CheckWritable(out); err != nil {
+			return &usageError{err}
+		}
+	}
+	dir, err := os.MkdirTemp("", "outboxlab-bench-")
+	if err != nil {
+		return fmt.Errorf("bench: make temporary folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	cfg.Dir = dir
+	cfg.Progress = c.App.ErrWriter
+
+	started := nowFunc().UTC()
+	rep, err := bench.Run(c.Context, cfg)
+	if err != nil {
+		if c.Context.Err() != nil {
+			return c.Context.Err()
+		}
+		return err
+	}
+	var buf bytes.Buffer
+	ext := ".txt"
+	if format == "json" {
+		ext = ".jsonl"
+		err = reports.BenchJSON(&buf, rep)
+	} else {
+		err = reports.BenchText(&buf, rep)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := c.App.Writer.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if out != "" {
+		path, err := reports.WriteNew(filepath.Join(out, "Bench", "Bench-RunReport-"+started.Format("20060102T150405Z")+ext), buf.Bytes())
+		if err != nil {
+			return &usageError{err}
+		}
+		fmt.Fprintf(c.App.ErrWriter, "bench report: %s\n", path)
+	}
+	for _, r := range rep.Rows {
+		if r.Errors > 0 || r.Duplicates > 0 || r.Lost > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "bench: %d messages, %d workers, %s, batch %d: %d errors, %d duplicates, %d lost\n",
+				r.Messages, r.Workers, r.Claim, r.Batch, r.Errors, r.Duplicates, r.Lost)
+			return errChecksFailed
+		}
+	}
+	return nil
+}
+
+// parseIntList reads a comma-separated list of positive integers; "_"
+// may group digits (1_000_000).
+func parseIntList(flag, s string) ([]int, error) {
+	parts := splitList(s)
+	if len(parts) == 0 {
+		return nil, usagef("--%s is empty; give a list such as 1000,10000", flag)
+	}
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(strings.ReplaceAll(p, "_", ""))
+		if err != nil || n < 1 {
+			return nil, usagef("--%s: %q is not a positive whole number", flag, p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"MessagesNotNumber", []string{"--messages", "1000,lots"}, `--messages: "lots" is not a positive whole number`},
+		{"MessagesEmpty", []string{"--messages", ","}, "--messages is empty"},
+		{"WorkersZero", []string{"--workers", "0"}, `--workers: "0" is not a positive whole number`},
+		{"BatchNegative", []string{"--batch", "-3"}, `--batch: "-3" is not a positive whole number`},
+		{"UnknownClaim", []string{"--claim", "fastest"}, `--claim "fastest": want lesson or indexed`},
+		{"Synchronous", []string{"--synchronous", "off"}, `--synchronous "off": want normal or full`},
+		{"Format", []string{"--format", "yaml"}, "--format must be text or json"},
+		{"Arguments", []string{"now"}, "bench takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := withTempDir(t)
+			o := runCLI(t, append([]string{"bench"}, tt.args...)...)
+			if o.code != exitUsage || !strings.Contains(o.stderr, tt.msg) || strings.Count(strings.TrimSpace(o.stderr), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line with %q", o.code, o.stderr, tt.msg)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Fatalf("temporary files left: %v", left)
+			}
+		})
+	}
+}
+
+// TestBenchJSON runs a tiny bench end to end: one JSON object per cell with
+// the documented keys, a filed copy under --out, no database left behind.
+func TestBenchJSON(t *testing.T) {
+	tmp := withTempDir(t)
+	out := t.TempDir()
+	o := runCLI(t, "bench", "--messages", "60", "--workers", "1,2", "--batch", "1,8", "--format", "json", "--out", out)
+	if o.code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", o.code, o.stdout, o.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d JSON lines, want 4:\n%s", len(lines), o.stdout)
+	}
+	for _, l := range lines {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if len(row) != 14 || row["claim"] != "indexed" || row["duplicates"] != 0.0 || row["lost"] != 0.0 || row["errors"] != 0.0 {
+			t.Fatalf("row %v", row)
+		}
+	}
+	filed, _ := filepath.Glob(filepath.Join(out, "Bench", "Bench-RunReport-*.jsonl"))
+	if len(filed) != 1 || !strings.Contains(o.stderr, filed[0]) {
+		t.Fatalf("filed %v, stderr %q", filed, o.stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
