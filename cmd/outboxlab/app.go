@@ -70,7 +70,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Name:  "outboxlab",
 		Usage: "reproduce the outbox-worker race on a real SQLite database, and the designs that make it safe",
 		Description: "Run the course's scenarios by name; each run writes a text report with the schema, the timeline,\n" +
-			"separate ledgers and PASS/FAIL checks. Exit code: 0 every check passed, 1 a check failed, 2 bad input.",
+			"separate ledgers and PASS/FAIL checks. Exit code: 0 every check passed, 1 a check failed, 2 bad input,\n" +
+			"3 the lab itself failed, 130 interrupted.",
 		Writer:         stdout,
 		ErrWriter:      stderr,
 		HideVersion:    true,
