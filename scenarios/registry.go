@@ -12,4 +12,5 @@ var registry = []*Scenario{
 	&failureClasses,
 	&inboxRetention,
 	&claimsAtScale,
+	&interleavingExplorer,
 }

@@ -82,7 +82,7 @@ func TestGoldenReports(t *testing.T) {
 var (
 	startedLine = regexp.MustCompile(`(?m)^Started:  .*$`)
 	elapsedLine = regexp.MustCompile(`(?m)^Elapsed:  .*$`)
-	runFolder   = regexp.MustCompile(`\S*outboxlab-session-[^/\s]+`)
+	runFolder   = regexp.MustCompile(`\S*outboxlab-(session-|explore)[^/\s]*`)
 	splitCounts = regexp.MustCompile(`Worker-A \d+, Worker-B \d+`)
 )
 

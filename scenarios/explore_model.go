@@ -1,0 +1,272 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// This file holds the interleaving explorer's model: the action alphabet,
+// the invariants, the events every ordering starts from, the designs the
+// variants change, and the guards the safe design relies on.
+
+// exploreAction is one letter of the explorer's alphabet.
+type exploreAction uint8
+
+// The alphabet. Relay-A's four actions come first and Relay-B's mirror
+// them in the same order, so [exploreAction.mirror] is arithmetic.
+const (
+	actClaimA exploreAction = iota
+	actSendA
+	actCompleteA
+	actCrashA
+	actClaimB
+	actSendB
+	actCompleteB
+	actCrashB
+	actExpire
+	actDeliver
+	actConsume
+	actAck
+	actAckLost
+	actRedeliver
+	numExploreActions
+)
+
+// relayActions is how many actions each relay has.
+const relayActions = actClaimB - actClaimA
+
+// actionInfo names a letter.
+type actionInfo struct {
+	name  string // short, as orderings print it
+	actor string
+}
+
+var exploreAlphabet = [numExploreActions]actionInfo{
+	actClaimA: {"A claim", relayA}, actSendA: {"A send", relayA}, actCompleteA: {"A complete", relayA}, actCrashA: {"A crash", relayA},
+	actClaimB: {"B claim", relayB}, actSendB: {"B send", relayB}, actCompleteB: {"B complete", relayB}, actCrashB: {"B crash", relayB},
+	actExpire: {"expire", clockName}, actDeliver: {"deliver", "broker"}, actConsume: {"consume", exploreConsumerName},
+	actAck: {"ack", exploreConsumerName}, actAckLost: {"ack lost", exploreConsumerName}, actRedeliver: {"redeliver", "broker"},
+}
+
+// describeAction says when a is enabled and what it runs under design d,
+// for the alphabet table.
+func describeAction(a exploreAction, d exploreDesign) (enabled, does string) {
+	if i := a.relay(); i == 1 {
+		return "as " + a.mirror().String() + ", for Relay-B", "as " + a.mirror().String()
+	}
+	switch a {
+	case actClaimA:
+		return "Relay-A is alive and holds nothing, and an event is claimable (not published; never leased or its lease expired)",
+			fmt.Sprintf("ClaimNextEvent: the oldest claimable event, claim_token + 1, a %s lease", durationText(relayLease))
+	case actSendA:
+		if d.completeBeforeSend {
+			return "Relay-A holds a claim it has completed and not sent (MISTAKE: complete comes first)",
+				"Offer: the broker stores the event as a new offer; the relay's last step for this claim"
+		}
+		return "Relay-A holds a claim it has not sent", "Offer: the broker stores the event as a new offer"
+	case actCompleteA:
+		does := "AckWithToken: delivered = 1 only under the relay's token; 0 rows when the token is stale"
+		if d.completeWithoutToken {
+			does = "AckByEventID (MISTAKE): delivered = 1 by event id alone, whatever the relay's token"
+		}
+		if d.completeBeforeSend {
+			return "Relay-A holds a claim it has not completed (MISTAKE: before sending it)", does
+		}
+		return "Relay-A holds a claim it has sent and not completed", does + "; the relay's last step for this claim"
+	case actCrashA:
+		return fmt.Sprintf("Relay-A holds a claim, and this ordering has had fewer relay crashes than its limit (%d)", maxExploreCrashes),
+			"closes Relay-A's connection and drops its memory; it takes no further step"
+	case actExpire:
+		return "an unpublished event has a live lease", "moves the scenario clock to the latest live lease deadline: every live lease has expired"
+	case actDeliver:
+		return "the consumer holds no delivery, and the broker has an offer it never delivered to it or one ready again",
+			"DeliverNext: the oldest such offer, marked in flight under a new receipt"
+	case actConsume:
+		credit := "e1's credit: the inbox insert and the credit in one transaction"
+		if d.naiveConsumer {
+			credit = "e1's credit: an unconditional increment, no inbox (MISTAKE)"
+		}
+		projection := "the projection upsert, only for a newer version"
+		if d.unversionedProjection {
+			projection = "the projection upsert, last write wins (MISTAKE)"
+		}
+		return "the consumer holds a delivery it has not applied", credit + "; then " + projection
+	case actAck:
+		return "the consumer has applied its delivery", "AckDelivery under the delivery's receipt; the consumer is free"
+	case actAckLost:
+		return "the consumer has applied its delivery", "nothing reaches the broker: the delivery stays in flight; the consumer believes it acked and is free"
+	case actRedeliver:
+		return "a delivery is in flight (unacknowledged, whether or not the consumer still works on it)",
+			fmt.Sprintf("moves the clock past the %s visibility timeout; RedeliverUnacked makes every in-flight delivery ready again", durationText(exploreVisibility))
+	}
+	return "", ""
+}
+
+func (a exploreAction) String() string { return exploreAlphabet[a].name }
+
+// relay returns 0 for Relay-A's actions, 1 for Relay-B's, -1 otherwise.
+func (a exploreAction) relay() int {
+	switch {
+	case a < actClaimB:
+		return 0
+	case a < actExpire:
+		return 1
+	}
+	return -1
+}
+
+// mirror swaps Relay-A and Relay-B in an action.
+func (a exploreAction) mirror() exploreAction {
+	switch a.relay() {
+	case 0:
+		return a + relayActions
+	case 1:
+		return a - relayActions
+	}
+	return a
+}
+
+// orderingText prints an ordering for people.
+func orderingText(actions []exploreAction) string {
+	if len(actions) == 0 {
+		return "(no action: the drain alone)"
+	}
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		names[i] = a.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// exploreInvariant is one property judged on every ordering.
+type exploreInvariant int
+
+const (
+	invAtLeastOnce exploreInvariant = iota
+	invEffectAtMostOnce
+	invStaleCompletion
+	invProjectionBackward
+	numExploreInvariants
+)
+
+// invariantInfo names an invariant: its check (metric key) and what it says.
+var invariantInfo = [numExploreInvariants]struct {
+	check, name, judged string
+}{
+	invAtLeastOnce: {"violations_at_least_once", "at least once",
+		"after the drain, every committed event has an accepted broker offer and is published (outbox_events.delivered = 1)"},
+	invEffectAtMostOnce: {"violations_effect_at_most_once", "effect at most once",
+		"after the drain, each event's credit committed at most once for the consumer: its account holds at most one credit"},
+	invStaleCompletion: {"violations_stale_completion", "no stale completion",
+		"every completion that published a row presented the row's latest claim_token, read just before it ran"},
+	invProjectionBackward: {"violations_projection_backward", "monotonic projection",
+		"after every consume, the projection's version is at least the highest version it held before"},
+}
+
+// The explorer's world: two events, one consumer group.
+const (
+	exploreConsumerGroup    = "account-service"
+	exploreConsumerName     = "Consumer"
+	exploreRecoveryRelay    = "Relay-Recovery"
+	exploreRecoveryConsumer = "Consumer-Recovery"
+	exploreAccount          = "ACC-1"
+	exploreCredit           = int64(1000)
+	// exploreStep is the scenario time between two actions.
+	exploreStep = tickSecond
+	// exploreVisibility is the broker's visibility timeout in the explorer:
+	// shorter than the relay lease, so a redelivery never expires a relay
+	// lease as a side effect. Lease expiry is an action of its own.
+	exploreVisibility = 2 * tickSecond
+	// maxExploreCrashes is how many relay crashes one ordering may hold.
+	maxExploreCrashes = 1
+	// maxExploreBound keeps every ordering's clock short of the relay lease
+	// (each action moves it at most exploreStep + exploreVisibility), so
+	// only the expire action expires leases.
+	maxExploreBound = int(relayLease / (exploreStep + exploreVisibility))
+)
+
+// exploreEventPayload is an explorer event: e1 awards a credit and puts the
+// account at version 1; e2 freezes it at version 2 and awards nothing.
+type exploreEventPayload struct {
+	Account     string `json:"account,omitempty"`
+	CreditCents int64  `json:"credit_cents,omitempty"`
+	Entity      string `json:"entity"`
+	Version     int64  `json:"version"`
+	State       string `json:"state"`
+}
+
+// exploreEvents are committed, in this order, before every ordering.
+var exploreEvents = []struct {
+	id, typ, what string
+	payload       exploreEventPayload
+}{
+	{"e1", "CreditAwarded", "award 1000 cents to ACC-1; ACC-1 is active at version 1",
+		exploreEventPayload{Account: exploreAccount, CreditCents: exploreCredit, Entity: exploreAccount, Version: 1, State: "active"}},
+	{"e2", "AccountFrozen", "ACC-1 is frozen at version 2 (no credit)",
+		exploreEventPayload{Entity: exploreAccount, Version: 2, State: "frozen"}},
+}
+
+// exploreDesign is what a variant changes.
+type exploreDesign struct {
+	completeWithoutToken  bool // complete by event id alone
+	completeBeforeSend    bool // mark the row published, then send
+	naiveConsumer         bool // the credit without the inbox
+	unversionedProjection bool // last write wins
+}
+
+// consumerDesign names the consumer's design for the effect ledger.
+func (d exploreDesign) consumerDesign() consumerDesign {
+	credit, projection := "inbox credit", "versioned projection"
+	if d.naiveConsumer {
+		credit = "naive credit (MISTAKE)"
+	}
+	if d.unversionedProjection {
+		projection = "projection without version (MISTAKE)"
+	}
+	return consumerDesign(credit + " + " + projection)
+}
+
+// seedExplore commits the explorer's events and opens the account.
+func seedExplore(ctx context.Context, p *pipeline) error {
+	if err := p.openAccount(ctx, exploreConsumerGroup, exploreAccount); err != nil {
+		return err
+	}
+	for _, e := range exploreEvents {
+		if err := p.commit(ctx, e.id, e.typ, e.payload, e.what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardSet is a set of the guards that turned a write away (0 rows).
+type guardSet uint8
+
+// The guards of the safe design, each a condition in a WHERE clause or a
+// unique key.
+const (
+	guardCompletion guardSet = 1 << iota // claim_token = ? AND delivered = 0: a stale or repeated completion
+	guardInbox                           // UNIQUE (consumer, event_id): a duplicate credit
+	guardVersion                         // excluded.version > projections.version: an older version
+	guardReceipt                         // delivery_count = ? AND state = 'in_flight': a late ack
+)
+
+var guardNames = []string{"completion fenced", "inbox duplicate", "older version ignored", "late ack ignored"}
+
+// count is how many guards the set holds.
+func (g guardSet) count() int { return bits.OnesCount8(uint8(g)) }
+
+func (g guardSet) String() string {
+	var names []string
+	for i, name := range guardNames {
+		if g&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
