@@ -108,8 +108,19 @@ func exploreStatements(d exploreDesign) []lab.Statement {
 }
 
 func runExplore(ctx context.Context, env *Env) (*lab.Result, error) {
-	return playExplore(ctx, env, exploreOptions{bound: defaultExploreBound, symmetry: true, dedupDrains: true})
+	bound := defaultExploreBound
+	if env.Options.ExploreBound > 0 {
+		bound = env.Options.ExploreBound
+	}
+	return playExplore(ctx, env, exploreOptions{bound: bound, symmetry: true, dedupDrains: true})
 }
+
+// MaxExploreBound is the largest bound `explore` accepts: past it, the
+// scenario clock of one ordering would run past the relay lease by itself.
+const MaxExploreBound = maxExploreBound
+
+// DefaultExploreBound is the bound `explore` uses when none is given.
+const DefaultExploreBound = defaultExploreBound
 
 // playExplore explores with opts and reports; tests use smaller bounds.
 func playExplore(ctx context.Context, env *Env, opts exploreOptions) (*lab.Result, error) {

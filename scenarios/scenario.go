@@ -81,6 +81,10 @@ type Options struct {
 	DLQRetention   time.Duration // session 20: how long the dead-letter queue keeps messages
 	BrokerWindow   time.Duration // session 20: the broker's deduplication window
 
+	// ExploreBound is the most actions one ordering of `explore` holds; 0
+	// means the scenario's default.
+	ExploreBound int
+
 	// Claim, when set, replaces the lesson's claim with an engineer's own
 	// SQL in the scenarios that accept one (see [Scenario.AcceptsClaimSQL]).
 	Claim *CustomClaim

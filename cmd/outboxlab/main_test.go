@@ -94,6 +94,9 @@ func TestCLI(t *testing.T) {
 		{name: "RunAllUnknownVariant", args: []string{"run", "--all", "--variant", "nope"}, code: 2, stderr: []string{`no scenario has a variant "nope"`}, noReport: true},
 		{name: "RunHelp", args: []string{"run", leasing, "-h"}, code: 0, stdout: []string{"--claim-sql"}, noReport: true},
 		{name: "HelpCommand", args: []string{"help", "run"}, code: 0, stdout: []string{"--keep-db"}},
+		{name: "ExploreBound", args: []string{"run", "explore", "--bound", "3"}, code: 0, stdout: []string{"explore: PASS", "orderings"}},
+		{name: "ExploreBoundTooLarge", args: []string{"run", "explore", "--bound", "99"}, code: 2, stderr: []string{"--bound must be from 1 to"}, noReport: true},
+		{name: "BoundNotExplore", args: []string{"run", leasing, "--bound", "3"}, code: 2, stderr: []string{"--bound applies to explore only"}, noReport: true},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED ownership_violations"}},
 	}
 	for _, tt := range tests {
