@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -113,63 +115,18 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Report is everything one bench run measured, as plain data.
-type Report struct {
-	Machine     Machine
-	Synchronous string
-	Retry       string  // RetryLab or RetrySQLite
-	RetryAbout  string  // what that retry does, with its figures
-	Ceiling     Ceiling // measured before the matrix; every ratio uses it
-	// CeilingAfter is the same measurement after the matrix: how far the
-	// machine drifted while the matrix ran (other load, thermal, cache).
-	CeilingAfter Ceiling
-	Rows         []Row
-	// PeakMemory says how peak_rss_mb was measured.
-	PeakMemory string
-}
-
-// Machine is what the run ran on.
-type Machine struct {
-	CPUs      int    // runtime.NumCPU
-	CPU       string // model name from /proc/cpuinfo, if readable
-	GoVersion string
-	OSArch    string
-	SQLite    string // SQLite library version
-}
-
-// Ceiling is the reference rate: a prepared single-row UPDATE of an
-// unindexed column by primary key, one BEGIN IMMEDIATE transaction each, on
-// a file with the same settings, one connection.
-type Ceiling struct {
-	TxPerS       float64 // median of the rounds
-	MsgsPerS     float64 // TxPerS / 2: a message needs a claim and a finalize
-	Transactions int     // over all rounds
-	Rounds       []float64
-}
-
-// Row is one cell of the matrix. The JSON keys are the bench's contract.
-type Row struct {
-	Messages        int     `json:"messages"`
-	Workers         int     `json:"workers"`
-	Claim           string  `json:"claim"`
-	Batch           int     `json:"batch"`
-	MsgsPerS        float64 `json:"msgs_per_s"`
-	CeilingMsgsPerS float64 `json:"ceiling_msgs_per_s"`
-	CeilingRatio    float64 `json:"ceiling_ratio"`
-	P50Ms           float64 `json:"p50_ms"` // claim latency, first BEGIN to COMMIT, retries included
-	P99Ms           float64 `json:"p99_ms"`
-	BusyRetries     int64   `json:"busy_retries"` // claims and finalizes
-	Errors          int64   `json:"errors"`       // claims or finalizes that returned an error
-	Duplicates      int64   `json:"duplicates"`   // claims beyond the first of a message
-	Lost            int64   `json:"lost"`         // messages not Processed after the drain, from the database
-	PeakRSSMB       float64 `json:"peak_rss_mb"`
-
-	LongestWaitMs float64       `json:"-"` // the slowest claim or finalize, retries included
-	WorkerShares  []float64     `json:"-"` // each worker's share of the messages, in worker order
-	Rejected      int64         `json:"-"` // finalizes refused by the guard (expected 0: no lease expires)
-	Drain         time.Duration `json:"-"`
-	Seed          time.Duration `json:"-"`
-}
+// The bench's results are plain data in package lab, so reports can render
+// them without depending on the engine (or on SQLite).
+type (
+	// Report is everything one bench run measured.
+	Report = lab.BenchReport
+	// Machine is what the run ran on.
+	Machine = lab.BenchMachine
+	// Ceiling is the reference rate every ratio uses.
+	Ceiling = lab.BenchCeiling
+	// Row is one cell of the matrix.
+	Row = lab.BenchRow
+)
 
 // Run measures the ceiling, then every cell of cfg's matrix in order:
 // claims, then batch sizes, then backlog sizes, then worker counts.
@@ -209,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, batch := range cfg.Batches {
 			for _, n := range cfg.Messages {
 				for _, w := range cfg.Workers {
-					p.cell = fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w)
+					p.setCell(fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w))
 					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p)
 					if err == nil {
 						err = ctx.Err() // an interrupted drain measured nothing
@@ -258,7 +215,7 @@ func openConfig(cfg Config) store.Config {
 // median round.
 func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Machine, error) {
 	path := filepath.Join(cfg.Dir, "ceiling.db")
-	defer removeDatabase(path)
+	defer func() { _ = store.RemoveFiles(path) }()
 	db, err := store.Open(ctx, path, openConfig(cfg))
 	if err != nil {
 		return Ceiling{}, Machine{}, err
@@ -282,7 +239,7 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 			return c, m, err
 		}
 	}
-	p.cell = "ceiling (single-row UPDATE by primary key)"
+	p.setCell("ceiling (single-row UPDATE by primary key)")
 	for r := range cfg.CeilingRounds {
 		p.phase("round", int64(r), int64(cfg.CeilingRounds))
 		start := time.Now()
@@ -296,7 +253,7 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 		c.Transactions += n
 		c.Rounds = append(c.Rounds, float64(n)/time.Since(start).Seconds())
 	}
-	c.TxPerS = median(c.Rounds)
+	c.TxPerS = Median(c.Rounds)
 	c.MsgsPerS = c.TxPerS / 2
 	return c, m, nil
 }
@@ -329,12 +286,12 @@ const maxConsecutiveErrors = 20
 func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) {
 	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
 	path := filepath.Join(cfg.Dir, fmt.Sprintf("bench-%s-b%d-%d-w%d.db", c.claim, c.batch, c.messages, c.workers))
-	defer removeDatabase(path)
+	defer func() { _ = store.RemoveFiles(path) }()
 	claim, _ := store.ScaleClaimNamed(c.claim)
 
 	runtime.GC()
 	debug.FreeOSMemory()
-	resetPeakRSS()
+	_ = resetPeakRSS() // a refusal is said in the report header (peakMemorySource)
 
 	setup, err := store.Open(ctx, path, openConfig(cfg))
 	if err != nil {
@@ -344,7 +301,6 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	if err := setup.Migrate(ctx, benchSchema...); err != nil {
 		return row, err
 	}
-	seedStart := time.Now()
 	p.phase("seeding", 0, int64(c.messages))
 	err = setup.SeedBacklog(ctx, store.Backlog{
 		Messages: c.messages, First: time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC), Spacing: time.Millisecond,
@@ -353,7 +309,6 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	if err != nil {
 		return row, err
 	}
-	row.Seed = time.Since(seedStart)
 
 	// Every worker opens its connection and prepares its statements before
 	// the clock starts; then all start together.
@@ -418,11 +373,21 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	slices.Sort(lat)
 	row.P50Ms, row.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
 	row.LongestWaitMs = float64(longest.Microseconds()) / 1000
+	// Duplicates and lost messages are counted in the database: every
+	// claim increments the message's fencing token, and no lease expires
+	// during a cell, so a token above 1 is a second claim. The workers' own
+	// tally must agree; the larger count is reported.
+	reclaims, err := setup.Count(ctx, store.CountReclaimsSQL)
+	if err != nil {
+		return row, err
+	}
+	var tallied int64
 	for i := range claims {
 		if n := claims[i].Load(); n > 1 {
-			row.Duplicates += int64(n - 1)
+			tallied += int64(n - 1)
 		}
 	}
+	row.Duplicates = max(int64(reclaims), tallied)
 	lost, err := setup.Count(ctx, store.CountUnprocessedSQL)
 	if err != nil {
 		return row, err
@@ -478,15 +443,19 @@ func drain(ctx context.Context, cl *store.Claimer, clk clock.Clock, lease time.D
 	}
 }
 
+// percentileMs is the nearest-rank q-quantile of latencies in microseconds,
+// in milliseconds.
 func percentileMs(sorted []int32, q float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	i := min(int(q*float64(len(sorted))), len(sorted)-1)
+	i := min(max(int(math.Ceil(q*float64(len(sorted))))-1, 0), len(sorted)-1)
 	return float64(sorted[i]) / 1000
 }
 
-func median(xs []float64) float64 {
+// Median is the middle of xs (the mean of the two middle values for an
+// even count), 0 for none. xs is not modified.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -496,13 +465,6 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// removeDatabase deletes a bench file and its WAL companions.
-func removeDatabase(path string) {
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		_ = os.Remove(path + suffix)
-	}
 }
 
 func machine() Machine {
@@ -530,13 +492,18 @@ const (
 )
 
 func peakMemorySource() string {
-	if _, ok := readVmHWM(); ok {
+	if _, ok := readVmHWM(); ok && resetPeakRSS() == nil {
 		return "VmHWM from /proc/self/status (peak resident set of the whole process, reset before each cell via /proc/self/clear_refs)"
+	}
+	if _, ok := readVmHWM(); ok {
+		return "VmHWM from /proc/self/status (peak resident set of the whole process since it started: /proc/self/clear_refs cannot be written here)"
 	}
 	return "Go runtime MemStats.Sys (Go-managed memory only; /proc/self/status is not available here)"
 }
 
-func resetPeakRSS() { _ = os.WriteFile(clearRefsFile, []byte("5"), 0) }
+// resetPeakRSS starts a new high-water mark; where the kernel refuses,
+// [peakMemorySource] says the figure covers the whole process.
+func resetPeakRSS() error { return os.WriteFile(clearRefsFile, []byte("5"), 0) }
 
 func peakRSSMB() float64 {
 	if kb, ok := readVmHWM(); ok {

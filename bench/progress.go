@@ -13,8 +13,8 @@ import (
 // carriage returns. A nil writer makes every method a no-op.
 type progress struct {
 	w     io.Writer
-	cell  string // which cell of the matrix is running
 	mu    sync.Mutex
+	cell  string // which cell of the matrix is running
 	name  string
 	done  int64
 	total int64
@@ -23,6 +23,13 @@ type progress struct {
 }
 
 func newProgress(w io.Writer) *progress { return &progress{w: w} }
+
+// setCell names the cell of the matrix now running.
+func (p *progress) setCell(cell string) {
+	p.mu.Lock()
+	p.cell = cell
+	p.mu.Unlock()
+}
 
 // phase starts a named phase of total units.
 func (p *progress) phase(name string, done, total int64) {

@@ -6,13 +6,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/outboxlab/outboxlab/bench"
 	"github.com/outboxlab/outboxlab/lab"
 )
 
 // BenchText writes a bench run as text: the machine and settings, the
 // ceiling, one table row per cell, and how to read the columns.
-func BenchText(w io.Writer, rep *bench.Report) error {
+func BenchText(w io.Writer, rep *lab.BenchReport) error {
 	var b strings.Builder
 	m := rep.Machine
 	cpu := ""
@@ -57,7 +56,7 @@ counted in the database (must be 0).
 }
 
 // BenchJSON writes one JSON object per row of the bench.
-func BenchJSON(w io.Writer, rep *bench.Report) error {
+func BenchJSON(w io.Writer, rep *lab.BenchReport) error {
 	for _, r := range rep.Rows {
 		if err := JSONLine(w, r); err != nil {
 			return err

@@ -113,21 +113,10 @@ func (w *exploreWorld) close() {
 // the WAL into the database file and syncs it) costs no disk sync. Only for
 // scratch files: a database meant to be read again is closed with close.
 func (w *exploreWorld) discard() error {
-	early := removeDatabaseFiles(w.p.path)
+	early := store.RemoveFiles(w.p.path)
 	w.close()
 	if early != nil {
-		return removeDatabaseFiles(w.p.path)
-	}
-	return nil
-}
-
-// removeDatabaseFiles removes an SQLite database and its WAL and shared
-// memory files, those that exist.
-func removeDatabaseFiles(path string) error {
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("explore: remove %s: %w", path+suffix, err)
-		}
+		return store.RemoveFiles(w.p.path)
 	}
 	return nil
 }
@@ -733,7 +722,7 @@ func (c *drainCache) size() int {
 // a cache, a drain whose key was drained before is not run again: the
 // ordering takes that drain's verdict (see [exploreWorld.drainKey]).
 func runExploreOrdering(ctx context.Context, path string, template []byte, design exploreDesign, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
-	if err := removeDatabaseFiles(path); err != nil {
+	if err := store.RemoveFiles(path); err != nil {
 		return nil, nil, err
 	}
 	if err := os.WriteFile(path, template, 0o644); err != nil {

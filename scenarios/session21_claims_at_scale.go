@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outboxlab/outboxlab/bench"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -55,7 +56,7 @@ var claimsAtScale = Scenario{
 		"workers after a forced lease expiry (one worker crashed holding a message, one stalled past its lease and " +
 		"finalizes late with its stale token): the expired messages are reclaimed, the stale finalize changes 0 " +
 		"rows, no message is finalized twice and none is left behind. Cost is counted as the pages SQLite reads per " +
-		"message (sqlite3_db_status), which is exact and repeatable; the time per message is shown beside it.",
+		"message (sqlite3_db_status), which is near-repeatable; the time per message is shown beside it.",
 	DoesNotSolve: "The indexed claim skips the messages under live leases on every claim, so its cost grows with the " +
 		"messages in flight (workers × batch), not with the backlog. And SQLite still runs one write transaction " +
 		"at a time: throughput stays under the ceiling of a single-row write transaction, whatever the claim. " +
@@ -451,7 +452,7 @@ func (d *scaleDrain) pagesPerMessage() float64 {
 // usPerMessage is the median claim transaction plus the median finalize
 // transaction, each its committed attempt alone (waiting excluded).
 func (d *scaleDrain) usPerMessage() float64 {
-	return round2(medianOf(d.claimUs) + medianOf(d.finalUs))
+	return round2(bench.Median(d.claimUs) + bench.Median(d.finalUs))
 }
 
 // measure sets the metrics: per drain, then growth per claim, then the
@@ -486,7 +487,7 @@ func (run *scaleRun) tables() []lab.Table {
 	drains := lab.Table{
 		Title: "Drains: cost per message",
 		Note: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
-			"drain workers' connections), exact and repeatable: the checks compare it. µs/msg is the median claim transaction " +
+			"drain workers' connections), near-repeatable: the checks compare it. µs/msg is the median claim transaction " +
 			"plus the median finalize transaction, BEGIN to COMMIT of the committed attempt: real time, so it varies with the " +
 			"machine and what else runs on it.",
 		Interleaved: true,
@@ -535,18 +536,6 @@ func (run *scaleRun) tables() []lab.Table {
 		}
 	}
 	return []lab.Table{drains, plans, expiries}
-}
-
-func medianOf(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // statementText drops a script's final semicolon: reports add their own.

@@ -156,13 +156,19 @@ const (
 	// CountUnprocessedSQL counts messages a drain left behind.
 	CountUnprocessedSQL = `SELECT count(*) FROM OutboxMessages WHERE Status <> 'Processed'`
 
-	// CeilingTableSQL is the bench's reference table, in the same file.
+	// CountReclaimsSQL counts claims beyond the first of each message, from
+	// the fencing token every claim increments. Where no lease expires (a
+	// bench cell), each of them is a duplicate.
+	CountReclaimsSQL = `SELECT coalesce(sum(ClaimToken - 1), 0) FROM OutboxMessages WHERE ClaimToken > 1`
+
+	// CeilingTableSQL is the bench's reference table. The bench keeps it in a
+	// file of its own with the same settings as the drained backlogs.
 	CeilingTableSQL = `CREATE TABLE IF NOT EXISTS BenchCeiling (Id INTEGER PRIMARY KEY, Hits INTEGER NOT NULL DEFAULT 0);
 INSERT OR IGNORE INTO BenchCeiling (Id) VALUES (1)`
 
 	// CeilingUpdateSQL is the cheapest useful write transaction: one row by
 	// primary key, one unindexed column. Its rate is the ceiling of any
-	// claim path on the same file and settings.
+	// claim path with the same settings.
 	CeilingUpdateSQL = `UPDATE BenchCeiling SET Hits = Hits + 1 WHERE Id = 1`
 
 	// DropClaimIndexSQL removes the indexed claim's partial index.

@@ -8,7 +8,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -222,4 +224,16 @@ func (db *DB) Schema(ctx context.Context) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// RemoveFiles deletes the database file at path and its WAL, shared-memory
+// and rollback-journal companions; a file that does not exist is not an
+// error. Close every connection to it first.
+func RemoveFiles(path string) error {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("store: remove %s: %w", path+suffix, err)
+		}
+	}
+	return nil
 }

@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errChecksFailed):
 		return exitCheckFailed
 	case ctx.Err() != nil:
-		fmt.Fprintln(stderr, "outboxlab: interrupted; workers stopped, temporary databases removed unless --keep-db")
+		fmt.Fprintln(stderr, "outboxlab: interrupted; workers stopped and temporary databases removed (a run with --keep-db keeps its own)")
 		return exitInterrupted
 	case errors.As(err, &usage):
 		fmt.Fprintln(stderr, "outboxlab: "+oneLine(err.Error()))

@@ -101,14 +101,14 @@ func benchAction(c *cli.Context) error {
 	if out != "" {
 		path, err := reports.WriteNew(filepath.Join(out, "Bench", "Bench-RunReport-"+started.Format("20060102T150405Z")+ext), buf.Bytes())
 		if err != nil {
-			return &usageError{err}
+			return err // the measurement ran; only filing it failed (exit 3)
 		}
 		fmt.Fprintf(c.App.ErrWriter, "bench report: %s\n", path)
 	}
 	for _, r := range rep.Rows {
-		if r.Errors > 0 || r.Duplicates > 0 || r.Lost > 0 {
-			fmt.Fprintf(c.App.ErrWriter, "bench: %d messages, %d workers, %s, batch %d: %d errors, %d duplicates, %d lost\n",
-				r.Messages, r.Workers, r.Claim, r.Batch, r.Errors, r.Duplicates, r.Lost)
+		if r.Errors > 0 || r.Duplicates > 0 || r.Lost > 0 || r.Rejected > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "bench: %d messages, %d workers, %s, batch %d: %d errors, %d duplicates, %d lost, %d finalizations refused\n",
+				r.Messages, r.Workers, r.Claim, r.Batch, r.Errors, r.Duplicates, r.Lost, r.Rejected)
 			return errChecksFailed
 		}
 	}

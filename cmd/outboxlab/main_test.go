@@ -96,7 +96,7 @@ func TestCLI(t *testing.T) {
 		{name: "HelpCommand", args: []string{"help", "run"}, code: 0, stdout: []string{"--keep-db"}},
 		{name: "ExploreBound", args: []string{"run", "explore", "--bound", "3"}, code: 0, stdout: []string{"explore: PASS", "orderings"}},
 		{name: "ExploreBoundTooLarge", args: []string{"run", "explore", "--bound", "99"}, code: 2, stderr: []string{"--bound must be from 1 to"}, noReport: true},
-		{name: "BoundNotExplore", args: []string{"run", leasing, "--bound", "3"}, code: 2, stderr: []string{"--bound applies to explore only"}, noReport: true},
+		{name: "BoundNotExplore", args: []string{"run", leasing, "--bound", "3"}, code: 2, stderr: []string{"--bound applies to explore"}, noReport: true},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED ownership_violations"}},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,63 @@
+package lab
+
+import "time"
+
+// The results of `outboxlab bench`, as plain data: the bench engine fills
+// them, reports render them.
+
+// BenchReport is everything one bench run measured, as plain data.
+type BenchReport struct {
+	Machine     BenchMachine
+	Synchronous string
+	Retry       string       // "lab" or "sqlite"
+	RetryAbout  string       // what that retry does, with its figures
+	Ceiling     BenchCeiling // measured before the matrix; every ratio uses it
+	// CeilingAfter is the same measurement after the matrix: how far the
+	// machine drifted while the matrix ran (other load, thermal, cache).
+	CeilingAfter BenchCeiling
+	Rows         []BenchRow
+	// PeakMemory says how peak_rss_mb was measured.
+	PeakMemory string
+}
+
+// BenchMachine is what the run ran on.
+type BenchMachine struct {
+	CPUs      int    // runtime.NumCPU
+	CPU       string // model name from /proc/cpuinfo, if readable
+	GoVersion string
+	OSArch    string
+	SQLite    string // SQLite library version
+}
+
+// BenchCeiling is the reference rate: a prepared single-row UPDATE of an
+// unindexed column by primary key, one BEGIN IMMEDIATE transaction each, on
+// a file with the same settings, one connection.
+type BenchCeiling struct {
+	TxPerS       float64 // median of the rounds
+	MsgsPerS     float64 // TxPerS / 2: a message needs a claim and a finalize
+	Transactions int     // over all rounds
+	Rounds       []float64
+}
+
+// BenchRow is one cell of the matrix. The JSON keys are the bench's contract.
+type BenchRow struct {
+	Messages        int     `json:"messages"`
+	Workers         int     `json:"workers"`
+	Claim           string  `json:"claim"`
+	Batch           int     `json:"batch"`
+	MsgsPerS        float64 `json:"msgs_per_s"`
+	CeilingMsgsPerS float64 `json:"ceiling_msgs_per_s"`
+	CeilingRatio    float64 `json:"ceiling_ratio"`
+	P50Ms           float64 `json:"p50_ms"` // claim latency, first BEGIN to COMMIT, retries included
+	P99Ms           float64 `json:"p99_ms"`
+	BusyRetries     int64   `json:"busy_retries"` // claims and finalizes
+	Errors          int64   `json:"errors"`       // claims or finalizes that returned an error
+	Duplicates      int64   `json:"duplicates"`   // claims beyond the first of a message
+	Lost            int64   `json:"lost"`         // messages not Processed after the drain, from the database
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+
+	LongestWaitMs float64       `json:"-"` // the slowest claim or finalize, retries included
+	WorkerShares  []float64     `json:"-"` // each worker's share of the messages, in worker order
+	Rejected      int64         `json:"-"` // finalizes refused by the guard (expected 0: no lease expires)
+	Drain         time.Duration `json:"-"`
+}
