@@ -52,8 +52,7 @@ var DefaultConfig = Config{BusyTimeout: time.Second, Synchronous: "NORMAL"}
 // transactions begin with BEGIN IMMEDIATE, so a transaction that will write
 // takes the write lock before it reads anything.
 type DB struct {
-	sql  *sql.DB
-	path string
+	sql *sql.DB
 }
 
 // Open opens (creating if needed) the SQLite database at path with exactly
@@ -99,7 +98,7 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	sdb.SetMaxIdleConns(1)
 	sdb.SetConnMaxLifetime(0)
 
-	db := &DB{sql: sdb, path: path}
+	db := &DB{sql: sdb}
 	if err := db.verify(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -123,9 +122,6 @@ func (db *DB) verify(ctx context.Context) error {
 		return err
 	}
 }
-
-// Path is the database file this connection opened.
-func (db *DB) Path() string { return db.path }
 
 // Close closes the connection. Closing in the middle of a scenario is how a
 // worker crash is simulated: SQLite rolls back whatever was uncommitted.
