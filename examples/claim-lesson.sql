@@ -4,8 +4,7 @@
 -- Parameters: :now, :worker, :until (the lease's end), and :id in the UPDATE.
 -- Times are UTC text with milliseconds, e.g. 2026-01-15T09:00:00.500Z.
 SELECT Id FROM OutboxMessages
-WHERE Status = 'Pending'
-   OR (Status = 'Processing' AND LockedUntilUtc <= :now)
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 ORDER BY CreatedAtUtc, Id
 LIMIT 1;
 

@@ -9,4 +9,5 @@ LIMIT 1;
 
 UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
-WHERE Id = :id AND Status = 'Pending';
+WHERE Id = :id
+  AND Status = 'Pending';

@@ -18,151 +18,18 @@ import (
 // sqlite3 shell; in that fixed format text order is time order.
 var BrokerInbox = mustMigration("018_broker_inbox.sql")
 
-// The broker's statements. Every time is UTC text in [clock.Layout]; a
-// bound such as "now minus the window" is computed in Go and passed as text
-// of the same format, so the comparison is a plain text comparison.
-const (
-	// OfferSQL stores one send. With a deduplication window it refuses (and
-	// records as dropped) a send whose event id the broker accepted after
-	// :window_start (now minus the window); a window of 0 makes :window_start
-	// now, so no earlier offer is inside it: deduplication off.
-	OfferSQL = `INSERT INTO broker_offers (event_id, payload, offered_by, offered_at, dropped)
-VALUES (:event_id, :payload, :offered_by, :now,
-        EXISTS (SELECT 1 FROM broker_offers
-                WHERE event_id = :event_id
-                  AND dropped = 0
-                  AND offered_at > :window_start))
-RETURNING offer_id, dropped`
-
-	// SelectNextDeliverySQL picks the oldest accepted offer this consumer
-	// has never received, or that is waiting for redelivery.
-	SelectNextDeliverySQL = `SELECT o.offer_id, o.event_id, o.payload, o.offered_at
-FROM broker_offers o
-LEFT JOIN broker_deliveries d ON d.offer_id = o.offer_id AND d.consumer = :consumer
-WHERE o.dropped = 0
-  AND (d.offer_id IS NULL OR d.state = 'ready')
-ORDER BY o.offer_id
-LIMIT 1`
-
-	// MarkDeliveredSQL records a delivery: the first one, or the next one of
-	// an offer waiting for redelivery. delivery_count is the receipt.
-	MarkDeliveredSQL = `INSERT INTO broker_deliveries (offer_id, consumer, state, delivery_count, delivered_at)
-VALUES (:offer_id, :consumer, 'in_flight', 1, :now)
-ON CONFLICT (offer_id, consumer) DO UPDATE
-SET state = 'in_flight', delivery_count = delivery_count + 1, delivered_at = excluded.delivered_at
-WHERE state = 'ready'
-RETURNING delivery_count`
-
-	// AckDeliverySQL acknowledges a delivery. It must present the receipt of
-	// the delivery still in flight: a late ack of an earlier delivery, or of
-	// one already acked or dead-lettered, changes 0 rows.
-	AckDeliverySQL = `UPDATE broker_deliveries
-SET state = 'acked', acked_at = :now
-WHERE offer_id = :offer_id
-  AND consumer = :consumer
-  AND delivery_count = :receipt
-  AND state = 'in_flight'`
-
-	// DeadLetterSQL copies into the dead-letter queue every in-flight
-	// delivery whose visibility timeout ran out (delivered at or before
-	// :timeout_cutoff, now minus the timeout) after its last allowed delivery
-	// (:max_deliveries 0 means no limit).
-	DeadLetterSQL = `INSERT INTO broker_dead_letters (offer_id, consumer, event_id, payload, delivery_count, dead_lettered_at)
-SELECT d.offer_id, d.consumer, o.event_id, o.payload, d.delivery_count, :now
-FROM broker_deliveries d
-JOIN broker_offers o ON o.offer_id = d.offer_id
-WHERE d.consumer = :consumer
-  AND d.state = 'in_flight'
-  AND d.delivered_at <= :timeout_cutoff
-  AND :max_deliveries > 0
-  AND d.delivery_count >= :max_deliveries`
-
-	// MarkDeadLetteredSQL takes the deliveries [DeadLetterSQL] copied out of
-	// the consumer's queue.
-	MarkDeadLetteredSQL = `UPDATE broker_deliveries
-SET state = 'dead_lettered'
-WHERE consumer = :consumer
-  AND state = 'in_flight'
-  AND delivered_at <= :timeout_cutoff
-  AND :max_deliveries > 0
-  AND delivery_count >= :max_deliveries`
-
-	// RedeliverSQL makes every other in-flight delivery whose visibility
-	// timeout ran out ready for redelivery: unacknowledged means not done.
-	RedeliverSQL = `UPDATE broker_deliveries
-SET state = 'ready'
-WHERE consumer = :consumer
-  AND state = 'in_flight'
-  AND delivered_at <= :timeout_cutoff`
-
-	// PurgeDeadLettersSQL applies the dead-letter queue's own retention:
-	// :cutoff is now minus the retention.
-	PurgeDeadLettersSQL = `DELETE FROM broker_dead_letters
-WHERE dead_lettered_at <= :cutoff`
-
-	// TakeDeadLetterSQL removes one dead letter for a replay, returning it.
-	TakeDeadLetterSQL = `DELETE FROM broker_dead_letters
-WHERE dead_letter_id = :dead_letter_id
-RETURNING event_id, payload`
-)
-
-// The consumers' statements.
-const (
-	// OpenAccountSQL creates an account with no credit, once.
-	OpenAccountSQL = `INSERT INTO accounts (id, credit_cents) VALUES (:id, 0)
-ON CONFLICT (id) DO NOTHING`
-
-	// RecordConsumedSQL is the inbox insert: it adds a row only the first
-	// time this consumer sees the event id.
-	RecordConsumedSQL = `INSERT INTO consumed_events (consumer, event_id, consumed_at)
-VALUES (:consumer, :event_id, :now)
-ON CONFLICT (consumer, event_id) DO NOTHING`
-
-	// CreditAccountSQL is the business effect: an additive, unconditional
-	// increment. Alone it is the naive consumer.
-	CreditAccountSQL = `UPDATE accounts SET credit_cents = credit_cents + :cents WHERE id = :id`
-
-	// HasConsumedSQL asks the inbox whether the event was consumed: the
-	// first step of the effect-outside-inbox-tx mistake.
-	HasConsumedSQL = `SELECT count(*) FROM consumed_events WHERE consumer = :consumer AND event_id = :event_id`
-
-	// PurgeConsumedSQL applies the inbox retention: dedup records written at
-	// or before :cutoff (now minus the retention) are deleted, and a later
-	// redelivery of those events looks new.
-	PurgeConsumedSQL = `DELETE FROM consumed_events
-WHERE consumed_at <= :cutoff`
-
-	// ApplyVersionedSQL moves a projection forward only: an event carrying
-	// an older (or the same) version than the stored one changes 0 rows.
-	ApplyVersionedSQL = `INSERT INTO projections (entity_id, version, state, updated_at)
-VALUES (:entity_id, :version, :state, :now)
-ON CONFLICT (entity_id) DO UPDATE
-SET version = excluded.version, state = excluded.state, updated_at = excluded.updated_at
-WHERE excluded.version > projections.version`
-
-	// ApplyUnversionedSQL is the mistake: last write wins, so an event that
-	// arrives after a newer one moves the projection backward.
-	ApplyUnversionedSQL = `INSERT INTO projections (entity_id, version, state, updated_at)
-VALUES (:entity_id, :version, :state, :now)
-ON CONFLICT (entity_id) DO UPDATE
-SET version = excluded.version, state = excluded.state, updated_at = excluded.updated_at`
-)
-
-// Audit queries on the broker and the consumers, for [DB.Count].
-const (
-	// CountOffersSQL counts the offers of one event id that the broker
-	// accepted (dropped = 0) or dropped (dropped = 1).
-	CountOffersSQL = `SELECT count(*) FROM broker_offers WHERE event_id = ? AND dropped = ?`
-	// CountConsumedEventsSQL counts one consumer's inbox rows.
-	CountConsumedEventsSQL = `SELECT count(*) FROM consumed_events WHERE consumer = ?`
-	// AccountCreditSQL reads one account's credit.
-	AccountCreditSQL = `SELECT credit_cents FROM accounts WHERE id = ?`
-	// CountDeadLettersSQL counts the dead-letter queue.
-	CountDeadLettersSQL = `SELECT count(*) FROM broker_dead_letters`
-)
-
 // ErrNoAccount means a credit named an account that was never opened.
 var ErrNoAccount = errors.New("store: no such account")
+
+// Broker is the lab broker's service on broker_offers, broker_deliveries
+// and broker_dead_letters: one connection and the statements it runs.
+type Broker struct {
+	db  *DB
+	sql BrokerSQL
+}
+
+// NewBroker returns the broker service on db running the statements s.
+func NewBroker(db *DB, s BrokerSQL) *Broker { return &Broker{db: db, sql: s} }
 
 // Offer is the broker's answer to a send.
 type Offer struct {
@@ -174,14 +41,14 @@ type Offer struct {
 	Stats   TxStats
 }
 
-// Offer stores a send of eventID from offeredBy at now ([OfferSQL]). With a
-// window > 0 a send whose event id was accepted less than window ago is
-// recorded as dropped and never delivered.
-func (db *DB) Offer(ctx context.Context, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
+// Offer stores a send of eventID from offeredBy at now ([BrokerSQL.Offer]).
+// With a window > 0 a send whose event id was accepted less than window ago
+// is recorded as dropped and never delivered.
+func (b *Broker) Offer(ctx context.Context, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
 	var o Offer
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		o, err = offerTx(ctx, tx, eventID, payload, offeredBy, now, window)
+		o, err = b.offer(ctx, tx, eventID, payload, offeredBy, now, window)
 		return err
 	})
 	o.Stats = stats
@@ -191,10 +58,10 @@ func (db *DB) Offer(ctx context.Context, eventID, payload, offeredBy string, now
 	return o, nil
 }
 
-func offerTx(ctx context.Context, tx *sql.Tx, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
+func (b *Broker) offer(ctx context.Context, tx *sql.Tx, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
 	o := Offer{EventID: eventID}
 	var dropped int64
-	err := tx.QueryRowContext(ctx, OfferSQL,
+	err := tx.QueryRowContext(ctx, b.sql.Offer.SQL,
 		sql.Named("event_id", eventID), sql.Named("payload", payload), sql.Named("offered_by", offeredBy),
 		sql.Named("now", clock.Format(now)), sql.Named("window_start", clock.Format(now.Add(-max(window, 0)))),
 	).Scan(&o.OfferID, &dropped)
@@ -211,34 +78,20 @@ type Delivery struct {
 	Payload   string
 	OfferedAt string
 	// Receipt is the delivery number of this offer for this consumer (1 on
-	// the first delivery); [DB.AckDelivery] must present it.
+	// the first delivery); [Broker.Ack] must present it.
 	Receipt int64
 	Stats   TxStats
 }
 
 // DeliverNext hands consumer the oldest accepted offer it has not received,
 // or one waiting for redelivery, and marks it in flight, in one BEGIN
-// IMMEDIATE transaction ([SelectNextDeliverySQL], [MarkDeliveredSQL]), so
-// two instances of one consumer never receive the same delivery.
-func (db *DB) DeliverNext(ctx context.Context, consumer string, now time.Time) (Delivery, error) {
+// IMMEDIATE transaction ([BrokerSQL.SelectNext], [BrokerSQL.MarkDelivered]),
+// so two instances of one consumer never receive the same delivery.
+func (b *Broker) DeliverNext(ctx context.Context, consumer string, now time.Time) (Delivery, error) {
 	var d Delivery
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		d = Delivery{}
-		err := tx.QueryRowContext(ctx, SelectNextDeliverySQL, sql.Named("consumer", consumer)).
-			Scan(&d.OfferID, &d.EventID, &d.Payload, &d.OfferedAt)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, MarkDeliveredSQL,
-			sql.Named("offer_id", d.OfferID), sql.Named("consumer", consumer), sql.Named("now", clock.Format(now)),
-		).Scan(&d.Receipt); err != nil {
-			return err
-		}
-		d.Found = true
-		return nil
+		return b.deliverNext(ctx, tx, consumer, now, &d)
 	})
 	d.Stats = stats
 	if err != nil {
@@ -247,11 +100,29 @@ func (db *DB) DeliverNext(ctx context.Context, consumer string, now time.Time) (
 	return d, nil
 }
 
-// AckDelivery acknowledges the delivery with this receipt
-// ([AckDeliverySQL]). Rows 0 is an expected value: the delivery was no
-// longer in flight under that receipt.
-func (db *DB) AckDelivery(ctx context.Context, consumer string, offerID, receipt int64, now time.Time) (Fenced, error) {
-	f, err := db.execRows(ctx, AckDeliverySQL,
+func (b *Broker) deliverNext(ctx context.Context, tx *sql.Tx, consumer string, now time.Time, d *Delivery) error {
+	err := tx.QueryRowContext(ctx, b.sql.SelectNext.SQL, sql.Named("consumer", consumer)).
+		Scan(&d.OfferID, &d.EventID, &d.Payload, &d.OfferedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, b.sql.MarkDelivered.SQL,
+		sql.Named("offer_id", d.OfferID), sql.Named("consumer", consumer), sql.Named("now", clock.Format(now)),
+	).Scan(&d.Receipt); err != nil {
+		return err
+	}
+	d.Found = true
+	return nil
+}
+
+// Ack acknowledges the delivery with this receipt ([BrokerSQL.Ack]). Rows
+// 0 is an expected value: the delivery was no longer in flight under that
+// receipt.
+func (b *Broker) Ack(ctx context.Context, consumer string, offerID, receipt int64, now time.Time) (Fenced, error) {
+	f, err := b.db.execRows(ctx, b.sql.Ack.SQL,
 		sql.Named("now", clock.Format(now)), sql.Named("offer_id", offerID), sql.Named("consumer", consumer), sql.Named("receipt", receipt))
 	if err != nil {
 		return f, fmt.Errorf("store: ack offer %d by %s: %w", offerID, consumer, err)
@@ -259,7 +130,7 @@ func (db *DB) AckDelivery(ctx context.Context, consumer string, offerID, receipt
 	return f, nil
 }
 
-// Redelivery is what [DB.RedeliverUnacked] did.
+// Redelivery is what [Broker.RedeliverUnacked] did.
 type Redelivery struct {
 	Ready        int64 // deliveries made ready for redelivery
 	DeadLettered int64 // deliveries moved to the dead-letter queue
@@ -269,32 +140,14 @@ type Redelivery struct {
 // RedeliverUnacked, in one transaction, takes the consumer's in-flight
 // deliveries whose visibility timeout has run out (delivered at or before
 // now minus visibility): those already delivered maxDeliveries times go to
-// the dead-letter queue ([DeadLetterSQL], [MarkDeadLetteredSQL];
-// maxDeliveries 0 means no limit), the others become ready for redelivery
-// ([RedeliverSQL]).
-func (db *DB) RedeliverUnacked(ctx context.Context, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64) (Redelivery, error) {
+// the dead-letter queue ([BrokerSQL.DeadLetter],
+// [BrokerSQL.MarkDeadLettered]; maxDeliveries 0 means no limit), the others
+// become ready for redelivery ([BrokerSQL.Redeliver]).
+func (b *Broker) RedeliverUnacked(ctx context.Context, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64) (Redelivery, error) {
 	var r Redelivery
-	group := sql.Named("consumer", consumer)
-	cutoff := sql.Named("timeout_cutoff", clock.Format(now.Add(-visibility)))
-	limit := sql.Named("max_deliveries", maxDeliveries)
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		r = Redelivery{}
-		if _, err := tx.ExecContext(ctx, DeadLetterSQL, group, sql.Named("now", clock.Format(now)), cutoff, limit); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, MarkDeadLetteredSQL, group, cutoff, limit)
-		if err != nil {
-			return err
-		}
-		if r.DeadLettered, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		res, err = tx.ExecContext(ctx, RedeliverSQL, group, cutoff)
-		if err != nil {
-			return err
-		}
-		r.Ready, err = res.RowsAffected()
-		return err
+		return b.redeliver(ctx, tx, consumer, now, visibility, maxDeliveries, &r)
 	})
 	r.Stats = stats
 	if err != nil {
@@ -303,10 +156,32 @@ func (db *DB) RedeliverUnacked(ctx context.Context, consumer string, now time.Ti
 	return r, nil
 }
 
+func (b *Broker) redeliver(ctx context.Context, tx *sql.Tx, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64, r *Redelivery) error {
+	group := sql.Named("consumer", consumer)
+	cutoff := sql.Named("timeout_cutoff", clock.Format(now.Add(-visibility)))
+	limit := sql.Named("max_deliveries", maxDeliveries)
+	if _, err := tx.ExecContext(ctx, b.sql.DeadLetter.SQL, group, sql.Named("now", clock.Format(now)), cutoff, limit); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, b.sql.MarkDeadLettered.SQL, group, cutoff, limit)
+	if err != nil {
+		return err
+	}
+	if r.DeadLettered, err = res.RowsAffected(); err != nil {
+		return err
+	}
+	res, err = tx.ExecContext(ctx, b.sql.Redeliver.SQL, group, cutoff)
+	if err != nil {
+		return err
+	}
+	r.Ready, err = res.RowsAffected()
+	return err
+}
+
 // PurgeDeadLetters deletes dead letters at least retention old at now
-// ([PurgeDeadLettersSQL]) and reports how many went.
-func (db *DB) PurgeDeadLetters(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
-	f, err := db.execRows(ctx, PurgeDeadLettersSQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
+// ([BrokerSQL.PurgeDeadLetters]) and reports how many went.
+func (b *Broker) PurgeDeadLetters(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
+	f, err := b.db.execRows(ctx, b.sql.PurgeDeadLetters.SQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
 	if err != nil {
 		return 0, fmt.Errorf("store: purge dead letters: %w", err)
 	}
@@ -314,21 +189,22 @@ func (db *DB) PurgeDeadLetters(ctx context.Context, now time.Time, retention tim
 }
 
 // ReplayDeadLetter is an operator's redrive: in one transaction it takes
-// the dead letter out of the queue ([TakeDeadLetterSQL]) and offers it to
-// the broker again ([OfferSQL]), so the broker's dedup window applies to the
-// replay as to any send. ok is false when the dead letter is gone (purged).
-func (db *DB) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by string, now time.Time, window time.Duration) (o Offer, ok bool, err error) {
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+// the dead letter out of the queue ([BrokerSQL.TakeDeadLetter]) and offers
+// it to the broker again ([BrokerSQL.Offer]), so the broker's dedup window
+// applies to the replay as to any send. ok is false when the dead letter is
+// gone (purged).
+func (b *Broker) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by string, now time.Time, window time.Duration) (o Offer, ok bool, err error) {
+	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		o, ok = Offer{}, false
 		var eventID, payload string
-		err := tx.QueryRowContext(ctx, TakeDeadLetterSQL, sql.Named("dead_letter_id", deadLetterID)).Scan(&eventID, &payload)
+		err := tx.QueryRowContext(ctx, b.sql.TakeDeadLetter.SQL, sql.Named("dead_letter_id", deadLetterID)).Scan(&eventID, &payload)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if o, err = offerTx(ctx, tx, eventID, payload, by, now, window); err != nil {
+		if o, err = b.offer(ctx, tx, eventID, payload, by, now, window); err != nil {
 			return err
 		}
 		ok = true
@@ -341,6 +217,17 @@ func (db *DB) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by strin
 	return o, ok, nil
 }
 
+// Consumer is the consumers' service on their own tables: the inbox
+// (consumed_events), accounts and projections, on one connection and with
+// the statements it runs.
+type Consumer struct {
+	db  *DB
+	sql ConsumerSQL
+}
+
+// NewConsumer returns the consumer service on db running the statements s.
+func NewConsumer(db *DB, s ConsumerSQL) *Consumer { return &Consumer{db: db, sql: s} }
+
 // Effect is what one consumer call did to the business state.
 type Effect struct {
 	// Applied is true when the business effect committed in this call.
@@ -351,24 +238,25 @@ type Effect struct {
 	Stats     TxStats
 }
 
-// OpenAccount creates the account with no credit, once ([OpenAccountSQL]).
-func (db *DB) OpenAccount(ctx context.Context, id string) error {
-	if _, err := db.execRows(ctx, OpenAccountSQL, sql.Named("id", id)); err != nil {
+// OpenAccount creates the account with no credit, once
+// ([ConsumerSQL.OpenAccount]).
+func (c *Consumer) OpenAccount(ctx context.Context, id string) error {
+	if _, err := c.db.execRows(ctx, c.sql.OpenAccount.SQL, sql.Named("id", id)); err != nil {
 		return fmt.Errorf("store: open account %s: %w", id, err)
 	}
 	return nil
 }
 
-// ApplyCreditWithInbox is the inbox consumer: one BEGIN IMMEDIATE
-// transaction inserts (consumer, eventID) into consumed_events with ON
-// CONFLICT DO NOTHING ([RecordConsumedSQL]) and credits the account
-// ([CreditAccountSQL]) only when the insert added a row. Both commit, or
+// CreditWithInbox is the inbox consumer: one BEGIN IMMEDIATE transaction
+// inserts (consumer, eventID) into consumed_events with ON CONFLICT DO
+// NOTHING ([ConsumerSQL.Record]) and credits the account
+// ([ConsumerSQL.Credit]) only when the insert added a row. Both commit, or
 // neither does; a duplicate is an expected outcome with Applied false.
-func (db *DB) ApplyCreditWithInbox(ctx context.Context, consumer, eventID, account string, cents int64, now time.Time) (Effect, error) {
+func (c *Consumer) CreditWithInbox(ctx context.Context, consumer, eventID, account string, cents int64, now time.Time) (Effect, error) {
 	var e Effect
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+	stats, err := c.db.InTx(ctx, func(tx *sql.Tx) error {
 		e = Effect{}
-		rows, err := recordConsumedTx(ctx, tx, consumer, eventID, now)
+		rows, err := c.record(ctx, tx, consumer, eventID, now)
 		if err != nil {
 			return err
 		}
@@ -376,7 +264,7 @@ func (db *DB) ApplyCreditWithInbox(ctx context.Context, consumer, eventID, accou
 		if rows == 0 {
 			return nil
 		}
-		if err := creditTx(ctx, tx, account, cents); err != nil {
+		if err := c.credit(ctx, tx, account, cents); err != nil {
 			return err
 		}
 		e.Applied = true
@@ -389,35 +277,34 @@ func (db *DB) ApplyCreditWithInbox(ctx context.Context, consumer, eventID, accou
 	return e, nil
 }
 
-// CreditAccount is the naive consumer's whole step, and the effect step of
-// the effect-outside-inbox-tx mistake: an unconditional increment
-// ([CreditAccountSQL]) in its own transaction.
-func (db *DB) CreditAccount(ctx context.Context, account string, cents int64) (Effect, error) {
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error { return creditTx(ctx, tx, account, cents) })
+// Credit is the effect step of the effect-outside-inbox-tx mistake: an
+// unconditional increment ([ConsumerSQL.Credit]) in its own transaction.
+func (c *Consumer) Credit(ctx context.Context, account string, cents int64) (Effect, error) {
+	stats, err := c.db.InTx(ctx, func(tx *sql.Tx) error { return c.credit(ctx, tx, account, cents) })
 	if err != nil {
 		return Effect{Stats: stats}, fmt.Errorf("store: credit %s: %w", account, err)
 	}
 	return Effect{Applied: true, Stats: stats}, nil
 }
 
-// HasConsumed reads the inbox ([HasConsumedSQL]) outside any effect
+// Check reads the inbox ([ConsumerSQL.Check]) outside any effect
 // transaction: the first step of the effect-outside-inbox-tx mistake.
-func (db *DB) HasConsumed(ctx context.Context, consumer, eventID string) (bool, error) {
+func (c *Consumer) Check(ctx context.Context, consumer, eventID string) (bool, error) {
 	var n int64
-	err := db.sql.QueryRowContext(ctx, HasConsumedSQL, sql.Named("consumer", consumer), sql.Named("event_id", eventID)).Scan(&n)
+	err := c.db.sql.QueryRowContext(ctx, c.sql.Check.SQL, sql.Named("consumer", consumer), sql.Named("event_id", eventID)).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: read inbox of %s for %s: %w", consumer, eventID, err)
 	}
 	return n > 0, nil
 }
 
-// RecordConsumed runs the inbox insert ([RecordConsumedSQL]) in its own
+// Record runs the inbox insert ([ConsumerSQL.Record]) in its own
 // transaction: the last step of the effect-outside-inbox-tx mistake.
-func (db *DB) RecordConsumed(ctx context.Context, consumer, eventID string, now time.Time) (Effect, error) {
+func (c *Consumer) Record(ctx context.Context, consumer, eventID string, now time.Time) (Effect, error) {
 	var e Effect
-	stats, err := db.InTx(ctx, func(tx *sql.Tx) error {
+	stats, err := c.db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		e.InboxRows, err = recordConsumedTx(ctx, tx, consumer, eventID, now)
+		e.InboxRows, err = c.record(ctx, tx, consumer, eventID, now)
 		return err
 	})
 	e.Stats = stats
@@ -427,16 +314,21 @@ func (db *DB) RecordConsumed(ctx context.Context, consumer, eventID string, now 
 	return e, nil
 }
 
-func recordConsumedTx(ctx context.Context, tx *sql.Tx, consumer, eventID string, now time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, RecordConsumedSQL, sql.Named("consumer", consumer), sql.Named("event_id", eventID), sql.Named("now", clock.Format(now)))
+func (c *Consumer) record(ctx context.Context, tx *sql.Tx, consumer, eventID string, now time.Time) (int64, error) {
+	if c.sql.Record.Omitted() {
+		// The mistake keeps no inbox: every delivery looks new.
+		c.db.ledger.omit(c.sql.Record)
+		return 1, nil
+	}
+	res, err := tx.ExecContext(ctx, c.sql.Record.SQL, sql.Named("consumer", consumer), sql.Named("event_id", eventID), sql.Named("now", clock.Format(now)))
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
-func creditTx(ctx context.Context, tx *sql.Tx, account string, cents int64) error {
-	res, err := tx.ExecContext(ctx, CreditAccountSQL, sql.Named("cents", cents), sql.Named("id", account))
+func (c *Consumer) credit(ctx context.Context, tx *sql.Tx, account string, cents int64) error {
+	res, err := tx.ExecContext(ctx, c.sql.Credit.SQL, sql.Named("cents", cents), sql.Named("id", account))
 	if err != nil {
 		return err
 	}
@@ -448,31 +340,21 @@ func creditTx(ctx context.Context, tx *sql.Tx, account string, cents int64) erro
 	return nil
 }
 
-// PurgeConsumed applies the inbox retention at now ([PurgeConsumedSQL])
-// and reports how many dedup records it deleted.
-func (db *DB) PurgeConsumed(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
-	f, err := db.execRows(ctx, PurgeConsumedSQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
+// Purge applies the inbox retention at now ([ConsumerSQL.Purge]) and
+// reports how many dedup records it deleted.
+func (c *Consumer) Purge(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
+	f, err := c.db.execRows(ctx, c.sql.Purge.SQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
 	if err != nil {
 		return 0, fmt.Errorf("store: purge consumed events: %w", err)
 	}
 	return f.Rows, nil
 }
 
-// ApplyProjection stores version of the entity's state only if it is newer
-// than the stored one ([ApplyVersionedSQL]). Rows 0 is an expected value:
-// an older version arrived late and was ignored.
-func (db *DB) ApplyProjection(ctx context.Context, entityID string, version int64, state string, now time.Time) (Fenced, error) {
-	return db.project(ctx, ApplyVersionedSQL, entityID, version, state, now)
-}
-
-// ApplyProjectionUnversioned is the mistake ([ApplyUnversionedSQL]): the
-// last event to arrive wins, even an older version.
-func (db *DB) ApplyProjectionUnversioned(ctx context.Context, entityID string, version int64, state string, now time.Time) (Fenced, error) {
-	return db.project(ctx, ApplyUnversionedSQL, entityID, version, state, now)
-}
-
-func (db *DB) project(ctx context.Context, stmt, entityID string, version int64, state string, now time.Time) (Fenced, error) {
-	f, err := db.execRows(ctx, stmt, sql.Named("entity_id", entityID), sql.Named("version", version),
+// Project stores version of the entity's state ([ConsumerSQL.Project]);
+// the lesson's statement only if it is newer than the stored one. Rows 0 is
+// an expected value: an older version arrived late and was ignored.
+func (c *Consumer) Project(ctx context.Context, entityID string, version int64, state string, now time.Time) (Fenced, error) {
+	f, err := c.db.execRows(ctx, c.sql.Project.SQL, sql.Named("entity_id", entityID), sql.Named("version", version),
 		sql.Named("state", state), sql.Named("now", clock.Format(now)))
 	if err != nil {
 		return f, fmt.Errorf("store: project %s version %d: %w", entityID, version, err)
@@ -532,25 +414,9 @@ type Projection struct {
 	UpdatedAt string
 }
 
-// Listing queries, for the reports' final-state tables.
-const (
-	// ListOffersSQL reads every offer in arrival order.
-	ListOffersSQL = `SELECT offer_id, event_id, payload, offered_by, offered_at, dropped FROM broker_offers ORDER BY offer_id`
-	// ListDeliveriesSQL reads every delivery by offer and consumer.
-	ListDeliveriesSQL = `SELECT offer_id, consumer, state, delivery_count, delivered_at, acked_at FROM broker_deliveries ORDER BY offer_id, consumer`
-	// ListDeadLettersSQL reads the dead-letter queue in arrival order.
-	ListDeadLettersSQL = `SELECT dead_letter_id, offer_id, consumer, event_id, payload, delivery_count, dead_lettered_at FROM broker_dead_letters ORDER BY dead_letter_id`
-	// ListConsumedEventsSQL reads the inbox.
-	ListConsumedEventsSQL = `SELECT consumer, event_id, consumed_at FROM consumed_events ORDER BY consumer, consumed_at, event_id`
-	// ListAccountsSQL reads every account.
-	ListAccountsSQL = `SELECT id, credit_cents FROM accounts ORDER BY id`
-	// ListProjectionsSQL reads every projection.
-	ListProjectionsSQL = `SELECT entity_id, version, state, updated_at FROM projections ORDER BY entity_id`
-)
-
 // Offers returns every broker offer, accepted or dropped, in arrival order.
-func (db *DB) Offers(ctx context.Context) ([]BrokerOffer, error) {
-	return listRows(ctx, db, "offers", ListOffersSQL, func(s rowScanner) (BrokerOffer, error) {
+func (b *Broker) Offers(ctx context.Context) ([]BrokerOffer, error) {
+	return listRows(ctx, b.db, "offers", ListOffers.SQL, func(s rowScanner) (BrokerOffer, error) {
 		var o BrokerOffer
 		var dropped int64
 		err := s.Scan(&o.OfferID, &o.EventID, &o.Payload, &o.OfferedBy, &o.OfferedAt, &dropped)
@@ -560,8 +426,8 @@ func (db *DB) Offers(ctx context.Context) ([]BrokerOffer, error) {
 }
 
 // Deliveries returns every delivery state row.
-func (db *DB) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
-	return listRows(ctx, db, "deliveries", ListDeliveriesSQL, func(s rowScanner) (BrokerDelivery, error) {
+func (b *Broker) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
+	return listRows(ctx, b.db, "deliveries", ListDeliveries.SQL, func(s rowScanner) (BrokerDelivery, error) {
 		var d BrokerDelivery
 		var acked sql.NullString
 		err := s.Scan(&d.OfferID, &d.Consumer, &d.State, &d.DeliveryCount, &d.DeliveredAt, &acked)
@@ -571,8 +437,8 @@ func (db *DB) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
 }
 
 // DeadLetters returns the dead-letter queue.
-func (db *DB) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
-	return listRows(ctx, db, "dead letters", ListDeadLettersSQL, func(s rowScanner) (DeadLetter, error) {
+func (b *Broker) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
+	return listRows(ctx, b.db, "dead letters", ListDeadLetters.SQL, func(s rowScanner) (DeadLetter, error) {
 		var d DeadLetter
 		err := s.Scan(&d.ID, &d.OfferID, &d.Consumer, &d.EventID, &d.Payload, &d.DeliveryCount, &d.DeadLetteredAt)
 		return d, err
@@ -580,8 +446,8 @@ func (db *DB) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 }
 
 // ConsumedEvents returns the inbox rows.
-func (db *DB) ConsumedEvents(ctx context.Context) ([]ConsumedEvent, error) {
-	return listRows(ctx, db, "consumed events", ListConsumedEventsSQL, func(s rowScanner) (ConsumedEvent, error) {
+func (c *Consumer) ConsumedEvents(ctx context.Context) ([]ConsumedEvent, error) {
+	return listRows(ctx, c.db, "consumed events", ListConsumedEvents.SQL, func(s rowScanner) (ConsumedEvent, error) {
 		var c ConsumedEvent
 		err := s.Scan(&c.Consumer, &c.EventID, &c.ConsumedAt)
 		return c, err
@@ -589,8 +455,8 @@ func (db *DB) ConsumedEvents(ctx context.Context) ([]ConsumedEvent, error) {
 }
 
 // Accounts returns every account.
-func (db *DB) Accounts(ctx context.Context) ([]Account, error) {
-	return listRows(ctx, db, "accounts", ListAccountsSQL, func(s rowScanner) (Account, error) {
+func (c *Consumer) Accounts(ctx context.Context) ([]Account, error) {
+	return listRows(ctx, c.db, "accounts", ListAccounts.SQL, func(s rowScanner) (Account, error) {
 		var a Account
 		err := s.Scan(&a.ID, &a.CreditCents)
 		return a, err
@@ -598,8 +464,8 @@ func (db *DB) Accounts(ctx context.Context) ([]Account, error) {
 }
 
 // Projections returns every projection row.
-func (db *DB) Projections(ctx context.Context) ([]Projection, error) {
-	return listRows(ctx, db, "projections", ListProjectionsSQL, func(s rowScanner) (Projection, error) {
+func (c *Consumer) Projections(ctx context.Context) ([]Projection, error) {
+	return listRows(ctx, c.db, "projections", ListProjections.SQL, func(s rowScanner) (Projection, error) {
 		var p Projection
 		err := s.Scan(&p.EntityID, &p.Version, &p.State, &p.UpdatedAt)
 		return p, err

@@ -40,6 +40,16 @@ func tickOf(tb testing.TB, s string) int64 {
 	return t.Sub(brokerEpoch).Milliseconds()
 }
 
+// inboxConsumer is the lesson's consumer service on db.
+func inboxConsumer(db *store.DB) *store.Consumer { return store.NewConsumer(db, store.ConsumerLesson) }
+
+// splitConsumer is the consumer of the effect-outside-inbox-tx mistake on db.
+func splitConsumer(db *store.DB) *store.Consumer {
+	s := store.ConsumerLesson
+	s.Check = store.CheckInboxFirst
+	return store.NewConsumer(db, s)
+}
+
 // mustOpenBrokerDB opens a fresh database with the relay and broker schema
 // and returns it with its path, for tests that open more connections.
 func mustOpenBrokerDB(tb testing.TB) (*store.DB, string) {
@@ -73,7 +83,7 @@ func mustCountBroker(tb testing.TB, db *store.DB, query string, args ...any) int
 
 func mustOfferE(tb testing.TB, db *store.DB, eventID string, now, window int64) store.Offer {
 	tb.Helper()
-	o, err := db.Offer(context.Background(), eventID, `{"account":"ACC-1","credit_cents":1000}`, "Relay-A", at(now), span(window))
+	o, err := store.NewBroker(db, store.BrokerLesson).Offer(context.Background(), eventID, `{"account":"ACC-1","credit_cents":1000}`, "Relay-A", at(now), span(window))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,13 +122,13 @@ func TestOfferDedupWindow(t *testing.T) {
 					dropped++
 				}
 			}
-			if got := mustCountBroker(t, db, store.CountOffersSQL, "e42", 1); got != dropped {
+			if got := mustCountBroker(t, db, store.CountOffers.SQL, "e42", 1); got != dropped {
 				t.Fatalf("dropped offers recorded = %d, want %d", got, dropped)
 			}
 			// A dropped offer is never delivered.
 			delivered := 0
 			for {
-				d, err := db.DeliverNext(context.Background(), "inbox-consumer", at(10*tickDay))
+				d, err := store.NewBroker(db, store.BrokerLesson).DeliverNext(context.Background(), "inbox-consumer", at(10*tickDay))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -142,7 +152,7 @@ func TestDeliverAckRedeliver(t *testing.T) {
 
 	deliver := func(consumer string, now int64) store.Delivery {
 		t.Helper()
-		d, err := db.DeliverNext(ctx, consumer, at(now))
+		d, err := store.NewBroker(db, store.BrokerLesson).DeliverNext(ctx, consumer, at(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +160,7 @@ func TestDeliverAckRedeliver(t *testing.T) {
 	}
 	ack := func(consumer string, offer, receipt, now int64) int64 {
 		t.Helper()
-		f, err := db.AckDelivery(ctx, consumer, offer, receipt, at(now))
+		f, err := store.NewBroker(db, store.BrokerLesson).Ack(ctx, consumer, offer, receipt, at(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +168,7 @@ func TestDeliverAckRedeliver(t *testing.T) {
 	}
 	redeliver := func(consumer string, now int64) store.Redelivery {
 		t.Helper()
-		r, err := db.RedeliverUnacked(ctx, consumer, at(now), span(30*tickSecond), 0)
+		r, err := store.NewBroker(db, store.BrokerLesson).RedeliverUnacked(ctx, consumer, at(now), span(30*tickSecond), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,12 +228,12 @@ func TestDeadLetterQueue(t *testing.T) {
 	const visibility, maxDeliveries = 30 * tickSecond, 2
 	now := 2 * tickSecond
 	for i := 1; i <= maxDeliveries; i++ {
-		d, err := db.DeliverNext(ctx, "inbox-consumer", at(now))
+		d, err := store.NewBroker(db, store.BrokerLesson).DeliverNext(ctx, "inbox-consumer", at(now))
 		if err != nil || !d.Found || d.Receipt != int64(i) {
 			t.Fatalf("delivery %d: %+v, %v", i, d, err)
 		}
 		now += visibility
-		r, err := db.RedeliverUnacked(ctx, "inbox-consumer", at(now), span(visibility), maxDeliveries)
+		r, err := store.NewBroker(db, store.BrokerLesson).RedeliverUnacked(ctx, "inbox-consumer", at(now), span(visibility), maxDeliveries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,53 +245,53 @@ func TestDeadLetterQueue(t *testing.T) {
 			t.Fatalf("after delivery %d: %+v", i, r)
 		}
 	}
-	if d, _ := db.DeliverNext(ctx, "inbox-consumer", at(now)); d.Found {
+	if d, _ := store.NewBroker(db, store.BrokerLesson).DeliverNext(ctx, "inbox-consumer", at(now)); d.Found {
 		t.Fatalf("dead-lettered offer delivered again: %+v", d)
 	}
-	dead, err := db.DeadLetters(ctx)
+	dead, err := store.NewBroker(db, store.BrokerLesson).DeadLetters(ctx)
 	if err != nil || len(dead) != 1 || dead[0].EventID != "e20" || dead[0].DeliveryCount != maxDeliveries || dead[0].DeadLetteredAt != clock.Format(at(now)) {
 		t.Fatalf("dead letters %+v, %v", dead, err)
 	}
 	deadAt := now
 
 	t.Run("PurgeKeepsYoungerThanRetention", func(t *testing.T) {
-		if n, err := db.PurgeDeadLetters(ctx, at(deadAt+7*tickDay-1), span(7*tickDay)); err != nil || n != 0 {
+		if n, err := store.NewBroker(db, store.BrokerLesson).PurgeDeadLetters(ctx, at(deadAt+7*tickDay-1), span(7*tickDay)); err != nil || n != 0 {
 			t.Fatalf("purged %d, %v", n, err)
 		}
 	})
 	t.Run("ReplayGoesThroughTheDedupWindow", func(t *testing.T) {
-		o, ok, err := db.ReplayDeadLetter(ctx, dead[0].ID, "operator", at(deadAt+3*tickDay), span(2*tickMinute))
+		o, ok, err := store.NewBroker(db, store.BrokerLesson).ReplayDeadLetter(ctx, dead[0].ID, "operator", at(deadAt+3*tickDay), span(2*tickMinute))
 		if err != nil || !ok || o.Dropped || o.EventID != "e20" {
 			t.Fatalf("replay = %+v, %v, %v", o, ok, err)
 		}
-		if n := mustCountBroker(t, db, store.CountDeadLettersSQL); n != 0 {
+		if n := mustCountBroker(t, db, store.CountDeadLetters.SQL); n != 0 {
 			t.Fatalf("replayed dead letter still queued: %d", n)
 		}
-		d, err := db.DeliverNext(ctx, "inbox-consumer", at(deadAt+3*tickDay))
+		d, err := store.NewBroker(db, store.BrokerLesson).DeliverNext(ctx, "inbox-consumer", at(deadAt+3*tickDay))
 		if err != nil || !d.Found || d.OfferID != o.OfferID || d.Receipt != 1 {
 			t.Fatalf("replayed delivery %+v, %v", d, err)
 		}
-		if _, ok, err := db.ReplayDeadLetter(ctx, dead[0].ID, "operator", at(deadAt+3*tickDay), span(2*tickMinute)); ok || err != nil {
+		if _, ok, err := store.NewBroker(db, store.BrokerLesson).ReplayDeadLetter(ctx, dead[0].ID, "operator", at(deadAt+3*tickDay), span(2*tickMinute)); ok || err != nil {
 			t.Fatalf("tickSecond replay ok=%v err=%v, want gone", ok, err)
 		}
 	})
 	t.Run("PurgeAtRetention", func(t *testing.T) {
 		mustOfferE(t, db, "e21", deadAt, 0)
 		for now := deadAt; ; now += visibility {
-			d, _ := db.DeliverNext(ctx, "audit-consumer", at(now))
+			d, _ := store.NewBroker(db, store.BrokerLesson).DeliverNext(ctx, "audit-consumer", at(now))
 			if !d.Found {
 				break
 			}
-			if _, err := db.RedeliverUnacked(ctx, "audit-consumer", at(now+visibility), span(visibility), 1); err != nil {
+			if _, err := store.NewBroker(db, store.BrokerLesson).RedeliverUnacked(ctx, "audit-consumer", at(now+visibility), span(visibility), 1); err != nil {
 				t.Fatal(err)
 			}
 		}
-		dead, _ := db.DeadLetters(ctx)
+		dead, _ := store.NewBroker(db, store.BrokerLesson).DeadLetters(ctx)
 		if len(dead) == 0 {
 			t.Fatal("nothing dead-lettered")
 		}
 		oldest := tickOf(t, dead[0].DeadLetteredAt)
-		if n, err := db.PurgeDeadLetters(ctx, at(oldest+7*tickDay), span(7*tickDay)); err != nil || n == 0 {
+		if n, err := store.NewBroker(db, store.BrokerLesson).PurgeDeadLetters(ctx, at(oldest+7*tickDay), span(7*tickDay)); err != nil || n == 0 {
 			t.Fatalf("purged %d, %v at the retention", n, err)
 		}
 	})
@@ -291,11 +301,11 @@ func TestApplyCreditWithInbox(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
 		db, _ := mustOpenBrokerDB(t)
-		if err := db.OpenAccount(ctx, "ACC-42"); err != nil {
+		if err := inboxConsumer(db).OpenAccount(ctx, "ACC-42"); err != nil {
 			t.Fatal(err)
 		}
 		for i, wantApplied := range []bool{true, false, false} {
-			e, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(int64(i)))
+			e, err := inboxConsumer(db).CreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(int64(i)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,27 +313,27 @@ func TestApplyCreditWithInbox(t *testing.T) {
 				t.Fatalf("apply %d = %+v, want applied %v", i+1, e, wantApplied)
 			}
 		}
-		if got := mustCountBroker(t, db, store.AccountCreditSQL, "ACC-42"); got != 1000 {
+		if got := mustCountBroker(t, db, store.AccountCredit.SQL, "ACC-42"); got != 1000 {
 			t.Fatalf("credit %d, want 1000", got)
 		}
-		if got := mustCountBroker(t, db, store.CountConsumedEventsSQL, "inbox-consumer"); got != 1 {
+		if got := mustCountBroker(t, db, store.CountConsumedEvents.SQL, "inbox-consumer"); got != 1 {
 			t.Fatalf("consumed rows %d, want 1", got)
 		}
 		// Another consumer has its own inbox: the same event is new to it.
-		if err := db.OpenAccount(ctx, "ACC-43"); err != nil {
+		if err := inboxConsumer(db).OpenAccount(ctx, "ACC-43"); err != nil {
 			t.Fatal(err)
 		}
-		if e, err := db.ApplyCreditWithInbox(ctx, "audit-consumer", "e42", "ACC-43", 1000, at(5)); err != nil || !e.Applied {
+		if e, err := inboxConsumer(db).CreditWithInbox(ctx, "audit-consumer", "e42", "ACC-43", 1000, at(5)); err != nil || !e.Applied {
 			t.Fatalf("other consumer: %+v, %v", e, err)
 		}
 	})
 	t.Run("ErrNoAccountRollsBackTheInboxRow", func(t *testing.T) {
 		db, _ := mustOpenBrokerDB(t)
-		_, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-404", 1000, at(0))
+		_, err := inboxConsumer(db).CreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-404", 1000, at(0))
 		if !errors.Is(err, store.ErrNoAccount) {
 			t.Fatalf("err = %v, want ErrNoAccount", err)
 		}
-		if got := mustCountBroker(t, db, store.CountConsumedEventsSQL, "inbox-consumer"); got != 0 {
+		if got := mustCountBroker(t, db, store.CountConsumedEvents.SQL, "inbox-consumer"); got != 0 {
 			t.Fatalf("inbox row survived the failed effect: %d", got)
 		}
 	})
@@ -336,22 +346,22 @@ func TestConsumerMistakes(t *testing.T) {
 	ctx := context.Background()
 	t.Run("NaiveCreditsEveryDelivery", func(t *testing.T) {
 		db, _ := mustOpenBrokerDB(t)
-		_ = db.OpenAccount(ctx, "ACC-42")
+		_ = inboxConsumer(db).OpenAccount(ctx, "ACC-42")
 		for range 2 {
-			if e, err := db.CreditAccount(ctx, "ACC-42", 1000); err != nil || !e.Applied {
+			if e, err := inboxConsumer(db).Credit(ctx, "ACC-42", 1000); err != nil || !e.Applied {
 				t.Fatalf("credit = %+v, %v", e, err)
 			}
 		}
-		if got := mustCountBroker(t, db, store.AccountCreditSQL, "ACC-42"); got != 2000 {
+		if got := mustCountBroker(t, db, store.AccountCredit.SQL, "ACC-42"); got != 2000 {
 			t.Fatalf("credit %d, want 2000", got)
 		}
 	})
 	t.Run("EffectOutsideInboxTxCreditsTwiceAfterACrash", func(t *testing.T) {
 		db, _ := mustOpenBrokerDB(t)
-		_ = db.OpenAccount(ctx, "ACC-42")
+		_ = inboxConsumer(db).OpenAccount(ctx, "ACC-42")
 		deliveries := 0
 		for attempt := 1; attempt <= 2; attempt++ {
-			seen, err := db.HasConsumed(ctx, "split-consumer", "e42")
+			seen, err := splitConsumer(db).Check(ctx, "split-consumer", "e42")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,17 +369,17 @@ func TestConsumerMistakes(t *testing.T) {
 				continue
 			}
 			deliveries++
-			if _, err := db.CreditAccount(ctx, "ACC-42", 1000); err != nil {
+			if _, err := inboxConsumer(db).Credit(ctx, "ACC-42", 1000); err != nil {
 				t.Fatal(err)
 			}
 			if attempt == 1 {
 				continue // crash: the inbox row is never written
 			}
-			if e, err := db.RecordConsumed(ctx, "split-consumer", "e42", at(int64(attempt))); err != nil || e.InboxRows != 1 {
+			if e, err := splitConsumer(db).Record(ctx, "split-consumer", "e42", at(int64(attempt))); err != nil || e.InboxRows != 1 {
 				t.Fatalf("record = %+v, %v", e, err)
 			}
 		}
-		if got := mustCountBroker(t, db, store.AccountCreditSQL, "ACC-42"); got != 2000 || deliveries != 2 {
+		if got := mustCountBroker(t, db, store.AccountCredit.SQL, "ACC-42"); got != 2000 || deliveries != 2 {
 			t.Fatalf("credit %d after %d effects, want 2000 after 2", got, deliveries)
 		}
 	})
@@ -391,16 +401,16 @@ func TestPurgeConsumed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db, _ := mustOpenBrokerDB(t)
-			_ = db.OpenAccount(ctx, "ACC-42")
-			if _, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(2*tickSecond)); err != nil {
+			_ = inboxConsumer(db).OpenAccount(ctx, "ACC-42")
+			if _, err := inboxConsumer(db).CreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(2*tickSecond)); err != nil {
 				t.Fatal(err)
 			}
-			n, err := db.PurgeConsumed(ctx, at(tt.now), span(tt.retention))
+			n, err := inboxConsumer(db).Purge(ctx, at(tt.now), span(tt.retention))
 			if err != nil || n != tt.wantPurged {
 				t.Fatalf("purged %d, %v; want %d", n, err, tt.wantPurged)
 			}
 			// A redelivery after the purge looks new: the effect applies again.
-			e, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(tt.now))
+			e, err := inboxConsumer(db).CreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(tt.now))
 			if err != nil || e.Applied != (tt.wantPurged == 1) {
 				t.Fatalf("redelivery after purge = %+v, %v", e, err)
 			}
@@ -412,12 +422,12 @@ func TestApplyProjection(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name        string
-		apply       func(db *store.DB, ctx context.Context, entity string, version int64, state string, now time.Time) (store.Fenced, error)
+		project     store.Stmt
 		wantRows    []int64
 		wantVersion int64
 	}{
-		{name: "VersionedIgnoresOlder", apply: (*store.DB).ApplyProjection, wantRows: []int64{1, 0, 0}, wantVersion: 2},
-		{name: "UnversionedMovesBackward", apply: (*store.DB).ApplyProjectionUnversioned, wantRows: []int64{1, 1, 1}, wantVersion: 1},
+		{name: "VersionedIgnoresOlder", project: store.ConsumerLesson.Project, wantRows: []int64{1, 0, 0}, wantVersion: 2},
+		{name: "UnversionedMovesBackward", project: store.ProjectLastWriteWins, wantRows: []int64{1, 1, 1}, wantVersion: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,12 +437,14 @@ func TestApplyProjection(t *testing.T) {
 				version int64
 				state   string
 			}{{2, "frozen"}, {2, "frozen"}, {1, "open"}} {
-				f, err := tt.apply(db, ctx, "ACC-6", v.version, v.state, at(int64(i)))
+				s := store.ConsumerLesson
+				s.Project = tt.project
+				f, err := store.NewConsumer(db, s).Project(ctx, "ACC-6", v.version, v.state, at(int64(i)))
 				if err != nil || f.Rows != tt.wantRows[i] {
 					t.Fatalf("apply version %d: rows %d, %v; want %d", v.version, f.Rows, err, tt.wantRows[i])
 				}
 			}
-			ps, err := db.Projections(ctx)
+			ps, err := inboxConsumer(db).Projections(ctx)
 			if err != nil || len(ps) != 1 || ps[0].Version != tt.wantVersion {
 				t.Fatalf("projections %+v, %v; want version %d", ps, err, tt.wantVersion)
 			}
@@ -452,7 +464,7 @@ func TestConcurrentInboxAppliesOnce(t *testing.T) {
 	for round := range rounds {
 		account := "ACC-" + strconv.Itoa(round)
 		event := "e" + strconv.Itoa(round)
-		if err := db.OpenAccount(ctx, account); err != nil {
+		if err := inboxConsumer(db).OpenAccount(ctx, account); err != nil {
 			t.Fatal(err)
 		}
 		start := make(chan struct{})
@@ -464,7 +476,7 @@ func TestConcurrentInboxAppliesOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				effects[i], errs[i] = c.ApplyCreditWithInbox(ctx, "inbox-consumer", event, account, cents, at(int64(round)))
+				effects[i], errs[i] = inboxConsumer(c).CreditWithInbox(ctx, "inbox-consumer", event, account, cents, at(int64(round)))
 			}()
 		}
 		close(start)
@@ -481,11 +493,11 @@ func TestConcurrentInboxAppliesOnce(t *testing.T) {
 		if applied != 1 {
 			t.Fatalf("round %d: effect applied %d times", round, applied)
 		}
-		if got := mustCountBroker(t, db, store.AccountCreditSQL, account); got != cents {
+		if got := mustCountBroker(t, db, store.AccountCredit.SQL, account); got != cents {
 			t.Fatalf("round %d: credit %d, want %d", round, got, cents)
 		}
 	}
-	if got := mustCountBroker(t, db, store.CountConsumedEventsSQL, "inbox-consumer"); got != rounds {
+	if got := mustCountBroker(t, db, store.CountConsumedEvents.SQL, "inbox-consumer"); got != rounds {
 		t.Fatalf("consumed rows %d, want %d", got, rounds)
 	}
 }
@@ -507,7 +519,7 @@ func TestConcurrentDeliverNext(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				d, err := c.DeliverNext(ctx, "inbox-consumer", at(100))
+				d, err := store.NewBroker(c, store.BrokerLesson).DeliverNext(ctx, "inbox-consumer", at(100))
 				if err != nil {
 					t.Error(err)
 					return
@@ -542,21 +554,21 @@ func TestConcurrentDeliverNext(t *testing.T) {
 func TestBrokerTimesAreClockText(t *testing.T) {
 	ctx := context.Background()
 	db, _ := mustOpenBrokerDB(t)
-	if err := db.OpenAccount(ctx, "ACC-42"); err != nil {
+	if err := inboxConsumer(db).OpenAccount(ctx, "ACC-42"); err != nil {
 		t.Fatal(err)
 	}
 	mustOfferE(t, db, "e42", 1*tickSecond, 0)
-	d, err := db.DeliverNext(ctx, "inbox-consumer", at(40*tickSecond))
+	d, err := store.NewBroker(db, store.BrokerLesson).DeliverNext(ctx, "inbox-consumer", at(40*tickSecond))
 	if err != nil || !d.Found || d.OfferedAt != "2026-01-15T09:00:01.000Z" {
 		t.Fatalf("delivery %+v, %v", d, err)
 	}
-	if _, err := db.AckDelivery(ctx, "inbox-consumer", d.OfferID, d.Receipt, at(41*tickSecond)); err != nil {
+	if _, err := store.NewBroker(db, store.BrokerLesson).Ack(ctx, "inbox-consumer", d.OfferID, d.Receipt, at(41*tickSecond)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ApplyCreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(40*tickSecond)); err != nil {
+	if _, err := inboxConsumer(db).CreditWithInbox(ctx, "inbox-consumer", "e42", "ACC-42", 1000, at(40*tickSecond)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ApplyProjection(ctx, "ACC-6", 1, "open", at(3*tickDay)); err != nil {
+	if _, err := inboxConsumer(db).Project(ctx, "ACC-6", 1, "open", at(3*tickDay)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

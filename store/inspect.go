@@ -15,11 +15,14 @@ type TableDump struct {
 	Rows    [][]string
 }
 
+// listTablesSQL lists a database's own tables for `outboxlab inspect`.
+var listTablesSQL = audit("inspect: list the tables in creation order",
+	"SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+
 // Dump reads every user table, in creation order, with up to limit rows of
 // each. Values print as SQLite would show them; NULL prints as NULL.
 func (db *DB) Dump(ctx context.Context, limit int) ([]TableDump, error) {
-	rows, err := db.sql.QueryContext(ctx,
-		"SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+	rows, err := db.sql.QueryContext(ctx, listTablesSQL.SQL)
 	if err != nil {
 		return nil, fmt.Errorf("store: list tables: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,16 @@ import (
 )
 
 var t0 = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+// withClaim is db's Day 15 outbox service with claim c and the lesson's finalization.
+func withClaim(db *store.DB, c store.ClaimSQL) *store.Outbox {
+	s := store.OutboxLesson
+	s.Claim = c
+	return store.NewOutbox(db, s)
+}
+
+// lessonOutbox is db's outbox service with the lesson's statements.
+func lessonOutbox(db *store.DB) *store.Outbox { return store.NewOutbox(db, store.OutboxLesson) }
 
 // mustOpenLeaseDB opens a fresh Day 15 database with two payments seeded
 // and returns two independent application instances on it.
@@ -25,7 +36,7 @@ func mustOpenLeaseDB(tb testing.TB) (a, b *store.DB) {
 	}
 	for i, key := range []string{"PAY-001", "PAY-002"} {
 		p := store.NewPayment{Key: key, AmountCents: 100, MessageType: "PaymentCreated", Payload: "{}"}
-		if _, err := a.CreatePayment(context.Background(), p, t0.Add(time.Duration(i-60)*time.Second)); err != nil {
+		if _, err := store.NewPayments(a, store.PaymentWriteLesson).Create(context.Background(), p, t0.Add(time.Duration(i-60)*time.Second), nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -105,11 +116,11 @@ func TestClaimNext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := mustOpenLeaseDB(t)
-			ca, err := a.ClaimNext(ctx, tt.claim, "Worker-A", t0.Add(tt.claimedAt), lease, nil)
+			ca, err := withClaim(a, tt.claim).ClaimNext(ctx, "Worker-A", t0.Add(tt.claimedAt), lease, nil)
 			if err != nil || ca.Outcome != store.Claimed || ca.Message.AggregateKey != "PAY-001" {
 				t.Fatalf("A's claim = %+v, %v", ca, err)
 			}
-			cb, err := b.ClaimNext(ctx, tt.claim, "Worker-B", t0.Add(tt.bAt), lease, nil)
+			cb, err := withClaim(b, tt.claim).ClaimNext(ctx, "Worker-B", t0.Add(tt.bAt), lease, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,11 +132,11 @@ func TestClaimNext(t *testing.T) {
 	t.Run("Empty", func(t *testing.T) {
 		a, _ := mustOpenLeaseDB(t)
 		for i := 0; i < 2; i++ {
-			if c, err := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, lease, nil); err != nil || c.Outcome != store.Claimed {
+			if c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, lease, nil); err != nil || c.Outcome != store.Claimed {
 				t.Fatalf("claim %d = %+v, %v", i, c, err)
 			}
 		}
-		c, err := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, lease, nil)
+		c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, lease, nil)
 		if err != nil || c.Outcome != store.Empty {
 			t.Fatalf("third claim = %+v, %v; want empty", c, err)
 		}
@@ -135,26 +146,35 @@ func TestClaimNext(t *testing.T) {
 func TestClaimMessage(t *testing.T) {
 	ctx := context.Background()
 	a, b := mustOpenLeaseDB(t)
-	ca, _ := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, 500*time.Millisecond, nil)
+	ca, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, 500*time.Millisecond, nil)
 
 	t.Run("Blocked", func(t *testing.T) {
-		c, err := b.ClaimMessage(ctx, store.LeaseClaim, ca.Message.ID, "Worker-B", t0.Add(100*time.Millisecond), time.Second)
+		c, err := lessonOutbox(b).ClaimMessage(ctx, ca.Message.ID, "Worker-B", t0.Add(100*time.Millisecond), time.Second)
 		if err != nil || c.Outcome != store.Blocked || c.HeldBy != "Worker-A" || c.HeldUntil != "2026-01-15T09:00:00.500Z" {
 			t.Fatalf("claim = %+v, %v; want blocked by Worker-A until .500", c, err)
 		}
 	})
-	t.Run("ReclaimedAfterExpiry", func(t *testing.T) {
-		c, err := b.ClaimMessage(ctx, store.LeaseClaim, ca.Message.ID, "Worker-B", t0.Add(600*time.Millisecond), time.Second)
+	t.Run("RefusedAfterExpiryByTheExpiryBlindClaim", func(t *testing.T) {
+		// The lease ended at .500; a claim that ignores expired leases is
+		// refused by its own statement, not blocked by the lease.
+		c, err := withClaim(b, store.ExpiryBlindClaim).ClaimMessage(ctx, ca.Message.ID, "Worker-B", t0.Add(600*time.Millisecond), time.Second)
+		if err != nil || c.Outcome != store.Refused || c.HeldBy != "Worker-A" || c.HeldUntil != "2026-01-15T09:00:00.500Z" {
+			t.Fatalf("claim = %+v, %v; want refused although Worker-A's lease ended at .500", c, err)
+		}
+	})
+	t.Run("ReclaimedAtExactlyTheLeaseEnd", func(t *testing.T) {
+		// The lab's boundary: a lease that ends at t is over at t.
+		c, err := lessonOutbox(b).ClaimMessage(ctx, ca.Message.ID, "Worker-B", t0.Add(500*time.Millisecond), time.Second)
 		if err != nil || c.Outcome != store.Claimed {
 			t.Fatalf("claim = %+v, %v", c, err)
 		}
-		f, err := b.FinalizeOwned(ctx, c.Message.ID, "Worker-B", store.Outcome{Key: "PAY-001", Status: "Paid", TransactionID: "TXN-1"}, t0)
+		f, err := lessonOutbox(b).Finalize(ctx, c.Message.ID, "Worker-B", store.Outcome{Key: "PAY-001", Status: "Paid", TransactionID: "TXN-1"}, t0)
 		if err != nil || !f.Finalized {
 			t.Fatalf("finalize = %+v, %v", f, err)
 		}
 	})
 	t.Run("Done", func(t *testing.T) {
-		c, err := a.ClaimMessage(ctx, store.LeaseClaim, ca.Message.ID, "Worker-A", t0.Add(time.Hour), time.Second)
+		c, err := lessonOutbox(a).ClaimMessage(ctx, ca.Message.ID, "Worker-A", t0.Add(time.Hour), time.Second)
 		if err != nil || c.Outcome != store.Done {
 			t.Fatalf("claim = %+v, %v; want done", c, err)
 		}
@@ -167,26 +187,26 @@ func TestFinalizeOwned(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		a, _ := mustOpenLeaseDB(t)
-		c, _ := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, time.Second, nil)
-		f, err := a.FinalizeOwned(ctx, c.Message.ID, "Worker-A", paid, t0)
+		c, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+		f, err := lessonOutbox(a).Finalize(ctx, c.Message.ID, "Worker-A", paid, t0)
 		if err != nil || !f.Finalized {
 			t.Fatalf("finalize = %+v, %v", f, err)
 		}
-		if n, _ := a.Count(ctx, store.CountPaymentsByStatusSQL, "Paid"); n != 1 {
+		if n, _ := a.Count(ctx, store.CountPaymentsByStatus.SQL, sql.Named("status", "Paid")); n != 1 {
 			t.Fatalf("paid = %d, want 1", n)
 		}
 	})
 	t.Run("NotOwnerRollsBack", func(t *testing.T) {
 		a, b := mustOpenLeaseDB(t)
-		c, _ := a.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, time.Second, nil)
-		f, err := b.FinalizeOwned(ctx, c.Message.ID, "Worker-B", paid, t0)
+		c, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+		f, err := lessonOutbox(b).Finalize(ctx, c.Message.ID, "Worker-B", paid, t0)
 		if err != nil || f.Finalized {
 			t.Fatalf("finalize by non-owner = %+v, %v; want rejected without error", f, err)
 		}
-		if n, _ := a.Count(ctx, store.CountPaymentsByStatusSQL, "Paid"); n != 0 {
+		if n, _ := a.Count(ctx, store.CountPaymentsByStatus.SQL, sql.Named("status", "Paid")); n != 0 {
 			t.Fatal("the payment update of a rejected finalization was committed")
 		}
-		if n, _ := a.Count(ctx, store.CountOutboxByStatusSQL, "Processing"); n != 1 {
+		if n, _ := a.Count(ctx, store.CountOutboxByStatus.SQL, sql.Named("status", "Processing")); n != 1 {
 			t.Fatal("the message left Processing")
 		}
 	})
@@ -197,8 +217,8 @@ func TestUnguardedClaimDoubleOwnership(t *testing.T) {
 	a, b := mustOpenLeaseDB(t)
 	// Worker-B claims inside Worker-A's window between select and update.
 	var cb store.Claim
-	ca, err := a.ClaimNext(ctx, store.UnguardedClaim, "Worker-A", t0, time.Second, func() {
-		cb, _ = b.ClaimNext(ctx, store.UnguardedClaim, "Worker-B", t0, time.Second, nil)
+	ca, err := withClaim(a, store.UnguardedClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, func() {
+		cb, _ = withClaim(b, store.UnguardedClaim).ClaimNext(ctx, "Worker-B", t0, time.Second, nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +229,8 @@ func TestUnguardedClaimDoubleOwnership(t *testing.T) {
 	// The same interleaving with the lesson's claim cannot happen: the
 	// guarded update refuses the second owner.
 	a2, b2 := mustOpenLeaseDB(t)
-	c1, _ := a2.ClaimNext(ctx, store.LeaseClaim, "Worker-A", t0, time.Second, nil)
-	c2, _ := b2.ClaimMessage(ctx, store.LeaseClaim, c1.Message.ID, "Worker-B", t0, time.Second)
+	c1, _ := withClaim(a2, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+	c2, _ := lessonOutbox(b2).ClaimMessage(ctx, c1.Message.ID, "Worker-B", t0, time.Second)
 	if c2.Outcome != store.Blocked {
 		t.Fatalf("lease claim let a second owner in: %+v", c2)
 	}
@@ -225,14 +245,14 @@ func TestAuditQueries(t *testing.T) {
 		args  []any
 		want  int
 	}{
-		{"CleanDuplicates", "", store.DuplicateRowsSQL, nil, 0},
+		{"CleanDuplicates", "", store.DuplicateRows.SQL, nil, 0},
 		{"DuplicateOutboxRow", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
-			VALUES ('PaymentCreated', 'PAY-001', '{}', 'Pending', '2026-01-15T09:00:00.000Z')`, store.DuplicateRowsSQL, nil, 1},
-		{"Pending", "", store.CountOutboxByStatusSQL, []any{"Pending"}, 2},
-		{"FailedCount", `UPDATE Payments SET PaymentStatus = 'Failed'`, store.CountPaymentsByStatusSQL, []any{"Failed"}, 2},
-		{"PaidWithoutTransaction", `UPDATE Payments SET PaymentStatus = 'Paid' WHERE IdempotencyKey = 'PAY-001'`, store.FakeSuccessesSQL, nil, 1},
-		{"FailedWithTransaction", `UPDATE Payments SET PaymentStatus = 'Failed', TransactionId = 'TXN-9'`, store.FakeSuccessesSQL, nil, 2},
-		{"Orphan", `DELETE FROM OutboxMessages WHERE AggregateKey = 'PAY-002'`, store.OrphanPaymentsSQL, nil, 1},
+			VALUES ('PaymentCreated', 'PAY-001', '{}', 'Pending', '2026-01-15T09:00:00.000Z')`, store.DuplicateRows.SQL, nil, 1},
+		{"Pending", "", store.CountOutboxByStatus.SQL, []any{sql.Named("status", "Pending")}, 2},
+		{"FailedCount", `UPDATE Payments SET PaymentStatus = 'Failed'`, store.CountPaymentsByStatus.SQL, []any{sql.Named("status", "Failed")}, 2},
+		{"PaidWithoutTransaction", `UPDATE Payments SET PaymentStatus = 'Paid' WHERE IdempotencyKey = 'PAY-001'`, store.FakeSuccesses.SQL, nil, 1},
+		{"FailedWithTransaction", `UPDATE Payments SET PaymentStatus = 'Failed', TransactionId = 'TXN-9'`, store.FakeSuccesses.SQL, nil, 2},
+		{"Orphan", `DELETE FROM OutboxMessages WHERE AggregateKey = 'PAY-002'`, store.OrphanPayments.SQL, nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,33 +271,38 @@ func TestAuditQueries(t *testing.T) {
 }
 
 func TestInTxRetriesBusy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "busy.db")
-	holder := mustOpen(t, path, store.DefaultConfig)
-	if err := holder.Migrate(ctx, store.PaymentsOutbox); err != nil {
+	writer := mustOpen(t, path, store.DefaultConfig)
+	if err := writer.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		t.Fatal(err)
 	}
-	waiter := mustOpen(t, path, store.Config{BusyTimeout: 5 * time.Millisecond})
+	rival := mustOpen(t, path, store.Config{BusyTimeout: 5 * time.Millisecond})
 
-	locked, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error)
-	go func() {
-		_, err := holder.InTx(ctx, func(*sql.Tx) error { close(locked); <-release; return nil })
-		done <- err
-	}()
-	<-locked
-	go func() { time.Sleep(100 * time.Millisecond); close(release) }()
-	stats, err := waiter.InTx(ctx, func(tx *sql.Tx) error {
+	// The handshake, with no sleep: the first attempt, holding the write
+	// lock, has a rival instance try to write. The rival meets a real
+	// SQLITE_BUSY, and the attempt returns it; InTx must roll back, count
+	// the retry and run fn again.
+	attempts := 0
+	stats, err := writer.InTx(ctx, func(tx *sql.Tx) error {
+		if attempts++; attempts == 1 {
+			_, err := rival.Count(ctx, `INSERT INTO Payments (IdempotencyKey, AmountCents, CreatedAtUtc, UpdatedAtUtc) VALUES ('PAY-8', 1, 'x', 'x') RETURNING 1`)
+			if !store.IsBusy(err) {
+				return fmt.Errorf("the rival's write returned %v, want SQLITE_BUSY", err)
+			}
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO Payments (IdempotencyKey, AmountCents, CreatedAtUtc, UpdatedAtUtc) VALUES ('PAY-9', 1, 'x', 'x')`)
 		return err
 	})
 	if err != nil {
 		t.Fatalf("InTx failed under contention: %v", err)
 	}
-	if stats.BusyRetries == 0 {
-		t.Fatal("SQLITE_BUSY was not counted")
+	if stats.BusyRetries != 1 || attempts != 2 {
+		t.Fatalf("busy retries %d, attempts %d; want 1 and 2", stats.BusyRetries, attempts)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if n, err := writer.Count(ctx, "SELECT count(*) FROM Payments"); err != nil || n != 1 {
+		t.Fatalf("payments = %d, %v; want only the retried transaction's", n, err)
 	}
 }

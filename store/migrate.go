@@ -21,6 +21,7 @@ func mustMigration(name string) Migration {
 	if err != nil {
 		panic("store: missing embedded schema " + name) // a build mistake, caught by every test
 	}
+	register(Stmt{Name: "schema: " + name, SQL: string(b), Audit: true})
 	return Migration{Name: name, SQL: string(b)}
 }
 
@@ -31,7 +32,7 @@ var (
 	// OutboxLeasing is Day 15's migration: the LockedBy and LockedUntilUtc lease columns.
 	OutboxLeasing = mustMigration("015_outbox_leasing.sql")
 	// OutboxFencing is session 16's migration on OutboxMessages: the ClaimToken fencing token.
-	OutboxFencing = mustMigration("016_outbox_fencing.sql")
+	OutboxFencing = mustMigration("017_outbox_fencing.sql")
 	// ClaimsAtScale is session 21's migration: the unprocessed-messages index of the indexed claim.
 	ClaimsAtScale = mustMigration("021_claims_at_scale.sql")
 )

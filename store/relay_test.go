@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,15 +24,25 @@ func mustOpenRelayDB(tb testing.TB) (*store.DB, string) {
 	if err := db.Migrate(context.Background(), store.RelayEvents); err != nil {
 		tb.Fatal(err)
 	}
-	if err := db.InsertEvent(context.Background(), store.NewEvent{ID: "E-41", Type: "CreditAwarded", Payload: `{"cents":1000}`}, 0); err != nil {
+	if err := lessonRelay(db).Insert(context.Background(), store.NewEvent{ID: "E-41", Type: "CreditAwarded", Payload: `{"cents":1000}`}, 0); err != nil {
 		tb.Fatal(err)
 	}
 	return db, path
 }
 
+// lessonRelay is the relay service with the lesson's statements.
+func lessonRelay(db *store.DB) *store.Relay { return store.NewRelay(db, store.RelayLesson) }
+
+// relayWith is the relay service with one of the lesson's statements replaced.
+func relayWith(db *store.DB, edit func(s *store.RelaySQL)) *store.Relay {
+	s := store.RelayLesson
+	edit(&s)
+	return store.NewRelay(db, s)
+}
+
 func mustEvent(tb testing.TB, db *store.DB, id string) store.Event {
 	tb.Helper()
-	e, ok, err := db.EventByID(context.Background(), id)
+	e, ok, err := lessonRelay(db).EventByID(context.Background(), id)
 	if err != nil || !ok {
 		tb.Fatalf("EventByID(%s) = %v, %v", id, ok, err)
 	}
@@ -39,6 +50,7 @@ func mustEvent(tb testing.TB, db *store.DB, id string) store.Event {
 }
 
 func TestClaimEvent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name    string
@@ -59,7 +71,7 @@ func TestClaimEvent(t *testing.T) {
 		{name: "DeliveredNotReclaimable", id: "E-41", now: 500, want: store.Done,
 			setup: func(t *testing.T, db *store.DB) {
 				c := mustClaim(t, db, "Worker-A", 100, 150)
-				if f, err := db.AckWithToken(ctx, "E-41", c.Token, 120); err != nil || f.Rows != 1 {
+				if f, err := lessonRelay(db).Complete(ctx, "E-41", c.Token, 120); err != nil || f.Rows != 1 {
 					t.Fatalf("ack = %+v, %v", f, err)
 				}
 			}},
@@ -67,11 +79,12 @@ func TestClaimEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			db, _ := mustOpenRelayDB(t)
 			if tt.setup != nil {
 				tt.setup(t, db)
 			}
-			c, err := db.ClaimEvent(ctx, tt.id, "Worker-B", tt.now, tt.now+50)
+			c, err := lessonRelay(db).Claim(ctx, tt.id, "Worker-B", tt.now, tt.now+50)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +97,7 @@ func TestClaimEvent(t *testing.T) {
 
 func mustClaim(tb testing.TB, db *store.DB, relay string, now, until int64) store.EventClaim {
 	tb.Helper()
-	c, err := db.ClaimEvent(context.Background(), "E-41", relay, now, until)
+	c, err := lessonRelay(db).Claim(context.Background(), "E-41", relay, now, until)
 	if err != nil || c.Outcome != store.Claimed {
 		tb.Fatalf("claim by %s at %d = %+v, %v", relay, now, c, err)
 	}
@@ -94,6 +107,7 @@ func mustClaim(tb testing.TB, db *store.DB, relay string, now, until int64) stor
 // TestTokenIncrementsPerClaim: every successful claim gets a new token,
 // whoever claims; failed claims do not consume one.
 func TestTokenIncrementsPerClaim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := mustOpenRelayDB(t)
 	steps := []struct {
@@ -108,7 +122,7 @@ func TestTokenIncrementsPerClaim(t *testing.T) {
 		{"Worker-B", 20, store.Claimed, 3},
 	}
 	for _, s := range steps {
-		c, err := db.ClaimEvent(ctx, "E-41", s.relay, s.now, s.now+10)
+		c, err := lessonRelay(db).Claim(ctx, "E-41", s.relay, s.now, s.now+10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,9 +136,10 @@ func TestTokenIncrementsPerClaim(t *testing.T) {
 }
 
 func TestClaimNextEvent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := mustOpenRelayDB(t)
-	if err := db.InsertEvent(ctx, store.NewEvent{ID: "E-42", Type: "CreditAwarded", Payload: "{}"}, 1); err != nil {
+	if err := lessonRelay(db).Insert(ctx, store.NewEvent{ID: "E-42", Type: "CreditAwarded", Payload: "{}"}, 1); err != nil {
 		t.Fatal(err)
 	}
 	want := []struct {
@@ -132,7 +147,7 @@ func TestClaimNextEvent(t *testing.T) {
 		id      string
 	}{{store.Claimed, "E-41"}, {store.Claimed, "E-42"}, {store.Empty, ""}}
 	for i, w := range want {
-		c, err := db.ClaimNextEvent(ctx, "Worker-A", 10, 20)
+		c, err := lessonRelay(db).ClaimNext(ctx, "Worker-A", 10, 20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +156,7 @@ func TestClaimNextEvent(t *testing.T) {
 		}
 	}
 	// At t=20 both leases have expired: E-41, the oldest, comes first again.
-	c, err := db.ClaimNextEvent(ctx, "Worker-B", 20, 30)
+	c, err := lessonRelay(db).ClaimNext(ctx, "Worker-B", 20, 30)
 	if err != nil || c.Outcome != store.Claimed || c.EventID != "E-41" || c.Token != 2 {
 		t.Fatalf("claim after expiry = %+v, %v", c, err)
 	}
@@ -150,30 +165,29 @@ func TestClaimNextEvent(t *testing.T) {
 // TestAckFencing is session 16 at the store level: the stale owner's ack
 // changes 0 rows, the current owner's 1, and the delivered event stays done.
 func TestAckFencing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name      string
-		ack       func(db *store.DB, token, now int64) (store.Fenced, error)
+		complete  store.Stmt
 		staleRows int64
 		curRows   int64
 	}{
-		{name: "WithToken", staleRows: 0, curRows: 1,
-			ack: func(db *store.DB, token, now int64) (store.Fenced, error) {
-				return db.AckWithToken(ctx, "E-41", token, now)
-			}},
-		{name: "ByEventIDMistake", staleRows: 1, curRows: 0,
-			ack: func(db *store.DB, _, now int64) (store.Fenced, error) { return db.AckByEventID(ctx, "E-41", now) }},
+		{name: "WithToken", complete: store.CompleteWithToken, staleRows: 0, curRows: 1},
+		{name: "ByEventIDMistake", complete: store.CompleteByEventID, staleRows: 1, curRows: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			db, _ := mustOpenRelayDB(t)
+			relay := relayWith(db, func(s *store.RelaySQL) { s.Complete = tt.complete })
 			a := mustClaim(t, db, "Worker-A", 100, 150)
 			b := mustClaim(t, db, "Worker-B", 150, 200)
-			stale, err := tt.ack(db, a.Token, 160)
+			stale, err := relay.Complete(ctx, "E-41", a.Token, 160)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cur, err := tt.ack(db, b.Token, 170)
+			cur, err := relay.Complete(ctx, "E-41", b.Token, 170)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,11 +198,11 @@ func TestAckFencing(t *testing.T) {
 			if !e.Delivered || e.DeliveredAt != 160+10*tt.curRows {
 				t.Fatalf("event = %+v", e)
 			}
-			again, err := db.AckWithToken(ctx, "E-41", b.Token, 180)
+			again, err := lessonRelay(db).Complete(ctx, "E-41", b.Token, 180)
 			if err != nil || again.Rows != 0 {
 				t.Fatalf("second ack = %+v, %v; want 0 rows", again, err)
 			}
-			c, err := db.ClaimEvent(ctx, "E-41", "Worker-C", 1000, 1050)
+			c, err := lessonRelay(db).Claim(ctx, "E-41", "Worker-C", 1000, 1050)
 			if err != nil || c.Outcome != store.Done || c.Rows != 0 {
 				t.Fatalf("claim of delivered event = %+v, %v", c, err)
 			}
@@ -199,21 +213,27 @@ func TestAckFencing(t *testing.T) {
 // TestFixedTokenMistake: a claim that stamps a fixed token gives two owners
 // the same token, and the stale owner's ack goes through.
 func TestFixedTokenMistake(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := mustOpenRelayDB(t)
-	a, err := db.ClaimEventWithFixedToken(ctx, "E-41", "Worker-A", 7, 100, 150)
-	if err != nil || a.Outcome != store.Claimed || a.Token != 7 {
-		t.Fatalf("claim A = %+v, %v", a, err)
+	relay := relayWith(db, func(s *store.RelaySQL) { s.Claim = store.ClaimWithFixedToken })
+	steps := []struct {
+		worker     string
+		now, until int64
+		want       store.ClaimOutcome
+		token      int64
+	}{
+		{"Worker-A", 100, 150, store.Claimed, 1},
+		{"Worker-B", 120, 170, store.Blocked, 0}, // A's lease is live
+		{"Worker-B", 150, 200, store.Claimed, 1}, // the same token as A's
 	}
-	blocked, err := db.ClaimEventWithFixedToken(ctx, "E-41", "Worker-B", 7, 120, 170)
-	if err != nil || blocked.Outcome != store.Blocked {
-		t.Fatalf("claim B during A's lease = %+v, %v", blocked, err)
+	for _, s := range steps {
+		c, err := relay.Claim(ctx, "E-41", s.worker, s.now, s.until)
+		if err != nil || c.Outcome != s.want || c.Token != s.token {
+			t.Fatalf("t=%d %s: claim = %+v, %v; want %s token %d", s.now, s.worker, c, err, s.want, s.token)
+		}
 	}
-	b, err := db.ClaimEventWithFixedToken(ctx, "E-41", "Worker-B", 7, 150, 200)
-	if err != nil || b.Outcome != store.Claimed || b.Token != a.Token {
-		t.Fatalf("claim B = %+v, %v", b, err)
-	}
-	stale, err := db.AckWithToken(ctx, "E-41", a.Token, 160)
+	stale, err := lessonRelay(db).Complete(ctx, "E-41", 1, 160)
 	if err != nil || stale.Rows != 1 {
 		t.Fatalf("stale ack = %+v, %v; the mistake lets it through", stale, err)
 	}
@@ -223,21 +243,13 @@ func TestFixedTokenMistake(t *testing.T) {
 // the owner's token and a stale one, a longer and a shorter deadline, a live
 // lease and one that has expired (now = lease_until).
 func TestRenewLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	type renewFunc func(db *store.DB, token, now, proposed int64) (store.Fenced, error)
-	renewals := map[string]renewFunc{
-		"guarded": func(db *store.DB, token, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLease(ctx, "E-41", token, now, proposed)
-		},
-		"by-event-id": func(db *store.DB, _, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLeaseByEventID(ctx, "E-41", now, proposed)
-		},
-		"allow-shortening": func(db *store.DB, token, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLeaseAllowShortening(ctx, "E-41", token, now, proposed)
-		},
-		"after-expiry": func(db *store.DB, token, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLeaseAfterExpiry(ctx, "E-41", token, now, proposed)
-		},
+	renewals := map[string]store.Stmt{
+		"guarded":          store.RenewLease,
+		"by-event-id":      store.RenewByEventID,
+		"allow-shortening": store.RenewAllowShortening,
+		"after-expiry":     store.RenewAfterExpiry,
 	}
 	// The event is claimed with token 1, lease until 150.
 	cases := []struct {
@@ -258,14 +270,15 @@ func TestRenewLease(t *testing.T) {
 	for _, tc := range cases {
 		for name, renew := range renewals {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				t.Parallel()
 				db, _ := mustOpenRelayDB(t)
 				mustClaim(t, db, "Worker-A", 100, 150)
 				if tc.delivered {
-					if f, err := db.AckWithToken(ctx, "E-41", 1, 110); err != nil || f.Rows != 1 {
+					if f, err := lessonRelay(db).Complete(ctx, "E-41", 1, 110); err != nil || f.Rows != 1 {
 						t.Fatalf("ack = %+v, %v", f, err)
 					}
 				}
-				f, err := renew(db, tc.token, tc.now, tc.proposed)
+				f, err := relayWith(db, func(s *store.RelaySQL) { s.Renew = renew }).Renew(ctx, "E-41", tc.token, tc.now, tc.proposed)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -287,10 +300,11 @@ func TestRenewLease(t *testing.T) {
 // TestInsertEventTx: the event commits or rolls back with the caller's
 // transaction.
 func TestInsertEventTx(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := mustOpenRelayDB(t)
 	_, err := db.InTx(ctx, func(tx *sql.Tx) error {
-		if err := store.InsertEventTx(ctx, tx, store.NewEvent{ID: "E-42", Type: "T", Payload: "{}"}, 5); err != nil {
+		if err := lessonRelay(db).InsertTx(ctx, tx, store.NewEvent{ID: "E-42", Type: "T", Payload: "{}"}, 5); err != nil {
 			return err
 		}
 		return sql.ErrTxDone // any error rolls back
@@ -298,13 +312,13 @@ func TestInsertEventTx(t *testing.T) {
 	if err == nil {
 		t.Fatal("InTx succeeded, want the rollback error")
 	}
-	if _, ok, err := db.EventByID(ctx, "E-42"); err != nil || ok {
+	if _, ok, err := lessonRelay(db).EventByID(ctx, "E-42"); err != nil || ok {
 		t.Fatalf("rolled-back event present = %v, %v", ok, err)
 	}
-	if err := db.InsertEvent(ctx, store.NewEvent{ID: "E-41", Type: "T", Payload: "{}"}, 5); err == nil {
+	if err := lessonRelay(db).Insert(ctx, store.NewEvent{ID: "E-41", Type: "T", Payload: "{}"}, 5); err == nil {
 		t.Fatal("duplicate event id accepted")
 	}
-	events, err := db.Events(ctx)
+	events, err := lessonRelay(db).Events(ctx)
 	if err != nil || len(events) != 1 || events[0].ID != "E-41" || events[0].Token != 0 || events[0].Delivered {
 		t.Fatalf("events = %+v, %v", events, err)
 	}
@@ -313,37 +327,39 @@ func TestInsertEventTx(t *testing.T) {
 // TestRelayBusyCounted: a claim that meets another connection's write
 // transaction retries SQLITE_BUSY and reports it, rather than failing.
 func TestRelayBusyCounted(t *testing.T) {
-	ctx := context.Background()
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not a synchronisation
+	defer cancel()
 	_, path := mustOpenRelayDB(t)
 	holder, err := store.Open(ctx, path, store.Config{BusyTimeout: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	claimer, err := store.Open(ctx, path, store.Config{BusyTimeout: time.Millisecond})
+	// The handshake: the claimer's first SQLITE_BUSY releases the holder.
+	backoff := make(chan struct{})
+	var once sync.Once
+	onBusy := func() { once.Do(func() { close(backoff) }) }
+	claimer, err := store.Open(ctx, path, store.Config{BusyTimeout: time.Millisecond, OnBusy: onBusy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer claimer.Close()
 
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	locked, done := make(chan struct{}), make(chan error, 1)
 	go func() {
 		_, err := holder.InTx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, "UPDATE outbox_events SET payload = payload"); err != nil {
 				return err
 			}
 			close(locked)
-			<-release
+			<-backoff // the claimer has met our lock and backs off
 			return nil
 		})
 		done <- err
 	}()
 	<-locked
-	go func() {
-		time.Sleep(50 * time.Millisecond) // real time here: the contention itself, not a lease
-		close(release)
-	}()
-	c, err := claimer.ClaimEvent(ctx, "E-41", "Worker-A", 0, 10)
+	c, err := lessonRelay(claimer).Claim(ctx, "E-41", "Worker-A", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +369,7 @@ func TestRelayBusyCounted(t *testing.T) {
 	if c.Outcome != store.Claimed || c.Stats.BusyRetries == 0 {
 		t.Fatalf("claim = %+v, want claimed after at least one SQLITE_BUSY retry", c)
 	}
-	f, err := claimer.AckWithToken(ctx, "E-41", c.Token, 5)
+	f, err := lessonRelay(claimer).Complete(ctx, "E-41", c.Token, 5)
 	if err != nil || f.Rows != 1 {
 		t.Fatalf("ack = %+v, %v", f, err)
 	}
@@ -362,14 +378,15 @@ func TestRelayBusyCounted(t *testing.T) {
 // TestRelayDatabaseErrorIsAnError: a write on a closed connection is an
 // error, never a 0-row outcome, so callers can tell it from a lost lease.
 func TestRelayDatabaseErrorIsAnError(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := mustOpenRelayDB(t)
 	c := mustClaim(t, db, "Worker-A", 0, 10)
 	db.Close()
-	if f, err := db.AckWithToken(ctx, "E-41", c.Token, 5); err == nil {
+	if f, err := lessonRelay(db).Complete(ctx, "E-41", c.Token, 5); err == nil {
 		t.Fatalf("ack on a closed connection = %+v, want an error", f)
 	}
-	if f, err := db.RenewLease(ctx, "E-41", c.Token, 5, 20); err == nil {
+	if f, err := lessonRelay(db).Renew(ctx, "E-41", c.Token, 5, 20); err == nil {
 		t.Fatalf("renew on a closed connection = %+v, want an error", f)
 	}
 }
@@ -378,6 +395,7 @@ func TestRelayDatabaseErrorIsAnError(t *testing.T) {
 // the same event at the same logical time, round after round; exactly one
 // wins each round and every win gets the next token.
 func TestClaimEventConcurrent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, path := mustOpenRelayDB(t)
 	relays := map[string]*store.DB{}
@@ -396,7 +414,7 @@ func TestClaimEventConcurrent(t *testing.T) {
 		errs := make(chan error, len(relays))
 		for name, db := range relays {
 			go func() {
-				c, err := db.ClaimEvent(ctx, "E-41", name, now, now+50)
+				c, err := lessonRelay(db).Claim(ctx, "E-41", name, now, now+50)
 				results <- c
 				errs <- err
 			}()
@@ -414,6 +432,33 @@ func TestClaimEventConcurrent(t *testing.T) {
 		}
 		if len(claimed) != 1 || claimed[0].Token != round {
 			t.Fatalf("round %d: claims %+v, want exactly one with token %d", round, claimed, round)
+		}
+	}
+}
+
+// TestRelayStatements: every statement of the lesson's set is named, and
+// each mistake names the lesson statement it replaces and what it changed.
+func TestRelayStatements(t *testing.T) {
+	t.Parallel()
+	l := store.RelayLesson
+	for _, s := range []store.Stmt{l.Insert, l.SelectNext, l.Claim, l.ReadClaim, l.Complete, l.Renew, l.Event, l.Events} {
+		if s.Name == "" || s.SQL == "" || s.Replaces != nil {
+			t.Errorf("lesson statement %+v: want a name, SQL and no Replaces", s)
+		}
+	}
+	mistakes := []struct {
+		mistake, replaces store.Stmt
+	}{
+		{store.ClaimWithFixedToken, l.Claim},
+		{store.CompleteByEventID, l.Complete},
+		{store.RenewByEventID, l.Renew},
+		{store.RenewAllowShortening, l.Renew},
+		{store.RenewAfterExpiry, l.Renew},
+	}
+	for _, m := range mistakes {
+		if m.mistake.Replaces == nil || m.mistake.Replaces.SQL != m.replaces.SQL || m.mistake.Mistake == "" {
+			t.Errorf("mistake %q: replaces %v, says %q; want it to replace %q and say what changed",
+				m.mistake.Name, m.mistake.Replaces, m.mistake.Mistake, m.replaces.Name)
 		}
 	}
 }

@@ -17,9 +17,15 @@ var benchStart = time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC)
 // schema and n Pending messages.
 func openBacklog(tb testing.TB, n int) (*store.DB, string) {
 	tb.Helper()
+	return openBacklogWith(tb, n, store.DefaultConfig)
+}
+
+// openBacklogWith is [openBacklog] with cfg, such as a statement ledger.
+func openBacklogWith(tb testing.TB, n int, cfg store.Config) (*store.DB, string) {
+	tb.Helper()
 	ctx := context.Background()
 	path := filepath.Join(tb.TempDir(), "scale.db")
-	db, err := store.Open(ctx, path, store.DefaultConfig)
+	db, err := store.Open(ctx, path, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -27,15 +33,16 @@ func openBacklog(tb testing.TB, n int) (*store.DB, string) {
 	if err := db.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale); err != nil {
 		tb.Fatal(err)
 	}
-	if err := db.SeedBacklog(ctx, store.Backlog{Messages: n, First: benchStart, Spacing: time.Millisecond}); err != nil {
+	if err := store.SeedBacklog(ctx, db, store.Backlog{Messages: n, First: benchStart, Spacing: time.Millisecond}); err != nil {
 		tb.Fatal(err)
 	}
 	return db, path
 }
 
-func newClaimer(tb testing.TB, db *store.DB, worker string, c store.ScaleClaim) *store.Claimer {
+// newClaimer prepares worker's claimer of design s on db, closed at cleanup.
+func newClaimer(tb testing.TB, db *store.DB, worker string, s store.ScaleSQL) *store.Claimer {
 	tb.Helper()
-	cl, err := db.NewClaimer(context.Background(), worker, store.ClaimerConfig{Claim: c, Retry: store.DefaultRetry})
+	cl, err := store.NewClaimer(context.Background(), db, worker, store.ClaimerConfig{SQL: s, Retry: store.DefaultRetry})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -48,7 +55,7 @@ func newClaimer(tb testing.TB, db *store.DB, worker string, c store.ScaleClaim) 
 func BenchmarkCeiling(b *testing.B) {
 	db, _ := openBacklog(b, 0)
 	ctx := context.Background()
-	p, err := db.NewCeilingProbe(ctx, store.DefaultRetry)
+	p, err := store.NewCeilingProbe(ctx, db, store.DefaultRetry)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +71,7 @@ func BenchmarkCeiling(b *testing.B) {
 // each size, with the lesson's statement and the indexed one. The lesson's
 // cost per claim grows with the backlog; the indexed one stays flat.
 func BenchmarkClaim(b *testing.B) {
-	for _, c := range []store.ScaleClaim{store.LessonScaleClaim, store.IndexedScaleClaim} {
+	for _, c := range []store.ScaleSQL{store.LessonScale, store.IndexedScale} {
 		for _, n := range []int{1_000, 10_000, 100_000} {
 			if c.Name == "lesson" && n > 10_000 && testing.Short() {
 				continue
@@ -80,7 +87,7 @@ func BenchmarkClaim(b *testing.B) {
 func BenchmarkBatchClaim(b *testing.B) {
 	for _, k := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("indexed/batch=%d", k), func(b *testing.B) {
-			benchmarkClaims(b, store.IndexedScaleClaim, 100_000, k)
+			benchmarkClaims(b, store.IndexedScale, 100_000, k)
 		})
 	}
 }
@@ -89,9 +96,9 @@ func BenchmarkBatchClaim(b *testing.B) {
 // Each claim's clock is an hour past the previous one's lease, so the
 // previous claim has expired and the backlog never shrinks: every
 // iteration claims the k oldest messages again, at the same backlog size.
-func benchmarkClaims(b *testing.B, c store.ScaleClaim, n, k int) {
+func benchmarkClaims(b *testing.B, s store.ScaleSQL, n, k int) {
 	db, _ := openBacklog(b, n)
-	cl := newClaimer(b, db, "bench", c)
+	cl := newClaimer(b, db, "bench", s)
 	ctx := context.Background()
 	claimed := 0
 	now := benchStart.Add(time.Hour)
@@ -115,7 +122,7 @@ func BenchmarkCycle(b *testing.B) {
 	for _, k := range []int{1, 64} {
 		b.Run(fmt.Sprintf("indexed/batch=%d", k), func(b *testing.B) {
 			db, _ := openBacklog(b, 100_000)
-			cl := newClaimer(b, db, "bench", store.IndexedScaleClaim)
+			cl := newClaimer(b, db, "bench", store.IndexedScale)
 			ctx := context.Background()
 			now := benchStart.Add(time.Hour)
 			done := 0
@@ -126,7 +133,7 @@ func BenchmarkCycle(b *testing.B) {
 				}
 				if len(got.Messages) == 0 {
 					b.StopTimer()
-					if err := db.SeedBacklog(ctx, store.Backlog{Messages: 100_000, First: benchStart, Spacing: time.Millisecond}); err != nil {
+					if err := store.SeedBacklog(ctx, db, store.Backlog{Messages: 100_000, First: benchStart, Spacing: time.Millisecond}); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
@@ -150,7 +157,7 @@ func BenchmarkFinalize(b *testing.B) {
 	for _, k := range []int{1, 64} {
 		b.Run(fmt.Sprintf("batch=%d", k), func(b *testing.B) {
 			db, _ := openBacklog(b, 0)
-			cl := newClaimer(b, db, "bench", store.IndexedScaleClaim)
+			cl := newClaimer(b, db, "bench", store.IndexedScale)
 			ctx := context.Background()
 			now := benchStart.Add(time.Hour)
 			var queue []store.ClaimedMessage
@@ -176,7 +183,7 @@ func BenchmarkFinalize(b *testing.B) {
 // refill seeds 10,000 more messages and claims them all in one batch.
 func refill(b *testing.B, db *store.DB, cl *store.Claimer, now time.Time) []store.ClaimedMessage {
 	ctx := context.Background()
-	if err := db.SeedBacklog(ctx, store.Backlog{Messages: 10_000, First: benchStart, Spacing: time.Millisecond}); err != nil {
+	if err := store.SeedBacklog(ctx, db, store.Backlog{Messages: 10_000, First: benchStart, Spacing: time.Millisecond}); err != nil {
 		b.Fatal(err)
 	}
 	got, err := cl.Claim(ctx, now, time.Hour, 10_000)

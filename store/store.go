@@ -43,6 +43,17 @@ type Config struct {
 	Synchronous string
 	// ReadOnly opens the file without write access, for inspecting a kept database.
 	ReadOnly bool
+	// Ledger, when set, records every statement this connection executes:
+	// give every connection of one run the same Ledger.
+	Ledger *Ledger
+	// OnBusy, when set, is called each time [DB.InTx] meets SQLITE_BUSY,
+	// before its pause: a handshake for tests that hold the lock.
+	OnBusy func()
+	// ClaimFile, when set, guards the connection for an untrusted claim
+	// file (see [CheckClaimFile]): its two statements compile only under
+	// SQLite's authorizer with the claim policy, and no database can be
+	// attached.
+	ClaimFile *ClaimFile
 }
 
 // DefaultConfig is what the scenarios use.
@@ -52,7 +63,9 @@ var DefaultConfig = Config{BusyTimeout: time.Second, Synchronous: "NORMAL"}
 // transactions begin with BEGIN IMMEDIATE, so a transaction that will write
 // takes the write lock before it reads anything.
 type DB struct {
-	sql *sql.DB
+	sql    *sql.DB
+	ledger *Ledger // the run's statement ledger, or nil
+	onBusy func()  // see Config.OnBusy
 }
 
 // Open opens (creating if needed) the SQLite database at path with exactly
@@ -60,9 +73,6 @@ type DB struct {
 // transactions. It fails with [ErrNotDatabase] or [ErrLocked] when the file
 // cannot serve as a lab database.
 func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("store: open %s: database path must not contain '?' or '#'", path)
-	}
 	if cfg.BusyTimeout <= 0 {
 		cfg.BusyTimeout = DefaultConfig.BusyTimeout
 	}
@@ -77,9 +87,9 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 		fmt.Sprintf("_pragma=busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()),
 		"_txlock=immediate",
 	}
-	dsn := "file:" + path
+	dsn := fileURI(path)
 	if cfg.ReadOnly {
-		q = append(q, "mode=ro")
+		q = append(q, readOnlyParams(path)...)
 	} else {
 		q = append(q,
 			"_pragma=journal_mode(WAL)",
@@ -88,17 +98,24 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	}
 	dsn += "?" + strings.Join(q, "&")
 
-	sdb, err := sql.Open("sqlite", dsn)
+	connector, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if cfg.ClaimFile != nil {
+		connector = &guardConnector{base: connector, claim: cfg.ClaimFile}
+	}
+	if cfg.Ledger != nil {
+		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
+	}
+	sdb := sql.OpenDB(connector)
 	// One application instance, one connection: a worker never borrows a
 	// second connection behind our back.
 	sdb.SetMaxOpenConns(1)
 	sdb.SetMaxIdleConns(1)
 	sdb.SetConnMaxLifetime(0)
 
-	db := &DB{sql: sdb}
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy}
 	if err := db.verify(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -106,11 +123,18 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	return db, nil
 }
 
+// The lab's reads of the database itself.
+var (
+	verifySQL = audit("lab: check the file is an SQLite database", "SELECT count(*) FROM sqlite_schema")
+	schemaSQL = audit("lab: read the schema back for the report",
+		"SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+)
+
 // verify makes SQLite read the file header, so a file that is not a
 // database or is locked is reported at Open rather than at the first claim.
 func (db *DB) verify(ctx context.Context) error {
 	var n int
-	err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n)
+	err := db.sql.QueryRowContext(ctx, verifySQL.SQL).Scan(&n)
 	switch {
 	case err == nil:
 		return nil
@@ -161,6 +185,9 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) (TxStats, err
 			return stats, err
 		}
 		stats.BusyRetries++
+		if db.onBusy != nil {
+			db.onBusy()
+		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {
 			stats.Waited = time.Since(start)
 			return stats, fmt.Errorf("store: gave up after %d busy retries: %w", stats.BusyRetries, err)
@@ -205,8 +232,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Schema returns the CREATE statements in force, in creation order, read
 // from sqlite_schema so the report shows what the database really holds.
 func (db *DB) Schema(ctx context.Context) ([]string, error) {
-	rows, err := db.sql.QueryContext(ctx,
-		"SELECT sql FROM sqlite_schema WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid")
+	rows, err := db.sql.QueryContext(ctx, schemaSQL.SQL)
 	if err != nil {
 		return nil, fmt.Errorf("store: read schema: %w", err)
 	}

@@ -1,0 +1,445 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// ClaimFile is an engineer's claim, two statements from outside the lab,
+// to be run as untrusted input: Select picks the oldest claimable
+// message's Id, Update takes message :id. Parameters: :now, :worker,
+// :until, and :id in the Update.
+type ClaimFile struct {
+	Select string // must compile to a read-only SELECT
+	Update string // must compile to an UPDATE of OutboxMessages that writes nothing else
+}
+
+// MaxClaimFileSize is the most bytes a claim file may hold.
+const MaxClaimFileSize = 1 << 20
+
+// claimLengthLimit is SQLITE_LIMIT_LENGTH on a connection that runs a claim
+// file: no string or blob it makes may grow past it.
+const claimLengthLimit = 8 << 20
+
+// ClaimFileError says why a claim file was refused.
+type ClaimFileError struct {
+	Statement string // "first statement", "second statement" or "file"
+	Reason    string
+}
+
+func (e *ClaimFileError) Error() string {
+	if e.Statement == "file" {
+		return e.Reason
+	}
+	return e.Statement + ": " + e.Reason
+}
+
+// ParseClaimFile splits a claim file's text into its two statements with
+// [SplitStatements], without their comments, so what runs, what is
+// checked and what a report prints is one text. It checks only their number; [CheckClaimFile] asks
+// SQLite what they are. An UPDATE that ignores :id is not refused: the
+// lesson's checks show what it does.
+func ParseClaimFile(text string) (ClaimFile, error) {
+	stmts, err := SplitStatements(text)
+	if err != nil {
+		return ClaimFile{}, &ClaimFileError{"file", strings.TrimPrefix(err.Error(), "store: ")}
+	}
+	if len(stmts) != 2 {
+		return ClaimFile{}, &ClaimFileError{"file", fmt.Sprintf("must hold two statements separated by ';' (the SELECT of the next claimable Id, then the UPDATE of :id); found %d", len(stmts))}
+	}
+	for i, which := range []string{"first statement", "second statement"} {
+		for _, line := range strings.Split(stmts[i].Code, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") {
+				// A report (and the scenario) drops lines that start with
+				// "--"; inside a string that would change what runs.
+				return ClaimFile{}, &ClaimFileError{which, "a line inside a string or quoted name starts with '--'; start it otherwise"}
+			}
+		}
+	}
+	return ClaimFile{Select: stmts[0].Code, Update: stmts[1].Code}, nil
+}
+
+// CheckClaimFile runs both statements of cf once, in a transaction it rolls
+// back, on a private in-memory database holding the Day 15 schema, through
+// a connection guarded as every connection that runs cf is (see
+// [Config.ClaimFile]). SQLite's authorizer decides: the first statement
+// must be a read-only SELECT, the second an UPDATE of OutboxMessages, and
+// neither may ATTACH, DETACH, PRAGMA, VACUUM, define or drop anything, or
+// write another table. A refusal is a *[ClaimFileError]. Nothing is
+// written to disk.
+func CheckClaimFile(ctx context.Context, cf ClaimFile) error {
+	base, err := sqlite.NewConnector(":memory:")
+	if err != nil {
+		return fmt.Errorf("store: claim file check: %w", err)
+	}
+	sdb := sql.OpenDB(&guardConnector{base: base, claim: &cf})
+	defer sdb.Close()
+	sdb.SetMaxOpenConns(1)
+	db := &DB{sql: sdb}
+	if err := db.Migrate(ctx, PaymentsOutbox, OutboxLeasing); err != nil {
+		return fmt.Errorf("store: claim file check: %w", err)
+	}
+	conn, err := sdb.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: claim file check: %w", err)
+	}
+	defer conn.Close()
+	var g *guardConn
+	if err := conn.Raw(func(dc any) error {
+		g, _ = dc.(*guardConn)
+		return nil
+	}); err != nil || g == nil {
+		return fmt.Errorf("store: claim file check: no guarded connection (%v)", err)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: claim file check: %w", err)
+	}
+	defer tx.Rollback()
+	now := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+	args := claimArgs("Worker-A", now, time.Second)
+	if err := checkSelect(ctx, tx, g, cf.Select, args); err != nil {
+		return err
+	}
+	g.seen = nil
+	if _, err := tx.ExecContext(ctx, cf.Update, append(args, sql.Named("id", int64(1)))...); err != nil {
+		return g.refusal("second statement", err)
+	}
+	if !g.saw(sqlite.AuthUpdate) {
+		return &ClaimFileError{"second statement", "must be an UPDATE of OutboxMessages; SQLite compiled it to no update"}
+	}
+	return nil
+}
+
+func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, text string, args []any) error {
+	g.seen = nil
+	rows, err := tx.QueryContext(ctx, text, args...)
+	if err != nil {
+		return g.refusal("first statement", err)
+	}
+	for rows.Next() {
+	}
+	if err := rows.Close(); err != nil {
+		return g.refusal("first statement", err)
+	}
+	if err := rows.Err(); err != nil {
+		return g.refusal("first statement", err)
+	}
+	if !g.saw(sqlite.AuthSelect) {
+		return &ClaimFileError{"first statement", "must be a read-only SELECT; SQLite compiled it to something else"}
+	}
+	return nil
+}
+
+// guardConnector opens connections that may run a claim file: each gets
+// the claim file authorizer and limits before it is used.
+type guardConnector struct {
+	base  driver.Connector
+	claim *ClaimFile
+}
+
+func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g := &guardConn{base: conn, claim: c.claim}
+	if err := g.install(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("store: guard a claim file connection: %w", err)
+	}
+	return g, nil
+}
+
+func (c *guardConnector) Driver() driver.Driver { return c.base.Driver() }
+
+// claimMode is which policy the authorizer applies to what is compiling.
+type claimMode int
+
+const (
+	modeLab    claimMode = iota // the lab's own statements: everything but ATTACH and DETACH
+	modeSelect                  // the claim file's SELECT: reads only
+	modeUpdate                  // the claim file's UPDATE: reads, and updates of OutboxMessages
+)
+
+// guardConn is one connection that may run a claim file. It applies the
+// claim policy while SQLite compiles one of the file's two statements, and
+// the lab policy otherwise. database/sql uses a connection from one
+// goroutine at a time, so the mode needs no lock.
+type guardConn struct {
+	base   driver.Conn
+	claim  *ClaimFile
+	mode   claimMode
+	denied string                        // what the authorizer last refused, for the error
+	seen   []sqlite.AuthorizerActionCode // actions compiled under a claim mode since the last reset
+}
+
+// install registers the authorizer and sets the limits.
+func (g *guardConn) install(ctx context.Context) error {
+	reg, ok := g.base.(sqlite.AuthorizerRegisterer)
+	if !ok {
+		return fmt.Errorf("driver connection %T has no authorizer", g.base)
+	}
+	if err := reg.RegisterAuthorizer(g.authorize); err != nil {
+		return err
+	}
+	return setClaimLimits(ctx, g.base)
+}
+
+// Unwrap returns the driver's own connection.
+func (g *guardConn) Unwrap() driver.Conn { return g.base }
+
+// enter sets the mode for query and returns the function that resets it.
+func (g *guardConn) enter(query string) func() {
+	switch query {
+	case g.claim.Select:
+		g.mode = modeSelect
+	case g.claim.Update:
+		g.mode = modeUpdate
+	default:
+		g.mode = modeLab
+	}
+	g.denied = ""
+	return func() { g.mode = modeLab }
+}
+
+func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, _, dbName, _ string) sqlite.AuthorizerReturnCode {
+	if g.mode == modeLab {
+		if action == sqlite.AuthAttach || action == sqlite.AuthDetach {
+			g.denied = actionName(action, arg1)
+			return sqlite.AuthorizerDeny
+		}
+		return sqlite.AuthorizerOK
+	}
+	g.seen = append(g.seen, action)
+	switch action {
+	case sqlite.AuthSelect, sqlite.AuthRead:
+		return sqlite.AuthorizerOK
+	case sqlite.AuthFunction:
+		if strings.EqualFold(arg1, "load_extension") {
+			break
+		}
+		return sqlite.AuthorizerOK
+	case sqlite.AuthUpdate:
+		if g.mode == modeUpdate && strings.EqualFold(arg1, "OutboxMessages") && dbName == "main" {
+			return sqlite.AuthorizerOK
+		}
+	}
+	g.denied = actionName(action, arg1)
+	return sqlite.AuthorizerDeny
+}
+
+func (g *guardConn) saw(action sqlite.AuthorizerActionCode) bool {
+	for _, a := range g.seen {
+		if a == action {
+			return true
+		}
+	}
+	return false
+}
+
+// refusal explains err from running a claim statement.
+func (g *guardConn) refusal(which string, err error) error {
+	if g.denied != "" {
+		want := "a read-only SELECT"
+		if which == "second statement" {
+			want = "an UPDATE of OutboxMessages that writes nothing else"
+		}
+		return &ClaimFileError{which, fmt.Sprintf("must be %s; SQLite's authorizer refused %s", want, g.denied)}
+	}
+	return &ClaimFileError{which, "SQLite could not run it: " + strings.TrimPrefix(err.Error(), "SQL logic error: ")}
+}
+
+// actionName says in words what an authorizer action was.
+func actionName(a sqlite.AuthorizerActionCode, arg1 string) string {
+	on := ""
+	if arg1 != "" {
+		on = " " + arg1
+	}
+	if strings.HasPrefix(strings.ToLower(arg1), "sqlite_") && (a == sqlite.AuthInsert || a == sqlite.AuthDelete || a == sqlite.AuthUpdate) {
+		return "a schema change (CREATE, DROP or ALTER)"
+	}
+	switch a {
+	case sqlite.AuthAttach:
+		return "ATTACH of a database" + on
+	case sqlite.AuthDetach:
+		return "DETACH" + on
+	case sqlite.AuthPragma:
+		return "PRAGMA" + on
+	case sqlite.AuthInsert:
+		return "an INSERT into" + on
+	case sqlite.AuthDelete:
+		return "a DELETE from" + on
+	case sqlite.AuthUpdate:
+		return "an UPDATE of" + on
+	case sqlite.AuthTransaction:
+		return "a transaction statement" + on
+	case sqlite.AuthSavepoint:
+		return "a SAVEPOINT" + on
+	case sqlite.AuthRecursive:
+		return "a recursive query"
+	case sqlite.AuthFunction:
+		return "the function" + on
+	case sqlite.AuthAnalyze, sqlite.AuthReindex:
+		return "ANALYZE or REINDEX" + on
+	}
+	return "a schema change (CREATE, DROP or ALTER)" + on
+}
+
+func (g *guardConn) Prepare(query string) (driver.Stmt, error) {
+	return g.PrepareContext(context.Background(), query)
+}
+
+func (g *guardConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	p, ok := g.base.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, errNoContextAPI
+	}
+	defer g.enter(query)()
+	s, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &guardStmt{base: s, conn: g, query: query}, nil
+}
+
+func (g *guardConn) Close() error { return g.base.Close() }
+
+func (g *guardConn) Begin() (driver.Tx, error) {
+	return g.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (g *guardConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	b, ok := g.base.(driver.ConnBeginTx)
+	if !ok {
+		return nil, errNoContextAPI
+	}
+	return b.BeginTx(ctx, opts)
+}
+
+func (g *guardConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := g.base.(driver.ExecerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	defer g.enter(query)()
+	return e.ExecContext(ctx, query, args)
+}
+
+func (g *guardConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := g.base.(driver.QueryerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	defer g.enter(query)()
+	return q.QueryContext(ctx, query, args)
+}
+
+func (g *guardConn) ResetSession(ctx context.Context) error {
+	if r, ok := g.base.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (g *guardConn) IsValid() bool {
+	if v, ok := g.base.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (g *guardConn) Ping(ctx context.Context) error {
+	if p, ok := g.base.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+// guardStmt keeps the claim policy on while a claim statement prepared
+// ahead runs, since SQLite may compile it again then.
+type guardStmt struct {
+	base  driver.Stmt
+	conn  *guardConn
+	query string
+}
+
+func (s *guardStmt) Close() error  { return s.base.Close() }
+func (s *guardStmt) NumInput() int { return s.base.NumInput() }
+
+func (s *guardStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), ordinalArgs(args))
+}
+
+func (s *guardStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), ordinalArgs(args))
+}
+
+func (s *guardStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := s.base.(driver.StmtExecContext)
+	if !ok {
+		return nil, errNoContextAPI
+	}
+	defer s.conn.enter(s.query)()
+	return e.ExecContext(ctx, args)
+}
+
+func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := s.base.(driver.StmtQueryContext)
+	if !ok {
+		return nil, errNoContextAPI
+	}
+	defer s.conn.enter(s.query)()
+	return q.QueryContext(ctx, args)
+}
+
+// setClaimLimits sets, on a driver connection, no attached databases and
+// a cap on string and blob length. The driver sets limits only through a
+// *sql.Conn, so the connection is lent to a one-connection pool that does
+// not close it.
+func setClaimLimits(ctx context.Context, conn driver.Conn) error {
+	db := sql.OpenDB(lentConnector{conn})
+	defer db.Close()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, l := range []struct{ id, val int }{
+		{sqlite3.SQLITE_LIMIT_ATTACHED, 0},
+		{sqlite3.SQLITE_LIMIT_LENGTH, claimLengthLimit},
+	} {
+		if _, err := sqlite.Limit(c, l.id, l.val); err != nil {
+			return err
+		}
+		if got, err := sqlite.Limit(c, l.id, -1); err != nil || got != l.val {
+			return fmt.Errorf("limit %d is %d, want %d (%v)", l.id, got, l.val, err)
+		}
+	}
+	return nil
+}
+
+// lentConnector hands out one connection it does not own.
+type lentConnector struct{ conn driver.Conn }
+
+func (l lentConnector) Connect(context.Context) (driver.Conn, error) { return lentConn{l.conn}, nil }
+func (l lentConnector) Driver() driver.Driver                        { return lentDriver{} }
+
+type lentConn struct{ driver.Conn }
+
+func (lentConn) Close() error          { return nil }
+func (l lentConn) Unwrap() driver.Conn { return l.Conn }
+
+type lentDriver struct{}
+
+func (lentDriver) Open(string) (driver.Conn, error) {
+	return nil, errors.New("store: a lent connection opens nothing")
+}

@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestClaimFileSplitStatements(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		text   string
+		want   []string
+		params [][]string
+		err    string
+	}{
+		{name: "Two", text: "SELECT 1; UPDATE t SET a = :id", want: []string{"SELECT 1", "UPDATE t SET a = :id"}, params: [][]string{nil, {"id"}}},
+		{name: "TrailingSemicolonAndBlank", text: "SELECT 1;\n\n;  \n", want: []string{"SELECT 1"}},
+		{name: "LineCommentWithSemicolon", text: "-- a; b\nSELECT 1; -- c; d\n", want: []string{"-- a; b\nSELECT 1"}},
+		{name: "OnlyComments", text: "-- x;\n/* y; */\n", want: nil},
+		{name: "BlockCommentWithSemicolon", text: "SELECT /* ; */ 1; SELECT 2", want: []string{"SELECT /* ; */ 1", "SELECT 2"}},
+		{name: "UnclosedBlockCommentRunsToEnd", text: "SELECT 1 /* ; SELECT 2", want: []string{"SELECT 1 /* ; SELECT 2"}},
+		{name: "StringWithSemicolon", text: "SELECT 'a;b'; SELECT 'it''s;'", want: []string{"SELECT 'a;b'", "SELECT 'it''s;'"}},
+		{name: "QuotedIdentifiers", text: `SELECT "a;b", [c;d], ` + "`e;f`" + `; SELECT 2`, want: []string{`SELECT "a;b", [c;d], ` + "`e;f`", "SELECT 2"}},
+		{name: "ParamsOutsideStringsOnly", text: "UPDATE t SET a = ':id' WHERE b = @worker -- :id\n AND c = $until", want: []string{"UPDATE t SET a = ':id' WHERE b = @worker -- :id\n AND c = $until"}, params: [][]string{{"worker", "until"}}},
+		{name: "DashesInsideString", text: "SELECT '--;'; SELECT 2", want: []string{"SELECT '--;'", "SELECT 2"}},
+		{name: "UnterminatedString", text: "SELECT 'abc; UPDATE", err: "unterminated string"},
+		{name: "UnterminatedIdentifier", text: `SELECT "abc`, err: "unterminated quoted identifier"},
+		{name: "NulByte", text: "SELECT 1\x00; DROP TABLE x", err: "NUL byte"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := SplitStatements(tt.text)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var texts []string
+			for i, s := range got {
+				texts = append(texts, s.SQL)
+				if tt.params != nil && !reflect.DeepEqual(s.Params, tt.params[i]) {
+					t.Errorf("statement %d params = %q, want %q", i, s.Params, tt.params[i])
+				}
+			}
+			if !reflect.DeepEqual(texts, tt.want) {
+				t.Errorf("got %q, want %q", texts, tt.want)
+			}
+		})
+	}
+}
+
+const (
+	lessonSelect = `SELECT Id FROM OutboxMessages WHERE Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now) ORDER BY CreatedAtUtc, Id LIMIT 1`
+	lessonUpdate = `UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE Id = :id AND Status = 'Pending'`
+)
+
+func TestClaimFileCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ text, want string }{
+		{"-- top\nSELECT Id -- the id\nFROM t /* x */ WHERE a = 1", "SELECT Id\nFROM t   WHERE a = 1"},
+		{"SELECT 'a\n-- not a comment\n\nb' FROM t", "SELECT 'a\n-- not a comment\n\nb' FROM t"},
+		{"SELECT 1\n\n\n  -- gone\nFROM t", "SELECT 1\nFROM t"},
+		{"SELECT \"a--b\", [c--d] FROM t -- e", "SELECT \"a--b\", [c--d] FROM t"},
+	}
+	for _, tt := range tests {
+		got, err := SplitStatements(tt.text)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%q: %v %v", tt.text, got, err)
+		}
+		if got[0].Code != tt.want {
+			t.Errorf("Code of %q = %q, want %q", tt.text, got[0].Code, tt.want)
+		}
+	}
+}
+
+func TestClaimFileCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abs := filepath.Join(dir, "evil-abs.db")
+	uri := (&url.URL{Scheme: "file", Path: filepath.Join(dir, "evil-uri.db")}).String()
+	tests := []struct {
+		name string
+		file string
+		err  string // "" accepts
+	}{
+		{"Lesson", lessonSelect + ";\n" + lessonUpdate, ""},
+		{"EveryRow", lessonSelect + "; UPDATE OutboxMessages SET LockedBy = LockedBy WHERE :id > 0", ""},
+		{"SemicolonInString", "SELECT Id FROM OutboxMessages WHERE Payload <> ';' LIMIT 1; " + lessonUpdate, ""},
+		{"AttachAbsolute", "ATTACH DATABASE '" + abs + "' AS x; " + lessonUpdate, "ATTACH"},
+		{"AttachRelative", "SELECT 1; ATTACH 'evil-relative-claimfile.db' AS x; " + lessonUpdate, "two statements"},
+		{"AttachRelativeSecond", lessonSelect + "; ATTACH 'evil-relative-claimfile.db' AS y -- :id", "ATTACH"},
+		{"AttachURI", "ATTACH '" + uri + "' AS x; " + lessonUpdate, "ATTACH"},
+		{"VacuumInto", "VACUUM INTO '" + filepath.Join(dir, "evil-vacuum.db") + "'; " + lessonUpdate, "first statement"},
+		{"DropTable", "DROP TABLE Payments; " + lessonUpdate, "schema change"},
+		{"DropInUpdate", lessonSelect + "; DROP TABLE OutboxMessages -- :id", "schema change"},
+		{"Pragma", "PRAGMA journal_mode = DELETE; " + lessonUpdate, "PRAGMA"},
+		{"UpdateOtherTable", lessonSelect + "; UPDATE Payments SET PaymentStatus = 'Paid' WHERE Id = :id", "an UPDATE of Payments"},
+		{"DeleteOutbox", lessonSelect + "; DELETE FROM OutboxMessages WHERE Id = :id", "DELETE"},
+		{"InsertInSelect", "INSERT INTO Payments (IdempotencyKey, AmountCents, CreatedAtUtc, UpdatedAtUtc) VALUES ('x', 1, '', ''); " + lessonUpdate, "INSERT"},
+		{"TwoSelects", lessonSelect + "; SELECT Id FROM OutboxMessages WHERE Id = :id", "no update"},
+		{"SelectWithReturningUpdate", "UPDATE OutboxMessages SET Status = 'x' RETURNING Id; " + lessonUpdate, "read-only SELECT"},
+		{"Recursive", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c; " + lessonUpdate, "recursive"},
+		{"Begin", "BEGIN; " + lessonUpdate, "transaction"},
+		{"NoIDChangesEveryRow", lessonSelect + "; UPDATE OutboxMessages SET LockedBy = :worker -- :id", ""},
+		{"OneStatement", lessonSelect, "found 1"},
+		{"Empty", "", "found 0"},
+		{"OnlyComments", "-- SELECT 1;\n/* UPDATE x; */", "found 0"},
+		{"SyntaxError", "SELEC Id FROM OutboxMessages; " + lessonUpdate, "could not run it"},
+		{"DashLineInString", "SELECT Id FROM OutboxMessages WHERE Payload <> 'a\n-- b' LIMIT 1; " + lessonUpdate, "starts with '--'"},
+		{"HugeBlob", "SELECT length(zeroblob(100000000)); " + lessonUpdate, "too big"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cf, err := ParseClaimFile(tt.file)
+			if err == nil {
+				err = CheckClaimFile(context.Background(), cf)
+			}
+			var cfe *ClaimFileError
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+				t.Fatalf("err = %v, want one containing %q", err, tt.err)
+			case err != nil && !errors.As(err, &cfe):
+				t.Fatalf("err = %T %v, want a *ClaimFileError", err, err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{abs, filepath.Join(dir, "evil-uri.db"), filepath.Join(dir, "evil-vacuum.db"), "evil-relative-claimfile.db"} {
+			if _, err := os.Stat(name); err == nil {
+				t.Errorf("a refused claim file created %s", name)
+			}
+		}
+	})
+}
+
+// TestUntrustedConnection checks the guard on a run's own connections: a
+// claim text compiles under the claim policy, and nothing may attach.
+func TestUntrustedConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	evil := filepath.Join(dir, "evil.db")
+	cf := &ClaimFile{Select: "ATTACH '" + evil + "' AS x", Update: lessonUpdate}
+	cfg := DefaultConfig
+	cfg.ClaimFile = cf
+	cfg.Ledger = &Ledger{}
+	db, err := Open(ctx, filepath.Join(dir, "lab.db"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx, PaymentsOutbox, OutboxLeasing); err != nil {
+		t.Fatalf("the lab's own DDL must run on a guarded connection: %v", err)
+	}
+	if _, err := db.sql.ExecContext(ctx, cf.Select); err == nil {
+		t.Error("the claim file's ATTACH ran")
+	}
+	if _, err := db.sql.ExecContext(ctx, "ATTACH '"+evil+"' AS y"); err == nil {
+		t.Error("an ATTACH ran on a guarded connection")
+	}
+	if _, err := db.sql.ExecContext(ctx, cf.Update, append(claimArgs("w", time.Now(), time.Second), sql.Named("id", 1))...); err != nil {
+		t.Errorf("the claim file's UPDATE: %v", err)
+	}
+	if _, err := os.Stat(evil); err == nil {
+		t.Error("the ATTACH created a file")
+	}
+}

@@ -1,0 +1,314 @@
+package store
+
+// ScaleSQL is one claim design of session 21 on OutboxMessages, kept
+// together as one value: the lesson's claim ([LessonScale]), the indexed
+// claim of the same semantics ([IndexedScale]), and the mistake designs,
+// which are the same value with statements replaced by mistakes declared
+// below. Every claim gives each message it takes a new fencing token
+// (ClaimToken + 1); finalize presents it.
+//
+// Parameters are named, and every statement of a field is called with the
+// same arguments, so a mistake that drops a guard still runs with them:
+//   - SelectNext, PlanNext: :now (and :limit, unused)
+//   - ClaimOne: :now, :worker, :until, :id
+//   - ClaimBatch: :now, :worker, :until, :limit
+//   - Finalize: :now, :worker, :id, :token
+//   - FinalizeBatch: :now, :worker, :claims (a JSON array of [id, token] pairs)
+type ScaleSQL struct {
+	// Name is "lesson", "indexed" or the mistake's name: what the bench's
+	// --claim flag and a report's rows call the design.
+	Name string
+	// SelectNext is the oldest claimable message, with what a worker needs.
+	SelectNext Stmt
+	// ClaimOne takes message :id, only if it is still claimable (Day 15's
+	// shape: SelectNext then ClaimOne in one BEGIN IMMEDIATE transaction).
+	ClaimOne Stmt
+	// ClaimBatch takes up to :limit of the oldest claimable messages in one
+	// UPDATE whose subquery asks SelectNext's question.
+	ClaimBatch Stmt
+	// PlanNext is EXPLAIN QUERY PLAN of SelectNext: whether the claim scans
+	// the table or walks an index.
+	PlanNext Stmt
+	// Finalize completes message :id; the lesson's version only while this
+	// worker owns it under the token its claim returned.
+	Finalize Stmt
+	// FinalizeBatch completes a batch in one statement, each row under its
+	// own guard, RETURNING the Ids it completed.
+	FinalizeBatch Stmt
+}
+
+// The claim designs session 21 compares, and the mistake it warns about.
+var (
+	// LessonScale is the lesson's claim, fenced. The OR of two statuses
+	// matches no index: SQLite reads the whole table, Processed rows
+	// included, and sorts what matches, on every claim.
+	LessonScale = ScaleSQL{
+		Name:          "lesson",
+		SelectNext:    LessonSelectNext,
+		ClaimOne:      LessonClaimOne,
+		ClaimBatch:    LessonClaimBatch,
+		PlanNext:      LessonPlanNext,
+		Finalize:      ScaleFinalize,
+		FinalizeBatch: ScaleFinalizeBatch,
+	}
+
+	// IndexedScale has the lesson's semantics and walks a partial index: its
+	// predicate adds a term that is always true of an unfinished message
+	// (finalize sets ProcessedAtUtc with Status 'Processed') and that names
+	// the WHERE clause of [ClaimsAtScale]'s index. SQLite then walks that
+	// index oldest first and stops at the first claimable message: it skips
+	// only messages under a live lease (at most workers × batch of them),
+	// never the processed history.
+	IndexedScale = ScaleSQL{
+		Name:          "indexed",
+		SelectNext:    IndexedSelectNext,
+		ClaimOne:      IndexedClaimOne,
+		ClaimBatch:    IndexedClaimBatch,
+		PlanNext:      IndexedPlanNext,
+		Finalize:      ScaleFinalize,
+		FinalizeBatch: ScaleFinalizeBatch,
+	}
+
+	// PendingOnlyScale is the indexed claim "optimized" to its Pending half:
+	// it walks the same index and is as fast, and a message whose owner died
+	// while it was Processing is never claimed again.
+	PendingOnlyScale = ScaleSQL{
+		Name:          "pending-only",
+		SelectNext:    PendingOnlySelectNext,
+		ClaimOne:      PendingOnlyClaimOne,
+		ClaimBatch:    PendingOnlyClaimBatch,
+		PlanNext:      PendingOnlyPlanNext,
+		Finalize:      ScaleFinalize,
+		FinalizeBatch: ScaleFinalizeBatch,
+	}
+)
+
+// ScaleClaimNamed returns the claim design the bench names on its command
+// line: lesson or indexed. Mistakes are not selectable.
+func ScaleClaimNamed(name string) (ScaleSQL, bool) {
+	for _, s := range []ScaleSQL{LessonScale, IndexedScale} {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return ScaleSQL{}, false
+}
+
+// The lesson claim's statements: Pending, or Processing with an expired lease.
+var (
+	// LessonSelectNext reads the whole table on every claim.
+	LessonSelectNext = named("lesson claim: select the oldest claimable (reads the whole table)", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1`)
+
+	// LessonClaimOne takes the selected message with the predicate repeated.
+	LessonClaimOne = named("lesson claim: take it only if still claimable, with a new fencing token", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id = :id
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))`)
+
+	// LessonClaimBatch takes up to :limit messages in one statement.
+	LessonClaimBatch = named("lesson claim: take up to :limit of the oldest claimable, each with a new fencing token", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
+
+	// LessonPlanNext shows the scan.
+	LessonPlanNext = audit("audit: query plan of the lesson claim's select", `EXPLAIN QUERY PLAN
+SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1`)
+)
+
+// The indexed claim's statements: the lesson's predicate on the
+// unprocessed-messages index.
+var (
+	// IndexedSelectNext walks the partial index from the oldest entry.
+	IndexedSelectNext = named("indexed claim: select the oldest claimable on the unprocessed-messages index", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1`)
+
+	// IndexedClaimOne takes the selected message with the predicate repeated.
+	IndexedClaimOne = named("indexed claim: take it only if still claimable, with a new fencing token", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id = :id
+  AND ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))`)
+
+	// IndexedClaimBatch takes up to :limit messages in one statement.
+	IndexedClaimBatch = named("indexed claim: take up to :limit of the oldest claimable, each with a new fencing token", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE ProcessedAtUtc IS NULL
+      AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
+
+	// IndexedPlanNext shows the index walk.
+	IndexedPlanNext = audit("audit: query plan of the indexed claim's select", `EXPLAIN QUERY PLAN
+SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1`)
+)
+
+// The pending-only mistake: each statement of the indexed claim without
+// the expired-lease half of its predicate.
+var (
+	// PendingOnlySelectNext never sees a message whose lease expired.
+	PendingOnlySelectNext = mistake(&IndexedSelectNext,
+		"drops the expired-lease half OR (Status = 'Processing' AND LockedUntilUtc <= :now)",
+		"pending-only claim: select the oldest Pending (MISTAKE)", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND Status = 'Pending'
+ORDER BY CreatedAtUtc, Id
+LIMIT 1`)
+
+	// PendingOnlyClaimOne takes a message only while it is Pending.
+	PendingOnlyClaimOne = mistake(&IndexedClaimOne,
+		"drops the expired-lease half OR (Status = 'Processing' AND LockedUntilUtc <= :now)",
+		"pending-only claim: take it only if still Pending (MISTAKE)", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id = :id
+  AND ProcessedAtUtc IS NULL
+  AND Status = 'Pending'`)
+
+	// PendingOnlyClaimBatch takes up to :limit Pending messages.
+	PendingOnlyClaimBatch = mistake(&IndexedClaimBatch,
+		"drops the expired-lease half OR (Status = 'Processing' AND LockedUntilUtc <= :now)",
+		"pending-only claim: take up to :limit of the oldest Pending (MISTAKE)", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE ProcessedAtUtc IS NULL
+      AND Status = 'Pending'
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
+
+	// PendingOnlyPlanNext is the lab's read of the mistake's plan: the same
+	// index walk as the indexed claim's.
+	PendingOnlyPlanNext = audit("audit: query plan of the pending-only claim's select", `EXPLAIN QUERY PLAN
+SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND Status = 'Pending'
+ORDER BY CreatedAtUtc, Id
+LIMIT 1`)
+)
+
+// The finalizations of session 21: the lesson's, fenced, and the mistake.
+var (
+	// ScaleFinalize completes a message only while this worker owns it
+	// under the token its claim returned. A stale owner changes 0 rows.
+	ScaleFinalize = named("finalize: only while I own it under my token", `UPDATE OutboxMessages
+SET Status = 'Processed', ProcessedAtUtc = :now
+WHERE Id = :id
+  AND Status = 'Processing'
+  AND LockedBy = :worker
+  AND ClaimToken = :token`)
+
+	// ScaleFinalizeBatch completes a batch, each row under its own token.
+	ScaleFinalizeBatch = named("finalize a batch: each row only while I own it under its token", `UPDATE OutboxMessages
+SET Status = 'Processed', ProcessedAtUtc = :now
+FROM (SELECT value ->> 0 AS Id, value ->> 1 AS Token FROM json_each(:claims)) AS Claimed
+WHERE OutboxMessages.Id = Claimed.Id
+  AND OutboxMessages.Status = 'Processing'
+  AND OutboxMessages.LockedBy = :worker
+  AND OutboxMessages.ClaimToken = Claimed.Token
+RETURNING OutboxMessages.Id`)
+
+	// ScaleFinalizeByID is the mistake: completion by Id alone. A worker
+	// whose lease expired still completes, and so does the one who took over.
+	ScaleFinalizeByID = mistake(&ScaleFinalize,
+		"drops the owner and token guard AND Status = 'Processing' AND LockedBy = :worker AND ClaimToken = :token",
+		"finalize by Id alone (MISTAKE)", `UPDATE OutboxMessages
+SET Status = 'Processed', ProcessedAtUtc = :now
+WHERE Id = :id`)
+
+	// ScaleFinalizeBatchByID is the same mistake for a batch.
+	ScaleFinalizeBatchByID = mistake(&ScaleFinalizeBatch,
+		"drops the owner and token guard: completes every Id of :claims, whoever owns it under whatever token",
+		"finalize a batch by Id alone (MISTAKE)", `UPDATE OutboxMessages
+SET Status = 'Processed', ProcessedAtUtc = :now
+WHERE Id IN (SELECT value ->> 0 FROM json_each(:claims))
+RETURNING Id`)
+)
+
+// migration021 is migration 021 as the catalogue names it: the statement
+// [DropClaimIndex] undoes.
+var migration021 = catalogue[ClaimsAtScale.SQL]
+
+// DropClaimIndex is the unindexed-claim mistake, applied after
+// [ClaimsAtScale]: the indexed claim ships without the index it was
+// written for, and falls back to reading the whole table.
+var DropClaimIndex = mistake(migration021,
+	"undoes migration 021: drops the partial index the indexed claim walks",
+	"schema: 021 without its index (MISTAKE)", `DROP INDEX IF EXISTS IX_OutboxMessages_Unprocessed_CreatedAtUtc`)
+
+// WithoutClaimIndex is [DropClaimIndex] as a schema step.
+var WithoutClaimIndex = Migration{Name: "021 without its index (MISTAKE)", SQL: DropClaimIndex.SQL}
+
+// The lab's statements around the claim path: seeding, audits, the
+// connection's busy handler, and the bench's ceiling.
+var (
+	// SeedBacklogMessage writes one Pending message of a seeded backlog.
+	// Parameters: :key, :payload, :created.
+	SeedBacklogMessage = audit("lab: seed one Pending backlog message", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
+VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
+
+	// CountUnprocessed counts messages a drain left behind.
+	CountUnprocessed = audit("audit: count the messages a drain left unprocessed", `SELECT count(*) FROM OutboxMessages WHERE Status <> 'Processed'`)
+
+	// CountReclaims counts claims beyond the first of each message, from
+	// the fencing token every claim increments. Where no lease expires (a
+	// bench cell), each of them is a duplicate.
+	CountReclaims = audit("audit: count claims beyond each message's first (from its fencing token)", `SELECT coalesce(sum(ClaimToken - 1), 0) FROM OutboxMessages WHERE ClaimToken > 1`)
+
+	// ReadSQLiteVersion reads the version of the SQLite library.
+	ReadSQLiteVersion = audit("lab: read the SQLite library's version", `SELECT sqlite_version()`)
+
+	// BusyHandlerOff turns SQLite's busy handler off on a claimer's
+	// connection: SQLITE_BUSY comes back at once and the claimer's own
+	// [Retry] waits.
+	BusyHandlerOff = audit("lab: busy handler off (the claimer retries)", `PRAGMA busy_timeout = 0`)
+
+	// BusyHandlerOneSecond lets SQLite's busy handler wait up to a second
+	// (sleeps of 1 to 100 ms) before SQLITE_BUSY comes back.
+	BusyHandlerOneSecond = audit("lab: let SQLite's busy handler wait up to 1 s", `PRAGMA busy_timeout = 1000`)
+
+	// CeilingTable is the bench's reference table. The bench keeps it in a
+	// file of its own with the same settings as the drained backlogs.
+	CeilingTable = audit("bench: create the ceiling table and its one row", `CREATE TABLE IF NOT EXISTS BenchCeiling (Id INTEGER PRIMARY KEY, Hits INTEGER NOT NULL DEFAULT 0);
+INSERT OR IGNORE INTO BenchCeiling (Id) VALUES (1)`)
+
+	// CeilingUpdate is the cheapest useful write transaction: one row by
+	// primary key, one unindexed column. Its rate is the ceiling of any
+	// claim path with the same settings.
+	CeilingUpdate = named("bench: the ceiling transaction, one row by primary key", `UPDATE BenchCeiling SET Hits = Hits + 1 WHERE Id = 1`)
+
+	// CeilingHits reads how many ceiling transactions committed.
+	CeilingHits = audit("audit: read the ceiling's count of committed transactions", `SELECT Hits FROM BenchCeiling WHERE Id = 1`)
+)
