@@ -19,6 +19,34 @@ const (
 	Safe Design = "safe"
 )
 
+// DesignName is how JSON names what a run showed: "before" (a broken
+// design, reproduced), "after" (the safe design) or "variant" (a design
+// with a deliberate mistake), so a grader cannot mistake a BEFORE pass for a
+// safe design.
+func (r *Result) DesignName() string {
+	switch {
+	case r.Variant != "":
+		return "variant"
+	case r.Design == Broken:
+		return "before"
+	default:
+		return "after"
+	}
+}
+
+// BrokenInvariants says, one sentence per failed check, which invariant
+// the run broke: what the check proves, what was expected and what was
+// observed.
+func (r *Result) BrokenInvariants() []string {
+	var out []string
+	for _, c := range r.Checks {
+		if !c.Passed {
+			out = append(out, fmt.Sprintf("Broken: %s (%s): expected %s, observed %s.", c.About, c.Name, c.Expected, c.Observed))
+		}
+	}
+	return out
+}
+
 // Result is everything one scenario run produced, as plain data.
 type Result struct {
 	Scenario string // registry name, e.g. session-15-outbox-leasing
@@ -31,13 +59,25 @@ type Result struct {
 	CustomSQL string
 	Design    Design
 	Lesson    string // what the run teaches, one paragraph
+	// DoesNotSolve is the problem the lesson's design leaves for a later
+	// lesson; every report prints it.
+	DoesNotSolve string
+	// Mistake is the variant's mistake in one sentence ("" for the lesson
+	// as designed), and MistakeShows what running it demonstrates.
+	Mistake      string
+	MistakeShows string
 
 	Database     string // path of the SQLite file the run used
 	DatabaseKept bool   // true when --keep-db left it for students
 
-	Schema     []string    // CREATE statements in force at the end, from sqlite_schema
-	Statements []Statement // the named SQL the run executed
-	Timeline   []Event     // who did what when, in order
+	Schema []string // CREATE statements in force at the end, from sqlite_schema
+	// Statements is every statement the run executed, from the store's
+	// statement ledger, in the order each first ran.
+	Statements []Statement
+	// Transactions is every shape of transaction the run finished, from the
+	// same ledger.
+	Transactions []Transaction
+	Timeline     []Event // who did what when, in order
 	// Concurrent says workers ran at the same time, so the timeline's
 	// order (not its invariants) varies from run to run.
 	Concurrent bool
@@ -47,10 +87,36 @@ type Result struct {
 	Verdict    string   // one sentence about the design being taught
 }
 
-// Statement is one named SQL statement as it ran.
+// Statement is one SQL statement as it ran, from the statement ledger.
 type Statement struct {
-	Name string
+	Name string // "" for text the lab did not name
 	SQL  string
+	// Runs, Rows and Failed are what the ledger counted: executions, rows
+	// affected by a write or returned by a read, and executions that erred.
+	Runs   int
+	Rows   int64
+	Failed int
+	// Replaces names the lesson statement a mistake ran in place of, with
+	// that statement's text; Mistake says what the replacement changed.
+	Replaces    string
+	ReplacedSQL string
+	Mistake     string
+	// Audit marks a read the lab made to measure the run, not one of the
+	// lesson's actors.
+	Audit bool
+	// Omitted marks a step the mistake leaves out: it has no text and never
+	// ran; Skipped counts the times it would have run.
+	Omitted bool
+	Skipped int
+}
+
+// Transaction is one shape of transaction a run finished: the statements
+// that ran in it, in order, and how many such transactions committed or
+// rolled back.
+type Transaction struct {
+	Statements []string
+	Committed  int
+	RolledBack int
 }
 
 // Event is one line of the timeline.

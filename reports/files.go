@@ -37,12 +37,21 @@ func Write(out string, r *lab.Result, info RunInfo) (string, error) {
 	return WriteNew(Path(out, r, info.Started), buf.Bytes())
 }
 
-// WriteNew creates path (and its folder) exclusively and writes data to it.
-// If path exists it tries path with -2, -3, … before the extension.
+// WriteNew files data at path, whole or not at all, and never over an
+// existing file: it writes a temporary file in the same folder, then links
+// it to path (a link fails if the name exists) and removes the temporary
+// name. If path exists it tries path with -2, -3, … before the extension.
+// A failed write (a full disk) leaves nothing behind.
 func WriteNew(path string, data []byte) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("reports: cannot create report folder: %w", err)
 	}
+	tmp, err := writeTemp(dir, data)
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
 	ext := filepath.Ext(path)
 	base := strings.TrimSuffix(path, ext)
 	for n := 1; n < 1000; n++ {
@@ -50,23 +59,44 @@ func WriteNew(path string, data []byte) (string, error) {
 		if n > 1 {
 			candidate = fmt.Sprintf("%s-%d%s", base, n, ext)
 		}
-		f, err := os.OpenFile(candidate, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		err := os.Link(tmp, candidate)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("reports: cannot write report: %w", err)
 		}
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return "", fmt.Errorf("reports: write %s: %w", candidate, err)
-		}
-		if err := f.Close(); err != nil {
-			return "", fmt.Errorf("reports: write %s: %w", candidate, err)
-		}
 		return candidate, nil
 	}
 	return "", fmt.Errorf("reports: %s: 999 reports already exist for this second", path)
+}
+
+// writeData writes a report's bytes; tests replace it to fill the disk.
+var writeData = func(f *os.File, data []byte) (int, error) { return f.Write(data) }
+
+// writeTemp writes data whole to a new hidden file in dir and returns its
+// name; on any failure it removes the file.
+func writeTemp(dir string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, ".outboxlab-report-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("reports: cannot write report: %w", err)
+	}
+	name := f.Name()
+	_, err = writeData(f, data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(name, 0o644)
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", fmt.Errorf("reports: write %s: %w", filepath.Join(dir, filepath.Base(name)), err)
+	}
+	return name, nil
 }
 
 // CheckWritable reports whether out can take reports, creating it if needed,

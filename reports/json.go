@@ -9,14 +9,32 @@ import (
 
 // JSONResult is the machine-readable summary of one run, one object per line.
 type JSONResult struct {
-	Scenario string             `json:"scenario"`
-	Variant  string             `json:"variant"`
+	Scenario string `json:"scenario"`
+	Variant  string `json:"variant"`
+	// Design is "before", "after" or "variant": what the run showed.
+	Design   string             `json:"design"`
 	Passed   bool               `json:"passed"`
 	Metrics  map[string]float64 `json:"metrics"`
 	Checks   []JSONCheck        `json:"checks"`
 	Report   string             `json:"report"`
 	Database string             `json:"database"`
 	Kept     bool               `json:"database_kept"`
+	// Statements is the run's statement ledger: every statement executed.
+	Statements []JSONStatement `json:"statements"`
+}
+
+// JSONStatement is one statement of a run's ledger in a [JSONResult].
+type JSONStatement struct {
+	Name     string `json:"name"`
+	SQL      string `json:"sql"`
+	Runs     int    `json:"runs"`
+	Rows     int64  `json:"rows"`
+	Failed   int    `json:"failed"`
+	Replaces string `json:"replaces,omitempty"`
+	Mistake  string `json:"mistake,omitempty"`
+	Audit    bool   `json:"audit,omitempty"`
+	Omitted  bool   `json:"omitted,omitempty"`
+	Skipped  int    `json:"skipped,omitempty"`
 }
 
 // JSONCheck is one check in a [JSONResult].
@@ -30,8 +48,15 @@ type JSONCheck struct {
 // NewJSONResult summarizes r; reportPath is where its text report was written.
 func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	j := JSONResult{
-		Scenario: r.Scenario, Variant: r.Variant, Passed: r.Passed(), Report: reportPath,
+		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), Passed: r.Passed(), Report: reportPath,
 		Database: r.Database, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
+		Statements: []JSONStatement{},
+	}
+	for _, s := range r.Statements {
+		j.Statements = append(j.Statements, JSONStatement{
+			Name: s.Name, SQL: s.SQL, Runs: s.Runs, Rows: s.Rows, Failed: s.Failed,
+			Replaces: s.Replaces, Mistake: s.Mistake, Audit: s.Audit, Omitted: s.Omitted, Skipped: s.Skipped,
+		})
 	}
 	for _, m := range r.Metrics {
 		j.Metrics[m.Key] = m.Value

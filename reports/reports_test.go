@@ -107,12 +107,87 @@ func TestJSONResult(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"scenario", "variant", "passed", "metrics", "checks", "report", "database"} {
+	for _, k := range []string{"scenario", "variant", "passed", "metrics", "checks", "report", "database", "statements", "design"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, b.String())
 		}
 	}
 	if got["metrics"].(map[string]any)["processing_attempts"] != 6.0 {
 		t.Errorf("metrics = %v", got["metrics"])
+	}
+}
+
+func TestTextStatements(t *testing.T) {
+	r := sampleResult()
+	r.Statements = []lab.Statement{
+		{Name: "relay: complete by event id alone", SQL: "UPDATE e SET done = 1\nWHERE id = :id", Runs: 2, Rows: 2,
+			Replaces: "relay: complete under the current token", ReplacedSQL: "UPDATE e SET done = 1\nWHERE id = :id\n  AND token = :token",
+			Mistake: "drops the token guard"},
+		{Name: "relay: read the claimed event", SQL: "SELECT id FROM e", Runs: 1, Rows: 1},
+		{Name: "audit: every event", SQL: "SELECT * FROM e", Runs: 3, Rows: 9, Audit: true},
+	}
+	r.Transactions = []lab.Transaction{{Statements: []string{"relay: read the claimed event", "relay: complete by event id alone"}, Committed: 2, RolledBack: 1}}
+	var b bytes.Buffer
+	if err := reports.Text(&b, r, reports.RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, want string }{
+		{"MistakeMarked", "-- MISTAKE: relay: complete by event id alone  [ran 2 times, changed 2 rows]"},
+		{"ReplacedNamed", "--   ran in place of: relay: complete under the current token"},
+		{"ChangeSaid", "--   what changed: drops the token guard"},
+		{"LostLineShown", "--   lesson had:  AND token = :token"},
+		{"ReadCounted", "-- relay: read the claimed event  [ran 1 time, returned 1 row]"},
+		{"AuditInTable", "| audit: every event"},
+		{"TransactionShape", "| relay: read the claimed event -> relay: complete by event"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("report lacks %q:\n%s", tc.want, b.String())
+			}
+		})
+	}
+	if strings.Contains(b.String(), "SELECT * FROM e;") {
+		t.Error("an audit read is printed in full among the lesson's statements")
+	}
+}
+
+func TestTextVariantExplainsItself(t *testing.T) {
+	r := sampleResult()
+	r.Variant, r.Mistake = "finalize-without-owner-guard", "finalization marks the message Processed by Id alone"
+	r.MistakeShows = "A stalled worker's late finalize commits and overwrites the owner's result."
+	r.DoesNotSolve = "Two claims by the same worker name."
+	r.Statements = []lab.Statement{{Name: "complete by Id alone", SQL: "UPDATE t SET x = 1", Runs: 1, Rows: 1,
+		Replaces: "finalize while I own it", ReplacedSQL: "UPDATE t SET x = 1 WHERE o = :me", Mistake: "drops the ownership guard"}}
+	r.SetMetric("ownership_violations", 1)
+	r.Checks = nil
+	r.ExpectMetric("ownership_violations", 0, "no finalization committed by a non-owner")
+	var b bytes.Buffer
+	if err := reports.Text(&b, r, reports.RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Design: VARIANT: the lesson's design with one deliberate mistake.",
+		"== The mistake", "finalization marks the message Processed by Id alone.",
+		`"complete by Id alone" in place of "finalize while I own it" (drops the ownership guard)`,
+		"== What this run shows", "overwrites the owner's result",
+		"== The lesson as designed (for comparison)",
+		"== What it does not solve", "Two claims by the same worker name.",
+		"Broken: no finalization committed by a non-owner (ownership_violations): expected 0, observed 1.",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "AFTER: the safe design") {
+		t.Error("a variant's report calls itself the safe design")
+	}
+	var j map[string]any
+	var jb bytes.Buffer
+	if err := reports.JSONLine(&jb, reports.NewJSONResult(r, "r.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(jb.Bytes(), &j); err != nil || j["design"] != "variant" {
+		t.Errorf("JSON design = %v (%v), want variant", j["design"], err)
 	}
 }

@@ -41,7 +41,7 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	if r.CustomSQL != "" {
 		p.kv("Your SQL", r.CustomSQL+" (judged by this lesson's checks)")
 	}
-	p.kv("Design", designLabel(r.Design))
+	p.kv("Design", designLabel(r))
 	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")
 	p.kv("Elapsed", info.Elapsed.Round(time.Millisecond).String())
 	if r.DatabaseKept {
@@ -51,8 +51,26 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	}
 	p.kv("Result", resultLabel(r))
 
-	p.section("What this lesson shows")
-	p.paragraph(r.Lesson)
+	if r.Variant != "" {
+		p.section("The mistake")
+		p.paragraph(r.Mistake + ".")
+		if changed := changedStatements(r.Statements); len(changed) > 0 {
+			p.paragraph("Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + ".")
+		} else {
+			p.paragraph("It changes no SQL statement: the mistake is in what the code does around the statements (the timeline and ledgers show it).")
+		}
+		p.section("What this run shows")
+		p.paragraph(r.MistakeShows)
+		p.section("The lesson as designed (for comparison)")
+		p.paragraph(r.Lesson)
+	} else {
+		p.section("What this lesson shows")
+		p.paragraph(r.Lesson)
+	}
+	if r.DoesNotSolve != "" {
+		p.section("What it does not solve")
+		p.paragraph(r.DoesNotSolve)
+	}
 
 	p.section("Schema in force (read back from sqlite_schema)")
 	for _, s := range r.Schema {
@@ -60,11 +78,11 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		p.line("")
 	}
 
-	p.section("SQL that ran")
-	for _, s := range r.Statements {
-		p.line("-- " + s.Name)
-		p.line(strings.TrimSpace(s.SQL) + ";")
-		p.line("")
+	p.section("SQL that ran (from the statement ledger)")
+	p.statements(r.Statements, r.Concurrent)
+	if len(r.Transactions) > 0 {
+		p.section("Transactions that ran (from the statement ledger)")
+		p.transactions(r.Transactions, r.Concurrent)
 	}
 
 	p.section("Timeline")
@@ -91,6 +109,11 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 
 	p.section("Verdict")
 	p.paragraph(r.Verdict)
+	if broken := r.BrokenInvariants(); len(broken) > 0 {
+		for _, b := range broken {
+			p.paragraph(b)
+		}
+	}
 	return p.err
 }
 
@@ -190,11 +213,30 @@ func variantLabel(v string) string {
 	return v + " (a deliberate mistake: some checks must FAIL)"
 }
 
-func designLabel(d lab.Design) string {
-	if d == lab.Broken {
+func designLabel(r *lab.Result) string {
+	switch r.DesignName() {
+	case "variant":
+		return "VARIANT: the lesson's design with one deliberate mistake. It FAILS the checks the mistake breaks; the design is unsafe."
+	case "before":
 		return "BEFORE: a broken design. It PASSES when the breakage is reproduced; the design stays unsafe."
+	default:
+		return "AFTER: the safe design. It PASSES when every invariant held."
 	}
-	return "AFTER: the safe design. It PASSES when every invariant held."
+}
+
+// changedStatements names the mistake statements that ran (or were left
+// out), from the statement ledger.
+func changedStatements(all []lab.Statement) []string {
+	var out []string
+	for _, s := range all {
+		switch {
+		case s.Omitted:
+			out = append(out, s.Replaces+" left out")
+		case s.Mistake != "":
+			out = append(out, fmt.Sprintf("%q in place of %q (%s)", s.Name, s.Replaces, s.Mistake))
+		}
+	}
+	return out
 }
 
 func resultLabel(r *lab.Result) string {

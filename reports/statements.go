@@ -1,0 +1,161 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// CountsVaryNote is printed above the statements of a run whose workers ran
+// concurrently: how often each statement ran (retries after SQLITE_BUSY,
+// claims that found nothing) depends on the interleaving.
+const CountsVaryNote = "(The workers ran concurrently: how often a statement ran, and how many of its runs failed with SQLITE_BUSY and were retried, vary from run to run.)"
+
+// statementsNote opens the SQL section: where its statements come from.
+const statementsNote = "Every statement below is one the store executed in this run, recorded at the database driver with how often it ran and how many rows it changed or returned. A statement marked MISTAKE ran in place of the lesson's statement it names."
+
+// statements prints the lesson's statements in full, mistakes marked
+// against the statement they replaced, then the lab's own reads as a table.
+func (p *printer) statements(all []lab.Statement, concurrent bool) {
+	p.paragraph(statementsNote)
+	if concurrent {
+		p.line(CountsVaryNote)
+		p.line("")
+	}
+	var lab2 []lab.Statement
+	for _, s := range all {
+		if s.Audit || s.Name == "" {
+			lab2 = append(lab2, s)
+			continue
+		}
+		if s.Omitted {
+			p.line("-- " + mistakeName(s.Name) + "  [left out " + plural(s.Skipped, "time") + ", never ran]")
+			p.line("--   left out: " + s.Replaces)
+			p.line("--   what changed: " + s.Mistake)
+			p.line("--   the lesson's statement, which this run never executed:")
+			for _, l := range trimmedLines(s.ReplacedSQL) {
+				p.line("--     " + l)
+			}
+			p.line("")
+			continue
+		}
+		if s.Mistake != "" {
+			p.line("-- " + mistakeName(s.Name) + "  " + counted(s))
+			p.line("--   ran in place of: " + s.Replaces)
+			p.line("--   what changed: " + s.Mistake)
+			for _, l := range lineDiff(s.ReplacedSQL, s.SQL) {
+				p.line("--   " + l)
+			}
+		} else {
+			p.line("-- " + s.Name + "  " + counted(s))
+		}
+		p.line(strings.TrimSpace(s.SQL) + ";")
+		p.line("")
+	}
+	if len(lab2) == 0 {
+		return
+	}
+	p.line("The lab's own statements (schema, and the reads behind this report's figures):")
+	p.line("")
+	t := lab.Table{Interleaved: concurrent, Columns: []string{"Statement", "Runs", "Rows", "Failed"}}
+	for _, s := range lab2 {
+		name := s.Name
+		if name == "" {
+			name = firstLine(s.SQL)
+		}
+		t.AddRow(name, s.Runs, s.Rows, s.Failed)
+	}
+	p.table(t)
+}
+
+// mistakeName marks a mistake's name, unless the name already says it is
+// one.
+func mistakeName(name string) string {
+	if strings.Contains(name, "MISTAKE") {
+		return name
+	}
+	return "MISTAKE: " + name
+}
+
+// counted says how often a statement ran and what it did, in words.
+func counted(s lab.Statement) string {
+	verb := "changed"
+	if isRead(s.SQL) {
+		verb = "returned"
+	}
+	out := fmt.Sprintf("[ran %s, %s %s", plural(s.Runs, "time"), verb, plural64(s.Rows, "row"))
+	if s.Failed > 0 {
+		out += fmt.Sprintf(", %s", plural(s.Failed, "failed run"))
+	}
+	return out + "]"
+}
+
+func isRead(sqlText string) bool {
+	f := strings.Fields(sqlText)
+	return len(f) > 0 && (strings.EqualFold(f[0], "SELECT") || strings.EqualFold(f[0], "WITH"))
+}
+
+func plural(n int, unit string) string { return plural64(int64(n), unit) }
+
+func plural64(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// lineDiff lists the lines of the lesson's statement the mistake dropped
+// ("lesson had:") and the lines it added ("mistake has:"), compared line by
+// line after trimming spaces.
+func lineDiff(lesson, mistake string) []string {
+	in := func(lines []string, l string) bool {
+		for _, x := range lines {
+			if x == l {
+				return true
+			}
+		}
+		return false
+	}
+	ll, ml := trimmedLines(lesson), trimmedLines(mistake)
+	var out []string
+	for _, l := range ll {
+		if !in(ml, l) {
+			out = append(out, "lesson had:  "+l)
+		}
+	}
+	for _, l := range ml {
+		if !in(ll, l) {
+			out = append(out, "mistake has: "+l)
+		}
+	}
+	return out
+}
+
+func trimmedLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	return s
+}
+
+// transactions prints each shape of transaction with its outcomes.
+func (p *printer) transactions(all []lab.Transaction, concurrent bool) {
+	p.paragraph("Each row is one shape of transaction: the statements that ran together between BEGIN and COMMIT (or ROLLBACK), in order, and how many such transactions committed or rolled back. A transaction cut short by a crash counts as rolled back.")
+	t := lab.Table{Interleaved: concurrent, Columns: []string{"Statements, in order", "Committed", "Rolled back"}}
+	for _, tx := range all {
+		t.AddRow(strings.Join(tx.Statements, " -> "), tx.Committed, tx.RolledBack)
+	}
+	p.table(t)
+}
