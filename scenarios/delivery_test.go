@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -49,7 +50,7 @@ func TestDeliveryFigures(t *testing.T) {
 func TestLeaseExpiryAfterSendChecksCanFail(t *testing.T) {
 	sc, _ := Lookup("session-18-lease-expiry-after-send")
 	env := &Env{Scenario: sc, Dir: t.TempDir(), Options: DefaultOptions()}
-	plan := failpoint.NewPlan(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: relayB, Fault: failpoint.Crash})
+	plan := failpoint.NewPlan(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayB, Fault: failpoint.Crash})
 	r, err := playLeaseExpiryAfterSend(context.Background(), env, plan)
 	if err != nil {
 		t.Fatal(err)
@@ -168,22 +169,22 @@ func TestInboxRetentionVerdictFollowsMeasurements(t *testing.T) {
 func TestConsumeBehindBarrierSurvivesAFailingConsumer(t *testing.T) {
 	ctx := context.Background()
 	var tl lab.Timeline
-	p, err := newPipeline(ctx, filepath.Join(t.TempDir(), "row5.db"), "row 5", &tl, failpoint.NewPlan())
+	p, err := cast.NewPipeline(ctx, openForTest, filepath.Join(t.TempDir(), "row5.db"), "row 5", &tl, failpoint.NewPlan())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.close()
-	if err := p.openAccount(ctx, creditService, "ACC-5"); err != nil {
+	defer p.Close()
+	if err := p.OpenAccount(ctx, cast.CreditService, "ACC-5"); err != nil {
 		t.Fatal(err)
 	}
 	// Two offers: one a consumer can apply, one it fails on before its effect.
 	for _, o := range []struct{ id, payload string }{{"e5", `{"account":"ACC-5","credit_cents":1000}`}, {"e5-bad", "not json"}} {
-		if _, err := p.audit.Offer(ctx, o.id, o.payload, relayA, p.clk.Now(), 0); err != nil {
+		if _, err := p.Broker().Offer(ctx, o.id, o.payload, cast.RelayA, p.Clock.Now(), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, inboxDesign) }()
+	go func() { done <- consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, cast.InboxDesign) }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -205,85 +206,96 @@ func TestCrashAtEveryFailpointLosesNoEvent(t *testing.T) {
 	for _, point := range points {
 		for _, victim := range events {
 			t.Run(fmt.Sprintf("%s/%s", point, victim), func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				plan := failpoint.NewPlan(failpoint.Rule{Point: point, Subject: victim, Fault: failpoint.Crash})
 				var tl lab.Timeline
-				p, err := newPipeline(ctx, filepath.Join(t.TempDir(), "crash.db"), "", &tl, plan)
+				p, err := cast.NewPipeline(ctx, openForTest, filepath.Join(t.TempDir(), "crash.db"), "", &tl, plan)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer p.close()
+				defer p.Close()
 				for _, e := range events {
 					if err := setupCredit(ctx, p, e, "ACC-"+e); err != nil {
 						t.Fatal(err)
 					}
 				}
-				p.setNow(tickSecond)
-
-				// The first relay works until it has nothing left or dies.
-				a, err := p.startRelay(ctx, relayA)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for {
-					claimed, err := a.runOnce(ctx)
-					if isCrash(err) || !claimed {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-				a.close()
-				// The first consumer takes what is there, until it dies.
-				c, err := p.startConsumer(ctx, "Consumer-1", creditService, inboxDesign)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for {
-					found, err := c.consumeNext(ctx)
-					if isCrash(err) || !found {
-						break
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-				c.close()
+				p.SetNow(cast.TickSecond)
+				workUntilCrash(t, ctx, p)
 
 				// Recovery.
-				if err := p.drainRelays(ctx, "Relay-R"); err != nil {
+				if err := p.DrainRelays(ctx, "Relay-R"); err != nil {
 					t.Fatal(err)
 				}
-				if err := consumeAll(ctx, p, "Consumer-R", creditService, inboxDesign); err != nil {
+				if err := consumeAll(ctx, p, "Consumer-R", cast.CreditService, cast.InboxDesign); err != nil {
 					t.Fatal(err)
 				}
-
 				if fired := plan.Fired(); len(fired) != 1 || fired[0].Fault != failpoint.Crash {
 					t.Fatalf("the crash did not happen: %v", fired)
 				}
-				for _, e := range events {
-					offered, err := p.count(ctx, store.CountOffersSQL, e, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ev, ok, err := p.audit.EventByID(ctx, e)
-					if err != nil || !ok {
-						t.Fatal(ok, err)
-					}
-					credit, err := p.count(ctx, store.AccountCreditSQL, accountID(creditService, "ACC-"+e))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if offered < 1 || !ev.Delivered || credit != rowCredit {
-						t.Errorf("%s: offered %d times, published %v, credit %d; want offered, published, credit %d", e, offered, ev.Delivered, credit, rowCredit)
-					}
-				}
-				if rows, _ := p.count(ctx, store.CountConsumedEventsSQL, creditService); rows != int64(len(events)) {
-					t.Errorf("consumed_events rows %d, want %d", rows, len(events))
-				}
+				checkEveryEventOnce(t, ctx, p, events)
 			})
 		}
+	}
+}
+
+// workUntilCrash has a first relay, then a first consumer, work until they
+// have nothing left or die.
+func workUntilCrash(t *testing.T, ctx context.Context, p *cast.Pipeline) {
+	t.Helper()
+	a, err := p.StartRelay(ctx, cast.RelayA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for {
+		claimed, err := a.RunOnce(ctx)
+		if cast.IsCrash(err) || !claimed {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := p.StartConsumer(ctx, "Consumer-1", cast.CreditService, cast.InboxDesign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		found, err := c.ConsumeNext(ctx)
+		if cast.IsCrash(err) || !found {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkEveryEventOnce asserts that every event was offered and published,
+// and its credit applied exactly once.
+func checkEveryEventOnce(t *testing.T, ctx context.Context, p *cast.Pipeline, events []string) {
+	t.Helper()
+	for _, e := range events {
+		offered, err := p.Count(ctx, store.CountOffers.SQL, e, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, ok, err := store.NewRelay(p.Audit, store.RelayLesson).EventByID(ctx, e)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		credit, err := p.Count(ctx, store.AccountCredit.SQL, cast.AccountID(cast.CreditService, "ACC-"+e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if offered < 1 || !ev.Delivered || credit != rowCredit {
+			t.Errorf("%s: offered %d times, published %v, credit %d; want offered, published, credit %d", e, offered, ev.Delivered, credit, rowCredit)
+		}
+	}
+	if rows, _ := p.Count(ctx, store.CountConsumedEvents.SQL, cast.CreditService); rows != int64(len(events)) {
+		t.Errorf("consumed_events rows %d, want %d", rows, len(events))
 	}
 }
 
@@ -299,12 +311,12 @@ func TestConcurrentDuplicatesRowAlwaysOnce(t *testing.T) {
 		ctx := context.Background()
 		var tl lab.Timeline
 		plan := failpoint.NewPlan()
-		p, err := newPipeline(ctx, filepath.Join(t.TempDir(), fmt.Sprintf("row5-%d.db", i)), "row 5", &tl, plan)
+		p, err := cast.NewPipeline(ctx, openForTest, filepath.Join(t.TempDir(), fmt.Sprintf("row5-%d.db", i)), "row 5", &tl, plan)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := playRowConcurrentDuplicates(ctx, p, plan, rowDesign{credit: inboxDesign})
-		p.close()
+		out, err := playRowConcurrentDuplicates(ctx, p, plan, rowDesign{credit: cast.InboxDesign})
+		p.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,12 +331,19 @@ func TestDurationText(t *testing.T) {
 		ticks int64
 		want  string
 	}{
-		{0, "0s"}, {30 * tickSecond, "30s"}, {2 * tickMinute, "2m"}, {24 * tickHour, "24h"},
-		{3 * tickDay, "3d"}, {7*tickDay + 90*tickSecond, "7d1m30s"}, {90 * tickMinute, "1h30m"},
+		{0, "0s"}, {30 * cast.TickSecond, "30s"}, {2 * cast.TickMinute, "2m"}, {24 * cast.TickHour, "24h"},
+		{3 * cast.TickDay, "3d"}, {7*cast.TickDay + 90*cast.TickSecond, "7d1m30s"}, {90 * cast.TickMinute, "1h30m"},
 	}
 	for _, tt := range tests {
-		if got := durationText(tt.ticks); got != tt.want {
+		if got := cast.DurationText(tt.ticks); got != tt.want {
 			t.Errorf("durationText(%d) = %q, want %q", tt.ticks, got, tt.want)
 		}
 	}
+}
+
+// openForTest opens a test's connection on a ledger of its own.
+func openForTest(ctx context.Context, path string) (*store.DB, error) {
+	cfg := store.DefaultConfig
+	cfg.Ledger = &store.Ledger{}
+	return store.Open(ctx, path, cfg)
 }

@@ -6,11 +6,13 @@ var registry = []*Scenario{
 	&transactionalOutbox,
 	&competingWorkersNoClaim,
 	&outboxLeasing,
+	&lateFinalize,
 	&staleAckFencing,
 	&leaseRenewal,
 	&leaseExpiryAfterSend,
 	&failureClasses,
 	&inboxRetention,
 	&claimsAtScale,
+	&heartbeatAndShutdown,
 	&interleavingExplorer,
 }

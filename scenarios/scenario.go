@@ -6,13 +6,16 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
+
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/runfolder"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // Scenario is one lesson the lab can run by name.
@@ -54,6 +57,9 @@ type Variant struct {
 	Name    string
 	Mistake string   // what the code gets wrong
 	Breaks  []string // the checks it makes fail
+	// Shows is what running the mistake demonstrates, for the report's
+	// "What this run shows"; "" falls back to a sentence built from Mistake.
+	Shows string
 }
 
 // Variant returns the named variant, or false.
@@ -88,6 +94,19 @@ type Options struct {
 	// Claim, when set, replaces the lesson's claim with an engineer's own
 	// SQL in the scenarios that accept one (see [Scenario.AcceptsClaimSQL]).
 	Claim *CustomClaim
+
+	// TempRoot is the folder in which each run makes its temporary folder;
+	// "" means the system's temporary folder. Tests give each run its own.
+	TempRoot string
+
+	// Warn, when set, hears what went wrong without spoiling the run, such
+	// as a temporary folder that could not be removed.
+	Warn func(error)
+
+	// swap, set only by tests, replaces a lesson's statement set before the
+	// run (see [swapped]): a test runs the scenario with one statement
+	// replaced and asserts which check fails, as a variant would.
+	swap func(set any) any
 }
 
 // CustomClaim is an engineer's claim SQL, to be judged by a scenario's checks.
@@ -108,6 +127,21 @@ type Env struct {
 	Dir      string // the run's temporary folder; the only place it may write
 	Variant  string // "" for the lesson as designed
 	Options  Options
+	// Ledger records every statement the run's connections execute; the
+	// report's SQL section is rendered from it.
+	Ledger *store.Ledger
+}
+
+// Open opens one application instance's own connection to the database at
+// path, recording into the run's statement ledger.
+func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
+	cfg := store.DefaultConfig
+	cfg.Ledger = e.Ledger
+	if c := e.Options.Claim; c != nil {
+		// An engineer's claim file is untrusted input: guard every connection.
+		cfg.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
+	}
+	return store.Open(ctx, path, cfg)
 }
 
 // DatabasePath is the run's main database file.
@@ -134,26 +168,30 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	if opts.Claim != nil && variant != "" {
 		return nil, fmt.Errorf("--claim-sql replaces the lesson's claim; it cannot be combined with --variant %s", variant)
 	}
-	dir, err := os.MkdirTemp("", "outboxlab-"+sc.Name+"-")
+	// The folder carries its owner's pid, so a later start can sweep it if
+	// this process is killed; a failure to remove it goes to opts.Warn.
+	dir, done, err := runfolder.New(opts.TempRoot, "outboxlab-"+sc.Name+"-", keepDB, opts.Warn)
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: make run folder: %w", err)
 	}
-	if !keepDB {
-		defer os.RemoveAll(dir)
-	}
-	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts}
+	defer done()
+	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts, Ledger: &store.Ledger{}}
 	res, err := sc.Run(ctx, env)
 	if err != nil {
 		if keepDB {
-			return nil, fmt.Errorf("%s: %w (database kept in %s)", sc.Name, err, dir)
+			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: dir, Err: err})
 		}
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
 	}
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
-	res.Variant, res.Design, res.Lesson = variant, sc.Design, sc.Teaches
-	if res.Statements == nil {
-		res.Statements = sc.Statements
+	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve
+	if v, ok := sc.Variant(variant); ok {
+		res.Mistake, res.MistakeShows = v.Mistake, v.Shows
+		if res.MistakeShows == "" {
+			res.MistakeShows = "What happens when " + v.Mistake + ". The checks that FAIL below are the invariants this mistake breaks; the lesson as designed keeps every one of them."
+		}
 	}
+	res.Statements, res.Transactions = ledgerStatements(env.Ledger), ledgerTransactions(env.Ledger)
 	if res.Database == "" {
 		res.Database = env.DatabasePath()
 	}
@@ -225,7 +263,7 @@ func closest(name string, all []*Scenario) []string {
 	}
 	var cands []cand
 	for _, s := range all {
-		d := editDistance(name, s.Name)
+		d := levenshtein.ComputeDistance(name, s.Name)
 		if name != "" && strings.Contains(s.Name, name) {
 			d = min(d, len(s.Name)-len(name))
 			d = min(d, 3)
@@ -245,23 +283,28 @@ func closest(name string, all []*Scenario) []string {
 	return out
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+// ledgerStatements turns the run's statement ledger into the result's
+// statements, the only source of a report's SQL section.
+func ledgerStatements(l *store.Ledger) []lab.Statement {
+	var out []lab.Statement
+	for _, e := range l.Entries() {
+		s := lab.Statement{
+			Name: e.Stmt.Name, SQL: e.Stmt.SQL, Runs: e.Runs, Rows: e.Rows, Failed: e.Failed,
+			Mistake: e.Stmt.Mistake, Audit: e.Stmt.Audit, Omitted: e.Stmt.Omitted(), Skipped: e.Skipped,
 		}
-		prev, cur = cur, prev
+		if r := e.Stmt.Replaces; r != nil {
+			s.Replaces, s.ReplacedSQL = r.Name, r.SQL
+		}
+		out = append(out, s)
 	}
-	return prev[len(b)]
+	return out
+}
+
+// ledgerTransactions is the ledger's transaction shapes as result data.
+func ledgerTransactions(l *store.Ledger) []lab.Transaction {
+	var out []lab.Transaction
+	for _, t := range l.Transactions() {
+		out = append(out, lab.Transaction{Statements: t.Statements, Committed: t.Committed, RolledBack: t.RolledBack})
+	}
+	return out
 }

@@ -9,51 +9,67 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 )
 
-// TestScenariosPass runs every registered scenario as designed: every check
-// passes, and the checks are exactly the documented ones, in order.
-func TestScenariosPass(t *testing.T) {
+// measuresTime names scenarios whose checks compare wall-clock
+// measurements; they run alone, not beside other tests.
+var measuresTime = map[string]bool{"session-21-claims-at-scale": true}
+
+// TestScenariosAndVariants runs every registered scenario as designed and
+// with each of its variants. As designed, every check passes and the checks
+// are exactly the documented ones, in order. Each variant fails at least the
+// checks it documents. For both, the report's SQL is the statement ledger's
+// (see checkSQLTruth), and a variant's SQL differs from the lesson's exactly
+// where its mistake lies (see checkMistakeDiff).
+func TestScenariosAndVariants(t *testing.T) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
+			if !measuresTime[sc.Name] {
+				t.Parallel()
+			}
 			r := mustExecute(t, sc, "")
-			if !r.Passed() {
-				t.Fatalf("failed checks %v\nmetrics %v", r.FailedChecks(), r.Metrics)
-			}
-			var got, want []string
-			for _, c := range r.Checks {
-				got = append(got, c.Name)
-			}
-			for _, c := range sc.Checks {
-				want = append(want, c.Name)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("checks %v, documented %v", got, want)
-			}
-			if r.Verdict == "" || len(r.Schema) == 0 || len(r.Timeline) == 0 || len(r.Tables) == 0 {
-				t.Fatalf("incomplete result: verdict %q, %d schema, %d events, %d tables", r.Verdict, len(r.Schema), len(r.Timeline), len(r.Tables))
+			checkDesigned(t, sc, r)
+			checkSQLTruth(t, r)
+			for _, v := range sc.Variants {
+				t.Run(v.Name, func(t *testing.T) {
+					if !measuresTime[sc.Name] {
+						t.Parallel()
+					}
+					vr := mustExecute(t, sc, v.Name)
+					failed := vr.FailedChecks()
+					if vr.Passed() {
+						t.Fatal("variant passed every check")
+					}
+					for _, name := range v.Breaks {
+						if !slices.Contains(failed, name) {
+							t.Errorf("check %s did not fail (failed: %v)", name, failed)
+						}
+					}
+					checkSQLTruth(t, vr)
+					checkMistakeDiff(t, r, vr)
+				})
 			}
 		})
 	}
 }
 
-// TestVariantsFail shows every check can fail: each variant fails exactly
-// the checks it documents, and every check of a scenario with variants is
-// broken by at least one of them or by a test named in checkBrokenByTest.
-func TestVariantsFail(t *testing.T) {
-	for _, sc := range All() {
-		for _, v := range sc.Variants {
-			t.Run(sc.Name+"/"+v.Name, func(t *testing.T) {
-				r := mustExecute(t, sc, v.Name)
-				failed := r.FailedChecks()
-				if r.Passed() {
-					t.Fatal("variant passed every check")
-				}
-				for _, name := range v.Breaks {
-					if !slices.Contains(failed, name) {
-						t.Errorf("check %s did not fail (failed: %v)", name, failed)
-					}
-				}
-			})
-		}
+// checkDesigned asserts a run of the lesson as designed passed with its
+// documented checks, in order, and is complete.
+func checkDesigned(t *testing.T, sc *Scenario, r *lab.Result) {
+	t.Helper()
+	if !r.Passed() {
+		t.Fatalf("failed checks %v\nmetrics %v", r.FailedChecks(), r.Metrics)
+	}
+	var got, want []string
+	for _, c := range r.Checks {
+		got = append(got, c.Name)
+	}
+	for _, c := range sc.Checks {
+		want = append(want, c.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("checks %v, documented %v", got, want)
+	}
+	if r.Verdict == "" || len(r.Schema) == 0 || len(r.Timeline) == 0 || len(r.Tables) == 0 {
+		t.Fatalf("incomplete result: verdict %q, %d schema, %d events, %d tables", r.Verdict, len(r.Schema), len(r.Timeline), len(r.Tables))
 	}
 }
 
@@ -67,9 +83,12 @@ var checkBrokenByTest = map[string]string{
 	"session-15-competing-workers-no-claim/paid":                  "TestNoClaimChecksCanFail",
 	"session-15-competing-workers-no-claim/failed":                "TestNoClaimChecksCanFail",
 	"session-15-competing-workers-no-claim/duplicate_rows":        "store.TestAuditQueries",
+	"session-15-outbox-leasing/ownership_violations":              "TestOutboxLeasingOwnershipViolationsCanFail",
+	"session-15-late-finalize/processing_attempts":                "TestLateFinalizeChecksCanFail",
 	"session-15-outbox-leasing/failed":                            "store.TestAuditQueries",
 	"session-15-outbox-leasing/duplicate_rows":                    "store.TestAuditQueries",
 	"session-15-outbox-leasing/outbox_pending":                    "store.TestAuditQueries",
+	"session-15-outbox-leasing/claims_bounded":                    "TestOutboxLeasingClaimsBounded",
 	"session-14-transactional-outbox/orphans_before":              "TestTransactionalOutboxChecksCanFail",
 	"session-14-transactional-outbox/outbox_rows_per_payment":     "TestTransactionalOutboxChecksCanFail",
 	"session-16-stale-ack-fencing/reclaim_after_delivery_rows":    "TestStaleAckChecksCanFail",
@@ -149,9 +168,37 @@ func TestRegistryNamesUnique(t *testing.T) {
 
 func mustExecute(t *testing.T, sc *Scenario, variant string) *lab.Result {
 	t.Helper()
-	r, err := Execute(context.Background(), sc, variant, DefaultOptions(), false)
+	opts := DefaultOptions()
+	opts.TempRoot = t.TempDir()
+	r, err := Execute(context.Background(), sc, variant, opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// executeSwapped runs sc as designed with its statement set passed through
+// swap first: one statement replaced, as a variant would, to show a check
+// no variant breaks can fail.
+func executeSwapped[T any](t *testing.T, sc *Scenario, swap func(T) T) *lab.Result {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.TempRoot = t.TempDir()
+	opts.swap = func(set any) any { return swap(set.(T)) }
+	r, err := Execute(context.Background(), sc, "", opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// assertFails asserts each named check failed in r.
+func assertFails(t *testing.T, r *lab.Result, checks ...string) {
+	t.Helper()
+	failed := r.FailedChecks()
+	for _, c := range checks {
+		if !slices.Contains(failed, c) {
+			t.Errorf("check %s did not fail (failed: %v)", c, failed)
+		}
+	}
 }

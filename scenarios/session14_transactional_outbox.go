@@ -2,9 +2,11 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
@@ -17,7 +19,7 @@ import (
 const variantTwoTransactions = "two-transactions"
 
 // crashedPayment is the payment the checkout is writing when it dies.
-var crashedPayment = store.NewPayment{Key: "PAY-001", AmountCents: 2500}
+var crashedPayment = cast.PaymentCreated(cast.SeedPayments[0])
 
 var transactionalOutbox = Scenario{
 	Name:    "session-14-transactional-outbox",
@@ -38,9 +40,9 @@ var transactionalOutbox = Scenario{
 		"that both read the Pending messages process everything twice (session 15), and a relay that publishes " +
 		"a message may still crash before recording it, so the message is offered at least once, not exactly once.",
 	Statements: []lab.Statement{
-		{Name: "payment row", SQL: store.InsertPaymentSQL},
-		{Name: "outbox row (the same transaction)", SQL: store.InsertOutboxSQL},
-		{Name: "orphans: payments no outbox message will act on", SQL: store.OrphanPaymentsSQL},
+		{Name: store.InsertPayment.Name, SQL: store.InsertPayment.SQL},
+		{Name: store.InsertOutbox.Name, SQL: store.InsertOutbox.SQL},
+		{Name: store.OrphanPayments.Name, SQL: store.OrphanPayments.SQL},
 	},
 	Checks: []CheckDoc{
 		{"orphans_before", "BEFORE: two transactions + a crash between them left 1 payment with no outbox message (counted only if the crash really killed the instance)"},
@@ -55,53 +57,48 @@ var transactionalOutbox = Scenario{
 			Breaks: []string{"orphans_after", "rows_after_crash"}},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runTransactionalOutbox(ctx, env, paymentWritesFor(env.Variant))
+		return runTransactionalOutbox(ctx, env, outboxDesignFor(env.Variant))
 	},
 }
 
-// paymentWrites are how each phase of session 14 writes a payment; a
-// variant swaps the "after".
-type paymentWrites struct {
-	before, after, crashFree paymentWrite
+// outboxDesign is how each phase of session 14 writes a payment: a
+// statement set per phase (a variant swaps the "after"'s), whether the
+// crash is armed, and, for tests, the checkout's pay step.
+type outboxDesign struct {
+	before, after crashPhaseDesign
+	crashFree     store.PaymentWrite
+	// crashFreePlan (nil in the lesson) may arm failpoints in the crash-free run.
+	crashFreePlan *failpoint.Plan
 }
 
-// paymentWrite writes one payment through db and names the design it
-// used. crashHere is the failpoint between the payment and the outbox write;
-// a design without that point never consults it.
-type paymentWrite struct {
-	design string
-	write  func(ctx context.Context, db *store.DB, p store.NewPayment, now time.Time, crashHere func() bool) error
+// crashPhaseDesign is one crash phase: how checkout writes, whether the
+// failpoint between the two inserts is armed, and the pay step (nil: the
+// checkout's own).
+type crashPhaseDesign struct {
+	write  store.PaymentWrite
+	disarm bool
+	pay    func(ctx context.Context, c cast.CheckoutInstance, p store.NewPayment, now time.Time, crashHere func() bool) error
 }
 
-var (
-	twoTransactions = paymentWrite{
-		design: "two transactions",
-		write: func(ctx context.Context, db *store.DB, p store.NewPayment, now time.Time, crashHere func() bool) error {
-			_, err := db.CreatePaymentInTwoTransactions(ctx, p, now, crashHere)
-			return err
-		},
+// outboxDesignFor is the lesson's design, or the variant's.
+func outboxDesignFor(variant string) outboxDesign {
+	d := outboxDesign{
+		before:    crashPhaseDesign{write: store.PaymentWriteTwoTransactions},
+		after:     crashPhaseDesign{write: store.PaymentWriteLesson},
+		crashFree: store.PaymentWriteLesson,
 	}
-	oneTransactionWithFailpoint = paymentWrite{
-		design: "one transaction",
-		write: func(ctx context.Context, db *store.DB, p store.NewPayment, now time.Time, crashHere func() bool) error {
-			return db.CreatePaymentWithFailpoint(ctx, p, now, crashHere)
-		},
-	}
-	oneTransaction = paymentWrite{
-		design: "one transaction",
-		write: func(ctx context.Context, db *store.DB, p store.NewPayment, now time.Time, _ func() bool) error {
-			_, err := db.CreatePayment(ctx, p, now)
-			return err
-		},
-	}
-)
-
-func paymentWritesFor(variant string) paymentWrites {
-	w := paymentWrites{before: twoTransactions, after: oneTransactionWithFailpoint, crashFree: oneTransaction}
 	if variant == variantTwoTransactions {
-		w.after = twoTransactions
+		d.after.write = store.PaymentWriteTwoTransactions
 	}
-	return w
+	return d
+}
+
+// designName says how a payment write commits.
+func designName(w store.PaymentWrite) string {
+	if w.Split {
+		return "two transactions"
+	}
+	return "one transaction"
 }
 
 // durableState is what a fresh connection finds after a crash, and whether
@@ -119,44 +116,76 @@ type durableState struct {
 // crashed says the phase measured a real crash.
 func (st durableState) crashed() bool { return st.fired && st.died }
 
-func runTransactionalOutbox(ctx context.Context, env *Env, writes paymentWrites) (*lab.Result, error) {
-	return runTransactionalOutboxWithPlan(ctx, env, writes, nil)
+// session14Run is one run's clock, timeline and provider.
+type session14Run struct {
+	env      *Env
+	clk      *clock.Manual
+	timeline lab.Timeline
+	prov     *provider.Provider
+	fired    []firedFailpoint
 }
 
-// runTransactionalOutboxWithPlan runs session 14; crashFreePlan (nil in the
-// lesson) may arm failpoints in the crash-free run.
-func runTransactionalOutboxWithPlan(ctx context.Context, env *Env, writes paymentWrites, crashFreePlan *failpoint.Plan) (*lab.Result, error) {
-	clk := clock.NewManual(lessonStart.Add(-time.Minute))
-	var timeline lab.Timeline
-	event := func(actor, action, detail string) { timeline.Add(clock.Format(clk.Now()), actor, action, detail) }
-	r := &lab.Result{}
-	// The payment provider is one external service for the whole run.
-	prov := provider.New()
+func (run *session14Run) event(actor, action, detail string) {
+	run.timeline.Add(clock.Format(run.clk.Now()), actor, action, detail)
+}
 
+func runTransactionalOutbox(ctx context.Context, env *Env, design outboxDesign) (*lab.Result, error) {
+	// The payment provider is one external service for the whole run.
+	run := &session14Run{env: env, clk: clock.NewManual(cast.LessonStart.Add(-time.Minute)), prov: provider.New()}
+	r := &lab.Result{}
+
+	states, err := run.crashPhases(ctx, design)
+	if err != nil {
+		return nil, err
+	}
+	measureCrashes(r, states)
+	pays, perPayment, err := run.crashFreeRun(ctx, design, r)
+	if err != nil {
+		return nil, err
+	}
+	expectDocumented(r, env.Scenario.Checks, map[string]float64{
+		"orphans_before": 1, "orphans_after": 0, "rows_after_crash": 0, "crashes_injected": 2,
+		"outbox_rows_per_payment": 1, "keys_not_created_exactly_once": 0,
+	})
+	r.Timeline = run.timeline.Events()
+	r.Tables = append(r.Tables, run.tables(states, pays, perPayment)...)
+	r.Verdict = transactionalOutboxVerdict(env, r)
+	return r, nil
+}
+
+// crashPhases runs the "before" and the "after", each in its own database,
+// each with the same crash at the same point for the same payment.
+func (run *session14Run) crashPhases(ctx context.Context, design outboxDesign) ([]durableState, error) {
 	var states []durableState
-	var fired []firedFailpoint
 	for _, phase := range []struct {
-		name  string
-		write paymentWrite
-		path  string
+		name   string
+		design crashPhaseDesign
+		path   string
 	}{
-		{"before", writes.before, env.ExtraDatabasePath("session14-before")},
-		{"after", writes.after, env.ExtraDatabasePath("session14-after")},
+		{"before", design.before, run.env.ExtraDatabasePath("session14-before")},
+		{"after", design.after, run.env.ExtraDatabasePath("session14-after")},
 	} {
-		// Each phase arms the same crash, at the same point, for the same payment.
-		plan := failpoint.NewPlan(failpoint.Rule{Point: failpoint.BetweenOutboxWrites, Actor: checkout, Subject: crashedPayment.Key, Fault: failpoint.Crash})
-		st, err := crashPhase(ctx, clk, event, prov, phase.name, phase.write, phase.path, plan)
+		plan := failpoint.NewPlan()
+		if !phase.design.disarm {
+			plan.Arm(failpoint.Rule{Point: failpoint.BetweenOutboxWrites, Actor: cast.Checkout, Subject: crashedPayment.Key, Fault: failpoint.Crash})
+		}
+		st, err := run.crashPhase(ctx, phase.name, phase.design, phase.path, plan)
 		if err != nil {
 			return nil, err
 		}
 		states = append(states, st)
 		for _, f := range plan.Fired() {
-			fired = append(fired, firedFailpoint{phase: phase.name, design: phase.write.design, Firing: f})
+			run.fired = append(run.fired, firedFailpoint{phase: phase.name, design: st.design, Firing: f})
 		}
-		clk.Advance(time.Second)
+		run.clk.Advance(time.Second)
 	}
+	return states, nil
+}
+
+// measureCrashes sets the crash phases' figures. An orphan count proves
+// something only after a real crash.
+func measureCrashes(r *lab.Result, states []durableState) {
 	before, after := states[0], states[1]
-	// An orphan count proves something only after a real crash.
 	if before.crashed() {
 		r.SetMetric("orphans_before", float64(before.orphans))
 	}
@@ -171,46 +200,52 @@ func runTransactionalOutboxWithPlan(ctx context.Context, env *Env, writes paymen
 		}
 	}
 	r.SetMetric("crashes_injected", float64(crashes))
+}
 
-	// The crash-free run, in the main database students may keep.
-	db, err := openWorker(ctx, env.DatabasePath())
+// crashFreeRun has checkout write the six payments in the main database
+// students may keep, then audits it from a restarted instance.
+func (run *session14Run) crashFreeRun(ctx context.Context, design outboxDesign, r *lab.Result) ([]store.Payment, map[string][]store.Message, error) {
+	db, err := run.env.Open(ctx, run.env.DatabasePath())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer db.Close()
 	if err := db.Migrate(ctx, store.PaymentsOutbox); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	clk.Set(lessonStart)
-	event(checkout, "start", "crash-free run ("+writes.crashFree.design+"): six payments, own connection, no failpoint armed")
-	for _, p := range seedPayments {
-		p.MessageType = "PaymentCreated"
-		p.Payload = fmt.Sprintf(`{"key":%q,"amountCents":%d}`, p.Key, p.AmountCents)
-		err := writes.crashFree.write(ctx, db, p, clk.Now(), crashAt(crashFreePlan, p.Key))
-		if isCrash(err) {
-			event(checkout, "CRASH", p.Key+": the process died mid-write; the provider was not called")
+	run.clk.Set(cast.LessonStart)
+	run.event(cast.Checkout, "start", "crash-free run ("+designName(design.crashFree)+"): six payments, own connection, no failpoint armed")
+	checkout := cast.CheckoutInstance{Payments: store.NewPayments(db, design.crashFree), Provider: run.prov}
+	for _, p := range cast.SeedPayments {
+		err := checkout.Pay(ctx, cast.PaymentCreated(p), run.clk.Now(), crashAt(design.crashFreePlan, p.Key))
+		if errors.Is(err, store.ErrCrashed) {
+			run.event(cast.Checkout, "CRASH", p.Key+": the process died mid-write; the provider was not called")
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		prov.Create(checkout, p.Key)
-		event(checkout, "create payment", p.Key+": payment row and outbox row committed, then registered at the provider")
-		clk.Advance(time.Second)
+		run.event(cast.Checkout, "create payment", p.Key+": payment row and outbox row committed, then registered at the provider")
+		run.clk.Advance(time.Second)
 	}
 	// A restarted instance audits what is durable.
-	auditor, err := openWorker(ctx, env.DatabasePath())
+	auditor, err := run.env.Open(ctx, run.env.DatabasePath())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer auditor.Close()
-	pays, err := auditor.Payments(ctx)
+	return run.auditCrashFree(ctx, auditor, r)
+}
+
+// auditCrashFree measures the crash-free run's figures.
+func (run *session14Run) auditCrashFree(ctx context.Context, auditor *store.DB, r *lab.Result) ([]store.Payment, map[string][]store.Message, error) {
+	pays, err := store.NewPayments(auditor, store.PaymentWriteLesson).List(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	msgs, err := auditor.Messages(ctx)
+	msgs, err := store.NewOutbox(auditor, store.OutboxLesson).Messages(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	perPayment := map[string][]store.Message{}
 	for _, m := range msgs {
@@ -225,10 +260,10 @@ func runTransactionalOutboxWithPlan(ctx context.Context, env *Env, writes paymen
 	if rows, ok := outboxRowsPerPayment(pays, perPayment); ok {
 		r.SetMetric("outbox_rows_per_payment", rows)
 	}
-	creations := prov.CreationCalls()
+	creations := run.prov.CreationCalls()
 	perKey := provider.CountByKey(creations)
 	wrongKeys := 0
-	for _, p := range seedPayments {
+	for _, p := range cast.SeedPayments {
 		if perKey[p.Key] != 1 {
 			wrongKeys++
 		}
@@ -238,20 +273,20 @@ func runTransactionalOutboxWithPlan(ctx context.Context, env *Env, writes paymen
 	r.SetMetric("payments_without_exactly_one_outbox_row", float64(notOne))
 	r.SetMetric("crash_free_payments", float64(len(pays)))
 	r.SetMetric("crash_free_outbox_rows", float64(len(msgs)))
-	orphans, err := auditor.Count(ctx, store.OrphanPaymentsSQL)
+	orphans, err := auditor.Count(ctx, store.OrphanPayments.SQL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.SetMetric("crash_free_orphans", float64(orphans))
-	expectDocumented(r, env.Scenario.Checks, map[string]float64{
-		"orphans_before": 1, "orphans_after": 0, "rows_after_crash": 0, "crashes_injected": 2,
-		"outbox_rows_per_payment": 1, "keys_not_created_exactly_once": 0,
-	})
-
 	if r.Schema, err = auditor.Schema(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r.Timeline = timeline.Events()
+	return pays, perPayment, nil
+}
+
+// tables builds the report's tables: the failpoints that fired, what each
+// crash left, the crash-free payments and the provider's creation ledger.
+func (run *session14Run) tables(states []durableState, pays []store.Payment, perPayment map[string][]store.Message) []lab.Table {
 	crashTable := lab.Table{Title: "After each crash: what a restarted instance finds (durable state only)",
 		Note: "Read on a fresh connection from session14-before.db and session14-after.db in the run folder. An orphan is a payment " +
 			"no outbox message will ever act on; \"Pending for a worker\" is what a worker's plain SELECT of Pending messages returns. " +
@@ -261,6 +296,8 @@ func runTransactionalOutboxWithPlan(ctx context.Context, env *Env, writes paymen
 	for _, st := range states {
 		crashTable.AddRow(st.phase, st.design, st.fired, st.died, st.payments, st.messages, st.orphans, st.pendingForWorker, st.providerCalls)
 	}
+	creations := run.prov.CreationCalls()
+	perKey := provider.CountByKey(creations)
 	paymentsTable := lab.Table{Title: "Crash-free run: payments and their outbox rows (from the database)",
 		Columns: []string{"IdempotencyKey", "AmountCents", "PaymentStatus", "CreatedAtUtc", "Outbox rows", "Outbox Id", "Outbox Status", "Provider create calls"}}
 	for _, p := range pays {
@@ -274,35 +311,37 @@ func runTransactionalOutboxWithPlan(ctx context.Context, env *Env, writes paymen
 	failpoints := lab.Table{Title: "Ledger: failpoints fired",
 		Note:    "The crash each phase injected, recorded by the failpoint plan as it fired.",
 		Columns: []string{"#", "Phase", "Design", "Point", "Actor", "Payment", "Fault"}}
-	for i, f := range fired {
+	for i, f := range run.fired {
 		failpoints.AddRow(i+1, f.phase, f.design, string(f.Point), f.Actor, f.Subject, string(f.Fault))
 	}
-	creationLedger := lab.Table{Title: creationLedgerTitle,
+	creationLedger := lab.Table{Title: cast.CreationLedgerTitle,
 		Note:    "The provider's own record of \"create payment\", in call order: checkout calls it once per payment, after the commit. The crashed writes of both phases never reached it.",
 		Columns: []string{"Call", "Caller", "Key", "Answer"}}
 	for _, c := range creations {
 		creationLedger.AddRow(c.Seq, c.Caller, c.Key, c.Answer)
 	}
-	r.Tables = append(r.Tables, failpoints, crashTable, paymentsTable, creationLedger)
+	return []lab.Table{failpoints, crashTable, paymentsTable, creationLedger}
+}
 
+// transactionalOutboxVerdict says what the run showed.
+func transactionalOutboxVerdict(env *Env, r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		r.Verdict = fmt.Sprintf("The two-transaction design is UNSAFE (%s orphan reproduced: the crash between its two commits left a payment "+
+		return fmt.Sprintf("The two-transaction design is UNSAFE (%s orphan reproduced: the crash between its two commits left a payment "+
 			"that no worker will ever act on); the one-transaction design held: the same crash left %s orphans and neither row "+
 			"(%s rows), and the crash-free run wrote exactly %s outbox row per payment for %s payments, with the provider's create "+
 			"called once per key (%s calls), each after its commit.",
 			m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"), m("crash_free_payments"), m("provider_creation_calls"))
 	case env.Variant != "":
-		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v. Orphans before %s, after %s; rows after the crash %s; "+
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v. Orphans before %s, after %s; rows after the crash %s; "+
 			"outbox rows per payment %s.", env.Variant, r.FailedChecks(), m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"))
 	default:
-		r.Verdict = fmt.Sprintf("NOT SHOWN: failed checks %v. Crashes that really killed the instance %s of 2; orphans before %s, after %s "+
+		return fmt.Sprintf("NOT SHOWN: failed checks %v. Crashes that really killed the instance %s of 2; orphans before %s, after %s "+
 			"(? = not measured: no real crash); rows after the crash %s; outbox rows per payment %s; keys not created exactly once %s.",
 			r.FailedChecks(), m("crashes_injected"), m("orphans_before"), m("orphans_after"), m("rows_after_crash"),
 			m("outbox_rows_per_payment"), m("keys_not_created_exactly_once"))
 	}
-	return r, nil
 }
 
 // outboxRowsPerPayment is the crash-free run's figure: 1 only when every
@@ -329,9 +368,9 @@ func outboxRowsPerPayment(pays []store.Payment, perPayment map[string][]store.Me
 // crashedPayment, then audits the durable state on a fresh connection.
 // Checkout calls the provider's create payment only once its write has
 // committed; a crashed write never reaches it.
-func crashPhase(ctx context.Context, clk *clock.Manual, event func(actor, action, detail string), prov *provider.Provider, phase string, w paymentWrite, path string, plan *failpoint.Plan) (durableState, error) {
-	st := durableState{phase: phase, design: w.design}
-	setup, err := openWorker(ctx, path)
+func (run *session14Run) crashPhase(ctx context.Context, phase string, design crashPhaseDesign, path string, plan *failpoint.Plan) (durableState, error) {
+	st := durableState{phase: phase, design: designName(design.write)}
+	setup, err := run.env.Open(ctx, path)
 	if err != nil {
 		return st, err
 	}
@@ -340,62 +379,70 @@ func crashPhase(ctx context.Context, clk *clock.Manual, event func(actor, action
 		return st, err
 	}
 
-	app, err := openWorker(ctx, path)
+	app, err := run.env.Open(ctx, path)
 	if err != nil {
 		return st, err
 	}
 	defer app.Close()
 	p := crashedPayment
-	p.MessageType = "PaymentCreated"
-	p.Payload = fmt.Sprintf(`{"key":%q,"amountCents":%d}`, p.Key, p.AmountCents)
-	callsBefore := len(prov.CreationCalls())
-	event(checkout, phase+": create payment", fmt.Sprintf("%s %d cents, %s", p.Key, p.AmountCents, w.design))
-	err = w.write(ctx, app, p, clk.Now(), crashAt(plan, p.Key))
+	callsBefore := len(run.prov.CreationCalls())
+	run.event(cast.Checkout, phase+": create payment", fmt.Sprintf("%s %d cents, %s", p.Key, p.AmountCents, st.design))
+	checkout := cast.CheckoutInstance{Payments: store.NewPayments(app, design.write), Provider: run.prov}
+	pay := design.pay
+	if pay == nil {
+		pay = func(ctx context.Context, c cast.CheckoutInstance, p store.NewPayment, now time.Time, crashHere func() bool) error {
+			return c.Pay(ctx, p, now, crashHere)
+		}
+	}
+	err = pay(ctx, checkout, p, run.clk.Now(), crashAt(plan, p.Key))
 	switch {
-	case isCrash(err):
+	case errors.Is(err, store.ErrCrashed):
 		// A dead instance answers no query: its connection is gone.
-		_, queryErr := app.Payments(ctx)
+		_, queryErr := checkout.Payments.List(ctx)
 		st.died = queryErr != nil
 		detail := fmt.Sprintf("failpoint %s fired: the process died between the payment and the outbox write; its connection closed mid-step, memory gone; "+
 			"the provider was never called", failpoint.BetweenOutboxWrites)
 		if !st.died {
 			detail = "the write reported a crash, yet the instance still answers queries: no real crash"
 		}
-		event(checkout, "CRASH", detail)
+		run.event(cast.Checkout, "CRASH", detail)
 	case err != nil:
 		return st, err
 	default:
-		prov.Create(checkout, p.Key)
-		event(checkout, phase+": committed", "no crash happened; then registered at the provider")
+		run.event(cast.Checkout, phase+": committed", "no crash happened; then registered at the provider")
 	}
 	for _, f := range plan.Fired() {
 		st.fired = st.fired || f.Fault == failpoint.Crash
 	}
-	st.providerCalls = len(prov.CreationCalls()) - callsBefore
+	st.providerCalls = len(run.prov.CreationCalls()) - callsBefore
+	return run.durableState(ctx, st, path)
+}
 
-	// A restarted instance sees only what was committed.
-	restarted, err := openWorker(ctx, path)
+// durableState is what a restarted instance sees: only what was committed.
+func (run *session14Run) durableState(ctx context.Context, st durableState, path string) (durableState, error) {
+	restarted, err := run.env.Open(ctx, path)
 	if err != nil {
 		return st, err
 	}
 	defer restarted.Close()
-	pays, err := restarted.Payments(ctx)
+	pays, err := store.NewPayments(restarted, store.PaymentWriteLesson).List(ctx)
 	if err != nil {
 		return st, err
 	}
-	msgs, err := restarted.Messages(ctx)
+	outbox := store.NewOutbox(restarted, store.OutboxLesson)
+	msgs, err := outbox.Messages(ctx)
 	if err != nil {
 		return st, err
 	}
-	if st.orphans, err = restarted.Count(ctx, store.OrphanPaymentsSQL); err != nil {
+	if st.orphans, err = restarted.Count(ctx, store.OrphanPayments.SQL); err != nil {
 		return st, err
 	}
-	pending, err := restarted.LoadPending(ctx)
+	pending, err := outbox.LoadPending(ctx)
 	if err != nil {
 		return st, err
 	}
 	st.payments, st.messages, st.pendingForWorker = len(pays), len(msgs), len(pending)
-	event("restart", phase+": durable state", fmt.Sprintf("payments %d, outbox messages %d, orphans %d; a worker's load of Pending messages returns %d",
+	run.event("restart", st.phase+": durable state", fmt.Sprintf("payments %d, outbox messages %d, orphans %d; a worker's load of Pending messages returns %d",
 		st.payments, st.messages, st.orphans, st.pendingForWorker))
 	return st, nil
 }
@@ -403,7 +450,7 @@ func crashPhase(ctx context.Context, clk *clock.Manual, event func(actor, action
 // crashAt is the failpoint callback the store consults between the payment
 // and the outbox write of key: it crashes when plan says so.
 func crashAt(plan *failpoint.Plan, key string) func() bool {
-	return func() bool { return plan.Fire(failpoint.BetweenOutboxWrites, checkout, key) == failpoint.Crash }
+	return func() bool { return plan.Fire(failpoint.BetweenOutboxWrites, cast.Checkout, key) == failpoint.Crash }
 }
 
 // firedFailpoint is one fired failpoint and the phase it fired in.

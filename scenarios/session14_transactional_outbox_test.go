@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -18,14 +19,13 @@ import (
 // "after" whose crash never happens, or does not really kill the instance,
 // measures no orphan count at all.
 func TestTransactionalOutboxChecksCanFail(t *testing.T) {
-	last := seedPayments[len(seedPayments)-1].Key
-	// neverCrashes writes in one transaction and never consults the failpoint.
-	neverCrashes := oneTransaction
+	t.Parallel()
+	last := cast.SeedPayments[len(cast.SeedPayments)-1].Key
 	// survivesCrash consults the failpoint, commits both rows anyway and
 	// reports a crash while its connection lives on.
-	survivesCrash := paymentWrite{design: "one transaction (fake crash)",
-		write: func(ctx context.Context, db *store.DB, p store.NewPayment, now time.Time, crashHere func() bool) error {
-			if _, err := db.CreatePayment(ctx, p, now); err != nil {
+	survivesCrash := crashPhaseDesign{write: store.PaymentWriteLesson,
+		pay: func(ctx context.Context, c cast.CheckoutInstance, p store.NewPayment, now time.Time, crashHere func() bool) error {
+			if _, err := c.Payments.Create(ctx, p, now, nil); err != nil {
 				return err
 			}
 			if crashHere() {
@@ -35,28 +35,30 @@ func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 		}}
 	tests := []struct {
 		name string
-		edit func(w *paymentWrites)
-		plan *failpoint.Plan
+		edit func(d *outboxDesign)
 		want []string
 	}{
 		{name: "BeforeInOneTransaction", want: []string{"orphans_before"},
-			edit: func(w *paymentWrites) { w.before = oneTransactionWithFailpoint }},
+			edit: func(d *outboxDesign) { d.before.write = store.PaymentWriteLesson }},
 		{name: "CrashDuringCrashFreeRun", want: []string{"outbox_rows_per_payment", "keys_not_created_exactly_once"},
-			edit: func(w *paymentWrites) { w.crashFree = twoTransactions },
-			plan: failpoint.NewPlan(failpoint.Rule{Point: failpoint.BetweenOutboxWrites, Subject: last, Fault: failpoint.Crash})},
+			edit: func(d *outboxDesign) {
+				d.crashFree = store.PaymentWriteTwoTransactions
+				d.crashFreePlan = failpoint.NewPlan(failpoint.Rule{Point: failpoint.BetweenOutboxWrites, Subject: last, Fault: failpoint.Crash})
+			}},
 		{name: "AfterNeverCrashes", want: []string{"orphans_after", "rows_after_crash", "crashes_injected", "keys_not_created_exactly_once"},
-			edit: func(w *paymentWrites) { w.after = neverCrashes }},
+			edit: func(d *outboxDesign) { d.after.disarm = true }},
 		{name: "BeforeNeverCrashes", want: []string{"orphans_before", "crashes_injected", "keys_not_created_exactly_once"},
-			edit: func(w *paymentWrites) { w.before = neverCrashes }},
+			edit: func(d *outboxDesign) { d.before = crashPhaseDesign{write: store.PaymentWriteLesson, disarm: true} }},
 		{name: "AfterCrashDoesNotKill", want: []string{"orphans_after", "rows_after_crash", "crashes_injected"},
-			edit: func(w *paymentWrites) { w.after = survivesCrash }},
+			edit: func(d *outboxDesign) { d.after = survivesCrash }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := paymentWritesFor("")
-			tt.edit(&w)
-			env := &Env{Scenario: &transactionalOutbox, Dir: t.TempDir()}
-			r, err := runTransactionalOutboxWithPlan(context.Background(), env, w, tt.plan)
+			t.Parallel()
+			d := outboxDesignFor("")
+			tt.edit(&d)
+			env := &Env{Scenario: &transactionalOutbox, Dir: t.TempDir(), Ledger: &store.Ledger{}}
+			r, err := runTransactionalOutbox(context.Background(), env, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,6 +72,7 @@ func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 // TestTransactionalOutboxFigures pins the lesson's figures and the
 // provider's ledger behind them: one creation call per key, six in all.
 func TestTransactionalOutboxFigures(t *testing.T) {
+	t.Parallel()
 	r := mustExecute(t, &transactionalOutbox, "")
 	want := map[string]float64{"orphans_before": 1, "orphans_after": 0, "rows_after_crash": 0, "crashes_injected": 2,
 		"outbox_rows_per_payment": 1, "keys_not_created_exactly_once": 0, "provider_creation_calls": 6, "crash_free_payments": 6}
@@ -83,6 +86,7 @@ func TestTransactionalOutboxFigures(t *testing.T) {
 // TestOutboxRowsPerPayment: the figure is 1 only when every payment has
 // exactly one outbox row; uneven counts never average out to 1.
 func TestOutboxRowsPerPayment(t *testing.T) {
+	t.Parallel()
 	pays := func(keys ...string) []store.Payment {
 		var out []store.Payment
 		for _, k := range keys {
@@ -123,9 +127,10 @@ func TestOutboxRowsPerPayment(t *testing.T) {
 // TestTransactionalOutboxCrashIsReal: the crashed checkout instance cannot
 // be used again, like a dead process.
 func TestTransactionalOutboxCrashIsReal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	env := &Env{Scenario: &transactionalOutbox, Dir: t.TempDir()}
-	db, err := openWorker(ctx, env.DatabasePath())
+	env := &Env{Scenario: &transactionalOutbox, Dir: t.TempDir(), Ledger: &store.Ledger{}}
+	db, err := env.Open(ctx, env.DatabasePath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +138,12 @@ func TestTransactionalOutboxCrashIsReal(t *testing.T) {
 	if err := db.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		t.Fatal(err)
 	}
-	p := crashedPayment
-	p.MessageType, p.Payload = "PaymentCreated", "{}"
+	payments := store.NewPayments(db, store.PaymentWriteLesson)
 	crash := func() bool { return true }
-	if err := oneTransactionWithFailpoint.write(ctx, db, p, lessonStart, crash); !errors.Is(err, store.ErrCrashed) || !isCrash(err) {
+	if _, err := payments.Create(ctx, crashedPayment, cast.LessonStart, crash); !errors.Is(err, store.ErrCrashed) || !errors.Is(err, failpoint.ErrCrashed) {
 		t.Fatalf("write = %v, want ErrCrashed", err)
 	}
-	if _, err := db.CreatePayment(ctx, p, lessonStart); err == nil {
+	if _, err := payments.Create(ctx, crashedPayment, cast.LessonStart, nil); err == nil {
 		t.Fatal("the crashed instance wrote again")
 	}
 }

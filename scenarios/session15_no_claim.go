@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -24,9 +25,9 @@ var competingWorkersNoClaim = Scenario{
 	DoesNotSolve: "Nothing: this is the broken design. A read is not a claim; the fix is the lease of " +
 		"session-15-outbox-leasing.",
 	Statements: []lab.Statement{
-		{Name: "load (each worker)", SQL: store.LoadPendingSQL},
-		{Name: "apply the provider's outcome", SQL: store.ApplyPaymentOutcomeSQL},
-		{Name: "complete (no ownership guard)", SQL: store.MarkProcessedUnguardedSQL},
+		{Name: store.LoadPending.Name, SQL: store.LoadPending.SQL},
+		{Name: store.CompleteByID.Name, SQL: store.CompleteByID.SQL},
+		{Name: store.ApplyPaymentOutcome.Name, SQL: store.ApplyPaymentOutcome.SQL},
 	},
 	Checks: []CheckDoc{
 		{"loaded_a", "Worker-A loaded all 6 Pending messages"},
@@ -50,11 +51,19 @@ var competingWorkersNoClaim = Scenario{
 	Run: runCompetingWorkersNoClaim,
 }
 
+// noClaimSQL is the statement set of Day 15's "before": a plain load, and a
+// completion by Id alone.
+func noClaimSQL() store.OutboxSQL {
+	s := store.OutboxLesson
+	s.Finalize = store.CompleteByID
+	return s
+}
+
 func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, error) {
-	d := newDay15(env.Variant)
+	d := cast.NewDay15(cast.Day15Mistakes{})
 	r := &lab.Result{}
 
-	setup, err := openWorker(ctx, env.DatabasePath())
+	setup, err := env.Open(ctx, env.DatabasePath())
 	if err != nil {
 		return nil, err
 	}
@@ -62,60 +71,40 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	if err := setup.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		return nil, err
 	}
-	if err := d.seed(ctx, setup); err != nil {
+	if err := d.Seed(ctx, setup); err != nil {
 		return nil, err
 	}
 
-	barrier := NewBarrier(2)
+	barrier := cast.NewBarrier(2)
 	work := func(ctx context.Context, worker string) error {
-		db, err := openWorker(ctx, env.DatabasePath())
+		db, err := env.Open(ctx, env.DatabasePath())
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		msgs, err := db.LoadPending(ctx)
-		if err != nil {
-			return err
+		if env.Is(variantSequential) {
+			return d.WorkBefore(ctx, store.NewOutbox(db, noClaimSQL()), worker, nil)
 		}
-		d.recordLoad(worker, msgs)
-		if !env.Is(variantSequential) {
-			d.event(worker, "barrier", "waiting until both workers hold the full snapshot")
-			if err := barrier.Wait(ctx); err != nil {
-				return err
-			}
-		}
-		for _, m := range msgs {
-			o := d.process(worker, m.ID, m.AggregateKey)
-			stats, err := db.CompleteUnguarded(ctx, m.ID, o, d.clk.Now())
-			if err != nil {
-				return err
-			}
-			d.recordFinal(worker, m.ID, m.AggregateKey, true, stats.BusyRetries,
-				fmt.Sprintf("message %d (%s) marked Processed by Id alone; payment set %s", m.ID, m.AggregateKey, o.Status))
-		}
-		return nil
+		return d.WorkBefore(ctx, store.NewOutbox(db, noClaimSQL()), worker, barrier.Wait)
 	}
+	workers := []string{cast.WorkerA, cast.WorkerB}
 	if env.Is(variantSequential) {
-		d.event("scenario", "sequential (MISTAKE)", "Worker-B starts only after Worker-A has finished; no barrier")
-		err = runInOrder(ctx, []string{workerA, workerB}, work)
+		d.Event("scenario", "sequential (MISTAKE)", "Worker-B starts only after Worker-A has finished; no barrier")
+		err = cast.RunInOrder(ctx, workers, work)
 	} else {
-		d.concurrent = true
-		err = runConcurrently(ctx, []string{workerA, workerB}, work)
+		d.Concurrent = true
+		err = cast.RunConcurrently(ctx, workers, work)
 	}
 	if err != nil {
 		return nil, err
 	}
 
-	if err := d.audit(ctx, setup, r); err != nil {
+	if err := d.Audit(ctx, setup, r); err != nil {
 		return nil, err
 	}
-	loaded := map[string]int{}
-	for _, l := range d.loads {
-		loaded[l.worker] = len(l.keys)
-	}
-	r.SetMetric("loaded_a", float64(loaded[workerA]))
-	r.SetMetric("loaded_b", float64(loaded[workerB]))
-	if err := d.finish(ctx, setup, r); err != nil {
+	r.SetMetric("loaded_a", float64(d.Loaded(cast.WorkerA)))
+	r.SetMetric("loaded_b", float64(d.Loaded(cast.WorkerB)))
+	if err := d.Finish(ctx, setup, r); err != nil {
 		return nil, err
 	}
 
@@ -136,27 +125,4 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 			"A run that happens to look clean proves nothing about the design.", m("processing_attempts"), m("processed_more_than_once"))
 	}
 	return r, nil
-}
-
-// expectDocumented adds one metric check per documented check, in the
-// documented order, so the report and `describe` always agree.
-func expectDocumented(r *lab.Result, docs []CheckDoc, want map[string]float64) {
-	for _, c := range docs {
-		w, ok := want[c.Name]
-		if !ok {
-			panic("scenarios: no expected value for documented check " + c.Name) // caught by every test
-		}
-		r.ExpectMetric(c.Name, w, c.About)
-	}
-}
-
-// metricsOf returns a formatter for measured metrics, for verdict sentences.
-func metricsOf(r *lab.Result) func(key string) string {
-	return func(key string) string {
-		v, ok := r.Metric(key)
-		if !ok {
-			return "?"
-		}
-		return lab.FormatNumber(v)
-	}
 }

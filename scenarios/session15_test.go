@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -15,9 +16,11 @@ import (
 // processed only five messages and stored every outcome the wrong way round.
 // The checks that no variant breaks must fail.
 func TestNoClaimChecksCanFail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	d := newDay15("")
-	db, err := openWorker(ctx, filepath.Join(t.TempDir(), "lab.db"))
+	d := cast.NewDay15(cast.Day15Mistakes{})
+	env := &Env{Ledger: &store.Ledger{}}
+	db, err := env.Open(ctx, filepath.Join(t.TempDir(), "lab.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,30 +28,31 @@ func TestNoClaimChecksCanFail(t *testing.T) {
 	if err := db.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.seed(ctx, db); err != nil {
+	if err := d.Seed(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := db.LoadPending(ctx)
+	outbox := store.NewOutbox(db, noClaimSQL())
+	msgs, err := outbox.LoadPending(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	msgs = msgs[:5]
-	d.recordLoad(workerA, msgs)
-	d.recordLoad(workerB, msgs)
+	d.RecordLoad(cast.WorkerA, msgs)
+	d.RecordLoad(cast.WorkerB, msgs)
 	for _, m := range msgs {
-		o := d.process(workerA, m.ID, m.AggregateKey)
+		o := d.Process(cast.WorkerA, m.ID, m.AggregateKey)
 		if o.Status == "Paid" {
 			o = store.Outcome{Key: o.Key, Status: "Failed"}
 		} else {
 			o = store.Outcome{Key: o.Key, Status: "Paid", TransactionID: "TXN-WRONG"}
 		}
-		if _, err := db.CompleteUnguarded(ctx, m.ID, o, d.clk.Now()); err != nil {
+		if _, err := outbox.Finalize(ctx, m.ID, cast.WorkerA, o, d.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	r := &lab.Result{}
-	if err := d.audit(ctx, db, r); err != nil {
+	if err := d.Audit(ctx, db, r); err != nil {
 		t.Fatal(err)
 	}
 	r.SetMetric("loaded_a", 5)
@@ -66,41 +70,67 @@ func TestNoClaimChecksCanFail(t *testing.T) {
 	}
 }
 
-// TestOwnershipViolations checks the ledger-based detector on hand-made
-// ledgers: a claim over a live foreign lease or of a finalized message
-// counts; a claim after expiry or after finalization-free expiry does not.
-func TestOwnershipViolations(t *testing.T) {
+// TestSession15StatementSets: each variant's statement set is the lesson's
+// with exactly the statements of its mistake replaced, and each mistake
+// names the lesson statement it replaces.
+func TestSession15StatementSets(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
-		name   string
-		claims []claimEntry
-		finals []finalEntry
-		want   int
+		variant string
+		got     store.OutboxSQL
+		changed []store.Stmt // the mistakes, in SelectNext, Update, Finalize order
+		split   bool
 	}{
-		{"OneOwner", []claimEntry{{seq: 1, at: "09:00:00.000", worker: workerA, id: 1, until: "09:00:00.500"}}, nil, 0},
-		{"StolenLiveLease", []claimEntry{
-			{seq: 1, at: "09:00:00.000", worker: workerA, id: 1, until: "09:00:00.500"},
-			{seq: 2, at: "09:00:00.100", worker: workerB, id: 1, until: "09:00:00.600"},
-		}, nil, 1},
-		{"ReclaimedAfterExpiry", []claimEntry{
-			{seq: 1, at: "09:00:00.000", worker: workerA, id: 1, until: "09:00:00.500"},
-			{seq: 2, at: "09:00:00.600", worker: workerB, id: 1, until: "09:00:01.100"},
-		}, nil, 0},
-		{"ClaimedAfterFinalized", []claimEntry{
-			{seq: 1, at: "09:00:00.000", worker: workerA, id: 1, until: "09:00:00.500"},
-			{seq: 3, at: "09:00:00.100", worker: workerB, id: 1, until: "09:00:00.600"},
-		}, []finalEntry{{seq: 2, worker: workerA, id: 1, committed: true}}, 1},
+		{"", leasingSQL(""), nil, false},
+		{variantPermanentLock, leasingSQL(variantPermanentLock), []store.Stmt{store.ClaimSelectPendingOnly, store.ClaimUpdatePendingOnly}, false},
+		{variantUnguardedClaim, leasingSQL(variantUnguardedClaim), []store.Stmt{store.ClaimUpdateByID}, true},
+		{variantPaidWithoutTxn, leasingSQL(variantPaidWithoutTxn), nil, false},
+		{"no-claim", noClaimSQL(), []store.Stmt{store.CompleteByID}, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			d := newDay15("")
-			for _, c := range tt.claims {
-				c.outcome = store.Claimed
-				d.claims = append(d.claims, c)
+		t.Run("Variant="+tt.variant, func(t *testing.T) {
+			lesson := store.OutboxLesson
+			var changed []store.Stmt
+			pairs := [][2]store.Stmt{
+				{lesson.Claim.SelectNext, tt.got.Claim.SelectNext},
+				{lesson.Claim.Update, tt.got.Claim.Update},
+				{lesson.Finalize, tt.got.Finalize},
+				{lesson.ApplyOutcome, tt.got.ApplyOutcome},
+				{lesson.Load, tt.got.Load},
 			}
-			d.finals = tt.finals
-			if got := d.ownershipViolations(); got != tt.want {
-				t.Fatalf("violations = %d, want %d", got, tt.want)
+			for _, p := range pairs {
+				if p[0].SQL == p[1].SQL {
+					continue
+				}
+				changed = append(changed, p[1])
+				if p[1].Replaces == nil || p[1].Replaces.SQL != p[0].SQL || p[1].Mistake == "" {
+					t.Errorf("%q replaces %q without naming it as a mistake", p[1].Name, p[0].Name)
+				}
+			}
+			if len(changed) != len(tt.changed) {
+				t.Fatalf("changed %d statements, want %d", len(changed), len(tt.changed))
+			}
+			for i := range changed {
+				if changed[i].SQL != tt.changed[i].SQL {
+					t.Errorf("changed %q, want %q", changed[i].Name, tt.changed[i].Name)
+				}
+			}
+			if tt.got.Claim.Split != tt.split {
+				t.Errorf("split = %v, want %v", tt.got.Claim.Split, tt.split)
 			}
 		})
+	}
+}
+
+// TestCustomClaimNamed: --claim-sql's statements are named for the report.
+func TestCustomClaimNamed(t *testing.T) {
+	t.Parallel()
+	env := &Env{Ledger: &store.Ledger{}, Options: Options{Claim: &CustomClaim{Source: "mine.sql", Select: "-- my select\nSELECT 1", Update: "UPDATE x SET y = 1 WHERE Id = :id"}}}
+	c := customClaim(env)
+	if c.SelectNext.Name != "your claim: select (from mine.sql)" || c.Update.Name != "your claim: update (from mine.sql)" || c.Split {
+		t.Fatalf("claim = %+v", c)
+	}
+	if c.SelectNext.SQL != "SELECT 1" {
+		t.Fatalf("select = %q, want the comment line left out", c.SelectNext.SQL)
 	}
 }

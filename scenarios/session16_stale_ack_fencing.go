@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -35,6 +37,8 @@ const (
 	s16AckA         = 150
 	s16AckB         = 160
 	s16ClaimDone    = 200
+	s16WorkerA      = "Worker-A"
+	s16WorkerB      = "Worker-B"
 	s16EventID      = "E-41"
 	s16EventType    = "PaymentSettled"
 	s16EventPayload = `{"paymentKey":"PAY-041","amountCents":4100}`
@@ -47,7 +51,7 @@ var staleAckFencing = Scenario{
 	Title:   "Session 16: a fencing token turns a stale owner's ack into 0 rows",
 	Design:  lab.Safe,
 	Teaches: "Every successful claim increments the event's claim_token and hands that token to the claimer. " +
-		"The ack is UPDATE … WHERE event_id = ? AND claim_token = ? AND delivered = 0, so only the current " +
+		"The ack is UPDATE … WHERE event_id = :id AND claim_token = :token AND delivered = 0, so only the current " +
 		"owner's ack changes a row. Worker-A claims E-41 (token 1), stalls past its lease, Worker-B reclaims " +
 		"(token 2); A's late ack changes 0 rows and is recorded as lease-lost (an expected outcome, not a " +
 		"database error), B's ack changes 1 row, and the delivered event cannot be claimed again.",
@@ -56,9 +60,9 @@ var staleAckFencing = Scenario{
 		"again. The token rejects A's late write; it cannot un-send A's message. The duplicate broker " +
 		"message is expected, and consumers must absorb it (the inbox, session 18).",
 	Statements: []lab.Statement{
-		{Name: "claim: take E-41 if claimable, increment the token", SQL: store.ClaimEventSQL},
-		{Name: "ack: only under the current token, only once", SQL: store.AckWithTokenSQL},
-		{Name: "after a 0-row ack: read why", SQL: store.EventByIDSQL},
+		{Name: store.ClaimEvent.Name, SQL: store.ClaimEvent.SQL},
+		{Name: store.CompleteWithToken.Name, SQL: store.CompleteWithToken.SQL},
+		{Name: store.EventByID.Name, SQL: store.EventByID.SQL},
 	},
 	Checks: []CheckDoc{
 		{"stale_ack_rows", "Worker-A's ack with its stale token changed 0 rows"},
@@ -68,7 +72,7 @@ var staleAckFencing = Scenario{
 		{"failed_acks_lease_lost", "the failed-ack ledger has 1 entry, reason lease-lost"},
 	},
 	Variants: []Variant{
-		{Name: variantAckByEventID, Mistake: "the ack updates WHERE event_id = ? AND delivered = 0, without the token: " +
+		{Name: variantAckByEventID, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
 			"Worker-A's stale ack completes the event and Worker-B's ack finds it already delivered",
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"}},
 		{Name: variantReusedToken, Mistake: fmt.Sprintf("the claim sets claim_token to the worker's fixed number (%d, the "+
@@ -76,49 +80,32 @@ var staleAckFencing = Scenario{
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "distinct_tokens", "failed_acks_lease_lost"}},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runStaleAckFencing(ctx, env, fencingOpsFor(env.Variant))
+		return runStaleAckFencing(ctx, env, staleAckSQL(env.Variant))
 	},
 }
 
-// fencingOps are the claim and ack session 16 runs; a variant swaps one.
-type fencingOps struct {
-	claimSQL, ackSQL string
-	claim            func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error)
-	ack              func(ctx context.Context, db *store.DB, token, now int64) (store.Fenced, error)
-}
-
-func fencingOpsFor(variant string) fencingOps {
-	ops := fencingOps{
-		claimSQL: store.ClaimEventSQL,
-		ackSQL:   store.AckWithTokenSQL,
-		claim: func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error) {
-			return db.ClaimEvent(ctx, s16EventID, worker, now, leaseUntil)
-		},
-		ack: func(ctx context.Context, db *store.DB, token, now int64) (store.Fenced, error) {
-			return db.AckWithToken(ctx, s16EventID, token, now)
-		},
-	}
+// staleAckSQL is the relay's statements session 16 runs: the lesson's, or
+// the lesson's with the one statement a variant gets wrong.
+func staleAckSQL(variant string) store.RelaySQL {
+	s := store.RelayLesson
 	switch variant {
 	case variantAckByEventID:
-		ops.ackSQL = store.AckByEventIDSQL
-		ops.ack = func(ctx context.Context, db *store.DB, _, now int64) (store.Fenced, error) {
-			return db.AckByEventID(ctx, s16EventID, now)
-		}
+		s.Complete = store.CompleteByEventID
 	case variantReusedToken:
-		ops.claimSQL = store.ClaimEventFixedTokenSQL
-		ops.claim = func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error) {
-			return db.ClaimEventWithFixedToken(ctx, s16EventID, worker, reusedWorkerToken, now, leaseUntil)
-		}
+		s.Claim = store.ClaimWithFixedToken
 	}
-	return ops
+	return s
 }
 
-// logicalAt prints a logical instant the way the lessons write it.
-func logicalAt(t int64) string { return fmt.Sprintf("t=%d", t) }
-
-// staleAckRun is one session-16 run: its timeline and separate ledgers,
-// appended to as each action happens.
+// staleAckRun is one session-16 run: the workers' relays, what they got,
+// and the timeline and separate ledgers, appended to as each action happens.
 type staleAckRun struct {
+	setup, a, b *store.Relay // the producer's and each worker's own connection
+
+	ca, cb, cd                     store.EventClaim // A's claim, B's claim, A's claim after delivery
+	staleRows, currentRows         int64
+	staleMeasured, currentMeasured bool
+
 	timeline   lab.Timeline
 	claims     []fencedClaimEntry
 	acks       []ackEntry
@@ -156,109 +143,122 @@ type failedAckEntry struct {
 	detail string
 }
 
-func runStaleAckFencing(ctx context.Context, env *Env, ops fencingOps) (*lab.Result, error) {
+// runStaleAckFencing runs session 16 with the relay statements sqls.
+func runStaleAckFencing(ctx context.Context, env *Env, sqls store.RelaySQL) (*lab.Result, error) {
 	run := &staleAckRun{}
-	r := &lab.Result{Statements: []lab.Statement{
-		{Name: "claim", SQL: ops.claimSQL},
-		{Name: "ack", SQL: ops.ackSQL},
-		{Name: "after a 0-row ack: read why", SQL: store.EventByIDSQL},
-	}}
-
-	setup, err := openWorker(ctx, env.DatabasePath())
-	if err != nil {
+	// The producer and each worker are application instances, each on its
+	// own connection.
+	dbs := make([]*store.DB, 3)
+	for i := range dbs {
+		db, err := env.Open(ctx, env.DatabasePath())
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		dbs[i] = db
+	}
+	run.setup, run.a, run.b = store.NewRelay(dbs[0], sqls), store.NewRelay(dbs[1], sqls), store.NewRelay(dbs[2], sqls)
+	if err := run.seed(ctx, dbs[0]); err != nil {
 		return nil, err
 	}
-	defer setup.Close()
-	if err := setup.Migrate(ctx, store.RelayEvents); err != nil {
+	if err := run.play(ctx); err != nil {
 		return nil, err
 	}
-	if err := setup.InsertEvent(ctx, store.NewEvent{ID: s16EventID, Type: s16EventType, Payload: s16EventPayload}, 0); err != nil {
+	r := &lab.Result{}
+	if err := run.measure(ctx, r, dbs[0]); err != nil {
 		return nil, err
 	}
-	run.timeline.Add(logicalAt(0), "producer", "insert event", s16EventID+" committed with its business change; claim_token 0")
-
-	// Each worker is its own application instance with its own connection.
-	a, err := openWorker(ctx, env.DatabasePath())
-	if err != nil {
-		return nil, err
-	}
-	defer a.Close()
-	b, err := openWorker(ctx, env.DatabasePath())
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-
-	ca, err := run.claim(ctx, ops, a, workerA, s16ClaimA, s16LeaseA)
-	if err != nil {
-		return nil, err
-	}
-	run.timeline.Add(logicalAt(s16ClaimA), workerA, "stalls", "a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID)
-	run.timeline.Add(logicalAt(s16LeaseA), "clock", "lease expires", fmt.Sprintf("Worker-A's lease ran until %d; from now on %s is claimable", s16LeaseA, s16EventID))
-	cb, err := run.claim(ctx, ops, b, workerB, s16ClaimB, s16LeaseB)
-	if err != nil {
-		return nil, err
-	}
-	if ca.Outcome != store.Claimed || cb.Outcome != store.Claimed {
-		return nil, fmt.Errorf("session 16: claims were %s and %s, want both claimed", ca.Outcome, cb.Outcome)
-	}
-
-	// An ack whose statement failed is recorded (reason database-error) and
-	// leaves its metric unset: its check fails as "not measured".
-	staleRows, staleMeasured := run.ack(ctx, ops, a, workerA, ca.Token, s16AckA)
-	currentRows, currentMeasured := run.ack(ctx, ops, b, workerB, cb.Token, s16AckB)
-	cd, err := run.claim(ctx, ops, a, workerA, s16ClaimDone, s16ClaimDone+30)
-	if err != nil {
-		return nil, err
-	}
-
-	if staleMeasured {
-		r.SetMetric("stale_ack_rows", float64(staleRows))
-	}
-	if currentMeasured {
-		r.SetMetric("current_ack_rows", float64(currentRows))
-	}
-	r.SetMetric("reclaim_after_delivery_rows", float64(cd.Rows))
-	r.SetMetric("distinct_tokens", float64(run.distinctTokens()))
-	r.SetMetric("failed_acks_lease_lost", float64(run.failedAcksFor(reasonLeaseLost)))
-	r.SetMetric("failed_acks_database_error", float64(run.failedAcksFor(reasonDatabaseError)))
-	delivered, err := setup.Count(ctx, store.CountDeliveredEventsSQL)
-	if err != nil {
-		return nil, err
-	}
-	r.SetMetric("delivered_events", float64(delivered))
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"stale_ack_rows": 0, "current_ack_rows": 1, "reclaim_after_delivery_rows": 0, "distinct_tokens": 2, "failed_acks_lease_lost": 1,
 	})
-
-	if r.Schema, err = setup.Schema(ctx); err != nil {
-		return nil, err
-	}
-	events, err := setup.Events(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.Timeline = run.timeline.Events()
-	r.Tables = append(r.Tables, outboxEventsTable(events))
-	r.Tables = append(r.Tables, run.tables()...)
-
-	if r.Passed() {
-		r.Verdict = fmt.Sprintf("SAFE DESIGN held. Worker-A's late ack with token %d changed %s and was recorded as %s; "+
-			"Worker-B's ack with token %d changed %s; the delivered event could not be claimed again (%s). "+
-			"Fencing protected the row; it does not stop the duplicate broker message a stale owner may already have sent.",
-			ca.Token, rowCount(staleRows), reasonLeaseLost, cb.Token, rowCount(currentRows), rowCount(cd.Rows))
-	} else if env.Variant != "" {
-		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v. A stale owner's write was not fenced out.", env.Variant, r.FailedChecks())
-	} else {
-		r.Verdict = fmt.Sprintf("NOT SHOWN: failed checks %v; %d ack(s) failed with a database error (see the failed-ack ledger), so the fencing was not measured.",
-			r.FailedChecks(), run.failedAcksFor(reasonDatabaseError))
-	}
+	r.Verdict = run.verdict(r, env.Variant)
 	return r, nil
 }
 
+// seed creates the schema and the one event, E-41.
+func (run *staleAckRun) seed(ctx context.Context, setup *store.DB) error {
+	if err := setup.Migrate(ctx, store.RelayEvents); err != nil {
+		return err
+	}
+	if err := run.setup.Insert(ctx, store.NewEvent{ID: s16EventID, Type: s16EventType, Payload: s16EventPayload}, 0); err != nil {
+		return err
+	}
+	run.timeline.Add(clock.Logical(0), "producer", "insert event", s16EventID+" committed with its business change; claim_token 0")
+	return nil
+}
+
+// play is the lesson's story: A claims and stalls past its lease, B
+// reclaims, A acks late, B acks, and A tries to claim the delivered event.
+func (run *staleAckRun) play(ctx context.Context) error {
+	var err error
+	if run.ca, err = run.claim(ctx, run.a, s16WorkerA, s16ClaimA, s16LeaseA); err != nil {
+		return err
+	}
+	run.timeline.Add(clock.Logical(s16ClaimA), s16WorkerA, "stalls", "a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID)
+	run.timeline.Add(clock.Logical(s16LeaseA), "clock", "lease expires", fmt.Sprintf("Worker-A's lease ran until %d; from now on %s is claimable", s16LeaseA, s16EventID))
+	if run.cb, err = run.claim(ctx, run.b, s16WorkerB, s16ClaimB, s16LeaseB); err != nil {
+		return err
+	}
+	if run.ca.Outcome != store.Claimed || run.cb.Outcome != store.Claimed {
+		return fmt.Errorf("session 16: claims were %s and %s, want both claimed", run.ca.Outcome, run.cb.Outcome)
+	}
+	// An ack whose statement failed is recorded (reason database-error) and
+	// leaves its metric unset: its check fails as "not measured".
+	run.staleRows, run.staleMeasured = run.ack(ctx, run.a, s16WorkerA, run.ca.Token, s16AckA)
+	run.currentRows, run.currentMeasured = run.ack(ctx, run.b, s16WorkerB, run.cb.Token, s16AckB)
+	run.cd, err = run.claim(ctx, run.a, s16WorkerA, s16ClaimDone, s16ClaimDone+30)
+	return err
+}
+
+// measure sets the metrics and reads the final state for the report.
+func (run *staleAckRun) measure(ctx context.Context, r *lab.Result, setup *store.DB) error {
+	if run.staleMeasured {
+		r.SetMetric("stale_ack_rows", float64(run.staleRows))
+	}
+	if run.currentMeasured {
+		r.SetMetric("current_ack_rows", float64(run.currentRows))
+	}
+	r.SetMetric("reclaim_after_delivery_rows", float64(run.cd.Rows))
+	r.SetMetric("distinct_tokens", float64(run.distinctTokens()))
+	r.SetMetric("failed_acks_lease_lost", float64(run.failedAcksFor(reasonLeaseLost)))
+	r.SetMetric("failed_acks_database_error", float64(run.failedAcksFor(reasonDatabaseError)))
+	delivered, err := setup.Count(ctx, store.CountDeliveredEvents.SQL)
+	if err != nil {
+		return err
+	}
+	r.SetMetric("delivered_events", float64(delivered))
+	if r.Schema, err = setup.Schema(ctx); err != nil {
+		return err
+	}
+	events, err := run.setup.Events(ctx)
+	if err != nil {
+		return err
+	}
+	r.Timeline = run.timeline.Events()
+	r.Tables = append(r.Tables, cast.OutboxEventsTable(events))
+	r.Tables = append(r.Tables, run.tables()...)
+	return nil
+}
+
+// verdict says what the checks showed.
+func (run *staleAckRun) verdict(r *lab.Result, variant string) string {
+	switch {
+	case r.Passed():
+		return fmt.Sprintf("SAFE DESIGN held. Worker-A's late ack with token %d changed %s and was recorded as %s; "+
+			"Worker-B's ack with token %d changed %s; the delivered event could not be claimed again (%s). "+
+			"Fencing protected the row; it does not stop the duplicate broker message a stale owner may already have sent.",
+			run.ca.Token, lab.Rows(run.staleRows), reasonLeaseLost, run.cb.Token, lab.Rows(run.currentRows), lab.Rows(run.cd.Rows))
+	case variant != "":
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v. A stale owner's write was not fenced out.", variant, r.FailedChecks())
+	default:
+		return fmt.Sprintf("NOT SHOWN: failed checks %v; %d ack(s) failed with a database error (see the failed-ack ledger), so the fencing was not measured.",
+			r.FailedChecks(), run.failedAcksFor(reasonDatabaseError))
+	}
+}
+
 // claim runs one claim for worker and records it in the claim ledger.
-func (run *staleAckRun) claim(ctx context.Context, ops fencingOps, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error) {
-	c, err := ops.claim(ctx, db, worker, now, leaseUntil)
+func (run *staleAckRun) claim(ctx context.Context, relay *store.Relay, worker string, now, leaseUntil int64) (store.EventClaim, error) {
+	c, err := relay.Claim(ctx, s16EventID, worker, now, leaseUntil)
 	if err != nil {
 		return c, err
 	}
@@ -273,7 +273,7 @@ func (run *staleAckRun) claim(ctx context.Context, ops fencingOps, db *store.DB,
 	default:
 		detail = fmt.Sprintf("%s: %s, %d rows", c.EventID, c.Outcome, c.Rows)
 	}
-	seq := run.timeline.Add(logicalAt(now), worker, "claim "+string(c.Outcome), detail)
+	seq := run.timeline.Add(clock.Logical(now), worker, "claim "+string(c.Outcome), detail)
 	run.claims = append(run.claims, fencedClaimEntry{seq: seq, at: now, worker: worker, outcome: c.Outcome, rows: c.Rows,
 		token: c.Token, leaseUntil: c.LeaseUntil, heldBy: c.HeldBy, busy: c.Stats.BusyRetries})
 	return c, nil
@@ -284,8 +284,8 @@ func (run *staleAckRun) claim(ctx context.Context, ops fencingOps, db *store.DB,
 // recorded outcome too: the worker cannot know whether it still owns the
 // event, so it must not treat the event as done. measured is false when the
 // statement failed: then no row count is known, and none is reported.
-func (run *staleAckRun) ack(ctx context.Context, ops fencingOps, db *store.DB, worker string, token, now int64) (rows int64, measured bool) {
-	f, ackErr := ops.ack(ctx, db, token, now)
+func (run *staleAckRun) ack(ctx context.Context, relay *store.Relay, worker string, token, now int64) (rows int64, measured bool) {
+	f, ackErr := relay.Complete(ctx, s16EventID, token, now)
 	e := ackEntry{at: now, worker: worker, token: token, rows: f.Rows, busy: f.Stats.BusyRetries}
 	var reason, why string
 	switch {
@@ -293,14 +293,14 @@ func (run *staleAckRun) ack(ctx context.Context, ops fencingOps, db *store.DB, w
 		e.err = ackErr.Error()
 		reason, why = reasonDatabaseError, ackErr.Error()
 	case f.Rows == 0:
-		ev, ok, err := db.EventByID(ctx, s16EventID)
+		ev, ok, err := relay.EventByID(ctx, s16EventID)
 		if err != nil {
 			reason, why = reasonDatabaseError, "0 rows, and reading the event to tell why failed: "+err.Error()
 			break
 		}
 		reason, why = classifyZeroRowAck(ev, ok, token)
 	}
-	detail := fmt.Sprintf("with token %d: %s changed", token, rowCount(f.Rows))
+	detail := fmt.Sprintf("with token %d: %s changed", token, lab.Rows(f.Rows))
 	if ackErr != nil {
 		detail = fmt.Sprintf("with token %d: the statement failed, no row count", token)
 	}
@@ -311,20 +311,12 @@ func (run *staleAckRun) ack(ctx context.Context, ops fencingOps, db *store.DB, w
 	} else {
 		detail += "; " + s16EventID + " delivered"
 	}
-	e.seq = run.timeline.Add(logicalAt(now), worker, action, detail)
+	e.seq = run.timeline.Add(clock.Logical(now), worker, action, detail)
 	run.acks = append(run.acks, e)
 	if reason != "" {
 		run.failedAcks = append(run.failedAcks, failedAckEntry{seq: e.seq, at: now, worker: worker, token: token, reason: reason, detail: why})
 	}
 	return f.Rows, ackErr == nil
-}
-
-// rowCount prints an affected-row count: "0 rows", "1 row".
-func rowCount(n int64) string {
-	if n == 1 {
-		return "1 row"
-	}
-	return fmt.Sprintf("%d rows", n)
 }
 
 // classifyZeroRowAck tells why an ack changed no row, from the event as the
@@ -371,7 +363,7 @@ func (run *staleAckRun) tables() []lab.Table {
 		if c.outcome == store.Claimed {
 			token, until = fmt.Sprint(c.token), fmt.Sprint(c.leaseUntil)
 		}
-		claims.AddRow(c.seq, logicalAt(c.at), c.worker, string(c.outcome), c.rows, token, until, c.heldBy, c.busy)
+		claims.AddRow(c.seq, clock.Logical(c.at), c.worker, string(c.outcome), c.rows, token, until, c.heldBy, c.busy)
 	}
 	acks := lab.Table{Title: "Ledger: acks",
 		Note:    "Every ack attempt with the token it presented and the rows the UPDATE changed. 0 rows is an expected outcome, not an error.",
@@ -381,31 +373,14 @@ func (run *staleAckRun) tables() []lab.Table {
 		if a.err != "" {
 			rows = nil // the statement failed: no row count is known
 		}
-		acks.AddRow(a.seq, logicalAt(a.at), a.worker, a.token, rows, a.err, a.busy)
+		acks.AddRow(a.seq, clock.Logical(a.at), a.worker, a.token, rows, a.err, a.busy)
 	}
 	failed := lab.Table{Title: "Ledger: failed acks",
 		Note: "Each ack that did not complete the event, with its reason: " + reasonLeaseLost + " (a newer claim holds the event), " +
 			reasonAlreadyDelivered + " (someone completed it under our token) or " + reasonDatabaseError + " (the statement failed; ownership unknown).",
 		Columns: []string{"#", "Time", "Worker", "Token presented", "Reason", "Why"}}
 	for _, f := range run.failedAcks {
-		failed.AddRow(f.seq, logicalAt(f.at), f.worker, f.token, f.reason, f.detail)
+		failed.AddRow(f.seq, clock.Logical(f.at), f.worker, f.token, f.reason, f.detail)
 	}
 	return []lab.Table{claims, acks, failed}
-}
-
-// outboxEventsTable is the per-event table, read from the database.
-func outboxEventsTable(events []store.Event) lab.Table {
-	t := lab.Table{Title: "outbox_events: final state (from the database)",
-		Columns: []string{"event_id", "event_type", "claim_token", "locked_by", "lease_until", "delivered", "delivered_at"}}
-	for _, e := range events {
-		until, at := "-", "-"
-		if e.LeaseUntil != 0 {
-			until = fmt.Sprint(e.LeaseUntil)
-		}
-		if e.Delivered {
-			at = fmt.Sprint(e.DeliveredAt)
-		}
-		t.AddRow(e.ID, e.Type, e.Token, e.LockedBy, until, e.Delivered, at)
-	}
-	return t
 }

@@ -2,26 +2,39 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/store"
 )
 
+// Statements no variant runs, for breaking the checks no variant breaks.
+var (
+	// claimIgnoringDelivered takes a delivered event again.
+	claimIgnoringDelivered = store.Stmt{Name: "test: claim that ignores the delivered flag", SQL: `UPDATE outbox_events
+SET claim_token = claim_token + 1,
+    locked_by   = :relay,
+    lease_until = :until
+WHERE event_id = :id
+  AND (lease_until IS NULL OR lease_until <= :now)`}
+	// completeFailingForToken1 fails as a statement (malformed JSON) when
+	// Worker-A presents its token 1, and completes normally otherwise.
+	completeFailingForToken1 = store.Stmt{Name: "test: completion that fails for token 1", SQL: `UPDATE outbox_events
+SET delivered = 1, delivered_at = :now
+WHERE event_id = :id
+  AND claim_token = :token
+  AND delivered = 0
+  AND json(CASE WHEN :token = 1 THEN 'disk I/O error' ELSE '1' END) = '1'`}
+)
+
 // TestStaleAckChecksCanFail breaks the check no session-16 variant breaks:
 // a claim that ignores the delivered flag takes the delivered event again.
 func TestStaleAckChecksCanFail(t *testing.T) {
-	ops := fencingOpsFor("")
-	ops.claim = func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error) {
-		c, err := db.ClaimEvent(ctx, s16EventID, worker, now, leaseUntil)
-		if c.Outcome == store.Done { // the mistake: delivered rows are claimable too
-			c.Outcome, c.Rows = store.Claimed, 1
-		}
-		return c, err
-	}
+	t.Parallel()
+	sqls := staleAckSQL("")
+	sqls.Claim = claimIgnoringDelivered
 	env := &Env{Scenario: &staleAckFencing, Dir: t.TempDir()}
-	r, err := runStaleAckFencing(context.Background(), env, ops)
+	r, err := runStaleAckFencing(context.Background(), env, sqls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,16 +48,11 @@ func TestStaleAckChecksCanFail(t *testing.T) {
 // failed-ack ledger as database-error and stale_ack_rows stays unmeasured,
 // so its check fails.
 func TestStaleAckDatabaseErrorIsNotMeasured(t *testing.T) {
-	ops := fencingOpsFor("")
-	ack := ops.ack
-	ops.ack = func(ctx context.Context, db *store.DB, token, now int64) (store.Fenced, error) {
-		if token == 1 { // Worker-A's stale token
-			return store.Fenced{}, errors.New("store: ack E-41 with token 1: disk I/O error")
-		}
-		return ack(ctx, db, token, now)
-	}
+	t.Parallel()
+	sqls := staleAckSQL("")
+	sqls.Complete = completeFailingForToken1
 	env := &Env{Scenario: &staleAckFencing, Dir: t.TempDir()}
-	r, err := runStaleAckFencing(context.Background(), env, ops)
+	r, err := runStaleAckFencing(context.Background(), env, sqls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +61,9 @@ func TestStaleAckDatabaseErrorIsNotMeasured(t *testing.T) {
 	}
 	if got, _ := r.Metric("failed_acks_database_error"); got != 1 {
 		t.Fatalf("failed_acks_database_error = %v, want 1", got)
+	}
+	if got, _ := r.Metric("current_ack_rows"); got != 1 {
+		t.Fatalf("current_ack_rows = %v, want 1: only token 1's completion fails", got)
 	}
 	var observed string
 	for _, c := range r.Checks {
@@ -68,6 +79,7 @@ func TestStaleAckDatabaseErrorIsNotMeasured(t *testing.T) {
 // TestStaleAckFigures pins the figures LESSONS.md gives and the ledgers
 // behind them.
 func TestStaleAckFigures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		variant string
 		want    map[string]float64
@@ -79,6 +91,7 @@ func TestStaleAckFigures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("variant="+tt.variant, func(t *testing.T) {
+			t.Parallel()
 			r := mustExecute(t, &staleAckFencing, tt.variant)
 			for k, want := range tt.want {
 				if got, ok := r.Metric(k); !ok || got != want {
@@ -90,6 +103,7 @@ func TestStaleAckFigures(t *testing.T) {
 }
 
 func TestClassifyZeroRowAck(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		ev    store.Event
@@ -104,6 +118,7 @@ func TestClassifyZeroRowAck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			if got, _ := classifyZeroRowAck(tt.ev, tt.found, tt.token); got != tt.want {
 				t.Fatalf("reason = %s, want %s", got, tt.want)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -16,6 +18,8 @@ const (
 )
 
 const (
+	s17WorkerA = "Worker-A"
+	s17WorkerB = "Worker-B"
 	s17EventID = "EVENT-81"
 	claimStep  = "claim"
 	renewStep  = "renew"
@@ -36,23 +40,23 @@ type renewalStep struct {
 
 // leaseRenewalSteps are the nine steps of LESSONS.md, in order.
 var leaseRenewalSteps = []renewalStep{
-	{at: 100, actor: workerA, kind: claimStep, until: 150, ok: true, why: "no live lease: A gets token tA",
+	{at: 100, actor: s17WorkerA, kind: claimStep, until: 150, ok: true, why: "no live lease: A gets token tA",
 		check: "step_1_claim_succeeds", about: "t=100 A claims EVENT-81 with a lease until 150"},
-	{at: 110, actor: workerB, kind: renewStep, until: 180, ok: false, why: "B has no current token",
+	{at: 110, actor: s17WorkerB, kind: renewStep, until: 180, ok: false, why: "B has no current token",
 		check: "step_2_renew_without_token_refused", about: "t=110 B, holding no token, cannot renew A's lease"},
-	{at: 120, actor: workerA, kind: renewStep, until: 140, ok: false, why: "140 would shorten the lease (150)",
+	{at: 120, actor: s17WorkerA, kind: renewStep, until: 140, ok: false, why: "140 would shorten the lease (150)",
 		check: "step_3_shorten_refused", about: "t=120 A's renewal to 140 is refused: it would shorten the lease"},
-	{at: 130, actor: workerA, kind: renewStep, until: 200, ok: true, why: "current token, lease live, 200 > 150",
+	{at: 130, actor: s17WorkerA, kind: renewStep, until: 200, ok: true, why: "current token, lease live, 200 > 150",
 		check: "step_4_renew_extends", about: "t=130 A renews to 200: current token, live lease, longer deadline"},
-	{at: 160, actor: workerB, kind: claimStep, until: 210, ok: false, why: "A's lease is live until 200",
+	{at: 160, actor: s17WorkerB, kind: claimStep, until: 210, ok: false, why: "A's lease is live until 200",
 		check: "step_5_claim_blocked_by_live_lease", about: "t=160 B's claim is refused: A's lease is live until 200"},
-	{at: 200, actor: workerA, kind: renewStep, until: 250, ok: false, why: "the lease expired at 200 (now = lease_until)",
+	{at: 200, actor: s17WorkerA, kind: renewStep, until: 250, ok: false, why: "the lease expired at 200 (now = lease_until)",
 		check: "step_6_renew_at_expiry_refused", about: "t=200 A's renewal to 250 is refused: the lease expired at 200"},
-	{at: 200, actor: workerB, kind: claimStep, until: 260, ok: true, why: "the lease has expired: B gets a new token tB",
+	{at: 200, actor: s17WorkerB, kind: claimStep, until: 260, ok: true, why: "the lease has expired: B gets a new token tB",
 		check: "step_7_claim_after_expiry", about: "t=200 B claims with a lease until 260 and gets token tB"},
-	{at: 210, actor: workerA, kind: renewStep, until: 270, ok: false, why: "tA is stale: the current token is tB",
+	{at: 210, actor: s17WorkerA, kind: renewStep, until: 270, ok: false, why: "tA is stale: the current token is tB",
 		check: "step_8_stale_renew_refused", about: "t=210 A's renewal with tA is refused: its token is stale"},
-	{at: 220, actor: workerB, kind: renewStep, until: 300, ok: true, why: "current token, lease live, 300 > 260",
+	{at: 220, actor: s17WorkerB, kind: renewStep, until: 300, ok: true, why: "current token, lease live, 300 > 260",
 		check: "step_9_new_owner_renews", about: "t=220 B renews to 300"},
 }
 
@@ -83,64 +87,43 @@ var leaseRenewal = Scenario{
 		"Another worker then sends it again. The lease decides who may write to the row; only an idempotent " +
 		"consumer (the inbox, session 18) makes the resend harmless.",
 	Statements: []lab.Statement{
-		{Name: "claim: take EVENT-81 if claimable, increment the token", SQL: store.ClaimEventSQL},
-		{Name: "renew: current token, pending, live lease, longer deadline", SQL: store.RenewLeaseSQL},
+		{Name: store.ClaimEvent.Name, SQL: store.ClaimEvent.SQL},
+		{Name: store.RenewLease.Name, SQL: store.RenewLease.SQL},
 	},
 	Checks: leaseRenewalChecks(),
 	Variants: []Variant{
-		{Name: variantRenewByEventID, Mistake: "the renewal updates WHERE event_id = ? without the token: a worker that holds no token, or a stale one, extends someone else's lease",
+		{Name: variantRenewByEventID, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
 			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_8_stale_renew_refused"}},
-		{Name: variantAllowShortening, Mistake: "the renewal drops lease_until < proposed: a \"renewal\" may move the deadline earlier",
+		{Name: variantAllowShortening, Mistake: "the renewal drops lease_until < :proposed: a \"renewal\" may move the deadline earlier",
 			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"}},
-		{Name: variantRenewAfterExpiry, Mistake: "the renewal drops lease_until > now: the old owner revives an expired lease and keeps the new claimer out",
+		{Name: variantRenewAfterExpiry, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
 			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"}},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runLeaseRenewal(ctx, env, renewalOpsFor(env.Variant), leaseRenewalSteps)
+		return runLeaseRenewal(ctx, env, renewalSQL(env.Variant), leaseRenewalSteps)
 	},
 }
 
-// renewalOps are the claim and renewal session 17 runs; a variant swaps the renewal.
-type renewalOps struct {
-	renewSQL string
-	claim    func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error)
-	renew    func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error)
-}
-
-func renewalOpsFor(variant string) renewalOps {
-	ops := renewalOps{
-		renewSQL: store.RenewLeaseSQL,
-		claim: func(ctx context.Context, db *store.DB, worker string, now, leaseUntil int64) (store.EventClaim, error) {
-			return db.ClaimEvent(ctx, s17EventID, worker, now, leaseUntil)
-		},
-		renew: func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLease(ctx, s17EventID, token, now, proposed)
-		},
-	}
+// renewalSQL is the relay's statements session 17 runs: the lesson's, or
+// the lesson's with the renewal a variant gets wrong.
+func renewalSQL(variant string) store.RelaySQL {
+	s := store.RelayLesson
 	switch variant {
 	case variantRenewByEventID:
-		ops.renewSQL = store.RenewLeaseByEventIDSQL
-		ops.renew = func(ctx context.Context, db *store.DB, _, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLeaseByEventID(ctx, s17EventID, now, proposed)
-		}
+		s.Renew = store.RenewByEventID
 	case variantAllowShortening:
-		ops.renewSQL = store.RenewLeaseAllowShorteningSQL
-		ops.renew = func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLeaseAllowShortening(ctx, s17EventID, token, now, proposed)
-		}
+		s.Renew = store.RenewAllowShortening
 	case variantRenewAfterExpiry:
-		ops.renewSQL = store.RenewLeaseAfterExpirySQL
-		ops.renew = func(ctx context.Context, db *store.DB, token, now, proposed int64) (store.Fenced, error) {
-			return db.RenewLeaseAfterExpiry(ctx, s17EventID, token, now, proposed)
-		}
+		s.Renew = store.RenewAfterExpiry
 	}
-	return ops
+	return s
 }
 
-// renewalWorker is one application instance: its connection and the only
-// thing it remembers, the token of its last successful claim (0: none).
+// renewalWorker is one application instance: its relay on its own
+// connection and the only thing it remembers, the token of its last
+// successful claim (0: none).
 type renewalWorker struct {
-	db    *store.DB
+	relay *store.Relay
 	token int64
 }
 
@@ -154,81 +137,108 @@ type stepResult struct {
 	busy     int
 }
 
-func runLeaseRenewal(ctx context.Context, env *Env, ops renewalOps, steps []renewalStep) (*lab.Result, error) {
-	r := &lab.Result{Statements: []lab.Statement{
-		{Name: "claim", SQL: store.ClaimEventSQL},
-		{Name: "renew", SQL: ops.renewSQL},
-	}}
-	var timeline lab.Timeline
-
-	setup, err := openWorker(ctx, env.DatabasePath())
+// runLeaseRenewal runs steps with the relay statements sqls.
+func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps []renewalStep) (*lab.Result, error) {
+	setup, err := env.Open(ctx, env.DatabasePath())
 	if err != nil {
 		return nil, err
 	}
 	defer setup.Close()
-	if err := setup.Migrate(ctx, store.RelayEvents); err != nil {
+	var timeline lab.Timeline
+	if err := seedLeaseRenewal(ctx, setup, store.NewRelay(setup, sqls), &timeline); err != nil {
 		return nil, err
 	}
-	if err := setup.InsertEvent(ctx, store.NewEvent{ID: s17EventID, Type: "CreditAwarded", Payload: `{"account":"ACC-81","cents":1000}`}, 0); err != nil {
-		return nil, err
-	}
-	timeline.Add(logicalAt(0), "producer", "insert event", s17EventID+" committed; claim_token 0, no lease")
-
 	workers := map[string]*renewalWorker{}
-	for _, name := range []string{workerA, workerB} {
-		db, err := openWorker(ctx, env.DatabasePath())
+	for _, name := range []string{s17WorkerA, s17WorkerB} {
+		db, err := env.Open(ctx, env.DatabasePath())
 		if err != nil {
 			return nil, err
 		}
 		defer db.Close()
-		workers[name] = &renewalWorker{db: db}
+		workers[name] = &renewalWorker{relay: store.NewRelay(db, sqls)}
 	}
-
 	var results []stepResult
 	for _, s := range steps {
-		w := workers[s.actor]
-		res := stepResult{step: s}
-		switch s.kind {
-		case claimStep:
-			c, err := ops.claim(ctx, w.db, s.actor, s.at, s.until)
-			if err != nil {
-				return nil, err
-			}
-			res.rows, res.busy = c.Rows, c.Stats.BusyRetries
-			switch c.Outcome {
-			case store.Claimed:
-				w.token, res.token = c.Token, c.Token
-				res.observed = fmt.Sprintf("claimed: 1 row, token %d, lease until %d", c.Token, c.LeaseUntil)
-			case store.Blocked:
-				res.observed = fmt.Sprintf("refused: 0 rows (%s's lease live until %d)", c.HeldBy, c.LeaseUntil)
-			default:
-				res.observed = fmt.Sprintf("refused: %s, %s", rowCount(c.Rows), c.Outcome)
-			}
-		case renewStep:
-			res.token = w.token
-			f, err := ops.renew(ctx, w.db, w.token, s.at, s.until)
-			if err != nil {
-				return nil, err
-			}
-			res.rows, res.busy = f.Rows, f.Stats.BusyRetries
-			res.observed = "refused: 0 rows"
-			if f.Rows == 1 {
-				// The deadline the database now holds, not the one proposed.
-				ev, ok, err := w.db.EventByID(ctx, s17EventID)
-				if err != nil {
-					return nil, err
-				}
-				if !ok {
-					return nil, fmt.Errorf("session 17: %s vanished after a renewal", s17EventID)
-				}
-				res.observed = fmt.Sprintf("renewed: 1 row, lease until %d", ev.LeaseUntil)
-			}
+		res, err := playRenewalStep(ctx, workers[s.actor], s)
+		if err != nil {
+			return nil, err
 		}
-		res.asExpect = (res.rows == 1) == s.ok
-		timeline.Add(logicalAt(s.at), s.actor, stepAction(s, res.token), res.observed)
+		timeline.Add(clock.Logical(s.at), s.actor, stepAction(s, res.token), res.observed)
 		results = append(results, res)
 	}
+	r := &lab.Result{Timeline: timeline.Events()}
+	measureLeaseRenewal(r, results)
+	checkLeaseRenewal(r, env.Scenario.Checks)
+	if r.Schema, err = setup.Schema(ctx); err != nil {
+		return nil, err
+	}
+	events, err := store.NewRelay(setup, sqls).Events(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Tables = append(r.Tables, renewalStepTable(results), cast.OutboxEventsTable(events))
+	r.Verdict = leaseRenewalVerdict(r, env.Variant)
+	return r, nil
+}
 
+// seedLeaseRenewal creates the schema and the one event, EVENT-81.
+func seedLeaseRenewal(ctx context.Context, setup *store.DB, relay *store.Relay, timeline *lab.Timeline) error {
+	if err := setup.Migrate(ctx, store.RelayEvents); err != nil {
+		return err
+	}
+	if err := relay.Insert(ctx, store.NewEvent{ID: s17EventID, Type: "CreditAwarded", Payload: `{"account":"ACC-81","cents":1000}`}, 0); err != nil {
+		return err
+	}
+	timeline.Add(clock.Logical(0), "producer", "insert event", s17EventID+" committed; claim_token 0, no lease")
+	return nil
+}
+
+// playRenewalStep runs one step's statement on the actor's connection and
+// says what it observed, judged by the rows the statement changed.
+func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (stepResult, error) {
+	res := stepResult{step: s}
+	switch s.kind {
+	case claimStep:
+		c, err := w.relay.Claim(ctx, s17EventID, s.actor, s.at, s.until)
+		if err != nil {
+			return res, err
+		}
+		res.rows, res.busy = c.Rows, c.Stats.BusyRetries
+		switch c.Outcome {
+		case store.Claimed:
+			w.token, res.token = c.Token, c.Token
+			res.observed = fmt.Sprintf("claimed: 1 row, token %d, lease until %d", c.Token, c.LeaseUntil)
+		case store.Blocked:
+			res.observed = fmt.Sprintf("refused: 0 rows (%s's lease live until %d)", c.HeldBy, c.LeaseUntil)
+		default:
+			res.observed = fmt.Sprintf("refused: %s, %s", lab.Rows(c.Rows), c.Outcome)
+		}
+	case renewStep:
+		res.token = w.token
+		f, err := w.relay.Renew(ctx, s17EventID, w.token, s.at, s.until)
+		if err != nil {
+			return res, err
+		}
+		res.rows, res.busy = f.Rows, f.Stats.BusyRetries
+		res.observed = "refused: 0 rows"
+		if f.Rows == 1 {
+			// The deadline the database now holds, not the one proposed.
+			ev, ok, err := w.relay.EventByID(ctx, s17EventID)
+			if err != nil {
+				return res, err
+			}
+			if !ok {
+				return res, fmt.Errorf("session 17: %s vanished after a renewal", s17EventID)
+			}
+			res.observed = fmt.Sprintf("renewed: 1 row, lease until %d", ev.LeaseUntil)
+		}
+	}
+	res.asExpect = (res.rows == 1) == s.ok
+	return res, nil
+}
+
+// measureLeaseRenewal sets a flag per step and the step counts.
+func measureLeaseRenewal(r *lab.Result, results []stepResult) {
 	passed := 0
 	for _, res := range results {
 		if res.asExpect {
@@ -238,32 +248,27 @@ func runLeaseRenewal(ctx context.Context, env *Env, ops renewalOps, steps []rene
 	}
 	r.SetMetric("steps", float64(len(results)))
 	r.SetMetric("steps_as_expected", float64(passed))
+}
+
+// checkLeaseRenewal expects all nine steps, each as LESSONS.md says.
+func checkLeaseRenewal(r *lab.Result, docs []CheckDoc) {
 	want := map[string]float64{"steps": float64(len(leaseRenewalSteps)), "steps_as_expected": float64(len(leaseRenewalSteps))}
 	for _, s := range leaseRenewalSteps {
 		want[s.check] = 1
 	}
-	expectDocumented(r, env.Scenario.Checks, want)
+	expectDocumented(r, docs, want)
+}
 
-	if r.Schema, err = setup.Schema(ctx); err != nil {
-		return nil, err
-	}
-	events, err := setup.Events(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.Timeline = timeline.Events()
-	r.Tables = append(r.Tables, renewalStepTable(results), outboxEventsTable(events))
-
+// leaseRenewalVerdict says what the checks showed.
+func leaseRenewalVerdict(r *lab.Result, variant string) string {
 	m := metricsOf(r)
 	if r.Passed() {
-		r.Verdict = fmt.Sprintf("SAFE DESIGN held. %s of %s steps behaved as specified: only the current token's holder renewed, "+
+		return fmt.Sprintf("SAFE DESIGN held. %s of %s steps behaved as specified: only the current token's holder renewed, "+
 			"only while the lease was live and only to a later deadline, and a claim succeeded only once the lease had expired. "+
 			"Renewal narrows the post-send window; it does not close it.", m("steps_as_expected"), m("steps"))
-	} else {
-		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s steps as expected; failed checks %v.",
-			env.Variant, m("steps_as_expected"), m("steps"), r.FailedChecks())
 	}
-	return r, nil
+	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s steps as expected; failed checks %v.",
+		variant, m("steps_as_expected"), m("steps"), r.FailedChecks())
 }
 
 // stepAction words a step the way the step table prints it.
@@ -292,7 +297,7 @@ func renewalStepTable(results []stepResult) lab.Table {
 		if res.asExpect {
 			verdict = "PASS"
 		}
-		t.AddRow(i+1, logicalAt(res.step.at), res.step.actor, stepAction(res.step, res.token), expected, res.observed, res.busy, verdict)
+		t.AddRow(i+1, clock.Logical(res.step.at), res.step.actor, stepAction(res.step, res.token), expected, res.observed, res.busy, verdict)
 	}
 	return t
 }

@@ -8,52 +8,62 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
+// Statements no variant runs, for breaking the checks no variant breaks.
+var (
+	// claimNeverSucceeds changes no row, ever.
+	claimNeverSucceeds = store.Stmt{Name: "test: claim that never changes a row", SQL: `UPDATE outbox_events
+SET claim_token = claim_token + 1,
+    locked_by   = :relay,
+    lease_until = :until
+WHERE event_id = :id
+  AND 0`}
+	// renewNeverSucceeds refuses every renewal.
+	renewNeverSucceeds = store.Stmt{Name: "test: renewal that never changes a row", SQL: `UPDATE outbox_events
+SET lease_until = :proposed
+WHERE event_id = :id
+  AND claim_token = :token
+  AND 0`}
+	// claimIgnoringLease takes the event under someone's live lease.
+	claimIgnoringLease = store.Stmt{Name: "test: claim that ignores the live lease", SQL: `UPDATE outbox_events
+SET claim_token = claim_token + 1,
+    locked_by   = :relay,
+    lease_until = :until
+WHERE event_id = :id
+  AND delivered = 0`}
+)
+
 // TestLeaseRenewalChecksCanFail breaks the session-17 checks no variant
 // breaks, each with a deliberately wrong claim or renewal, or a missing step.
 func TestLeaseRenewalChecksCanFail(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
-		edit  func(ops *renewalOps)
+		edit  func(s *store.RelaySQL)
 		steps []renewalStep
 		want  []string
 	}{
-		{name: "ClaimNeverSucceeds",
-			edit: func(ops *renewalOps) {
-				ops.claim = func(ctx context.Context, db *store.DB, worker string, now, until int64) (store.EventClaim, error) {
-					return store.EventClaim{Outcome: store.Blocked, EventID: s17EventID}, nil
-				}
-			},
+		{name: "ClaimNeverSucceeds", edit: func(s *store.RelaySQL) { s.Claim = claimNeverSucceeds },
 			want: []string{"step_1_claim_succeeds", "step_7_claim_after_expiry"}},
-		{name: "RenewalRefusesEverything",
-			edit: func(ops *renewalOps) {
-				ops.renew = func(context.Context, *store.DB, int64, int64, int64) (store.Fenced, error) {
-					return store.Fenced{}, nil
-				}
-			},
+		{name: "RenewalRefusesEverything", edit: func(s *store.RelaySQL) { s.Renew = renewNeverSucceeds },
 			want: []string{"step_4_renew_extends", "step_9_new_owner_renews"}},
-		{name: "ClaimClockRunsAhead", // the claim ignores the live lease
-			edit: func(ops *renewalOps) {
-				claim := ops.claim
-				ops.claim = func(ctx context.Context, db *store.DB, worker string, now, until int64) (store.EventClaim, error) {
-					return claim(ctx, db, worker, now+1000, until)
-				}
-			},
+		{name: "ClaimIgnoresTheLiveLease", edit: func(s *store.RelaySQL) { s.Claim = claimIgnoringLease },
 			want: []string{"step_5_claim_blocked_by_live_lease"}},
 		{name: "StepMissing", steps: leaseRenewalSteps[:8],
 			want: []string{"steps", "steps_as_expected", "step_9_new_owner_renews"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ops := renewalOpsFor("")
+			t.Parallel()
+			sqls := renewalSQL("")
 			if tt.edit != nil {
-				tt.edit(&ops)
+				tt.edit(&sqls)
 			}
 			steps := tt.steps
 			if steps == nil {
 				steps = leaseRenewalSteps
 			}
 			env := &Env{Scenario: &leaseRenewal, Dir: t.TempDir()}
-			r, err := runLeaseRenewal(context.Background(), env, ops, steps)
+			r, err := runLeaseRenewal(context.Background(), env, sqls, steps)
 			if err != nil {
 				t.Fatal(err)
 			}

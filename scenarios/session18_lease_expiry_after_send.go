@@ -4,20 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// The mistake variants of sessions 18 to 20 (some are shared).
+// Session 18's mistake variants.
 const (
 	variantCompleteWithoutToken = "complete-without-token"
 	variantNaiveInbox           = "naive-inbox"
 	variantBrokerDedupWindow    = "broker-dedup-window"
-	variantNaiveConsumer        = "naive-consumer"
-	variantEffectOutsideInboxTx = "effect-outside-inbox-tx"
-	variantEventIDPerSend       = "event-id-per-send"
-	variantProjectionNoVersion  = "projection-without-version"
 )
 
 // Session 18's cast and figures.
@@ -49,7 +46,7 @@ var leaseExpiryAfterSend = Scenario{
 		"the broker already holds Relay-A's offer, so a duplicate broker message is normal and only the consumer can " +
 		"neutralise it. The inbox that does so remembers only as long as its retention (session 20), and a " +
 		"version check cannot replace it for additive effects such as a credit (session 19).",
-	Statements: brokerStatements(),
+	Statements: cast.PipelineSQL(),
 	Checks: []CheckDoc{
 		{"broker_offers", "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
 		{"stale_completion_rows", "Relay-A's completion with the stale token 1 changed 0 rows"},
@@ -79,87 +76,25 @@ func runLeaseExpiryAfterSend(ctx context.Context, env *Env) (*lab.Result, error)
 // stalls after its send until its lease expires) added to plan; tests add
 // more faults to show the checks fail.
 func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Plan) (*lab.Result, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: relayA, Subject: e42, Fault: failpoint.LeaseExpiry})
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: e42, Fault: failpoint.LeaseExpiry})
 	var tl lab.Timeline
-	p, err := newPipeline(ctx, env.DatabasePath(), "", &tl, plan)
+	p, err := cast.NewPipeline(ctx, env.Open, env.DatabasePath(), "", &tl, plan)
 	if err != nil {
 		return nil, err
 	}
-	defer p.close()
-	p.completeWithoutToken = env.Is(variantCompleteWithoutToken)
+	defer p.Close()
+	p.CompleteWithoutToken = env.Is(variantCompleteWithoutToken)
 	if env.Is(variantBrokerDedupWindow) {
-		p.brokerWindow = ticksOf(env.Options.BrokerWindow)
+		p.BrokerWindow = cast.TicksOf(env.Options.BrokerWindow)
 	}
-
-	for _, c := range []string{inboxConsumer, naiveConsumer} {
-		if err := p.openAccount(ctx, c, account42); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.commitCredit(ctx, e42, account42, credit42); err != nil {
+	if err := seedLeaseExpiryAfterSend(ctx, p); err != nil {
 		return nil, err
 	}
-
-	a, err := p.startRelay(ctx, relayA)
-	if err != nil {
+	if err := playRelaysPastTheLease(ctx, p); err != nil {
 		return nil, err
 	}
-	defer a.close()
-	b, err := p.startRelay(ctx, relayB)
-	if err != nil {
+	if err := playBothConsumers(ctx, p, env.Is(variantNaiveInbox)); err != nil {
 		return nil, err
-	}
-	defer b.close()
-
-	// t=1 s: Relay-A claims e42 (token 1) and, at t=2 s, sends it; the
-	// failpoint stalls it there until its lease has expired (t=31 s).
-	// Relay-B takes over at the expiry (token 2) and sends again. Relay-A
-	// wakes up and completes with token 1; then Relay-B with token 2. A
-	// crash injected by a test is an expected outcome: the script goes on
-	// without the dead relay.
-	p.setNow(1 * tickSecond)
-	if err := unlessCrash(mustClaim(ctx, a)); err != nil {
-		return nil, err
-	}
-	p.setNow(2 * tickSecond)
-	if _, err := a.send(ctx); unlessCrash(err) != nil {
-		return nil, err
-	}
-	if err := unlessCrash(mustClaim(ctx, b)); err != nil {
-		return nil, err
-	}
-	p.setNow(p.now() + tickSecond)
-	if _, err := b.send(ctx); unlessCrash(err) != nil {
-		return nil, err
-	}
-	p.setNow(p.now() + tickSecond)
-	if _, err := a.complete(ctx); unlessCrash(err) != nil {
-		return nil, err
-	}
-	p.setNow(p.now() + tickSecond)
-	if _, err := b.complete(ctx); unlessCrash(err) != nil {
-		return nil, err
-	}
-
-	// Both consumers read every offer.
-	p.setNow(p.now() + 5*tickSecond)
-	inboxDesignUsed := inboxDesign
-	if env.Is(variantNaiveInbox) {
-		inboxDesignUsed = naiveDesign
-	}
-	for _, spec := range []struct {
-		name, group string
-		design      consumerDesign
-	}{{"Inbox-Consumer", inboxConsumer, inboxDesignUsed}, {"Naive-Consumer", naiveConsumer, naiveDesign}} {
-		c, err := p.startConsumer(ctx, spec.name, spec.group, spec.design)
-		if err != nil {
-			return nil, err
-		}
-		err = p.drainConsumer(ctx, c, 0)
-		c.close()
-		if err != nil {
-			return nil, err
-		}
 	}
 
 	r := &lab.Result{Database: env.DatabasePath()}
@@ -170,91 +105,139 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 		"broker_offers": 2, "stale_completion_rows": 0, "published": 1,
 		"inbox_credit_cents": float64(credit42), "consumed_event_rows": 1, "naive_credit_cents": float64(2 * credit42),
 	})
-	if err := finishDelivery(ctx, r, []*pipeline{p}, map[string]*failpoint.Plan{"session 18": plan}); err != nil {
+	if err := cast.FinishDelivery(ctx, r, []*cast.Pipeline{p}, map[string]*failpoint.Plan{"session 18": plan}); err != nil {
 		return nil, err
 	}
-	m := metricsOf(r)
-	if r.Passed() {
-		r.Verdict = fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of e42 after the lease expired "+
-			"post-send; Relay-A's stale completion changed %s rows and the row was published once; the inbox consumer ended at %s "+
-			"cents with %s consumed_events row, while the naive consumer, fed the same offers, ended at %s.",
-			m("broker_offers"), m("stale_completion_rows"), m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
-	} else if env.Is(variantBrokerDedupWindow) {
-		r.Verdict = fmt.Sprintf("COUNTEREXAMPLE HIDDEN, NOT FIXED: the broker's dedup window dropped the resend, so the naive consumer "+
-			"looks correct here (failed checks %v); after the window the same duplicate gets through (session 20).", r.FailedChecks())
-	} else {
-		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", env.Variant, r.FailedChecks())
-	}
+	r.Verdict = leaseExpiryAfterSendVerdict(r, env)
 	return r, nil
 }
 
-// mustClaim has relay claim the next event and requires that it got it.
-func mustClaim(ctx context.Context, r *relayInstance) error {
-	out, err := r.claimNext(ctx)
+// seedLeaseExpiryAfterSend opens both consumers' accounts and commits e42.
+func seedLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline) error {
+	for _, c := range []string{inboxConsumer, naiveConsumer} {
+		if err := p.OpenAccount(ctx, c, account42); err != nil {
+			return err
+		}
+	}
+	return p.CommitCredit(ctx, e42, account42, credit42)
+}
+
+// playRelaysPastTheLease is the relays' script. At t=1 s Relay-A claims e42
+// (token 1) and, at t=2 s, sends it; the failpoint stalls it there until
+// its lease has expired (t=31 s). Relay-B takes over at the expiry (token
+// 2) and sends again. Relay-A wakes up and completes with token 1; then
+// Relay-B with token 2. A crash injected by a test is an expected outcome:
+// the script goes on without the dead relay.
+func playRelaysPastTheLease(ctx context.Context, p *cast.Pipeline) error {
+	a, err := p.StartRelay(ctx, cast.RelayA)
 	if err != nil {
 		return err
 	}
-	if out != store.Claimed {
-		return fmt.Errorf("%s: claim was %s, want claimed", r.name, out)
+	defer a.Close()
+	b, err := p.StartRelay(ctx, cast.RelayB)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	p.SetNow(1 * cast.TickSecond)
+	if err := cast.UnlessCrash(cast.MustClaim(ctx, a)); err != nil {
+		return err
+	}
+	p.SetNow(2 * cast.TickSecond)
+	if _, err := a.Send(ctx); cast.UnlessCrash(err) != nil {
+		return err
+	}
+	if err := cast.UnlessCrash(cast.MustClaim(ctx, b)); err != nil {
+		return err
+	}
+	for _, step := range []func(context.Context) error{
+		func(ctx context.Context) error { _, err := b.Send(ctx); return err },
+		func(ctx context.Context) error { _, err := a.Complete(ctx); return err },
+		func(ctx context.Context) error { _, err := b.Complete(ctx); return err },
+	} {
+		p.SetNow(p.Now() + cast.TickSecond)
+		if err := step(ctx); cast.UnlessCrash(err) != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// playBothConsumers has the inbox consumer (naive under the naive-inbox
+// variant) and the naive consumer each read every offer.
+func playBothConsumers(ctx context.Context, p *cast.Pipeline, naiveInbox bool) error {
+	p.SetNow(p.Now() + 5*cast.TickSecond)
+	inboxDesignUsed := cast.InboxDesign
+	if naiveInbox {
+		inboxDesignUsed = cast.NaiveDesign
+	}
+	for _, spec := range []struct {
+		name, group string
+		design      cast.ConsumerDesign
+	}{{"Inbox-Consumer", inboxConsumer, inboxDesignUsed}, {"Naive-Consumer", naiveConsumer, cast.NaiveDesign}} {
+		c, err := p.StartConsumer(ctx, spec.name, spec.group, spec.design)
+		if err != nil {
+			return err
+		}
+		err = p.DrainConsumer(ctx, c, 0)
+		c.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseExpiryAfterSendVerdict words the run from its checks and figures.
+func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
+	m := metricsOf(r)
+	switch {
+	case r.Passed():
+		return fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of e42 after the lease expired "+
+			"post-send; Relay-A's stale completion changed %s rows and the row was published once; the inbox consumer ended at %s "+
+			"cents with %s consumed_events row, while the naive consumer, fed the same offers, ended at %s.",
+			m("broker_offers"), m("stale_completion_rows"), m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
+	case env.Is(variantBrokerDedupWindow):
+		return fmt.Sprintf("COUNTEREXAMPLE HIDDEN, NOT FIXED: the broker's dedup window dropped the resend, so the naive consumer "+
+			"looks correct here (failed checks %v); after the window the same duplicate gets through (session 20).", r.FailedChecks())
+	}
+	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", env.Variant, r.FailedChecks())
 }
 
 // measureLeaseExpiryAfterSend takes session 18's figures, in the lesson's
 // order: counts from the database, the completions' rows from the
 // completion ledger.
-func measureLeaseExpiryAfterSend(ctx context.Context, p *pipeline, r *lab.Result) error {
+func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, r *lab.Result) error {
 	count := func(key, query string, args ...any) error {
-		n, err := p.count(ctx, query, args...)
+		n, err := p.Count(ctx, query, args...)
 		if err != nil {
 			return fmt.Errorf("measure %s: %w", key, err)
 		}
 		r.SetMetric(key, float64(n))
 		return nil
 	}
-	if err := count("broker_offers", store.CountOffersSQL, e42, 0); err != nil {
+	if err := count("broker_offers", store.CountOffers.SQL, e42, 0); err != nil {
 		return err
 	}
-	if rows, ok := p.completionRows(relayA, e42); ok {
+	if rows, ok := p.CompletionRows(cast.RelayA, e42); ok {
 		r.SetMetric("stale_completion_rows", float64(rows))
 	}
 	for _, c := range []struct {
 		key, query string
 		args       []any
 	}{
-		{"published", store.CountDeliveredEventsSQL, nil},
-		{"inbox_credit_cents", store.AccountCreditSQL, []any{accountID(inboxConsumer, account42)}},
-		{"consumed_event_rows", store.CountConsumedEventsSQL, []any{inboxConsumer}},
-		{"naive_credit_cents", store.AccountCreditSQL, []any{accountID(naiveConsumer, account42)}},
-		{"broker_dropped_offers", store.CountOffersSQL, []any{e42, 1}},
+		{"published", store.CountDeliveredEvents.SQL, nil},
+		{"inbox_credit_cents", store.AccountCredit.SQL, []any{cast.AccountID(inboxConsumer, account42)}},
+		{"consumed_event_rows", store.CountConsumedEvents.SQL, []any{inboxConsumer}},
+		{"naive_credit_cents", store.AccountCredit.SQL, []any{cast.AccountID(naiveConsumer, account42)}},
+		{"broker_dropped_offers", store.CountOffers.SQL, []any{e42, 1}},
 	} {
 		if err := count(c.key, c.query, c.args...); err != nil {
 			return err
 		}
 	}
-	if rows, ok := p.completionRows(relayB, e42); ok {
+	if rows, ok := p.CompletionRows(cast.RelayB, e42); ok {
 		r.SetMetric("current_completion_rows", float64(rows))
-	}
-	return nil
-}
-
-// finishDelivery fills in what every report of sessions 18 to 20 shows:
-// schema, timeline, ledgers, durable state and injected faults.
-func finishDelivery(ctx context.Context, r *lab.Result, ps []*pipeline, plans map[string]*failpoint.Plan) error {
-	schema, err := ps[0].audit.Schema(ctx)
-	if err != nil {
-		return err
-	}
-	r.Schema = schema
-	r.Timeline = ps[0].timeline.Events()
-	r.Tables = append(r.Tables, deliveryLedgers(ps)...)
-	state, err := deliveryState(ctx, ps)
-	if err != nil {
-		return err
-	}
-	r.Tables = append(r.Tables, state...)
-	if ft := faultTable(plans); len(ft.Rows) > 0 {
-		r.Tables = append(r.Tables, ft)
 	}
 	return nil
 }

@@ -7,14 +7,23 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
+// Session 19's mistake variants.
+const (
+	s19NaiveConsumer        = "naive-consumer"
+	s19CompleteWithoutToken = "complete-without-token"
+	s19EventIDPerSend       = "event-id-per-send"
+	s19EffectOutsideInboxTx = "effect-outside-inbox-tx"
+	s19ProjectionNoVersion  = "projection-without-version"
+)
+
 // Session 19's consumer groups and the credit every row awards.
 const (
-	creditService     = "credit-service"
 	projectionService = "projection-service"
 	rowCredit         = int64(1000)
 )
@@ -27,13 +36,13 @@ type failureRow struct {
 	check    string
 	order    string
 	expected string
-	play     func(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error)
+	play     func(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error)
 }
 
 // rowDesign is what the variant under test changes in the consumers.
 type rowDesign struct {
-	credit     consumerDesign
-	projection consumerDesign
+	credit     cast.ConsumerDesign
+	projection cast.ConsumerDesign
 }
 
 // rowOutcome is a row's verdict, judged on durable state only.
@@ -85,23 +94,21 @@ var failureClasses = Scenario{
 	DoesNotSolve: "A monotonic version protects state projections only: an additive effect such as a credit has no version " +
 		"to compare (two deliveries of the same +1000 carry the same version, and a later +500 is not \"newer\" than it), so " +
 		"credits need the inbox. And the inbox remembers only for its retention (session 20).",
-	Statements: brokerStatements(
-		lab.Statement{Name: "projection: apply only a newer version", SQL: store.ApplyVersionedSQL},
-	),
-	Checks: failureClassChecks(),
+	Statements: cast.PipelineSQL(store.ConsumerLesson.Project),
+	Checks:     failureClassChecks(),
 	Variants: []Variant{
-		{Name: variantNaiveConsumer, Mistake: "the credit consumer increments unconditionally, with no inbox",
+		{Name: s19NaiveConsumer, Mistake: "the credit consumer increments unconditionally, with no inbox",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_4_lost_consumer_ack_no_second_effect",
 				"row_5_concurrent_duplicates_one_effect", "rows_passed"}},
-		{Name: variantCompleteWithoutToken, Mistake: "the relays complete by event id alone, without the fencing token",
+		{Name: s19CompleteWithoutToken, Mistake: "the relays complete by event id alone, without the fencing token",
 			Breaks: []string{"row_2_stale_completion_rejected", "rows_passed"}},
-		{Name: variantEventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
+		{Name: s19EventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
 			"neither the broker nor the inbox can recognise a resend",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"}},
-		{Name: variantEffectOutsideInboxTx, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
+		{Name: s19EffectOutsideInboxTx, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
 			"in three separate transactions",
 			Breaks: []string{"row_4_lost_consumer_ack_no_second_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"}},
-		{Name: variantProjectionNoVersion, Mistake: "the projection applies whatever arrives last, without comparing versions",
+		{Name: s19ProjectionNoVersion, Mistake: "the projection applies whatever arrives last, without comparing versions",
 			Breaks: []string{"row_6_projection_never_moves_backward", "rows_passed"}},
 	},
 	Run: runFailureClasses,
@@ -113,25 +120,17 @@ func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
 
 // playFailureClasses runs the given rows, each against its own database.
 func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.Result, error) {
-	d := rowDesign{credit: inboxDesign, projection: versionedDesign}
-	switch env.Variant {
-	case variantNaiveConsumer:
-		d.credit = naiveDesign
-	case variantEffectOutsideInboxTx:
-		d.credit = splitDesign
-	case variantProjectionNoVersion:
-		d.projection = unversionedDesign
-	}
+	d := rowDesignFor(env.Variant)
 	var tl lab.Timeline
 	table := lab.Table{Title: "Failure classes", Note: "Each row ran against its own fresh database; Observed is read from that database afterwards, not from log lines.",
 		Columns: []string{"#", "Event order", "Expected property", "Observed (durable state)", "Result"}}
 	files := lab.Table{Title: "Row databases", Note: "Each file sits in the run folder beside the database named above; with --keep-db, open one with the sqlite3 shell to check a row yourself.", Columns: []string{"Row", "Database file"}}
 	r := &lab.Result{}
-	var ps []*pipeline
+	var ps []*cast.Pipeline
 	plans := map[string]*failpoint.Plan{}
 	defer func() {
 		for _, p := range ps {
-			p.close()
+			p.Close()
 		}
 	}()
 	passed := 0
@@ -139,15 +138,15 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 		label := fmt.Sprintf("row %d", row.n)
 		path := env.ExtraDatabasePath(fmt.Sprintf("row-%d", row.n))
 		plan := failpoint.NewPlan()
-		p, err := newPipeline(ctx, path, label, &tl, plan)
+		p, err := cast.NewPipeline(ctx, env.Open, path, label, &tl, plan)
 		if err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)
 		plans[label] = plan
-		p.completeWithoutToken = env.Is(variantCompleteWithoutToken)
-		p.eventIDPerSend = env.Is(variantEventIDPerSend)
-		p.event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
+		p.CompleteWithoutToken = env.Is(s19CompleteWithoutToken)
+		p.EventIDPerSend = env.Is(s19EventIDPerSend)
+		p.Event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
 		out, err := row.play(ctx, p, plan, d)
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", row.n, err)
@@ -172,26 +171,45 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 
 	r.Tables = append(r.Tables, table)
 	for _, p := range ps {
-		r.Concurrent = r.Concurrent || p.concurrent
+		r.Concurrent = r.Concurrent || p.Concurrent
 	}
-	if err := finishDelivery(ctx, r, ps, plans); err != nil {
+	if err := cast.FinishDelivery(ctx, r, ps, plans); err != nil {
 		return nil, err
 	}
 	r.Tables = append(r.Tables, files)
+	r.Verdict = failureClassesVerdict(r, env, table)
+	return r, nil
+}
+
+// rowDesignFor is the consumers' designs under variant: the lesson's, with
+// the mistake's design in its place.
+func rowDesignFor(variant string) rowDesign {
+	d := rowDesign{credit: cast.InboxDesign, projection: cast.VersionedDesign}
+	switch variant {
+	case s19NaiveConsumer:
+		d.credit = cast.NaiveDesign
+	case s19EffectOutsideInboxTx:
+		d.credit = cast.SplitDesign
+	case s19ProjectionNoVersion:
+		d.projection = cast.UnversionedDesign
+	}
+	return d
+}
+
+// failureClassesVerdict words the run: every row passed, or which failed.
+func failureClassesVerdict(r *lab.Result, env *Env, table lab.Table) string {
 	m := metricsOf(r)
 	if r.Passed() {
-		r.Verdict = fmt.Sprintf("SAFE DESIGN held in every failure class: %s of %s rows passed on durable state. Offers were duplicated "+
+		return fmt.Sprintf("SAFE DESIGN held in every failure class: %s of %s rows passed on durable state. Offers were duplicated "+
 			"(at least once), the database transitions were fenced, and the consumers kept one effect per event.", m("rows_passed"), m("rows"))
-	} else {
-		var failed []string
-		for _, row := range table.Rows {
-			if row[len(row)-1] == "FAIL" {
-				failed = append(failed, "row "+row[0])
-			}
-		}
-		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s rows passed; FAIL in %s.", env.Variant, m("rows_passed"), m("rows"), strings.Join(failed, ", "))
 	}
-	return r, nil
+	var failed []string
+	for _, row := range table.Rows {
+		if row[len(row)-1] == "FAIL" {
+			failed = append(failed, "row "+row[0])
+		}
+	}
+	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s rows passed; FAIL in %s.", env.Variant, m("rows_passed"), m("rows"), strings.Join(failed, ", "))
 }
 
 // creditState is what durable state says about one credit event.
@@ -208,9 +226,9 @@ func (s creditState) String() string {
 }
 
 // observeCredit reads a credit row's outcome from its database.
-func observeCredit(ctx context.Context, p *pipeline, account string) (creditState, error) {
+func observeCredit(ctx context.Context, p *cast.Pipeline, account string) (creditState, error) {
 	var s creditState
-	offers, err := p.audit.Offers(ctx)
+	offers, err := p.Broker().Offers(ctx)
 	if err != nil {
 		return s, err
 	}
@@ -219,76 +237,76 @@ func observeCredit(ctx context.Context, p *pipeline, account string) (creditStat
 			s.offers++
 		}
 	}
-	ds, err := p.audit.Deliveries(ctx)
+	ds, err := p.Broker().Deliveries(ctx)
 	if err != nil {
 		return s, err
 	}
 	for _, d := range ds {
-		if d.Consumer == creditService {
+		if d.Consumer == cast.CreditService {
 			s.maxDeliv = max(s.maxDeliv, d.DeliveryCount)
 		}
 	}
-	if s.credit, err = p.count(ctx, store.AccountCreditSQL, accountID(creditService, account)); err != nil {
+	if s.credit, err = p.Count(ctx, store.AccountCredit.SQL, cast.AccountID(cast.CreditService, account)); err != nil {
 		return s, err
 	}
-	if s.inboxRows, err = p.count(ctx, store.CountConsumedEventsSQL, creditService); err != nil {
+	if s.inboxRows, err = p.Count(ctx, store.CountConsumedEvents.SQL, cast.CreditService); err != nil {
 		return s, err
 	}
-	s.published, err = p.count(ctx, store.CountDeliveredEventsSQL)
+	s.published, err = p.Count(ctx, store.CountDeliveredEvents.SQL)
 	return s, err
 }
 
 // setupCredit opens the row's account and commits its credit event.
-func setupCredit(ctx context.Context, p *pipeline, eventID, account string) error {
-	if err := p.openAccount(ctx, creditService, account); err != nil {
+func setupCredit(ctx context.Context, p *cast.Pipeline, eventID, account string) error {
+	if err := p.OpenAccount(ctx, cast.CreditService, account); err != nil {
 		return err
 	}
-	return p.commitCredit(ctx, eventID, account, rowCredit)
+	return p.CommitCredit(ctx, eventID, account, rowCredit)
 }
 
 // runRelayOnce starts a relay instance, runs one loop body and closes it;
 // an injected crash is an expected outcome.
-func runRelayOnce(ctx context.Context, p *pipeline, name string) error {
-	r, err := p.startRelay(ctx, name)
+func runRelayOnce(ctx context.Context, p *cast.Pipeline, name string) error {
+	r, err := p.StartRelay(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer r.close()
-	if _, err := r.runOnce(ctx); err != nil && !isCrash(err) {
+	defer r.Close()
+	if _, err := r.RunOnce(ctx); err != nil && !cast.IsCrash(err) {
 		return err
 	}
 	return nil
 }
 
 // consumeAll starts one consumer instance and drains the broker for it.
-func consumeAll(ctx context.Context, p *pipeline, name, group string, design consumerDesign) error {
-	c, err := p.startConsumer(ctx, name, group, design)
+func consumeAll(ctx context.Context, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) error {
+	c, err := p.StartConsumer(ctx, name, group, design)
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	return p.drainConsumer(ctx, c, 0)
+	defer c.Close()
+	return p.DrainConsumer(ctx, c, 0)
 }
 
 // Row 1: Relay-A sends e1 and crashes before completing; its lease
 // expires; Relay-B claims, resends and completes.
-func playRowResendAfterCrash(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: relayA, Subject: "e1", Fault: failpoint.Crash})
+func playRowResendAfterCrash(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: "e1", Fault: failpoint.Crash})
 	if err := setupCredit(ctx, p, "e1", "ACC-1"); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(1 * tickSecond)
-	if err := runRelayOnce(ctx, p, relayA); err != nil {
+	p.SetNow(1 * cast.TickSecond)
+	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
-	if _, err := p.expireLeases(ctx); err != nil {
+	if _, err := p.ExpireLeases(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := runRelayOnce(ctx, p, relayB); err != nil {
+	if err := runRelayOnce(ctx, p, cast.RelayB); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + 5*tickSecond)
-	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
+	p.SetNow(p.Now() + 5*cast.TickSecond)
+	if err := consumeAll(ctx, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-1")
@@ -297,74 +315,74 @@ func playRowResendAfterCrash(ctx context.Context, p *pipeline, plan *failpoint.P
 
 // Row 2: Relay-A claims e2 and stalls past its lease; Relay-B claims it;
 // Relay-A wakes, sends and completes with its stale token; then Relay-B.
-func playRowStaleCompletion(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: relayA, Subject: "e2", Fault: failpoint.LeaseExpiry})
+func playRowStaleCompletion(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: cast.RelayA, Subject: "e2", Fault: failpoint.LeaseExpiry})
 	if err := setupCredit(ctx, p, "e2", "ACC-2"); err != nil {
 		return rowOutcome{}, err
 	}
-	a, err := p.startRelay(ctx, relayA)
+	a, err := p.StartRelay(ctx, cast.RelayA)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	defer a.close()
-	b, err := p.startRelay(ctx, relayB)
+	defer a.Close()
+	b, err := p.StartRelay(ctx, cast.RelayB)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	defer b.close()
-	p.setNow(1 * tickSecond)
-	if err := mustClaim(ctx, a); err != nil {
+	defer b.Close()
+	p.SetNow(1 * cast.TickSecond)
+	if err := cast.MustClaim(ctx, a); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := mustClaim(ctx, b); err != nil {
+	if err := cast.MustClaim(ctx, b); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + tickSecond)
-	if _, err := a.send(ctx); err != nil {
+	p.SetNow(p.Now() + cast.TickSecond)
+	if _, err := a.Send(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	if _, err := a.complete(ctx); err != nil {
+	if _, err := a.Complete(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	afterA, _, err := p.audit.EventByID(ctx, "e2")
+	afterA, _, err := store.NewRelay(p.Audit, store.RelayLesson).EventByID(ctx, "e2")
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + tickSecond)
-	if _, err := b.send(ctx); err != nil {
+	p.SetNow(p.Now() + cast.TickSecond)
+	if _, err := b.Send(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	completedAt := p.now()
-	if _, err := b.complete(ctx); err != nil {
+	completedAt := p.Now()
+	if _, err := b.Complete(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	final, _, err := p.audit.EventByID(ctx, "e2")
+	final, _, err := store.NewRelay(p.Audit, store.RelayLesson).EventByID(ctx, "e2")
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + 5*tickSecond)
-	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
+	p.SetNow(p.Now() + 5*cast.TickSecond)
+	if err := consumeAll(ctx, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	observed := fmt.Sprintf("after A's completion with token 1: delivered=%d, claim_token=%d; at the end: delivered=%d at %s (B completed at %s)",
-		int(lab.Bool(afterA.Delivered)), afterA.Token, int(lab.Bool(final.Delivered)), tickClock(final.DeliveredAt), tickClock(completedAt))
+		int(lab.Bool(afterA.Delivered)), afterA.Token, int(lab.Bool(final.Delivered)), cast.TickClock(final.DeliveredAt), cast.TickClock(completedAt))
 	ok := !afterA.Delivered && afterA.Token == 2 && final.Delivered && final.DeliveredAt == completedAt
 	return rowOutcome{observed: observed, ok: ok}, nil
 }
 
 // Row 3: the broker stores Relay-A's send of e3 but its ack is lost; the
 // relay resends under the same live claim and completes.
-func playRowLostBrokerAck(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: relayA, Subject: "e3", Fault: failpoint.AckLost})
+func playRowLostBrokerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: cast.RelayA, Subject: "e3", Fault: failpoint.AckLost})
 	if err := setupCredit(ctx, p, "e3", "ACC-3"); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(1 * tickSecond)
-	if err := runRelayOnce(ctx, p, relayA); err != nil {
+	p.SetNow(1 * cast.TickSecond)
+	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + 5*tickSecond)
-	if err := consumeAll(ctx, p, "Consumer-1", creditService, d.credit); err != nil {
+	p.SetNow(p.Now() + 5*cast.TickSecond)
+	if err := consumeAll(ctx, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-3")
@@ -373,26 +391,26 @@ func playRowLostBrokerAck(ctx context.Context, p *pipeline, plan *failpoint.Plan
 
 // Row 4: the consumer commits its effect for e4 and dies before acking;
 // after the visibility timeout the broker redelivers to a restarted instance.
-func playRowLostConsumerAck(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+func playRowLostConsumerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
 	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.Crash})
 	if err := setupCredit(ctx, p, "e4", "ACC-4"); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(1 * tickSecond)
-	if err := runRelayOnce(ctx, p, relayA); err != nil {
+	p.SetNow(1 * cast.TickSecond)
+	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + 5*tickSecond)
-	c, err := p.startConsumer(ctx, "Consumer-1", creditService, d.credit)
+	p.SetNow(p.Now() + 5*cast.TickSecond)
+	c, err := p.StartConsumer(ctx, "Consumer-1", cast.CreditService, d.credit)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	_, err = c.consumeNext(ctx)
-	c.close()
-	if err != nil && !isCrash(err) {
+	_, err = c.ConsumeNext(ctx)
+	c.Close()
+	if err != nil && !cast.IsCrash(err) {
 		return rowOutcome{}, err
 	}
-	if err := consumeAll(ctx, p, "Consumer-1 (restarted)", creditService, d.credit); err != nil {
+	if err := consumeAll(ctx, p, "Consumer-1 (restarted)", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-4")
@@ -403,25 +421,25 @@ func playRowLostConsumerAck(ctx context.Context, p *pipeline, plan *failpoint.Pl
 // Row 5: the broker holds two offers of e5 (a lost broker ack and a
 // resend); two consumer instances, each on its own connection, take one
 // each and a barrier releases them into the effect at the same moment.
-func playRowConcurrentDuplicates(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: relayA, Subject: "e5", Fault: failpoint.AckLost})
+func playRowConcurrentDuplicates(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: cast.RelayA, Subject: "e5", Fault: failpoint.AckLost})
 	if err := setupCredit(ctx, p, "e5", "ACC-5"); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(1 * tickSecond)
-	if err := runRelayOnce(ctx, p, relayA); err != nil {
+	p.SetNow(1 * cast.TickSecond)
+	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + 5*tickSecond)
+	p.SetNow(p.Now() + 5*cast.TickSecond)
 	if err := consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := consumeAll(ctx, p, "Consumer-3", creditService, d.credit); err != nil {
+	if err := consumeAll(ctx, p, "Consumer-3", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	concurrent := 0
-	for _, e := range p.effectsOf() {
-		if e.instance == "Consumer-1" || e.instance == "Consumer-2" {
+	for _, e := range p.Effects() {
+		if e.Instance == "Consumer-1" || e.Instance == "Consumer-2" {
 			concurrent++
 		}
 	}
@@ -433,24 +451,24 @@ func playRowConcurrentDuplicates(ctx context.Context, p *pipeline, plan *failpoi
 // consumeBehindBarrier starts one consumer instance per name, each on its
 // own connection; each takes one delivery and waits at a barrier before its
 // effect, so the effects start at the same moment.
-func consumeBehindBarrier(ctx context.Context, p *pipeline, names []string, design consumerDesign) error {
-	p.concurrent = true
-	barrier := NewBarrier(len(names))
-	instances := map[string]*consumerInstance{}
+func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string, design cast.ConsumerDesign) error {
+	p.Concurrent = true
+	barrier := cast.NewBarrier(len(names))
+	instances := map[string]*cast.ConsumerInstance{}
 	for _, name := range names {
-		c, err := p.startConsumer(ctx, name, creditService, design)
+		c, err := p.StartConsumer(ctx, name, cast.CreditService, design)
 		if err != nil {
 			return err
 		}
-		defer c.close()
+		defer c.Close()
 		// The wait runs on the consumer's own context: when another
-		// consumer fails, runConcurrently cancels it and the wait ends.
-		c.beforeEffect = barrier.Wait
+		// consumer fails, RunConcurrently cancels it and the wait ends.
+		c.BeforeEffect = barrier.Wait
 		instances[name] = c
 	}
-	p.event("barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
-	return runConcurrently(ctx, names, func(ctx context.Context, name string) error {
-		found, err := instances[name].consumeNext(ctx)
+	p.Event("barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
+	return cast.RunConcurrently(ctx, names, func(ctx context.Context, name string) error {
+		found, err := instances[name].ConsumeNext(ctx)
 		if !found || err != nil {
 			// Found nothing, or failed before or after the barrier: never
 			// leave the others waiting for this one.
@@ -463,52 +481,52 @@ func consumeBehindBarrier(ctx context.Context, p *pipeline, names []string, desi
 // Row 6: Relay-A claims version 1 and crashes; Relay-B publishes version 2,
 // then, after A's lease expires, version 1: the projection receives them in
 // the order v2, v1.
-func playRowLateOlderVersion(ctx context.Context, p *pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: relayA, Subject: "e6-v1", Fault: failpoint.Crash})
-	if err := p.commitVersion(ctx, "e6-v1", "ACC-6", 1, "open"); err != nil {
+func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: cast.RelayA, Subject: "e6-v1", Fault: failpoint.Crash})
+	if err := p.CommitVersion(ctx, "e6-v1", "ACC-6", 1, "open"); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(1 * tickSecond)
-	if err := p.commitVersion(ctx, "e6-v2", "ACC-6", 2, "frozen"); err != nil {
+	p.SetNow(1 * cast.TickSecond)
+	if err := p.CommitVersion(ctx, "e6-v2", "ACC-6", 2, "frozen"); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(2 * tickSecond)
-	if err := runRelayOnce(ctx, p, relayA); err != nil {
+	p.SetNow(2 * cast.TickSecond)
+	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
-	b, err := p.startRelay(ctx, relayB)
+	b, err := p.StartRelay(ctx, cast.RelayB)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	defer b.close()
-	if _, err := b.runOnce(ctx); err != nil {
+	defer b.Close()
+	if _, err := b.RunOnce(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	if _, err := p.expireLeases(ctx); err != nil {
+	if _, err := p.ExpireLeases(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	if _, err := b.runOnce(ctx); err != nil {
+	if _, err := b.RunOnce(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	p.setNow(p.now() + 5*tickSecond)
+	p.SetNow(p.Now() + 5*cast.TickSecond)
 	if err := consumeAll(ctx, p, "Projector-1", projectionService, d.projection); err != nil {
 		return rowOutcome{}, err
 	}
 
 	// Judge on durable state: the newest committed version against the projection.
-	evs, err := p.audit.Events(ctx)
+	evs, err := store.NewRelay(p.Audit, store.RelayLesson).Events(ctx)
 	if err != nil {
 		return rowOutcome{}, err
 	}
 	var newest int64
 	for _, e := range evs {
-		var v versionPayload
+		var v cast.Payload
 		if err := json.Unmarshal([]byte(e.Payload), &v); err != nil {
 			return rowOutcome{}, err
 		}
 		newest = max(newest, v.Version)
 	}
-	offers, err := p.audit.Offers(ctx)
+	offers, err := p.Broker().Offers(ctx)
 	if err != nil {
 		return rowOutcome{}, err
 	}
@@ -516,7 +534,7 @@ func playRowLateOlderVersion(ctx context.Context, p *pipeline, plan *failpoint.P
 	late := false // an offer carried an older version than one before it
 	var highest int64
 	for _, o := range offers {
-		var v versionPayload
+		var v cast.Payload
 		if err := json.Unmarshal([]byte(o.Payload), &v); err != nil {
 			return rowOutcome{}, err
 		}
@@ -524,7 +542,7 @@ func playRowLateOlderVersion(ctx context.Context, p *pipeline, plan *failpoint.P
 		late = late || v.Version < highest
 		highest = max(highest, v.Version)
 	}
-	projs, err := p.audit.Projections(ctx)
+	projs, err := p.Consumers().Projections(ctx)
 	if err != nil {
 		return rowOutcome{}, err
 	}

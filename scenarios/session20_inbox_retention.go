@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -12,23 +13,29 @@ import (
 
 // Session 20's timeline, in ticks. The relay sends at 1 s; the consumer
 // first receives the offer at 40 s; its acks never reach the broker, which
-// redelivers every visibilityTimeout and dead-letters the offer after
+// redelivers every visibility timeout (cast.VisibilityTimeout) and dead-letters the offer after
 // s20MaxDeliveries; an operator replays the dead letter s20ReplayDelay later.
 const (
 	s20Event         = "e20"
 	s20WindowEvent   = "e21"
 	s20Account       = "ACC-20"
 	s20Credit        = int64(1000)
-	s20SendAt        = 1 * tickSecond
-	s20ConsumeAt     = 40 * tickSecond
+	s20SendAt        = 1 * cast.TickSecond
+	s20ConsumeAt     = 40 * cast.TickSecond
 	s20MaxDeliveries = int64(3)
-	s20ReplayDelay   = 3 * tickDay
+	s20ReplayDelay   = 3 * cast.TickDay
 	// s20DeadLetterAt is when the broker gives up on the unacknowledged offer.
-	s20DeadLetterAt = s20ConsumeAt + s20MaxDeliveries*visibilityTimeout
+	s20DeadLetterAt = s20ConsumeAt + s20MaxDeliveries*cast.VisibilityTimeout
 	// s20ReplayAt is the operator's replay, three days after the dead-lettering.
 	s20ReplayAt = s20DeadLetterAt + s20ReplayDelay
 	// s20ResendGap is how long after Relay-A's send Relay-B resends: one lease.
-	s20ResendGap = relayLease
+	s20ResendGap = cast.RelayLease
+)
+
+// Session 20's mistake variants.
+const (
+	s20NaiveConsumer  = "naive-consumer"
+	s20EventIDPerSend = "event-id-per-send"
 )
 
 var inboxRetention = Scenario{
@@ -58,12 +65,7 @@ var inboxRetention = Scenario{
 		"traffic times retention, and a replay after any finite retention is applied again (unbounded retention is the " +
 		"only complete answer). Broker deduplication (NATS 2 min, SQS FIFO 5 min, Kafka's per-session producer ids) " +
 		"covers only a relay's quick resends, never a replay days later. Exactly-once delivery is not claimed.",
-	Statements: brokerStatements(
-		lab.Statement{Name: "inbox retention purge", SQL: store.PurgeConsumedSQL},
-		lab.Statement{Name: "broker: dead-letter after the last delivery", SQL: store.DeadLetterSQL},
-		lab.Statement{Name: "broker: DLQ retention purge", SQL: store.PurgeDeadLettersSQL},
-		lab.Statement{Name: "operator: replay a dead letter (then offer it again)", SQL: store.TakeDeadLetterSQL},
-	),
+	Statements: cast.PipelineSQL(store.ConsumerLesson.Purge, store.BrokerLesson.DeadLetter, store.BrokerLesson.PurgeDeadLetters, store.BrokerLesson.TakeDeadLetter),
 	Checks: []CheckDoc{
 		{"credit_short_retention_cents", "part 1: the inbox retention is shorter than the three-day replay while the DLQ still holds the message, " +
 			"so the replay re-applies the effect: 2000 with the default flags (other flags: see the expected-values table)"},
@@ -72,9 +74,9 @@ var inboxRetention = Scenario{
 		{"broker_passed_after_window", "part 2: the replay three days later falls outside the broker window (and the DLQ still holds it) and passes the broker: 1 with the default flags"},
 	},
 	Variants: []Variant{
-		{Name: variantNaiveConsumer, Mistake: "the consumer increments unconditionally, with no inbox: every redelivery and the replay credit again",
+		{Name: s20NaiveConsumer, Mistake: "the consumer increments unconditionally, with no inbox: every redelivery and the replay credit again",
 			Breaks: []string{"credit_short_retention_cents", "credit_long_retention_cents"}},
-		{Name: variantEventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so the " +
+		{Name: s20EventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so the " +
 			"broker's dedup window cannot recognise the resend",
 			Breaks: []string{"broker_dropped_within_window"}},
 	},
@@ -124,27 +126,27 @@ type retentionFlags struct {
 }
 
 func flagsOf(opts Options) retentionFlags {
-	f := retentionFlags{short: ticksOf(opts.InboxRetention), dlq: ticksOf(opts.DLQRetention), window: ticksOf(opts.BrokerWindow)}
-	f.long = max(f.short, f.dlq+s20MaxDeliveries*visibilityTimeout)
+	f := retentionFlags{short: cast.TicksOf(opts.InboxRetention), dlq: cast.TicksOf(opts.DLQRetention), window: cast.TicksOf(opts.BrokerWindow)}
+	f.long = max(f.short, f.dlq+s20MaxDeliveries*cast.VisibilityTimeout)
 	return f
 }
 
 // longWhy says how the long retention was derived.
 func (f retentionFlags) longWhy() string {
-	span := f.dlq + s20MaxDeliveries*visibilityTimeout
+	span := f.dlq + s20MaxDeliveries*cast.VisibilityTimeout
 	if f.long == span {
 		return fmt.Sprintf("%s = the DLQ retention %s + %d deliveries × the %s visibility timeout: the longest after its first consumption that the message can still come back (redeliveries, then a replay from the DLQ)",
-			durationText(f.long), durationText(f.dlq), s20MaxDeliveries, durationText(visibilityTimeout))
+			cast.DurationText(f.long), cast.DurationText(f.dlq), s20MaxDeliveries, cast.DurationText(cast.VisibilityTimeout))
 	}
 	return fmt.Sprintf("%s = the inbox retention flag itself, already longer than the DLQ retention %s + %d deliveries × %s",
-		durationText(f.long), durationText(f.dlq), s20MaxDeliveries, durationText(visibilityTimeout))
+		cast.DurationText(f.long), cast.DurationText(f.dlq), s20MaxDeliveries, cast.DurationText(cast.VisibilityTimeout))
 }
 
 func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 	f := flagsOf(env.Options)
-	design := inboxDesign
-	if env.Is(variantNaiveConsumer) {
-		design = naiveDesign
+	design := cast.InboxDesign
+	if env.Is(s20NaiveConsumer) {
+		design = cast.NaiveDesign
 	}
 	runs := []retentionRun{
 		{label: "part 1 short", file: "part-1-short-retention", event: s20Event, inboxRetention: f.short},
@@ -154,49 +156,77 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 
 	var tl lab.Timeline
 	r := &lab.Result{}
-	var ps []*pipeline
+	var ps []*cast.Pipeline
 	plans := map[string]*failpoint.Plan{}
 	defer func() {
 		for _, p := range ps {
-			p.close()
+			p.Close()
 		}
 	}()
-	summary := lab.Table{Title: "Deduplication windows",
-		Note: "One fresh database per part, each a file in the run folder. Credit and counts are read from each database after the replay. " +
-			"The long inbox retention (part 1 long and part 2) is " + f.longWhy() + ". Part 1 runs with no broker window (off).",
-		Columns: []string{"Part", "Inbox retention", "DLQ retention", "Broker window", "Dead-lettered at", "Replay at", "Inbox rows purged", "DLQ rows purged", "Replay at the broker", "Dropped before replay", "Credit (cents)", "Database file"}}
+	summary := retentionSummary(f)
 	outs := map[string]retentionOutcome{}
 	for _, run := range runs {
 		path := env.ExtraDatabasePath(run.file)
 		plan := failpoint.NewPlan()
-		p, err := newPipeline(ctx, path, run.label, &tl, plan)
+		p, err := cast.NewPipeline(ctx, env.Open, path, run.label, &tl, plan)
 		if err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)
 		plans[run.label] = plan
-		p.eventIDPerSend = env.Is(variantEventIDPerSend)
-		p.event("scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
-			durationText(run.inboxRetention), durationText(f.dlq), windowText(run.brokerWindow), filepath.Base(path)))
+		p.EventIDPerSend = env.Is(s20EventIDPerSend)
+		p.Event("scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
+			cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow), filepath.Base(path)))
 		out, err := playRetention(ctx, p, plan, run, design, f.dlq)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", run.label, err)
 		}
 		outs[run.label] = out
-		replay := "nothing to replay (DLQ purged)"
-		switch {
-		case out.replayed && out.replayDropped:
-			replay = "dropped (inside the window)"
-		case out.replayed:
-			replay = "passed"
-		}
-		summary.AddRow(run.label, durationText(run.inboxRetention), durationText(f.dlq), windowText(run.brokerWindow),
-			tickClock(out.deadLetteredAt), tickClock(out.replayAt), out.inboxPurged, out.dlqPurged, replay, out.droppedBefore, out.credit, filepath.Base(path))
+		addRetentionRow(&summary, run, f, out, path)
 		if r.Database == "" {
 			r.Database = path
 		}
 	}
+	measureRetention(r, f, outs)
+	expected := expectedRetentionFigures(f)
+	want := map[string]float64{}
+	for _, e := range expected {
+		want[e.check] = e.want
+	}
+	expectDocumented(r, env.Scenario.Checks, want)
 
+	r.Tables = append(r.Tables, summary, expectedTable(expected))
+	if err := cast.FinishDelivery(ctx, r, ps, plans); err != nil {
+		return nil, err
+	}
+	r.Verdict = retentionVerdict(r, env, f, outs)
+	return r, nil
+}
+
+// retentionSummary is the table of the three parts, one row each.
+func retentionSummary(f retentionFlags) lab.Table {
+	return lab.Table{Title: "Deduplication windows",
+		Note: "One fresh database per part, each a file in the run folder. Credit and counts are read from each database after the replay. " +
+			"The long inbox retention (part 1 long and part 2) is " + f.longWhy() + ". Part 1 runs with no broker window (off).",
+		Columns: []string{"Part", "Inbox retention", "DLQ retention", "Broker window", "Dead-lettered at", "Replay at", "Inbox rows purged", "DLQ rows purged", "Replay at the broker", "Dropped before replay", "Credit (cents)", "Database file"}}
+}
+
+// addRetentionRow adds one part's row to the summary.
+func addRetentionRow(summary *lab.Table, run retentionRun, f retentionFlags, out retentionOutcome, path string) {
+	replay := "nothing to replay (DLQ purged)"
+	switch {
+	case out.replayed && out.replayDropped:
+		replay = "dropped (inside the window)"
+	case out.replayed:
+		replay = "passed"
+	}
+	summary.AddRow(run.label, cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow),
+		cast.TickClock(out.deadLetteredAt), cast.TickClock(out.replayAt), out.inboxPurged, out.dlqPurged, replay, out.droppedBefore, out.credit, filepath.Base(path))
+}
+
+// measureRetention sets session 20's figures from the three parts' outcomes
+// and the flags.
+func measureRetention(r *lab.Result, f retentionFlags, outs map[string]retentionOutcome) {
 	r.SetMetric("credit_short_retention_cents", float64(outs["part 1 short"].credit))
 	r.SetMetric("credit_long_retention_cents", float64(outs["part 1 long"].credit))
 	r.SetMetric("broker_dropped_within_window", float64(outs["part 2"].droppedBefore))
@@ -208,20 +238,6 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 	r.SetMetric("long_inbox_retention_ms", float64(f.long))
 	r.SetMetric("dlq_retention_ms", float64(f.dlq))
 	r.SetMetric("broker_window_ms", float64(f.window))
-
-	expected := expectedRetentionFigures(f)
-	want := map[string]float64{}
-	for _, e := range expected {
-		want[e.check] = e.want
-	}
-	expectDocumented(r, env.Scenario.Checks, want)
-
-	r.Tables = append(r.Tables, summary, expectedTable(expected))
-	if err := finishDelivery(ctx, r, ps, plans); err != nil {
-		return nil, err
-	}
-	r.Verdict = retentionVerdict(r, env, f, outs)
-	return r, nil
 }
 
 // expectedFigure is one check's expected value and the rule it follows from.
@@ -243,24 +259,24 @@ func expectedRetentionFigures(f retentionFlags) []expectedFigure {
 	return []expectedFigure{
 		{check: "credit_short_retention_cents",
 			rule: fmt.Sprintf("2000 when the DLQ still holds the message at the replay (DLQ retention > %s) and the inbox record is gone "+
-				"(inbox retention <= its age at the replay, %s); otherwise 1000", durationText(s20ReplayDelay), durationText(age)),
-			here: fmt.Sprintf("DLQ %s > %s: %s; inbox %s <= %s: %s", durationText(f.dlq), durationText(s20ReplayDelay), yes[replayable],
-				durationText(f.short), durationText(age), yes[f.short <= age]),
+				"(inbox retention <= its age at the replay, %s); otherwise 1000", cast.DurationText(s20ReplayDelay), cast.DurationText(age)),
+			here: fmt.Sprintf("DLQ %s > %s: %s; inbox %s <= %s: %s", cast.DurationText(f.dlq), cast.DurationText(s20ReplayDelay), yes[replayable],
+				cast.DurationText(f.short), cast.DurationText(age), yes[f.short <= age]),
 			want: twice(replayable && f.short <= age)},
 		{check: "credit_long_retention_cents",
 			rule: "the same rule with the long inbox retention (the DLQ retention + 3 deliveries × 30s, or the inbox flag if that is longer)",
-			here: fmt.Sprintf("DLQ %s > %s: %s; inbox %s <= %s: %s", durationText(f.dlq), durationText(s20ReplayDelay), yes[replayable],
-				durationText(f.long), durationText(age), yes[f.long <= age]),
+			here: fmt.Sprintf("DLQ %s > %s: %s; inbox %s <= %s: %s", cast.DurationText(f.dlq), cast.DurationText(s20ReplayDelay), yes[replayable],
+				cast.DurationText(f.long), cast.DurationText(age), yes[f.long <= age]),
 			want: twice(replayable && f.long <= age)},
 		{check: "broker_dropped_within_window",
-			rule: fmt.Sprintf("1 when the broker window is longer than the %s between the send and the resend; otherwise 0", durationText(s20ResendGap)),
-			here: fmt.Sprintf("window %s > %s: %s", windowText(f.window), durationText(s20ResendGap), yes[f.window > s20ResendGap]),
+			rule: fmt.Sprintf("1 when the broker window is longer than the %s between the send and the resend; otherwise 0", cast.DurationText(s20ResendGap)),
+			here: fmt.Sprintf("window %s > %s: %s", cast.WindowText(f.window), cast.DurationText(s20ResendGap), yes[f.window > s20ResendGap]),
 			want: lab.Bool(f.window > s20ResendGap)},
 		{check: "broker_passed_after_window",
 			rule: fmt.Sprintf("1 when the DLQ still holds the message at the replay and the window is not longer than the %s between the first send and the replay; otherwise 0",
-				durationText(sinceSend)),
-			here: fmt.Sprintf("DLQ %s > %s: %s; window %s <= %s: %s", durationText(f.dlq), durationText(s20ReplayDelay), yes[replayable],
-				windowText(f.window), durationText(sinceSend), yes[f.window <= sinceSend]),
+				cast.DurationText(sinceSend)),
+			here: fmt.Sprintf("DLQ %s > %s: %s; window %s <= %s: %s", cast.DurationText(f.dlq), cast.DurationText(s20ReplayDelay), yes[replayable],
+				cast.WindowText(f.window), cast.DurationText(sinceSend), yes[f.window <= sinceSend]),
 			want: lab.Bool(replayable && f.window <= sinceSend)},
 	}
 }
@@ -295,11 +311,11 @@ func retentionVerdict(r *lab.Result, env *Env, f retentionFlags, outs map[string
 	if long.replayApplied {
 		part1 += " Even the long retention did not keep the replay single."
 	}
-	part2Text := "Part 2: the broker window (" + windowText(f.window) + ") "
+	part2Text := "Part 2: the broker window (" + cast.WindowText(f.window) + ") "
 	if part2.droppedBefore > 0 {
-		part2Text += fmt.Sprintf("dropped %d resend %s after the first send", part2.droppedBefore, durationText(s20ResendGap))
+		part2Text += fmt.Sprintf("dropped %d resend %s after the first send", part2.droppedBefore, cast.DurationText(s20ResendGap))
 	} else {
-		part2Text += fmt.Sprintf("let the resend %s after the first send through (nothing dropped), so the within-window drop was not reproduced", durationText(s20ResendGap))
+		part2Text += fmt.Sprintf("let the resend %s after the first send through (nothing dropped), so the within-window drop was not reproduced", cast.DurationText(s20ResendGap))
 	}
 	switch {
 	case part2.passedAtReplay > 0 && part2.replayApplied:
@@ -310,7 +326,7 @@ func retentionVerdict(r *lab.Result, env *Env, f retentionFlags, outs map[string
 		part2Text += fmt.Sprintf("; the window also dropped the three-day replay (it outlasts it), so the replay-passes-the-broker part was not reproduced (credit %d cents)", part2.credit)
 	default:
 		part2Text += fmt.Sprintf("; nothing was replayed, because the DLQ retention of %s purged the message first, so the replay-passes-the-broker part was not reproduced (credit %d cents)",
-			durationText(f.dlq), part2.credit)
+			cast.DurationText(f.dlq), part2.credit)
 	}
 	parts := part1 + " " + part2Text + "."
 
@@ -331,156 +347,202 @@ func retentionVerdict(r *lab.Result, env *Env, f retentionFlags, outs map[string
 // replaySentence says what happened to one part's three-day replay.
 func replaySentence(retention, dlq int64, o retentionOutcome) string {
 	age := o.replayAt - o.consumedAt
-	with := "with an inbox retention of " + durationText(retention)
+	with := "with an inbox retention of " + cast.DurationText(retention)
 	switch {
 	case !o.replayed:
-		return fmt.Sprintf("%s nothing was replayed, because the DLQ retention of %s purged the message first (credit %d cents)", with, durationText(dlq), o.credit)
+		return fmt.Sprintf("%s nothing was replayed, because the DLQ retention of %s purged the message first (credit %d cents)", with, cast.DurationText(dlq), o.credit)
 	case o.replayDropped:
 		return fmt.Sprintf("%s the broker window dropped the replay (credit %d cents)", with, o.credit)
 	case o.replayApplied && o.inboxPurged > 0:
 		return fmt.Sprintf("%s, not longer than the dedup record's age of %s at the replay, the record was purged and the replay was applied again (credit %d cents)",
-			with, durationText(age), o.credit)
+			with, cast.DurationText(age), o.credit)
 	case o.replayApplied:
 		return fmt.Sprintf("%s the replay was applied again: no dedup record held it back (credit %d cents)", with, o.credit)
 	default:
-		return fmt.Sprintf("%s, longer than the dedup record's age of %s at the replay, the replay was deduplicated (credit %d cents)", with, durationText(age), o.credit)
+		return fmt.Sprintf("%s, longer than the dedup record's age of %s at the replay, the replay was deduplicated (credit %d cents)", with, cast.DurationText(age), o.credit)
 	}
 }
 
 // playRetention runs one part: send (and, in part 2, a resend after a lease
 // expiry), consumption whose acks are lost until the broker dead-letters the
 // offer, then three days later the purge jobs and the operator's replay.
-func playRetention(ctx context.Context, p *pipeline, plan *failpoint.Plan, run retentionRun, design consumerDesign, dlqRetention int64) (retentionOutcome, error) {
+func playRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun, design cast.ConsumerDesign, dlqRetention int64) (retentionOutcome, error) {
 	var out retentionOutcome
-	p.brokerWindow = run.brokerWindow
-	if err := p.openAccount(ctx, creditService, s20Account); err != nil {
+	p.BrokerWindow = run.brokerWindow
+	if err := p.OpenAccount(ctx, cast.CreditService, s20Account); err != nil {
 		return out, err
 	}
-	if err := p.commitCredit(ctx, run.event, s20Account, s20Credit); err != nil {
+	if err := p.CommitCredit(ctx, run.event, s20Account, s20Credit); err != nil {
 		return out, err
 	}
+	if err := sendRetention(ctx, p, plan, run); err != nil {
+		return out, err
+	}
+	return consumeAndReplay(ctx, p, plan, run, design, dlqRetention)
+}
+
+// sendRetention is the relays' part: Relay-A sends the event and, in part
+// 2, stalls past its lease while Relay-B resends and completes.
+func sendRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun) error {
 	if run.resend {
-		plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: relayA, Subject: run.event, Fault: failpoint.LeaseExpiry})
+		plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: run.event, Fault: failpoint.LeaseExpiry})
 	}
-	a, err := p.startRelay(ctx, relayA)
+	a, err := p.StartRelay(ctx, cast.RelayA)
 	if err != nil {
-		return out, err
+		return err
 	}
-	defer a.close()
-	p.setNow(s20SendAt)
-	if err := mustClaim(ctx, a); err != nil {
-		return out, err
+	defer a.Close()
+	p.SetNow(s20SendAt)
+	if err := cast.MustClaim(ctx, a); err != nil {
+		return err
 	}
-	if _, err := a.send(ctx); err != nil {
-		return out, err
+	if _, err := a.Send(ctx); err != nil {
+		return err
 	}
 	if run.resend {
-		b, err := p.startRelay(ctx, relayB)
+		b, err := p.StartRelay(ctx, cast.RelayB)
 		if err != nil {
-			return out, err
+			return err
 		}
-		defer b.close()
-		if err := mustClaim(ctx, b); err != nil {
-			return out, err
+		defer b.Close()
+		if err := cast.MustClaim(ctx, b); err != nil {
+			return err
 		}
-		if _, err := b.send(ctx); err != nil {
-			return out, err
+		if _, err := b.Send(ctx); err != nil {
+			return err
 		}
-		if _, err := b.complete(ctx); err != nil {
-			return out, err
+		if _, err := b.Complete(ctx); err != nil {
+			return err
 		}
 	}
-	if _, err := a.complete(ctx); err != nil {
-		return out, err
+	if _, err := a.Complete(ctx); err != nil {
+		return err
 	}
+	return nil
+}
 
-	// A partition between Consumer-1 and the broker: its acks never arrive.
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.AckLost, Times: 1000})
-	p.setNow(s20ConsumeAt)
-	c1, err := p.startConsumer(ctx, "Consumer-1", creditService, design)
-	if err != nil {
+// consumeAndReplay is the consumers' part: acks lost until the broker
+// dead-letters the offer, then, three days later, the purge jobs, the
+// operator's replay and a fresh consumer.
+func consumeAndReplay(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun, design cast.ConsumerDesign, dlqRetention int64) (retentionOutcome, error) {
+	var out retentionOutcome
+	if err := consumeUntilDeadLettered(ctx, p, plan, design, dlqRetention, &out); err != nil {
 		return out, err
 	}
-	err = p.drainConsumer(ctx, c1, s20MaxDeliveries)
-	c1.close()
-	if err != nil {
-		return out, err
-	}
-	effects := p.effectsOf()
-	for _, e := range effects {
-		if e.applied {
-			out.consumedAt = e.tick
-			break
-		}
-	}
-	dead, err := p.audit.DeadLetters(ctx)
-	if err != nil {
-		return out, err
-	}
-	if len(dead) == 0 {
-		return out, fmt.Errorf("nothing was dead-lettered")
-	}
-	if out.deadLetteredAt, err = tickOfClock(dead[0].DeadLetteredAt); err != nil {
-		return out, err
-	}
-	p.event("broker", "dead-lettered", fmt.Sprintf("%d offer(s) moved to the DLQ after %d unacknowledged deliveries; the DLQ keeps them %s",
-		len(dead), s20MaxDeliveries, durationText(dlqRetention)))
-
 	// Three days later: the nightly purge jobs have run, then an operator
 	// replays the event's oldest dead letter through the broker.
 	out.replayAt = out.deadLetteredAt + s20ReplayDelay
-	p.setNow(out.replayAt)
-	p.event(clockName, "three days later", "the partition has healed; the purge jobs run, then an operator replays the DLQ")
-	if out.inboxPurged, err = p.audit.PurgeConsumed(ctx, p.clk.Now(), tickSpan(run.inboxRetention)); err != nil {
+	p.SetNow(out.replayAt)
+	p.Event(cast.ClockName, "three days later", "the partition has healed; the purge jobs run, then an operator replays the DLQ")
+	if err := purgeRetention(ctx, p, run, dlqRetention, &out); err != nil {
 		return out, err
 	}
-	p.event("inbox purge", "delete", fmt.Sprintf("consumed_events older than %s: %d row(s) deleted", durationText(run.inboxRetention), out.inboxPurged))
-	if out.dlqPurged, err = p.audit.PurgeDeadLetters(ctx, p.clk.Now(), tickSpan(dlqRetention)); err != nil {
-		return out, err
-	}
-	p.event("DLQ purge", "delete", fmt.Sprintf("dead letters older than %s: %d row(s) deleted", durationText(dlqRetention), out.dlqPurged))
-	if dead, err = p.audit.DeadLetters(ctx); err != nil {
-		return out, err
-	}
-	var replayOffer int64
-	if len(dead) > 0 {
-		o, ok, err := p.audit.ReplayDeadLetter(ctx, dead[0].ID, operator, p.clk.Now(), tickSpan(run.brokerWindow))
-		if err != nil {
-			return out, err
-		}
-		out.replayed, out.replayDropped = ok, o.Dropped
-		replayOffer = o.OfferID
-		answer := fmt.Sprintf("broker accepted it as offer %d", o.OfferID)
-		if o.Dropped {
-			answer = fmt.Sprintf("broker dropped it: the event id was accepted within its %s window", windowText(run.brokerWindow))
-		}
-		p.event(operator, "replay", fmt.Sprintf("dead letter %d (%s) offered again: %s", dead[0].ID, dead[0].EventID, answer))
-	} else {
-		p.event(operator, "replay", "the DLQ is empty: its retention purged the message, nothing to replay")
-	}
-	c2, err := p.startConsumer(ctx, "Consumer-2", creditService, design)
+	replayOffer, err := replayDeadLetter(ctx, p, run, &out)
 	if err != nil {
 		return out, err
 	}
-	err = p.drainConsumer(ctx, c2, s20MaxDeliveries)
-	c2.close()
+	c2, err := p.StartConsumer(ctx, "Consumer-2", cast.CreditService, design)
 	if err != nil {
 		return out, err
 	}
-	for _, e := range p.effectsOf() {
-		if e.applied && out.replayed && !out.replayDropped && e.offerID == replayOffer {
+	err = p.DrainConsumer(ctx, c2, s20MaxDeliveries)
+	c2.Close()
+	if err != nil {
+		return out, err
+	}
+	for _, e := range p.Effects() {
+		if e.Applied && out.replayed && !out.replayDropped && e.OfferID == replayOffer {
 			out.replayApplied = true
 		}
 	}
+	return out, measureRetentionRun(ctx, p, &out)
+}
 
-	offers, err := p.audit.Offers(ctx)
+// consumeUntilDeadLettered is the partition: Consumer-1's acks never reach
+// the broker, which redelivers the offer until it dead-letters it.
+func consumeUntilDeadLettered(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, design cast.ConsumerDesign, dlqRetention int64, out *retentionOutcome) error {
+	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.AckLost, Times: 1000})
+	p.SetNow(s20ConsumeAt)
+	c1, err := p.StartConsumer(ctx, "Consumer-1", cast.CreditService, design)
 	if err != nil {
-		return out, err
+		return err
+	}
+	err = p.DrainConsumer(ctx, c1, s20MaxDeliveries)
+	c1.Close()
+	if err != nil {
+		return err
+	}
+	for _, e := range p.Effects() {
+		if e.Applied {
+			out.consumedAt = e.Tick
+			break
+		}
+	}
+	dead, err := p.Broker().DeadLetters(ctx)
+	if err != nil {
+		return err
+	}
+	if len(dead) == 0 {
+		return fmt.Errorf("nothing was dead-lettered")
+	}
+	if out.deadLetteredAt, err = cast.TickOfClock(dead[0].DeadLetteredAt); err != nil {
+		return err
+	}
+	p.Event("broker", "dead-lettered", fmt.Sprintf("%d offer(s) moved to the DLQ after %d unacknowledged deliveries; the DLQ keeps them %s",
+		len(dead), s20MaxDeliveries, cast.DurationText(dlqRetention)))
+	return nil
+}
+
+// purgeRetention runs the inbox's and the DLQ's retention purges at the
+// clock's now.
+func purgeRetention(ctx context.Context, p *cast.Pipeline, run retentionRun, dlqRetention int64, out *retentionOutcome) error {
+	var err error
+	if out.inboxPurged, err = p.Consumers().Purge(ctx, p.Clock.Now(), cast.TickSpan(run.inboxRetention)); err != nil {
+		return err
+	}
+	p.Event("inbox purge", "delete", fmt.Sprintf("consumed_events older than %s: %d row(s) deleted", cast.DurationText(run.inboxRetention), out.inboxPurged))
+	if out.dlqPurged, err = p.Broker().PurgeDeadLetters(ctx, p.Clock.Now(), cast.TickSpan(dlqRetention)); err != nil {
+		return err
+	}
+	p.Event("DLQ purge", "delete", fmt.Sprintf("dead letters older than %s: %d row(s) deleted", cast.DurationText(dlqRetention), out.dlqPurged))
+	return nil
+}
+
+// replayDeadLetter is the operator's redrive of the oldest dead letter, if
+// the DLQ still holds one; it returns the replay's offer id.
+func replayDeadLetter(ctx context.Context, p *cast.Pipeline, run retentionRun, out *retentionOutcome) (int64, error) {
+	dead, err := p.Broker().DeadLetters(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(dead) == 0 {
+		p.Event(cast.Operator, "replay", "the DLQ is empty: its retention purged the message, nothing to replay")
+		return 0, nil
+	}
+	o, ok, err := p.Broker().ReplayDeadLetter(ctx, dead[0].ID, cast.Operator, p.Clock.Now(), cast.TickSpan(run.brokerWindow))
+	if err != nil {
+		return 0, err
+	}
+	out.replayed, out.replayDropped = ok, o.Dropped
+	answer := fmt.Sprintf("broker accepted it as offer %d", o.OfferID)
+	if o.Dropped {
+		answer = fmt.Sprintf("broker dropped it: the event id was accepted within its %s window", cast.WindowText(run.brokerWindow))
+	}
+	p.Event(cast.Operator, "replay", fmt.Sprintf("dead letter %d (%s) offered again: %s", dead[0].ID, dead[0].EventID, answer))
+	return o.OfferID, nil
+}
+
+// measureRetentionRun reads a part's figures from its database: the offers
+// dropped before the replay and accepted at or after it, and the credit.
+func measureRetentionRun(ctx context.Context, p *cast.Pipeline, out *retentionOutcome) error {
+	offers, err := p.Broker().Offers(ctx)
+	if err != nil {
+		return err
 	}
 	for _, o := range offers {
-		at, err := tickOfClock(o.OfferedAt)
+		at, err := cast.TickOfClock(o.OfferedAt)
 		if err != nil {
-			return out, err
+			return err
 		}
 		switch {
 		case o.Dropped && at < out.replayAt:
@@ -489,6 +551,6 @@ func playRetention(ctx context.Context, p *pipeline, plan *failpoint.Plan, run r
 			out.passedAtReplay++
 		}
 	}
-	out.credit, err = p.count(ctx, store.AccountCreditSQL, accountID(creditService, s20Account))
-	return out, err
+	out.credit, err = p.Count(ctx, store.AccountCredit.SQL, cast.AccountID(cast.CreditService, s20Account))
+	return err
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -9,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outboxlab/outboxlab/bench"
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -62,11 +63,12 @@ var claimsAtScale = Scenario{
 		"at a time: throughput stays under the ceiling of a single-row write transaction, whatever the claim. " +
 		"`outboxlab bench` measures that ceiling and how close claims, workers and batches get to it.",
 	Statements: []lab.Statement{
-		{Name: "lesson claim: select the oldest claimable (reads the whole table)", SQL: store.LessonScaleClaim.Select},
-		{Name: "indexed claim: the same predicate on the unprocessed-messages index", SQL: store.IndexedScaleClaim.Select},
-		{Name: "claim: take it only if still claimable, with a new fencing token", SQL: store.IndexedScaleClaim.Take},
-		{Name: "finalize: only while I own it under my token", SQL: store.FencedFinalize.One},
-		{Name: "migration 021: the index the indexed claim walks", SQL: statementText(store.ClaimsAtScale.SQL)},
+		{Name: store.LessonSelectNext.Name, SQL: store.LessonSelectNext.SQL},
+		{Name: store.IndexedSelectNext.Name, SQL: store.IndexedSelectNext.SQL},
+		{Name: store.IndexedClaimOne.Name, SQL: store.IndexedClaimOne.SQL},
+		{Name: store.ScaleFinalize.Name, SQL: store.ScaleFinalize.SQL},
+		{Name: "migration " + store.ClaimsAtScale.Name + ": the index the indexed claim walks",
+			SQL: strings.TrimSuffix(strings.TrimSpace(store.ClaimsAtScale.SQL), ";")},
 	},
 	Checks: []CheckDoc{
 		{"lesson_cost_growth", fmt.Sprintf("the lesson claim's cost per message grows with the backlog: at least %.0fx at %dx the messages", s21LessonMin, s21Growth)},
@@ -91,7 +93,12 @@ var claimsAtScale = Scenario{
 	Run: runClaimsAtScale,
 }
 
-// scaleRun is one session-21 run: its clock, timeline and drains.
+// s21Start is when the drains start on the scenario clock.
+var s21Start = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+// scaleRun is one session-21 run: its env (every connection is opened
+// through it, so the run's ledger records every statement), clock,
+// timeline and drains.
 type scaleRun struct {
 	env      *Env
 	clk      *clock.Manual
@@ -102,7 +109,7 @@ type scaleRun struct {
 // scaleDrain is what one drain of one backlog recorded. Workers append
 // to its ledgers under mu; nobody reads them until the drain is over.
 type scaleDrain struct {
-	claim   store.ScaleClaim
+	claim   store.ScaleSQL
 	size    string // small or large
 	backlog int
 	plan    []string
@@ -117,7 +124,7 @@ type scaleDrain struct {
 	pages    int64     // pages the drain workers read, claims and finalizes
 	drained  int       // messages the drain workers finalized
 	lost     int       // from the database, after the drain
-	expiries []expiry
+	expiries []scaleExpiry
 }
 
 type scaleClaimEntry struct {
@@ -133,57 +140,41 @@ type scaleFinalEntry struct {
 	committed bool
 }
 
-// expiry is one message of the forced lease expiry and who held it.
-type expiry struct {
+// scaleExpiry is one message of the forced lease expiry and who held it.
+type scaleExpiry struct {
 	holder string // the crashed or stalled worker
 	id     int64
 	token  int64
 	late   string // the stalled worker's late finalize: rows changed, or "-" for the crash
 }
 
-func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
-	run := &scaleRun{env: env, clk: clock.NewManual(lessonStart)}
-	r := &lab.Result{Concurrent: true}
-	indexed := store.IndexedScaleClaim
+// s21Designs are the two claim designs a run compares, lesson then
+// indexed, with the variant's mistake swapped in.
+func s21Designs(env *Env) []store.ScaleSQL {
+	lesson, indexed := store.LessonScale, store.IndexedScale
 	if env.Is(variantPendingOnly) {
-		indexed = store.PendingOnlyScaleClaim
+		indexed = store.PendingOnlyScale
 	}
-	finalize := store.FencedFinalize
 	if env.Is(variantFinalizeByID) {
-		finalize = store.ByIDFinalize
+		for _, s := range []*store.ScaleSQL{&lesson, &indexed} {
+			s.Finalize, s.FinalizeBatch = store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID
+		}
 	}
+	return []store.ScaleSQL{lesson, indexed}
+}
+
+func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
+	run := &scaleRun{env: env, clk: clock.NewManual(s21Start)}
 	large := s21SmallBacklog * s21Growth
 	if env.Is(variantDevSizedBacklog) {
 		large = s21SmallBacklog
 	}
-	r.Statements = []lab.Statement{
-		{Name: "lesson claim: select the oldest claimable", SQL: store.LessonScaleClaim.Select},
-		{Name: indexed.Name + " claim: select the oldest claimable (" + indexed.About + ")", SQL: indexed.Select},
-		{Name: indexed.Name + " claim: take it only if still claimable, with a new fencing token", SQL: indexed.Take},
-		{Name: "finalize: " + finalize.Name, SQL: finalize.One},
-		{Name: "migration 021", SQL: statementText(store.ClaimsAtScale.SQL)},
+	schemaDB, err := run.play(ctx, large)
+	if err != nil {
+		return nil, err
 	}
-	if env.Is(variantUnindexedClaim) {
-		r.Statements = append(r.Statements, lab.Statement{Name: store.WithoutClaimIndex.Name, SQL: statementText(store.WithoutClaimIndex.SQL)})
-	}
-
-	var schemaDB string
-	for _, claim := range []store.ScaleClaim{store.LessonScaleClaim, indexed} {
-		for _, size := range []struct {
-			name string
-			n    int
-		}{{"small", s21SmallBacklog}, {"large", large}} {
-			d := &scaleDrain{claim: claim, size: size.name, backlog: size.n}
-			path := env.ExtraDatabasePath(fmt.Sprintf("claims-%s-%s", claim.Name, size.name))
-			if err := run.drainBacklog(ctx, d, path, finalize); err != nil {
-				return nil, err
-			}
-			run.drains = append(run.drains, d)
-			schemaDB = path
-		}
-	}
-
-	db, err := openWorker(ctx, schemaDB)
+	r := &lab.Result{Concurrent: true, Database: schemaDB}
+	db, err := env.Open(ctx, schemaDB)
 	if err != nil {
 		return nil, err
 	}
@@ -191,33 +182,62 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 	if r.Schema, err = db.Schema(ctx); err != nil {
 		return nil, err
 	}
-	r.Database = schemaDB
 	r.Timeline = run.timeline.Events()
 	run.measure(r)
 	r.Tables = run.tables()
+	run.check(r)
+	r.Verdict = run.verdict(r, large)
+	return r, nil
+}
 
+// play drains a small and a large backlog with each claim design, each in
+// a fresh database, and returns the last database's path.
+func (run *scaleRun) play(ctx context.Context, large int) (string, error) {
+	var path string
+	for _, claim := range s21Designs(run.env) {
+		for _, size := range []struct {
+			name string
+			n    int
+		}{{"small", s21SmallBacklog}, {"large", large}} {
+			d := &scaleDrain{claim: claim, size: size.name, backlog: size.n}
+			path = run.env.ExtraDatabasePath(fmt.Sprintf("claims-%s-%s", claim.Name, size.name))
+			if err := run.drainBacklog(ctx, d, path); err != nil {
+				return "", err
+			}
+			run.drains = append(run.drains, d)
+		}
+	}
+	return path, nil
+}
+
+// check compares the costs' growth with their bounds and the invariants
+// with the documented values.
+func (run *scaleRun) check(r *lab.Result) {
+	checks := run.env.Scenario.Checks
 	v := func(key string) float64 { x, _ := r.Metric(key); return x }
-	m := metricsOf(r)
 	r.Checks = append(r.Checks,
-		growthCheck(env.Scenario.Checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
-		growthCheck(env.Scenario.Checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
-	expectDocumented(r, env.Scenario.Checks[2:], map[string]float64{"duplicates": 0, "lost": 0})
+		growthCheck(checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
+		growthCheck(checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
+	expectDocumented(r, checks[2:], map[string]float64{"duplicates": 0, "lost": 0})
+}
 
+// verdict says what the run showed, in the figures the checks compared.
+func (run *scaleRun) verdict(r *lab.Result, large int) string {
+	m := metricsOf(r)
 	sizes := fmt.Sprintf("%d and %d messages", s21SmallBacklog, large)
 	switch {
 	case r.Passed():
-		r.Verdict = fmt.Sprintf("SAFE DESIGN at scale. From %s, the lesson claim's cost per message grew %sx "+
+		return fmt.Sprintf("SAFE DESIGN at scale. From %s, the lesson claim's cost per message grew %sx "+
 			"(%s to %s pages read per message): it scans. The indexed claim, same semantics and same fencing, grew %sx "+
 			"(%s to %s pages). All four drains reclaimed the crashed and the stalled worker's messages, refused the stale "+
 			"finalize, and ended with %s duplicates and %s lost.", sizes, m("lesson_cost_growth"),
 			m("lesson_pages_per_message_small"), m("lesson_pages_per_message_large"), m("indexed_cost_growth"),
 			m("indexed_pages_per_message_small"), m("indexed_pages_per_message_large"), m("duplicates"), m("lost"))
-	case env.Variant != "":
-		r.Verdict = fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", env.Variant, strings.Join(r.FailedChecks(), ", "))
+	case run.env.Variant != "":
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", run.env.Variant, strings.Join(r.FailedChecks(), ", "))
 	default:
-		r.Verdict = fmt.Sprintf("Checks failed without a mistake variant: %s. Read the drains table.", strings.Join(r.FailedChecks(), ", "))
+		return fmt.Sprintf("Checks failed without a mistake variant: %s. Read the drains table.", strings.Join(r.FailedChecks(), ", "))
 	}
-	return r, nil
 }
 
 // growthCheck compares a cost growth with its bound.
@@ -240,67 +260,31 @@ func (run *scaleRun) event(actor, action, detail string) {
 // stalls holding the next), lets the leases run out on the scenario clock,
 // drains the backlog with two workers, and lets the stalled worker finalize
 // late with its stale token.
-func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path string, finalize store.ScaleFinalize) error {
+func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path string) error {
 	label := fmt.Sprintf("%s claim, %s backlog", d.claim.Name, d.size)
-	setup, err := openWorker(ctx, path)
+	setup, err := run.env.Open(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer setup.Close()
-	steps := []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale}
-	if run.env.Is(variantUnindexedClaim) && d.claim.Name != store.LessonScaleClaim.Name {
-		steps = append(steps, store.WithoutClaimIndex)
-	}
-	if err := setup.Migrate(ctx, steps...); err != nil {
+	if err := run.seed(ctx, setup, d, label); err != nil {
 		return err
 	}
-	run.clk.Set(lessonStart)
-	first := lessonStart.Add(-time.Duration(d.backlog) * time.Second)
-	err = setup.SeedBacklog(ctx, store.Backlog{Messages: d.backlog, First: first, Spacing: time.Second, PayloadBytes: s21PayloadBytes})
-	if err != nil {
+	cfg := store.ClaimerConfig{SQL: d.claim, Retry: store.DefaultRetry}
+	if err := run.crash(ctx, path, cfg, d); err != nil {
 		return err
 	}
-	run.event("scenario", "seed", fmt.Sprintf("%s: %d Pending messages, one a second from %s, in one streamed transaction", label, d.backlog, clock.Format(first)))
-	if d.plan, err = setup.ClaimPlan(ctx, d.claim, run.clk.Now()); err != nil {
-		return err
-	}
-
-	cfg := store.ClaimerConfig{Claim: d.claim, Finalize: finalize, Retry: store.DefaultRetry}
-	// Worker-A claims the oldest message and crashes with it.
-	crashed, err := run.claimAlone(ctx, path, s21Crashed, cfg, d)
-	if err != nil {
-		return err
-	}
-	if crashed.ID != 0 {
-		d.expiries = append(d.expiries, expiry{holder: s21Crashed, id: crashed.ID, token: crashed.Token, late: "-"})
-		run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s", crashed.ID, crashed.Token, crashed.LockedUntil))
-	}
-	// Worker-B claims the next one, processes it, and stalls before finalizing.
-	stalledDB, err := openWorker(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer stalledDB.Close()
-	stalled, err := stalledDB.NewClaimer(ctx, s21Stalled, cfg)
+	stalled, held, err := run.stall(ctx, path, cfg, d)
 	if err != nil {
 		return err
 	}
 	defer stalled.Close()
-	held, err := stalled.Claim(ctx, run.clk.Now(), s21Lease, 1)
-	if err != nil {
-		return err
-	}
-	d.recordClaim(s21Stalled, held)
-	if len(held.Messages) == 1 {
-		m := held.Messages[0]
-		run.event(s21Stalled, "claim, process, stall", fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil))
-	}
 
 	run.clk.Advance(s21Lease + time.Second)
 	run.event("clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
 
 	run.event("scenario", "drain", fmt.Sprintf("%s: %s and %s drain concurrently, each on its own connection", label, s21Drainers[0], s21Drainers[1]))
-	err = runConcurrently(ctx, s21Drainers, func(ctx context.Context, worker string) error {
+	err = cast.RunConcurrently(ctx, s21Drainers, func(ctx context.Context, worker string) error {
 		return run.drainAs(ctx, path, worker, cfg, d)
 	})
 	if err != nil {
@@ -309,74 +293,136 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d pages read, %d SQLITE_BUSY retries",
 		label, d.drained, d.pages, d.busy))
 
-	// Worker-B wakes up and finalizes with the token it was given.
-	if len(held.Messages) == 1 {
-		m := held.Messages[0]
-		f, err := stalled.Finalize(ctx, held.Messages, run.clk.Now())
-		if err != nil {
-			return err
-		}
-		d.recordFinal(s21Stalled, m.Token, f)
-		late := fmt.Sprintf("%d row", len(f.Finalized))
-		if len(f.Finalized) != 1 {
-			late += "s"
-		}
-		d.expiries = append(d.expiries, expiry{holder: s21Stalled, id: m.ID, token: m.Token, late: late})
-		outcome := "changed 0 rows: the message was reclaimed under a newer token (lease lost)"
-		if len(f.Finalized) == 1 {
-			outcome = "changed 1 row: a stale owner completed a message it no longer owned"
-		}
-		run.event(s21Stalled, "late finalize", fmt.Sprintf("message %d with stale token %d %s", m.ID, m.Token, outcome))
+	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
+		return err
 	}
-	lost, err := setup.Count(ctx, store.CountUnprocessedSQL)
+	d.lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
+	return err
+}
+
+// seed migrates setup's fresh database (without the claim index in the
+// unindexed-claim variant), writes the backlog and reads the claim's plan.
+func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *scaleDrain, label string) error {
+	steps := []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale}
+	if run.env.Is(variantUnindexedClaim) && d.claim.Name != store.LessonScale.Name {
+		steps = append(steps, store.WithoutClaimIndex)
+	}
+	if err := setup.Migrate(ctx, steps...); err != nil {
+		return err
+	}
+	run.clk.Set(s21Start)
+	first := s21Start.Add(-time.Duration(d.backlog) * time.Second)
+	err := store.SeedBacklog(ctx, setup, store.Backlog{Messages: d.backlog, First: first, Spacing: time.Second, PayloadBytes: s21PayloadBytes})
 	if err != nil {
 		return err
 	}
-	d.lost = lost
+	run.event("scenario", "seed", fmt.Sprintf("%s: %d Pending messages, one a second from %s, in one streamed transaction", label, d.backlog, clock.Format(first)))
+	d.plan, err = store.ClaimPlan(ctx, setup, d.claim, run.clk.Now())
+	return err
+}
+
+// scaleWorker is one worker's own connection, opened through the run's
+// env, and its claimer.
+type scaleWorker struct {
+	db *store.DB
+	*store.Claimer
+}
+
+// openScaleWorker opens worker's connection and prepares its claimer.
+func (run *scaleRun) openScaleWorker(ctx context.Context, path, worker string, cfg store.ClaimerConfig) (*scaleWorker, error) {
+	db, err := run.env.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := store.NewClaimer(ctx, db, worker, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &scaleWorker{db: db, Claimer: cl}, nil
+}
+
+// Close releases the claimer and closes the connection: for a worker
+// holding a lease, the crash.
+func (w *scaleWorker) Close() error { return errors.Join(w.Claimer.Close(), w.db.Close()) }
+
+// crash is Worker-A: it claims the oldest message and dies with it.
+func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) error {
+	w, err := run.openScaleWorker(ctx, path, s21Crashed, cfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	b, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
+	if err != nil || len(b.Messages) == 0 {
+		return err
+	}
+	d.recordClaim(s21Crashed, b)
+	m := b.Messages[0]
+	d.expiries = append(d.expiries, scaleExpiry{holder: s21Crashed, id: m.ID, token: m.Token, late: "-"})
+	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s", m.ID, m.Token, m.LockedUntil))
 	return nil
 }
 
-// claimAlone opens a worker, claims one message and closes the connection:
-// the crash.
-func (run *scaleRun) claimAlone(ctx context.Context, path, worker string, cfg store.ClaimerConfig, d *scaleDrain) (store.ClaimedMessage, error) {
-	db, err := openWorker(ctx, path)
+// stall is Worker-B: it claims the next message, processes it, and stalls
+// before finalizing. The caller closes the worker.
+func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (*scaleWorker, store.ClaimedBatch, error) {
+	w, err := run.openScaleWorker(ctx, path, s21Stalled, cfg)
 	if err != nil {
-		return store.ClaimedMessage{}, err
+		return nil, store.ClaimedBatch{}, err
 	}
-	defer db.Close()
-	cl, err := db.NewClaimer(ctx, worker, cfg)
+	held, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
 	if err != nil {
-		return store.ClaimedMessage{}, err
+		w.Close()
+		return nil, held, err
 	}
-	defer cl.Close()
-	b, err := cl.Claim(ctx, run.clk.Now(), s21Lease, 1)
-	if err != nil || len(b.Messages) == 0 {
-		return store.ClaimedMessage{}, err
+	d.recordClaim(s21Stalled, held)
+	if len(held.Messages) == 1 {
+		m := held.Messages[0]
+		run.event(s21Stalled, "claim, process, stall", fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil))
 	}
-	d.recordClaim(worker, b)
-	return b.Messages[0], nil
+	return w, held, nil
+}
+
+// lateFinalize is Worker-B waking up: it finalizes with the token it was given.
+func (run *scaleRun) lateFinalize(ctx context.Context, stalled *scaleWorker, held store.ClaimedBatch, d *scaleDrain) error {
+	if len(held.Messages) != 1 {
+		return nil
+	}
+	m := held.Messages[0]
+	f, err := stalled.Finalize(ctx, held.Messages, run.clk.Now())
+	if err != nil {
+		return err
+	}
+	d.recordFinal(s21Stalled, m.Token, f)
+	late := fmt.Sprintf("%d row", len(f.Finalized))
+	if len(f.Finalized) != 1 {
+		late += "s"
+	}
+	d.expiries = append(d.expiries, scaleExpiry{holder: s21Stalled, id: m.ID, token: m.Token, late: late})
+	outcome := "changed 0 rows: the message was reclaimed under a newer token (lease lost)"
+	if len(f.Finalized) == 1 {
+		outcome = "changed 1 row: a stale owner completed a message it no longer owned"
+	}
+	run.event(s21Stalled, "late finalize", fmt.Sprintf("message %d with stale token %d %s", m.ID, m.Token, outcome))
+	return nil
 }
 
 // drainAs is one drain worker: claim, process, finalize until nothing is
 // claimable, counting the pages its connection reads.
 func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store.ClaimerConfig, d *scaleDrain) error {
-	db, err := openWorker(ctx, path)
+	w, err := run.openScaleWorker(ctx, path, worker, cfg)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	cl, err := db.NewClaimer(ctx, worker, cfg)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	before, err := db.PageReads(ctx)
+	defer w.Close()
+	before, err := w.db.PageReads(ctx)
 	if err != nil {
 		return err
 	}
 	drained := 0
 	for ctx.Err() == nil {
-		b, err := cl.Claim(ctx, run.clk.Now(), s21Lease, 1)
+		b, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
 		if err != nil {
 			return err
 		}
@@ -385,14 +431,14 @@ func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store
 			break
 		}
 		// Processing is empty here: the lesson is the cost of the claim.
-		f, err := cl.Finalize(ctx, b.Messages, run.clk.Now())
+		f, err := w.Finalize(ctx, b.Messages, run.clk.Now())
 		if err != nil {
 			return err
 		}
 		d.recordFinal(worker, b.Messages[0].Token, f)
 		drained += len(f.Finalized)
 	}
-	after, err := db.PageReads(ctx)
+	after, err := w.db.PageReads(ctx)
 	if err != nil {
 		return err
 	}
@@ -452,7 +498,7 @@ func (d *scaleDrain) pagesPerMessage() float64 {
 // usPerMessage is the median claim transaction plus the median finalize
 // transaction, each its committed attempt alone (waiting excluded).
 func (d *scaleDrain) usPerMessage() float64 {
-	return round2(bench.Median(d.claimUs) + bench.Median(d.finalUs))
+	return round2(lab.Median(d.claimUs) + lab.Median(d.finalUs))
 }
 
 // measure sets the metrics: per drain, then growth per claim, then the
@@ -461,8 +507,8 @@ func (run *scaleRun) measure(r *lab.Result) {
 	dup, lost := 0, 0
 	for _, d := range run.drains {
 		key := d.claim.Name
-		if key == store.PendingOnlyScaleClaim.Name {
-			key = store.IndexedScaleClaim.Name // the variant stands in for the indexed claim
+		if key == store.PendingOnlyScale.Name {
+			key = store.IndexedScale.Name // the variant stands in for the indexed claim
 		}
 		r.SetMetric(key+"_pages_per_message_"+d.size, d.pagesPerMessage())
 		r.SetMetric(key+"_us_per_message_"+d.size, d.usPerMessage())
@@ -537,8 +583,5 @@ func (run *scaleRun) tables() []lab.Table {
 	}
 	return []lab.Table{drains, plans, expiries}
 }
-
-// statementText drops a script's final semicolon: reports add their own.
-func statementText(sql string) string { return strings.TrimSuffix(strings.TrimSpace(sql), ";") }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }

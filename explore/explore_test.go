@@ -1,4 +1,4 @@
-package scenarios
+package explore
 
 import (
 	"context"
@@ -7,15 +7,42 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/store"
 )
+
+// The mistakes the tests explore, by the names of the explore scenario's variants.
+const (
+	variantCompleteBeforeSend   = "complete-before-send"
+	variantNaiveConsumer        = "naive-consumer"
+	variantCompleteWithoutToken = "complete-without-token"
+	variantProjectionNoVersion  = "projection-without-version"
+)
+
+// designFor is the design a variant explores.
+func designFor(variant string) Design {
+	return Design{
+		CompleteWithoutToken:  variant == variantCompleteWithoutToken,
+		CompleteBeforeSend:    variant == variantCompleteBeforeSend,
+		NaiveConsumer:         variant == variantNaiveConsumer,
+		UnversionedProjection: variant == variantProjectionNoVersion,
+	}
+}
+
+// openForTest opens a test's connection on a ledger of its own.
+func openForTest(ctx context.Context, path string) (*store.DB, error) {
+	cfg := store.DefaultConfig
+	cfg.Ledger = &store.Ledger{}
+	return store.Open(ctx, path, cfg)
+}
 
 // exploreForTest runs an exploration in a fresh folder and returns the
 // explorer with every ordering's result, in the order they finished.
-func exploreForTest(t *testing.T, variant string, opts exploreOptions) (*explorer, []*orderingResult) {
+func exploreForTest(t *testing.T, variant string, opts Options) (*explorer, []*orderingResult) {
 	t.Helper()
 	dir := t.TempDir()
 	scratch := func(i int) string { return filepath.Join(dir, fmt.Sprintf("ordering-%d.db", i)) }
-	x, err := newExplorer(context.Background(), filepath.Join(dir, "template.db"), scratch, exploreDesignFor(variant), opts)
+	x, err := newExplorer(context.Background(), openForTest, filepath.Join(dir, "template.db"), scratch, designFor(variant), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +86,7 @@ func TestExploreEnumerationCount(t *testing.T) {
 		{3, true, 21, 20},
 	}
 	for _, tt := range tests {
-		x, all := exploreForTest(t, "", exploreOptions{bound: tt.bound, symmetry: tt.symmetry, dedupDrains: true})
+		x, all := exploreForTest(t, "", Options{Bound: tt.bound, Symmetry: tt.symmetry, DedupDrains: true})
 		if x.explored != tt.explored || x.pruned != tt.pruned || len(all) != tt.explored {
 			t.Errorf("bound %d, symmetry %t: explored %d (seen %d), pruned %d; want %d, %d",
 				tt.bound, tt.symmetry, x.explored, len(all), x.pruned, tt.explored, tt.pruned)
@@ -84,7 +111,7 @@ func TestExploreShortestCounterexampleIsMinimal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.variant, func(t *testing.T) {
-			x, all := exploreForTest(t, tt.variant, exploreOptions{bound: len(tt.want), symmetry: true, dedupDrains: true})
+			x, all := exploreForTest(t, tt.variant, Options{Bound: len(tt.want), Symmetry: true, DedupDrains: true})
 			s := x.shortest[tt.inv]
 			if s == nil || !slices.Equal(s.actions, tt.want) {
 				t.Fatalf("shortest counterexample %v, want [%s]", s, orderingText(tt.want))
@@ -115,8 +142,8 @@ func TestExplorePruningIsSound(t *testing.T) {
 	const bound = 3
 	for _, variant := range []string{"", variantCompleteBeforeSend, variantNaiveConsumer, variantCompleteWithoutToken, variantProjectionNoVersion} {
 		t.Run("variant="+variant, func(t *testing.T) {
-			full, fullResults := exploreForTest(t, variant, exploreOptions{bound: bound})
-			pruned, prunedResults := exploreForTest(t, variant, exploreOptions{bound: bound, symmetry: true, dedupDrains: true})
+			full, fullResults := exploreForTest(t, variant, Options{Bound: bound})
+			pruned, prunedResults := exploreForTest(t, variant, Options{Bound: bound, Symmetry: true, DedupDrains: true})
 			verdicts := map[string][numExploreInvariants]bool{}
 			for _, r := range prunedResults {
 				verdicts[orderingText(r.actions)] = r.violated
@@ -159,15 +186,13 @@ func TestExplorePruningIsSound(t *testing.T) {
 // worker and on three: the report's content must not change (a golden file
 // compares it), whichever ordering finishes first.
 func TestExploreReportIsDeterministic(t *testing.T) {
-	sc, err := Lookup("explore")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, variant := range []string{"", variantProjectionNoVersion} {
 		var runs [2]map[string]any
 		for i := range runs {
-			env := &Env{Scenario: sc, Dir: t.TempDir(), Variant: variant, Options: DefaultOptions()}
-			r, err := playExplore(context.Background(), env, exploreOptions{bound: 3, symmetry: true, dedupDrains: true, workers: 1 + 2*i})
+			dir := t.TempDir()
+			r, err := Run(context.Background(), Config{Open: openForTest, Template: filepath.Join(dir, "template.db"),
+				Scratch: func(i int) string { return filepath.Join(dir, fmt.Sprintf("ordering-%d.db", i)) }, Main: filepath.Join(dir, "main.db"),
+				Design: designFor(variant), Variant: variant, Options: Options{Bound: 3, Symmetry: true, DedupDrains: true, Workers: 1 + 2*i}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,10 +1,13 @@
-package scenarios
+package explore
 
 import (
 	"context"
 	"fmt"
 	"math/bits"
 	"strings"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // This file holds the interleaving explorer's model: the action alphabet,
@@ -44,34 +47,34 @@ type actionInfo struct {
 }
 
 var exploreAlphabet = [numExploreActions]actionInfo{
-	actClaimA: {"A claim", relayA}, actSendA: {"A send", relayA}, actCompleteA: {"A complete", relayA}, actCrashA: {"A crash", relayA},
-	actClaimB: {"B claim", relayB}, actSendB: {"B send", relayB}, actCompleteB: {"B complete", relayB}, actCrashB: {"B crash", relayB},
-	actExpire: {"expire", clockName}, actDeliver: {"deliver", "broker"}, actConsume: {"consume", exploreConsumerName},
+	actClaimA: {"A claim", cast.RelayA}, actSendA: {"A send", cast.RelayA}, actCompleteA: {"A complete", cast.RelayA}, actCrashA: {"A crash", cast.RelayA},
+	actClaimB: {"B claim", cast.RelayB}, actSendB: {"B send", cast.RelayB}, actCompleteB: {"B complete", cast.RelayB}, actCrashB: {"B crash", cast.RelayB},
+	actExpire: {"expire", cast.ClockName}, actDeliver: {"deliver", "broker"}, actConsume: {"consume", exploreConsumerName},
 	actAck: {"ack", exploreConsumerName}, actAckLost: {"ack lost", exploreConsumerName}, actRedeliver: {"redeliver", "broker"},
 }
 
 // describeAction says when a is enabled and what it runs under design d,
 // for the alphabet table.
-func describeAction(a exploreAction, d exploreDesign) (enabled, does string) {
+func describeAction(a exploreAction, d Design) (enabled, does string) {
 	if i := a.relay(); i == 1 {
 		return "as " + a.mirror().String() + ", for Relay-B", "as " + a.mirror().String()
 	}
 	switch a {
 	case actClaimA:
 		return "Relay-A is alive and holds nothing, and an event is claimable (not published; never leased or its lease expired)",
-			fmt.Sprintf("ClaimNextEvent: the oldest claimable event, claim_token + 1, a %s lease", durationText(relayLease))
+			fmt.Sprintf("ClaimNextEvent: the oldest claimable event, claim_token + 1, a %s lease", cast.DurationText(cast.RelayLease))
 	case actSendA:
-		if d.completeBeforeSend {
+		if d.CompleteBeforeSend {
 			return "Relay-A holds a claim it has completed and not sent (MISTAKE: complete comes first)",
 				"Offer: the broker stores the event as a new offer; the relay's last step for this claim"
 		}
 		return "Relay-A holds a claim it has not sent", "Offer: the broker stores the event as a new offer"
 	case actCompleteA:
 		does := "AckWithToken: delivered = 1 only under the relay's token; 0 rows when the token is stale"
-		if d.completeWithoutToken {
+		if d.CompleteWithoutToken {
 			does = "AckByEventID (MISTAKE): delivered = 1 by event id alone, whatever the relay's token"
 		}
-		if d.completeBeforeSend {
+		if d.CompleteBeforeSend {
 			return "Relay-A holds a claim it has not completed (MISTAKE: before sending it)", does
 		}
 		return "Relay-A holds a claim it has sent and not completed", does + "; the relay's last step for this claim"
@@ -85,11 +88,11 @@ func describeAction(a exploreAction, d exploreDesign) (enabled, does string) {
 			"DeliverNext: the oldest such offer, marked in flight under a new receipt"
 	case actConsume:
 		credit := "e1's credit: the inbox insert and the credit in one transaction"
-		if d.naiveConsumer {
+		if d.NaiveConsumer {
 			credit = "e1's credit: an unconditional increment, no inbox (MISTAKE)"
 		}
 		projection := "the projection upsert, only for a newer version"
-		if d.unversionedProjection {
+		if d.UnversionedProjection {
 			projection = "the projection upsert, last write wins (MISTAKE)"
 		}
 		return "the consumer holds a delivery it has not applied", credit + "; then " + projection
@@ -99,7 +102,7 @@ func describeAction(a exploreAction, d exploreDesign) (enabled, does string) {
 		return "the consumer has applied its delivery", "nothing reaches the broker: the delivery stays in flight; the consumer believes it acked and is free"
 	case actRedeliver:
 		return "a delivery is in flight (unacknowledged, whether or not the consumer still works on it)",
-			fmt.Sprintf("moves the clock past the %s visibility timeout; RedeliverUnacked makes every in-flight delivery ready again", durationText(exploreVisibility))
+			fmt.Sprintf("moves the clock past the %s visibility timeout; RedeliverUnacked makes every in-flight delivery ready again", cast.DurationText(exploreVisibility))
 	}
 	return "", ""
 }
@@ -151,17 +154,26 @@ const (
 	numExploreInvariants
 )
 
+// The checks of the explorer's report: how many explored orderings broke
+// each invariant.
+const (
+	CheckAtLeastOnce        = "violations_at_least_once"
+	CheckEffectAtMostOnce   = "violations_effect_at_most_once"
+	CheckStaleCompletion    = "violations_stale_completion"
+	CheckProjectionBackward = "violations_projection_backward"
+)
+
 // invariantInfo names an invariant: its check (metric key) and what it says.
 var invariantInfo = [numExploreInvariants]struct {
 	check, name, judged string
 }{
-	invAtLeastOnce: {"violations_at_least_once", "at least once",
+	invAtLeastOnce: {CheckAtLeastOnce, "at least once",
 		"after the drain, every committed event has an accepted broker offer and is published (outbox_events.delivered = 1)"},
-	invEffectAtMostOnce: {"violations_effect_at_most_once", "effect at most once",
+	invEffectAtMostOnce: {CheckEffectAtMostOnce, "effect at most once",
 		"after the drain, each event's credit committed at most once for the consumer: its account holds at most one credit"},
-	invStaleCompletion: {"violations_stale_completion", "no stale completion",
+	invStaleCompletion: {CheckStaleCompletion, "no stale completion",
 		"every completion that published a row presented the row's latest claim_token, read just before it ran"},
-	invProjectionBackward: {"violations_projection_backward", "monotonic projection",
+	invProjectionBackward: {CheckProjectionBackward, "monotonic projection",
 		"after every consume, the projection's version is at least the highest version it held before"},
 }
 
@@ -174,67 +186,63 @@ const (
 	exploreAccount          = "ACC-1"
 	exploreCredit           = int64(1000)
 	// exploreStep is the scenario time between two actions.
-	exploreStep = tickSecond
+	exploreStep = cast.TickSecond
 	// exploreVisibility is the broker's visibility timeout in the explorer:
 	// shorter than the relay lease, so a redelivery never expires a relay
 	// lease as a side effect. Lease expiry is an action of its own.
-	exploreVisibility = 2 * tickSecond
+	exploreVisibility = 2 * cast.TickSecond
 	// maxExploreCrashes is how many relay crashes one ordering may hold.
 	maxExploreCrashes = 1
 	// maxExploreBound keeps every ordering's clock short of the relay lease
 	// (each action moves it at most exploreStep + exploreVisibility), so
 	// only the expire action expires leases.
-	maxExploreBound = int(relayLease / (exploreStep + exploreVisibility))
+	maxExploreBound = int(cast.RelayLease / (exploreStep + exploreVisibility))
 )
 
-// exploreEventPayload is an explorer event: e1 awards a credit and puts the
-// account at version 1; e2 freezes it at version 2 and awards nothing.
-type exploreEventPayload struct {
-	Account     string `json:"account,omitempty"`
-	CreditCents int64  `json:"credit_cents,omitempty"`
-	Entity      string `json:"entity"`
-	Version     int64  `json:"version"`
-	State       string `json:"state"`
-}
-
-// exploreEvents are committed, in this order, before every ordering.
+// exploreEvents are committed, in this order, before every ordering: e1
+// awards a credit and puts the account at version 1; e2 freezes it at
+// version 2 and awards nothing.
 var exploreEvents = []struct {
 	id, typ, what string
-	payload       exploreEventPayload
+	payload       cast.Payload
 }{
 	{"e1", "CreditAwarded", "award 1000 cents to ACC-1; ACC-1 is active at version 1",
-		exploreEventPayload{Account: exploreAccount, CreditCents: exploreCredit, Entity: exploreAccount, Version: 1, State: "active"}},
+		cast.Payload{Account: exploreAccount, CreditCents: exploreCredit, Entity: exploreAccount, Version: 1, State: "active"}},
 	{"e2", "AccountFrozen", "ACC-1 is frozen at version 2 (no credit)",
-		exploreEventPayload{Entity: exploreAccount, Version: 2, State: "frozen"}},
+		cast.Payload{Entity: exploreAccount, Version: 2, State: "frozen"}},
 }
 
-// exploreDesign is what a variant changes.
-type exploreDesign struct {
-	completeWithoutToken  bool // complete by event id alone
-	completeBeforeSend    bool // mark the row published, then send
-	naiveConsumer         bool // the credit without the inbox
-	unversionedProjection bool // last write wins
+// Design is what a variant changes.
+type Design struct {
+	CompleteWithoutToken  bool // complete by event id alone
+	CompleteBeforeSend    bool // mark the row published, then send
+	NaiveConsumer         bool // the credit without the inbox
+	UnversionedProjection bool // last write wins
 }
 
-// consumerDesign names the consumer's design for the effect ledger.
-func (d exploreDesign) consumerDesign() consumerDesign {
+// consumerDesign is the consumer's design: the lesson's statements, with
+// the naive credit (no inbox insert) and the projection without a version
+// guard as the variants replace them, named for the effect ledger.
+func (d Design) consumerDesign() cast.ConsumerDesign {
+	c := cast.ConsumerDesign{SQL: store.ConsumerLesson}
 	credit, projection := "inbox credit", "versioned projection"
-	if d.naiveConsumer {
-		credit = "naive credit (MISTAKE)"
+	if d.NaiveConsumer {
+		credit, c.SQL.Record = "naive credit (MISTAKE)", store.NoInbox
 	}
-	if d.unversionedProjection {
-		projection = "projection without version (MISTAKE)"
+	if d.UnversionedProjection {
+		projection, c.SQL.Project = "projection without version (MISTAKE)", store.ProjectLastWriteWins
 	}
-	return consumerDesign(credit + " + " + projection)
+	c.Name = credit + " + " + projection
+	return c
 }
 
 // seedExplore commits the explorer's events and opens the account.
-func seedExplore(ctx context.Context, p *pipeline) error {
-	if err := p.openAccount(ctx, exploreConsumerGroup, exploreAccount); err != nil {
+func seedExplore(ctx context.Context, p *cast.Pipeline) error {
+	if err := p.OpenAccount(ctx, exploreConsumerGroup, exploreAccount); err != nil {
 		return err
 	}
 	for _, e := range exploreEvents {
-		if err := p.commit(ctx, e.id, e.typ, e.payload, e.what); err != nil {
+		if err := p.Commit(ctx, e.id, e.typ, e.payload, e.what); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package cast
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// runConcurrently runs work once per worker, each on its own goroutine, and
+// RunConcurrently runs work once per worker, each on its own goroutine, and
 // returns the first error. A failing worker cancels the others.
-func runConcurrently(ctx context.Context, workers []string, work func(ctx context.Context, worker string) error) error {
+func RunConcurrently(ctx context.Context, workers []string, work func(ctx context.Context, worker string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(workers))
@@ -38,8 +38,8 @@ func runConcurrently(ctx context.Context, workers []string, work func(ctx contex
 	return nil
 }
 
-// runInOrder runs work for each worker one after the other.
-func runInOrder(ctx context.Context, workers []string, work func(ctx context.Context, worker string) error) error {
+// RunInOrder runs work for each worker one after the other.
+func RunInOrder(ctx context.Context, workers []string, work func(ctx context.Context, worker string) error) error {
 	for _, w := range workers {
 		if err := work(ctx, w); err != nil {
 			return err
@@ -48,7 +48,7 @@ func runInOrder(ctx context.Context, workers []string, work func(ctx context.Con
 	return nil
 }
 
-// sortBySeq sorts items in place by the sequence number key returns.
-func sortBySeq[T any](items []T, key func(T) int) {
+// SortBySeq sorts items in place by the sequence number key returns.
+func SortBySeq[T any](items []T, key func(T) int) {
 	sort.SliceStable(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
 }

@@ -1,13 +1,13 @@
-package scenarios
+package explore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -54,25 +54,34 @@ type orderingResult struct {
 // step) and what it holds in memory.
 type exploreRelay struct {
 	name    string
-	inst    *relayInstance
+	inst    *cast.RelayInstance
 	holding bool // it holds a claim it has not finished
 	sent    bool
 	done    bool // completed
 	crashed bool
 }
 
-// exploreConsumer is the consumer instance and the delivery it holds.
+// exploreConsumer is a consumer of the ordering: the cast's consumer
+// instance (opened on its first delivery), and whether it has applied the
+// delivery it holds.
 type exploreConsumer struct {
 	name     string
-	db       *store.DB
-	held     store.Delivery // Found is false when it holds nothing
+	inst     *cast.ConsumerInstance
 	consumed bool
+}
+
+// held is the delivery the consumer holds; Found is false when none.
+func (c *exploreConsumer) held() store.Delivery {
+	if c.inst == nil {
+		return store.Delivery{}
+	}
+	return c.inst.Held()
 }
 
 // exploreWorld is one ordering's world.
 type exploreWorld struct {
-	p          *pipeline
-	design     exploreDesign
+	p          *cast.Pipeline
+	design     Design
 	relays     [2]*exploreRelay
 	consumer   *exploreConsumer
 	crashes    int
@@ -81,16 +90,16 @@ type exploreWorld struct {
 }
 
 // newExploreWorld opens the observer on a fresh database at path.
-func newExploreWorld(ctx context.Context, path string, design exploreDesign, tl *lab.Timeline) (*exploreWorld, error) {
-	audit, err := openWorker(ctx, path)
+func newExploreWorld(ctx context.Context, open cast.Opener, path string, design Design, tl *lab.Timeline) (*exploreWorld, error) {
+	audit, err := open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	p := &pipeline{path: path, audit: audit, clk: clock.NewManual(lessonStart), timeline: tl, completeWithoutToken: design.completeWithoutToken}
+	p := &cast.Pipeline{Path: path, Open: open, Audit: audit, Clock: clock.NewManual(cast.LessonStart), Timeline: tl, CompleteWithoutToken: design.CompleteWithoutToken}
 	return &exploreWorld{
 		p:        p,
 		design:   design,
-		relays:   [2]*exploreRelay{{name: relayA}, {name: relayB}},
+		relays:   [2]*exploreRelay{{name: cast.RelayA}, {name: cast.RelayB}},
 		consumer: &exploreConsumer{name: exploreConsumerName},
 		res:      &orderingResult{},
 	}, nil
@@ -100,11 +109,11 @@ func newExploreWorld(ctx context.Context, path string, design exploreDesign, tl 
 func (w *exploreWorld) close() {
 	for _, r := range w.relays {
 		if r.inst != nil {
-			r.inst.close()
+			r.inst.Close()
 		}
 	}
 	w.consumer.close()
-	w.p.close()
+	w.p.Close()
 }
 
 // discard throws the ordering's scratch database away. Its files are
@@ -113,102 +122,33 @@ func (w *exploreWorld) close() {
 // the WAL into the database file and syncs it) costs no disk sync. Only for
 // scratch files: a database meant to be read again is closed with close.
 func (w *exploreWorld) discard() error {
-	early := store.RemoveFiles(w.p.path)
+	early := store.RemoveFiles(w.p.Path)
 	w.close()
 	if early != nil {
-		return store.RemoveFiles(w.p.path)
+		return store.RemoveFiles(w.p.Path)
 	}
 	return nil
 }
 
 func (c *exploreConsumer) close() {
-	if c.db != nil {
-		c.db.Close()
-		c.db = nil
+	if c.inst != nil {
+		c.inst.Close()
 	}
-}
-
-// outboxSnapshot is what durable outbox state says about the relays' options.
-type outboxSnapshot struct {
-	claimable bool // an unpublished event with no live lease
-	liveLease bool // an unpublished event with a live lease
-}
-
-// outboxState reads it on the observer's connection.
-func (w *exploreWorld) outboxState(ctx context.Context) (outboxSnapshot, error) {
-	evs, err := w.p.audit.Events(ctx)
-	return w.outboxFrom(evs), err
-}
-
-// outboxFrom reads it from the outbox rows.
-func (w *exploreWorld) outboxFrom(evs []store.Event) outboxSnapshot {
-	var s outboxSnapshot
-	now := w.p.now()
-	for _, e := range evs {
-		if e.Delivered {
-			continue
-		}
-		// The claim's predicate: lease_until IS NULL OR lease_until <= now
-		// (a NULL lease reads as 0).
-		if e.LeaseUntil <= now {
-			s.claimable = true
-		} else {
-			s.liveLease = true
-		}
-	}
-	return s
-}
-
-// brokerSnapshot is what durable broker state says about the consumer's options.
-type brokerSnapshot struct {
-	deliverable bool // an accepted offer never delivered to the consumer, or ready again
-	inFlight    []store.BrokerDelivery
-}
-
-// brokerState reads it on the observer's connection.
-func (w *exploreWorld) brokerState(ctx context.Context) (brokerSnapshot, error) {
-	offers, err := w.p.audit.Offers(ctx)
-	if err != nil {
-		return brokerSnapshot{}, err
-	}
-	ds, err := w.p.audit.Deliveries(ctx)
-	return brokerFrom(offers, ds), err
-}
-
-// brokerFrom reads it from the broker's rows.
-func brokerFrom(offers []store.BrokerOffer, ds []store.BrokerDelivery) brokerSnapshot {
-	var s brokerSnapshot
-	state := map[int64]string{}
-	for _, d := range ds {
-		if d.Consumer != exploreConsumerGroup {
-			continue
-		}
-		state[d.OfferID] = d.State
-		if d.State == "in_flight" {
-			s.inFlight = append(s.inFlight, d)
-		}
-	}
-	for _, o := range offers {
-		if st, ok := state[o.OfferID]; !o.Dropped && (!ok || st == "ready") {
-			s.deliverable = true
-		}
-	}
-	return s
 }
 
 // enabled lists the actions that make sense now, in alphabet order.
-func (w *exploreWorld) enabled(s outboxSnapshot, b brokerSnapshot) []exploreAction {
+func (w *exploreWorld) enabled(s cast.OutboxState, b cast.BrokerState) []exploreAction {
 	var out []exploreAction
 	for i, r := range w.relays {
 		base := actClaimA + exploreAction(i)*relayActions
 		if r.crashed {
 			continue
 		}
-		if !r.holding && s.claimable {
+		if !r.holding && s.Claimable {
 			out = append(out, base+actClaimA)
 		}
 		sendReady, completeReady := !r.sent, r.sent && !r.done
-		if w.design.completeBeforeSend {
+		if w.design.CompleteBeforeSend {
 			sendReady, completeReady = r.done && !r.sent, !r.done
 		}
 		if r.holding && sendReady {
@@ -221,20 +161,20 @@ func (w *exploreWorld) enabled(s outboxSnapshot, b brokerSnapshot) []exploreActi
 			out = append(out, base+actCrashA)
 		}
 	}
-	if s.liveLease {
+	if s.LiveLease {
 		out = append(out, actExpire)
 	}
-	c := w.consumer
-	if !c.held.Found && b.deliverable {
+	c, held := w.consumer, w.consumer.held()
+	if !held.Found && b.Deliverable {
 		out = append(out, actDeliver)
 	}
-	if c.held.Found && !c.consumed {
+	if held.Found && !c.consumed {
 		out = append(out, actConsume)
 	}
-	if c.held.Found && c.consumed {
+	if held.Found && c.consumed {
 		out = append(out, actAck, actAckLost)
 	}
-	if len(b.inFlight) > 0 {
+	if len(b.InFlight) > 0 {
 		out = append(out, actRedeliver)
 	}
 	return out
@@ -242,17 +182,17 @@ func (w *exploreWorld) enabled(s outboxSnapshot, b brokerSnapshot) []exploreActi
 
 // beginStep starts recording a step; the clock moves one step forward.
 func (w *exploreWorld) beginStep(label, action string) int {
-	w.p.setNow(w.p.now() + exploreStep)
+	w.p.SetNow(w.p.Now() + exploreStep)
 	w.res.steps = append(w.res.steps, exploreStepRecord{label: label, action: action})
-	return len(w.p.timeline.Events())
+	return len(w.p.Timeline.Events())
 }
 
 // endStep attaches the timeline events the step produced, and the clock
 // as the step left it.
 func (w *exploreWorld) endStep(from int) {
 	st := &w.res.steps[len(w.res.steps)-1]
-	st.events = w.p.timeline.Events()[from:]
-	st.at = tickClock(w.p.now())
+	st.events = w.p.Timeline.Events()[from:]
+	st.at = cast.TickClock(w.p.Now())
 }
 
 // violate records a broken invariant at the current step.
@@ -282,7 +222,7 @@ func (w *exploreWorld) do(ctx context.Context, n int, a exploreAction) error {
 	}
 	switch a {
 	case actExpire:
-		expired, err := w.p.expireLeases(ctx)
+		expired, err := w.p.ExpireLeases(ctx)
 		if err == nil && !expired {
 			err = fmt.Errorf("explore: expire chosen with no live lease")
 		}
@@ -303,31 +243,27 @@ func (w *exploreWorld) do(ctx context.Context, n int, a exploreAction) error {
 
 func (w *exploreWorld) claim(ctx context.Context, r *exploreRelay) error {
 	if r.inst == nil {
-		inst, err := w.p.startRelay(ctx, r.name)
+		inst, err := w.p.StartRelay(ctx, r.name)
 		if err != nil {
 			return err
 		}
 		r.inst = inst
 	}
-	out, err := r.inst.claimNext(ctx)
-	if err != nil {
+	// The explorer chose the claim because durable state showed a claimable
+	// event: the store disagreeing is a bug, not an outcome.
+	if err := cast.MustClaim(ctx, r.inst); err != nil {
 		return err
-	}
-	if out != store.Claimed {
-		// The explorer chose the claim because durable state showed a
-		// claimable event: the store disagreeing is a bug, not an outcome.
-		return fmt.Errorf("explore: %s's claim was %s although an event was claimable", r.name, out)
 	}
 	r.holding, r.sent, r.done = true, false, false
 	return nil
 }
 
 func (w *exploreWorld) send(ctx context.Context, r *exploreRelay) error {
-	if _, err := r.inst.send(ctx); err != nil {
+	if _, err := r.inst.Send(ctx); err != nil {
 		return err
 	}
 	r.sent = true
-	if w.design.completeBeforeSend {
+	if w.design.CompleteBeforeSend {
 		r.holding = false // its last step for this claim
 	}
 	return nil
@@ -337,19 +273,19 @@ func (w *exploreWorld) send(ctx context.Context, r *exploreRelay) error {
 // the stale-completion invariant is judged on durable state: the token the
 // row held just before, and whether the completion published it.
 func (w *exploreWorld) complete(ctx context.Context, r *exploreRelay) error {
-	id, token := r.inst.claim.EventID, r.inst.claim.Token
-	before, _, err := w.p.audit.EventByID(ctx, id)
+	id, token := r.inst.Claim.EventID, r.inst.Claim.Token
+	before, _, err := store.NewRelay(w.p.Audit, store.RelayLesson).EventByID(ctx, id)
 	if err != nil {
 		return err
 	}
-	rows, err := r.inst.complete(ctx)
+	rows, err := r.inst.Complete(ctx)
 	if err != nil {
 		return err
 	}
 	if rows == 0 {
 		w.res.guards |= guardCompletion
 	}
-	after, _, err := w.p.audit.EventByID(ctx, id)
+	after, _, err := store.NewRelay(w.p.Audit, store.RelayLesson).EventByID(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -357,7 +293,7 @@ func (w *exploreWorld) complete(ctx context.Context, r *exploreRelay) error {
 		w.violate(invStaleCompletion, fmt.Sprintf("%s published %s with token %d while the row's latest token was %d", r.name, id, token, before.Token))
 	}
 	r.done = true
-	if !w.design.completeBeforeSend {
+	if !w.design.CompleteBeforeSend {
 		r.holding = false
 	}
 	return nil
@@ -372,33 +308,34 @@ func (w *exploreWorld) crash(r *exploreRelay) error {
 	case r.done && !r.sent:
 		progress = "completed, not sent"
 	}
-	c := r.inst.claim
-	w.p.event(r.name, "CRASH", fmt.Sprintf("holding %s with token %d (%s); connection closed, memory dropped", c.EventID, c.Token, progress))
-	r.inst.close()
-	r.inst.claim = store.EventClaim{}
+	c := r.inst.Claim
+	r.inst.Crash(fmt.Sprintf("holding %s with token %d (%s); connection closed, memory dropped", c.EventID, c.Token, progress))
 	r.holding, r.crashed = false, true
 	w.crashes++
 	return nil
 }
 
+// deliver opens the consumer on its first delivery, then has it take the
+// next delivery.
 func (w *exploreWorld) deliver(ctx context.Context, c *exploreConsumer) error {
-	if c.db == nil {
-		db, err := openWorker(ctx, w.p.path)
+	if c.inst == nil {
+		design := w.design.consumerDesign()
+		inst, err := w.p.OpenConsumer(ctx, c.name, exploreConsumerGroup, design)
 		if err != nil {
 			return err
 		}
-		c.db = db
-		w.p.event(c.name, "start", fmt.Sprintf("consumer %s (%s), on its own connection", exploreConsumerGroup, w.design.consumerDesign()))
+		c.inst = inst
+		w.p.Event(c.name, "start", fmt.Sprintf("consumer %s (%s), on its own connection", exploreConsumerGroup, design.Name))
 	}
-	d, err := c.db.DeliverNext(ctx, exploreConsumerGroup, w.p.clk.Now())
+	d, err := c.inst.Deliver(ctx)
 	if err != nil {
 		return err
 	}
 	if !d.Found {
 		return fmt.Errorf("explore: the broker delivered nothing to %s although an offer was deliverable", c.name)
 	}
-	c.held, c.consumed = d, false
-	w.p.event("broker", "deliver", fmt.Sprintf("offer %d (%s) to %s: delivery %d", d.OfferID, d.EventID, c.name, d.Receipt))
+	c.consumed = false
+	w.p.Event("broker", "deliver", fmt.Sprintf("offer %d (%s) to %s: delivery %d", d.OfferID, d.EventID, c.name, d.Receipt))
 	return nil
 }
 
@@ -406,41 +343,47 @@ func (w *exploreWorld) deliver(ctx context.Context, c *exploreConsumer) error {
 // one transaction, or the naive credit), then the projection. The observer
 // then reads the projection back, so monotonicity is judged on durable state.
 func (w *exploreWorld) consume(ctx context.Context, c *exploreConsumer) error {
-	d := c.held
-	var pl exploreEventPayload
-	if err := json.Unmarshal([]byte(d.Payload), &pl); err != nil {
-		return fmt.Errorf("explore: offer %d: %w", d.OfferID, err)
+	pl, err := c.inst.HeldPayload()
+	if err != nil {
+		return err
 	}
-	now := w.p.clk.Now()
-	if pl.CreditCents > 0 {
-		account := accountID(exploreConsumerGroup, pl.Account)
-		var e store.Effect
-		var err error
-		if w.design.naiveConsumer {
-			e, err = c.db.CreditAccount(ctx, account, pl.CreditCents)
-		} else {
-			e, err = c.db.ApplyCreditWithInbox(ctx, exploreConsumerGroup, d.EventID, account, pl.CreditCents, now)
-		}
-		if err != nil {
+	if pl.Credits() {
+		if err := w.credit(ctx, c, pl); err != nil {
 			return err
 		}
-		result := fmt.Sprintf("credited %d cents to %s", pl.CreditCents, account)
-		switch {
-		case w.design.naiveConsumer:
-			result += " (no inbox)"
-		case e.Applied:
-			result += " (inbox row added in the same transaction)"
-		default:
-			result = "duplicate: the inbox insert added 0 rows, no credit"
-			w.res.guards |= guardInbox
-		}
-		w.recordEffect(c, d, e.Applied, result)
 	}
-	apply := c.db.ApplyProjection
-	if w.design.unversionedProjection {
-		apply = c.db.ApplyProjectionUnversioned
+	if err := w.project(ctx, c, pl); err != nil {
+		return err
 	}
-	f, err := apply(ctx, pl.Entity, pl.Version, pl.State, now)
+	c.consumed = true
+	return w.judgeProjection(ctx)
+}
+
+// credit is the consume's credit, noting the inbox guard when it refused a
+// duplicate.
+func (w *exploreWorld) credit(ctx context.Context, c *exploreConsumer, pl cast.Payload) error {
+	account, e, err := c.inst.Credit(ctx, pl)
+	if err != nil {
+		return err
+	}
+	result := fmt.Sprintf("credited %d cents to %s", pl.CreditCents, account)
+	switch {
+	case w.design.NaiveConsumer:
+		result += " (no inbox)"
+	case e.Applied:
+		result += " (inbox row added in the same transaction)"
+	default:
+		result = "duplicate: the inbox insert added 0 rows, no credit"
+		w.res.guards |= guardInbox
+	}
+	c.inst.RecordEffect(e.Applied, result, e.Stats.BusyRetries)
+	return nil
+}
+
+// project is the consume's projection, noting the version guard when it
+// ignored an older version.
+func (w *exploreWorld) project(ctx context.Context, c *exploreConsumer, pl cast.Payload) error {
+	f, err := c.inst.Project(ctx, pl)
 	if err != nil {
 		return err
 	}
@@ -449,10 +392,15 @@ func (w *exploreWorld) consume(ctx context.Context, c *exploreConsumer) error {
 		w.res.guards |= guardVersion
 		projected = fmt.Sprintf("projection unchanged: version %d (%s) is not newer (0 rows)", pl.Version, pl.State)
 	}
-	w.p.event(c.name, "project", fmt.Sprintf("offer %d delivery %d of %s: %s", d.OfferID, d.Receipt, d.EventID, projected))
-	c.consumed = true
+	d := c.inst.Held()
+	w.p.Event(c.name, "project", fmt.Sprintf("offer %d delivery %d of %s: %s", d.OfferID, d.Receipt, d.EventID, projected))
+	return nil
+}
 
-	projs, err := w.p.audit.Projections(ctx)
+// judgeProjection reads the projection back on the observer's connection:
+// its version must not be below the highest one seen before.
+func (w *exploreWorld) judgeProjection(ctx context.Context) error {
+	projs, err := w.p.Consumers().Projections(ctx)
 	if err != nil {
 		return err
 	}
@@ -468,62 +416,43 @@ func (w *exploreWorld) consume(ctx context.Context, c *exploreConsumer) error {
 	return nil
 }
 
-func (w *exploreWorld) recordEffect(c *exploreConsumer, d store.Delivery, applied bool, result string) {
-	detail := fmt.Sprintf("offer %d delivery %d of %s: %s", d.OfferID, d.Receipt, d.EventID, result)
-	seq := w.p.event(c.name, map[bool]string{true: "effect", false: "no effect"}[applied], detail)
-	w.p.effects = append(w.p.effects, pipeEffectEntry{seq: seq, tick: w.p.now(), instance: c.name, consumer: exploreConsumerGroup,
-		design: w.design.consumerDesign(), offerID: d.OfferID, receipt: d.Receipt, event: d.EventID, applied: applied, result: result})
-}
-
+// ack acknowledges the held delivery, noting the receipt guard when the
+// ack came too late.
 func (w *exploreWorld) ack(ctx context.Context, c *exploreConsumer) error {
-	d := c.held
-	f, err := c.db.AckDelivery(ctx, exploreConsumerGroup, d.OfferID, d.Receipt, w.p.clk.Now())
+	rows, err := c.inst.Ack(ctx)
 	if err != nil {
 		return err
 	}
 	result := "acked (1 row)"
-	if f.Rows == 0 {
+	if rows == 0 {
 		w.res.guards |= guardReceipt
 		result = "late ack: 0 rows (no longer in flight under this receipt)"
 	}
-	w.recordAck(c, d, result)
+	c.inst.RecordAck(result)
+	c.consumed = false
 	return nil
 }
 
+// loseAck: the ack never reaches the broker; the consumer believes it
+// acked and is free.
 func (w *exploreWorld) loseAck(c *exploreConsumer) error {
-	w.recordAck(c, c.held, "ack LOST on the way to the broker: the delivery stays in flight")
+	c.inst.RecordAck("ack LOST on the way to the broker: the delivery stays in flight")
+	c.consumed = false
 	return nil
-}
-
-func (w *exploreWorld) recordAck(c *exploreConsumer, d store.Delivery, result string) {
-	seq := w.p.event(c.name, "ack", fmt.Sprintf("offer %d delivery %d: %s", d.OfferID, d.Receipt, result))
-	w.p.acks = append(w.p.acks, pipeAckEntry{seq: seq, tick: w.p.now(), instance: c.name, offerID: d.OfferID, receipt: d.Receipt, result: result})
-	c.held, c.consumed = store.Delivery{}, false
 }
 
 // redeliver lets the visibility timeout of every in-flight delivery run
 // out on the clock; the broker makes them ready again.
 func (w *exploreWorld) redeliver(ctx context.Context) error {
-	s, err := w.brokerState(ctx)
+	n, r, err := w.p.RedeliverInFlight(ctx, exploreConsumerGroup, exploreVisibility, 0)
 	if err != nil {
 		return err
 	}
-	if len(s.inFlight) == 0 {
+	if n == 0 {
 		return fmt.Errorf("explore: redeliver chosen with nothing in flight")
 	}
-	for _, d := range s.inFlight {
-		at, err := tickOfClock(d.DeliveredAt)
-		if err != nil {
-			return err
-		}
-		w.p.setNow(at + exploreVisibility)
-	}
-	r, err := w.p.audit.RedeliverUnacked(ctx, exploreConsumerGroup, w.p.clk.Now(), tickSpan(exploreVisibility), 0)
-	if err != nil {
-		return err
-	}
-	w.p.event("broker", "redeliver", fmt.Sprintf("the %s visibility timeout ran out on %d unacknowledged deliveries: %d ready again",
-		durationText(exploreVisibility), len(s.inFlight), r.Ready))
+	w.p.Event("broker", "redeliver", fmt.Sprintf("the %s visibility timeout ran out on %d unacknowledged deliveries: %d ready again",
+		cast.DurationText(exploreVisibility), n, r.Ready))
 	return nil
 }
 
@@ -539,10 +468,10 @@ type drainStep struct {
 // leases expire on the clock, and a fresh consumer instance takes every
 // delivery, letting unacknowledged ones be redelivered.
 func (w *exploreWorld) drain(ctx context.Context) error {
-	w.p.event("scenario", "end of ordering", "Relay-A, Relay-B and the consumer stop for good: what they held in memory is lost; the drain starts")
+	w.p.Event("scenario", "end of ordering", "Relay-A, Relay-B and the consumer stop for good: what they held in memory is lost; the drain starts")
 	for _, r := range w.relays {
 		if r.inst != nil {
-			r.inst.close()
+			r.inst.Close()
 		}
 	}
 	w.consumer.close()
@@ -563,35 +492,27 @@ func (w *exploreWorld) drain(ctx context.Context) error {
 	rec := &exploreRelay{name: exploreRecoveryRelay}
 	defer func() {
 		if rec.inst != nil {
-			rec.inst.close()
+			rec.inst.Close()
 		}
 	}()
 	claim := drainStep{"recovery claim", func() error { return w.claim(ctx, rec) }}
 	send := drainStep{"recovery send", func() error { return w.send(ctx, rec) }}
 	complete := drainStep{"recovery complete", func() error { return w.complete(ctx, rec) }}
 	publish := []drainStep{claim, send, complete}
-	if w.design.completeBeforeSend {
+	if w.design.CompleteBeforeSend {
 		publish = []drainStep{claim, complete, send}
 	}
-	expire := drainStep{"expire", func() error { _, err := w.p.expireLeases(ctx); return err }}
-	for range 100 {
-		s, err := w.outboxState(ctx)
-		if err != nil {
-			return err
+	expire := drainStep{"expire", func() error { _, err := w.p.ExpireLeases(ctx); return err }}
+	err := w.p.DrainRelaysBy(ctx, func(m cast.RelayMove) error {
+		if m == cast.Expire {
+			return steps(expire)
 		}
-		switch {
-		case s.claimable:
-			err = steps(publish...)
-		case s.liveLease:
-			err = steps(expire)
-		default:
-			return w.drainConsumer(ctx, steps)
-		}
-		if err != nil {
-			return err
-		}
+		return steps(publish...)
+	})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("explore: the recovery relay did not drain the outbox")
+	return w.drainConsumer(ctx, steps)
 }
 
 // drainConsumer has a fresh consumer instance take every delivery, apply
@@ -606,35 +527,23 @@ func (w *exploreWorld) drainConsumer(ctx context.Context, steps func(...drainSte
 		{"ack", func() error { return w.ack(ctx, c) }},
 	}
 	redeliver := drainStep{"redeliver", func() error { return w.redeliver(ctx) }}
-	for range 100 {
-		s, err := w.brokerState(ctx)
-		if err != nil {
-			return err
+	return w.p.DrainConsumerBy(ctx, exploreConsumerGroup, func(m cast.ConsumerMove) error {
+		if m == cast.Redeliver {
+			return steps(redeliver)
 		}
-		switch {
-		case s.deliverable:
-			err = steps(take...)
-		case len(s.inFlight) > 0:
-			err = steps(redeliver)
-		default:
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("explore: the consumer did not drain the broker")
+		return steps(take...)
+	})
 }
 
 // judgeFinal judges the invariants that need the drained, final state:
 // at least once and effect at most once.
 func (w *exploreWorld) judgeFinal(ctx context.Context) error {
-	w.res.steps = append(w.res.steps, exploreStepRecord{label: "end", action: "judge durable state", at: tickClock(w.p.now())})
-	evs, err := w.p.audit.Events(ctx)
+	w.res.steps = append(w.res.steps, exploreStepRecord{label: "end", action: "judge durable state", at: cast.TickClock(w.p.Now())})
+	evs, err := store.NewRelay(w.p.Audit, store.RelayLesson).Events(ctx)
 	if err != nil {
 		return err
 	}
-	offers, err := w.p.audit.Offers(ctx)
+	offers, err := w.p.Broker().Offers(ctx)
 	if err != nil {
 		return err
 	}
@@ -653,8 +562,8 @@ func (w *exploreWorld) judgeFinal(ctx context.Context) error {
 		if e.payload.CreditCents == 0 {
 			continue
 		}
-		account := accountID(exploreConsumerGroup, e.payload.Account)
-		credit, err := w.p.count(ctx, store.AccountCreditSQL, account)
+		account := cast.AccountID(exploreConsumerGroup, e.payload.Account)
+		credit, err := w.p.Count(ctx, store.AccountCredit.SQL, account)
 		if err != nil {
 			return err
 		}
@@ -721,14 +630,14 @@ func (c *drainCache) size() int {
 // template at path: its actions, then the drain, then the judgement. With
 // a cache, a drain whose key was drained before is not run again: the
 // ordering takes that drain's verdict (see [exploreWorld.drainKey]).
-func runExploreOrdering(ctx context.Context, path string, template []byte, design exploreDesign, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
+func runExploreOrdering(ctx context.Context, open cast.Opener, path string, template []byte, design Design, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
 	if err := store.RemoveFiles(path); err != nil {
 		return nil, nil, err
 	}
 	if err := os.WriteFile(path, template, 0o644); err != nil {
 		return nil, nil, fmt.Errorf("explore: copy template: %w", err)
 	}
-	w, err := newExploreWorld(ctx, path, design, tl)
+	w, err := newExploreWorld(ctx, open, path, design, tl)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -748,19 +657,19 @@ func (w *exploreWorld) play(ctx context.Context, actions []exploreAction, cache 
 			return err
 		}
 	}
-	evs, err := w.p.audit.Events(ctx)
+	evs, err := store.NewRelay(w.p.Audit, store.RelayLesson).Events(ctx)
 	if err != nil {
 		return err
 	}
-	offers, err := w.p.audit.Offers(ctx)
+	offers, err := w.p.Broker().Offers(ctx)
 	if err != nil {
 		return err
 	}
-	ds, err := w.p.audit.Deliveries(ctx)
+	ds, err := w.p.Broker().Deliveries(ctx)
 	if err != nil {
 		return err
 	}
-	w.res.enabled = w.enabled(w.outboxFrom(evs), brokerFrom(offers, ds))
+	w.res.enabled = w.enabled(w.p.OutboxStateOf(evs), cast.BrokerStateOf(exploreConsumerGroup, offers, ds))
 	if cache != nil {
 		key, err := w.drainKey(ctx, evs, offers, ds)
 		if err != nil {
@@ -810,7 +719,7 @@ func (w *exploreWorld) play(ctx context.Context, actions []exploreAction, cache 
 func (w *exploreWorld) drainKey(ctx context.Context, evs []store.Event, offers []store.BrokerOffer, ds []store.BrokerDelivery) (string, error) {
 	var b strings.Builder
 	for _, e := range evs {
-		fmt.Fprintf(&b, "event %s token %d delivered %t live %t;", e.ID, e.Token, e.Delivered, !e.Delivered && e.LeaseUntil > w.p.now())
+		fmt.Fprintf(&b, "event %s token %d delivered %t live %t;", e.ID, e.Token, e.Delivered, !e.Delivered && e.LeaseUntil > w.p.Now())
 	}
 	for _, o := range offers {
 		fmt.Fprintf(&b, "offer %d %s dropped %t;", o.OfferID, o.EventID, o.Dropped)
@@ -818,21 +727,21 @@ func (w *exploreWorld) drainKey(ctx context.Context, evs []store.Event, offers [
 	for _, d := range ds {
 		fmt.Fprintf(&b, "delivery %d %s %s %d;", d.OfferID, d.Consumer, d.State, d.DeliveryCount)
 	}
-	inbox, err := w.p.audit.ConsumedEvents(ctx)
+	inbox, err := w.p.Consumers().ConsumedEvents(ctx)
 	if err != nil {
 		return "", err
 	}
 	for _, c := range inbox {
 		fmt.Fprintf(&b, "consumed %s %s;", c.Consumer, c.EventID)
 	}
-	accounts, err := w.p.audit.Accounts(ctx)
+	accounts, err := w.p.Consumers().Accounts(ctx)
 	if err != nil {
 		return "", err
 	}
 	for _, a := range accounts {
 		fmt.Fprintf(&b, "account %s %d;", a.ID, a.CreditCents)
 	}
-	projs, err := w.p.audit.Projections(ctx)
+	projs, err := w.p.Consumers().Projections(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -1,8 +1,9 @@
-package scenarios
+package explore
 
 import (
 	"context"
 	"fmt"
+	"github.com/outboxlab/outboxlab/cast"
 	"os"
 	"runtime"
 	"slices"
@@ -31,7 +32,8 @@ import (
 type explorer struct {
 	bound    int
 	symmetry bool
-	design   exploreDesign
+	design   Design
+	open     cast.Opener // opens every connection, into the run's ledger
 	template []byte      // the migrated, seeded database, copied before each ordering
 	paths    []string    // one scratch database per worker
 	drains   *drainCache // nil when every ordering runs its own drain
@@ -57,14 +59,14 @@ type explorer struct {
 // lengthStats counts the orderings of one length.
 type lengthStats struct{ explored, violating int }
 
-// exploreOptions are the explorer's settings.
-type exploreOptions struct {
-	bound       int  // most actions in one ordering
-	symmetry    bool // prune the orderings that start with Relay-B (mirror images)
-	dedupDrains bool // drain each distinct drain key once (see [exploreWorld.drainKey])
+// Options are the explorer's settings.
+type Options struct {
+	Bound       int  // most actions in one ordering
+	Symmetry    bool // prune the orderings that start with Relay-B (mirror images)
+	DedupDrains bool // drain each distinct drain key once (see [exploreWorld.drainKey])
 	// workers is how many orderings run at the same time; 0 means one per
 	// CPU, at most maxExploreWorkers.
-	workers int
+	Workers int
 }
 
 // maxExploreWorkers caps the orderings that run at the same time.
@@ -72,28 +74,28 @@ const maxExploreWorkers = 4
 
 // newExplorer seeds the template database once at templatePath; worker i
 // (from 1) runs its orderings at scratchPath(i).
-func newExplorer(ctx context.Context, templatePath string, scratchPath func(i int) string, design exploreDesign, opts exploreOptions) (*explorer, error) {
-	if opts.bound < 0 || opts.bound > maxExploreBound {
-		return nil, fmt.Errorf("explore: bound %d out of range 0..%d", opts.bound, maxExploreBound)
+func newExplorer(ctx context.Context, open cast.Opener, templatePath string, scratchPath func(i int) string, design Design, opts Options) (*explorer, error) {
+	if opts.Bound < 0 || opts.Bound > maxExploreBound {
+		return nil, fmt.Errorf("explore: bound %d out of range 0..%d", opts.Bound, maxExploreBound)
 	}
 	var tl lab.Timeline
-	if err := seedExploreDatabase(ctx, templatePath, &tl); err != nil {
+	if err := seedExploreDatabase(ctx, open, templatePath, &tl); err != nil {
 		return nil, err
 	}
 	template, err := os.ReadFile(templatePath)
 	if err != nil {
 		return nil, fmt.Errorf("explore: read template: %w", err)
 	}
-	workers := opts.workers
+	workers := opts.Workers
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), maxExploreWorkers)
 	}
-	x := &explorer{bound: opts.bound, symmetry: opts.symmetry, design: design, template: template,
-		byFirst: map[exploreAction]int{}, byLength: make([]lengthStats, opts.bound+1)}
+	x := &explorer{bound: opts.Bound, symmetry: opts.Symmetry, design: design, open: open, template: template,
+		byFirst: map[exploreAction]int{}, byLength: make([]lengthStats, opts.Bound+1)}
 	for i := range workers {
 		x.paths = append(x.paths, scratchPath(i+1))
 	}
-	if opts.dedupDrains {
+	if opts.DedupDrains {
 		x.drains = newDrainCache()
 	}
 	return x, nil
@@ -101,12 +103,12 @@ func newExplorer(ctx context.Context, templatePath string, scratchPath func(i in
 
 // seedExploreDatabase creates a migrated database at path with the
 // explorer's events committed, and closes it (so the file is complete).
-func seedExploreDatabase(ctx context.Context, path string, tl *lab.Timeline) error {
-	p, err := newPipeline(ctx, path, "", tl, nil)
+func seedExploreDatabase(ctx context.Context, open cast.Opener, path string, tl *lab.Timeline) error {
+	p, err := cast.NewPipeline(ctx, open, path, "", tl, nil)
 	if err != nil {
 		return err
 	}
-	defer p.close()
+	defer p.Close()
 	return seedExplore(ctx, p)
 }
 
@@ -162,7 +164,7 @@ func (x *explorer) rerun(ctx context.Context, path string, res *orderingResult) 
 // database away.
 func (x *explorer) runOne(ctx context.Context, path string, actions []exploreAction, cache *drainCache) (*orderingResult, error) {
 	var tl lab.Timeline
-	res, w, err := runExploreOrdering(ctx, path, x.template, x.design, actions, &tl, cache)
+	res, w, err := runExploreOrdering(ctx, x.open, path, x.template, x.design, actions, &tl, cache)
 	if err != nil {
 		return nil, err
 	}

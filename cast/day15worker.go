@@ -1,0 +1,427 @@
+package cast
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/provider"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// providerLatency is the real time a status check takes: enough for the
+// two workers to interleave, short enough for a run to take milliseconds.
+const providerLatency = 2 * time.Millisecond
+
+// Day15Mistakes are the Day 15 worker's own mistakes, outside the SQL.
+type Day15Mistakes struct {
+	// CreatesPayment: the worker calls the provider's create payment again
+	// before checking its status.
+	CreatesPayment bool
+	// DropsTransactionID: the worker marks a payment Paid without the
+	// provider's transaction id.
+	DropsTransactionID bool
+}
+
+// Day15 is one Day 15 run's world: its clock, the provider, the timeline
+// and the separate ledgers the workers append to (they never read them).
+type Day15 struct {
+	Clock    *clock.Manual
+	Provider *provider.Provider
+	Mistakes Day15Mistakes
+	// Payments are what checkout seeds: [SeedPayments] unless a lesson
+	// needs fewer.
+	Payments []store.NewPayment
+	// Concurrent is set when the workers ran at the same time, so the
+	// report marks what depends on their interleaving.
+	Concurrent bool
+	// ClaimBound is the most claim attempts WorkLeased may make, all
+	// workers together; 0 means no bound. A claim that never drains the
+	// backlog then stops at the bound instead of looping forever.
+	ClaimBound int
+
+	timeline     lab.Timeline
+	claimCount   int  // claim attempts WorkLeased made
+	boundReached bool // a worker stopped at ClaimBound
+	mu           sync.Mutex
+	loads        []loadEntry
+	claims       []claimEntry
+	attempts     []attemptEntry
+	finals       []finalEntry
+}
+
+type loadEntry struct {
+	seq    int
+	at     string
+	worker string
+	keys   []string
+}
+
+type claimEntry struct {
+	seq     int
+	at      string
+	worker  string
+	phase   string
+	target  string // "next" or a key
+	outcome store.ClaimOutcome
+	id      int64
+	key     string
+	until   string // lease expiry on success
+	heldBy  string // holder when blocked
+	busy    int
+}
+
+type attemptEntry struct {
+	seq    int
+	at     string
+	worker string
+	id     int64
+	key    string
+	answer string
+}
+
+type finalEntry struct {
+	seq       int
+	at        string
+	worker    string
+	id        int64
+	key       string
+	committed bool
+	busy      int
+}
+
+// NewDay15 starts a Day 15 run at [LessonStart] with the worker's mistakes m.
+func NewDay15(m Day15Mistakes) *Day15 {
+	p := provider.New()
+	p.Latency = providerLatency
+	return &Day15{Clock: clock.NewManual(LessonStart), Provider: p, Mistakes: m, Payments: SeedPayments}
+}
+
+// Now is the scenario time, formatted.
+func (d *Day15) Now() string { return clock.Format(d.Clock.Now()) }
+
+// Event adds a timeline line at the current scenario time and returns its number.
+func (d *Day15) Event(actor, action, detail string) int {
+	return d.timeline.Add(d.Now(), actor, action, detail)
+}
+
+// Seed has checkout create the run's payments (the six of Days 14 and 15
+// unless set otherwise) through the transactional outbox, one second apart
+// from 08:59:00, each registered at the provider after its commit.
+func (d *Day15) Seed(ctx context.Context, db *store.DB) error {
+	d.Clock.Set(LessonStart.Add(-time.Minute))
+	c := CheckoutInstance{Payments: store.NewPayments(db, store.PaymentWriteLesson), Provider: d.Provider}
+	for _, p := range d.Payments {
+		if err := c.Pay(ctx, PaymentCreated(p), d.Clock.Now(), nil); err != nil {
+			return err
+		}
+		d.Event(Checkout, "create payment", fmt.Sprintf("%s %d cents: payment + outbox row in one transaction, then registered at the provider", p.Key, p.AmountCents))
+		d.Clock.Advance(time.Second)
+	}
+	d.Clock.Set(LessonStart)
+	return nil
+}
+
+// Process is the work for one message: a status check at the provider,
+// turned into the outcome to store. Only this step calls the provider.
+func (d *Day15) Process(worker string, id int64, key string) store.Outcome {
+	if d.Mistakes.CreatesPayment {
+		d.Provider.Create(worker, key)
+		d.Event(worker, "provider create (MISTAKE)", key+" sent to the provider's create payment a second time")
+	}
+	st := d.Provider.CheckStatus(worker, key)
+	o := store.Outcome{Key: key, Status: "Failed"}
+	answer := "Failed"
+	if st.Paid {
+		o.Status, o.TransactionID = "Paid", st.TransactionID
+		answer = "Paid " + st.TransactionID
+		if d.Mistakes.DropsTransactionID {
+			o.TransactionID = ""
+		}
+	}
+	seq := d.Event(worker, "process", fmt.Sprintf("message %d (%s): status check answered %s", id, key, answer))
+	d.mu.Lock()
+	d.attempts = append(d.attempts, attemptEntry{seq: seq, at: d.Now(), worker: worker, id: id, key: key, answer: answer})
+	d.mu.Unlock()
+	return o
+}
+
+// WorkBefore is Day 15's "before" worker: it loads every Pending message,
+// waits (wait may be nil), then processes each message it loaded and
+// completes it with the outbox's Finalize statement.
+func (d *Day15) WorkBefore(ctx context.Context, out *store.Outbox, worker string, wait func(ctx context.Context) error) error {
+	msgs, err := out.LoadPending(ctx)
+	if err != nil {
+		return err
+	}
+	d.RecordLoad(worker, msgs)
+	if wait != nil {
+		d.Event(worker, "barrier", "waiting until both workers hold the full snapshot")
+		if err := wait(ctx); err != nil {
+			return err
+		}
+	}
+	for _, m := range msgs {
+		o := d.Process(worker, m.ID, m.AggregateKey)
+		f, err := out.Finalize(ctx, m.ID, worker, o, d.Clock.Now())
+		if err != nil {
+			return err
+		}
+		d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, f.Stats.BusyRetries,
+			fmt.Sprintf("message %d (%s) marked Processed by Id alone; payment set %s", m.ID, m.AggregateKey, o.Status))
+	}
+	return nil
+}
+
+// WorkLeased is Day 15's "after" worker: claim, process, finalize, until
+// nothing is claimable. between is the split claim's window (nil: none).
+func (d *Day15) WorkLeased(ctx context.Context, out *store.Outbox, worker string, lease time.Duration, between func()) error {
+	for ctx.Err() == nil {
+		if !d.takeClaimAttempt() {
+			d.Event(worker, "stop", fmt.Sprintf("claim bound reached: %d claim attempts and the backlog is not drained", d.ClaimBound))
+			return nil
+		}
+		c, err := out.ClaimNext(ctx, worker, d.Clock.Now(), lease, between)
+		if err != nil {
+			return err
+		}
+		d.RecordClaim(worker, "concurrent", "next", c)
+		switch c.Outcome {
+		case store.Empty:
+			return nil
+		case store.Claimed:
+			if err := d.ProcessAndFinalize(ctx, out, worker, c.Message); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// takeClaimAttempt counts one claim attempt, or reports false when the
+// bound is reached.
+func (d *Day15) takeClaimAttempt() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ClaimBound > 0 && d.claimCount >= d.ClaimBound {
+		d.boundReached = true
+		return false
+	}
+	d.claimCount++
+	return true
+}
+
+// ClaimBoundReached reports whether a worker stopped at [Day15.ClaimBound].
+func (d *Day15) ClaimBoundReached() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.boundReached
+}
+
+// ProcessAndFinalize does the work for a claimed message and finalizes it
+// under the ownership guard.
+func (d *Day15) ProcessAndFinalize(ctx context.Context, out *store.Outbox, worker string, m store.Message) error {
+	o := d.Process(worker, m.ID, m.AggregateKey)
+	f, err := out.Finalize(ctx, m.ID, worker, o, d.Clock.Now())
+	if err != nil {
+		return err
+	}
+	detail := fmt.Sprintf("message %d (%s) Processed WHERE LockedBy = %s; payment set %s", m.ID, m.AggregateKey, worker, o.Status)
+	if !f.Finalized {
+		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, %s no longer owns it; rolled back", m.ID, m.AggregateKey, worker)
+	}
+	d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, f.Stats.BusyRetries, detail)
+	return nil
+}
+
+// RecordLoad notes what worker read with the plain load.
+func (d *Day15) RecordLoad(worker string, msgs []store.Message) {
+	keys := make([]string, len(msgs))
+	for i, m := range msgs {
+		keys[i] = m.AggregateKey
+	}
+	seq := d.Event(worker, "load", fmt.Sprintf("%d Pending messages: %s", len(msgs), strings.Join(keys, ", ")))
+	d.mu.Lock()
+	d.loads = append(d.loads, loadEntry{seq: seq, at: d.Now(), worker: worker, keys: keys})
+	d.mu.Unlock()
+}
+
+// RecordClaim notes one claim attempt of worker in phase, at target ("next"
+// or a key), and its outcome.
+func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
+	var detail string
+	switch c.Outcome {
+	case store.Claimed:
+		detail = fmt.Sprintf("claimed message %d (%s), lease until %s", c.Message.ID, c.Message.AggregateKey, c.Message.LockedUntil)
+	case store.Blocked:
+		detail = fmt.Sprintf("message %d (%s) is Processing under %s's live lease until %s", c.Message.ID, c.Message.AggregateKey, c.HeldBy, c.HeldUntil)
+	case store.Refused:
+		detail = fmt.Sprintf("REFUSED although %s's lease on message %d (%s) ended at %s: the claim ignores expired leases (the design's fault)", c.HeldBy, c.Message.ID, c.Message.AggregateKey, c.HeldUntil)
+	case store.Empty:
+		detail = "nothing claimable"
+	case store.Done:
+		detail = fmt.Sprintf("message %d (%s) already Processed", c.Message.ID, c.Message.AggregateKey)
+	case store.Lost:
+		detail = "selected a message, but the guarded UPDATE changed 0 rows"
+	}
+	if c.Stats.BusyRetries > 0 {
+		detail += fmt.Sprintf(" (after %d SQLITE_BUSY retries)", c.Stats.BusyRetries)
+	}
+	seq := d.Event(worker, "claim "+string(c.Outcome), detail)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.claims = append(d.claims, claimEntry{
+		seq: seq, at: d.Now(), worker: worker, phase: phase, target: target, outcome: c.Outcome,
+		id: c.Message.ID, key: c.Message.AggregateKey, until: c.Message.LockedUntil, heldBy: c.HeldBy, busy: c.Stats.BusyRetries,
+	})
+}
+
+// RecordFinal notes one finalization (committed) or its rejection.
+func (d *Day15) RecordFinal(worker string, id int64, key string, committed bool, busy int, detail string) {
+	seq := d.Event(worker, map[bool]string{true: "finalize", false: "finalize rejected"}[committed], detail)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.finals = append(d.finals, finalEntry{seq: seq, at: d.Now(), worker: worker, id: id, key: key, committed: committed, busy: busy})
+}
+
+// AttemptsByMessage lists the workers that processed each message, by id.
+func (d *Day15) AttemptsByMessage() map[int64][]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	by := map[int64][]string{}
+	for _, a := range d.attempts {
+		by[a.id] = append(by[a.id], a.worker)
+	}
+	return by
+}
+
+// Loaded is how many messages worker's load returned.
+func (d *Day15) Loaded(worker string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, l := range d.loads {
+		if l.worker == worker {
+			n = len(l.keys)
+		}
+	}
+	return n
+}
+
+// OwnershipViolations is Day 15's metric: finalizations that committed
+// although the finalizing worker did not own the message then (the last
+// successful claim of it was another worker's). It is computed from the
+// claim and finalization ledgers in order. The owner-guarded finalization
+// keeps it at 0 by changing 0 rows and rolling back instead.
+func (d *Day15) OwnershipViolations() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	type event struct {
+		seq    int
+		worker string
+		id     int64
+		claim  bool
+	}
+	var events []event
+	for _, c := range d.claims {
+		if c.outcome == store.Claimed {
+			events = append(events, event{c.seq, c.worker, c.id, true})
+		}
+	}
+	for _, f := range d.finals {
+		if f.committed {
+			events = append(events, event{f.seq, f.worker, f.id, false})
+		}
+	}
+	SortBySeq(events, func(e event) int { return e.seq })
+	owner := map[int64]string{}
+	violations := 0
+	for _, e := range events {
+		switch {
+		case e.claim:
+			owner[e.id] = e.worker
+		case owner[e.id] != "" && owner[e.id] != e.worker:
+			violations++
+		}
+	}
+	return violations
+}
+
+// ClaimsOfOwnedMessages counts successful claims that took a message
+// another worker still owned (its lease live and not finalized) or that was
+// already finalized: the claim-side failure a split claim shows. It is
+// computed from the claim and finalization ledgers in order.
+func (d *Day15) ClaimsOfOwnedMessages() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	type event struct {
+		seq   int
+		claim *claimEntry
+		final *finalEntry
+	}
+	var events []event
+	for i := range d.claims {
+		if d.claims[i].outcome == store.Claimed {
+			events = append(events, event{seq: d.claims[i].seq, claim: &d.claims[i]})
+		}
+	}
+	for i := range d.finals {
+		if d.finals[i].committed {
+			events = append(events, event{seq: d.finals[i].seq, final: &d.finals[i]})
+		}
+	}
+	SortBySeq(events, func(e event) int { return e.seq })
+	type owner struct{ worker, until string }
+	owners := map[int64]owner{}
+	finalized := map[int64]bool{}
+	violations := 0
+	for _, e := range events {
+		if e.final != nil {
+			finalized[e.final.id] = true
+			delete(owners, e.final.id)
+			continue
+		}
+		c := e.claim
+		if prev, ok := owners[c.id]; finalized[c.id] || ok && prev.worker != c.worker && c.at < prev.until {
+			violations++
+		}
+		owners[c.id] = owner{worker: c.worker, until: c.until}
+	}
+	return violations
+}
+
+// ConcurrentClaims counts successful claims per worker in the concurrent phase.
+func (d *Day15) ConcurrentClaims() (a, b int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.claims {
+		if c.phase == "concurrent" && c.outcome == store.Claimed {
+			switch c.worker {
+			case WorkerA:
+				a++
+			case WorkerB:
+				b++
+			}
+		}
+	}
+	return a, b
+}
+
+// Finalizations counts the finalizations that committed and those rejected
+// (0 rows changed, rolled back).
+func (d *Day15) Finalizations() (committed, rejected int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.finals {
+		if f.committed {
+			committed++
+		} else {
+			rejected++
+		}
+	}
+	return committed, rejected
+}

@@ -1,0 +1,214 @@
+package cast
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// HeartbeatJob is one claimed event a relay works on: its token and lease,
+// the heartbeat goroutine that keeps the lease, and the work's context,
+// which the heartbeat cancels when a renewal changes 0 rows.
+type HeartbeatJob struct {
+	relay      *HeartbeatRelay
+	Event      string
+	payload    string
+	Token      int64
+	ClaimedAt  int64
+	LeaseUntil int64 // the lease as the job last confirmed it
+	nextBeat   int64
+
+	work        context.Context
+	cancelCause context.CancelCauseFunc
+	beats       chan int64    // the stage hands the heartbeat its slot
+	answers     chan error    // and waits for its answer
+	stopped     chan struct{} // closed when the heartbeat goroutine ends
+	hung        chan struct{} // closed when hung work returns; nil unless Hang
+	beating     bool          // false once a renewal failed: the heartbeat stops
+	sent        bool
+}
+
+// startJob starts the heartbeat of a fresh claim.
+func (r *HeartbeatRelay) startJob(ctx context.Context, c store.EventClaim, now int64) *HeartbeatJob {
+	work, cancel := context.WithCancelCause(context.Background())
+	j := &HeartbeatJob{relay: r, Event: c.EventID, payload: c.Payload, Token: c.Token, ClaimedAt: now, LeaseUntil: c.LeaseUntil,
+		nextBeat: c.LeaseUntil - r.policy.Margin + r.policy.Delay, work: work, cancelCause: cancel,
+		beats: make(chan int64), answers: make(chan error), stopped: make(chan struct{}), beating: true}
+	r.held = append(r.held, j)
+	r.stage.jobs = append(r.stage.jobs, j)
+	r.stage.all = append(r.stage.all, j)
+	go j.heartbeat(ctx)
+	return j
+}
+
+// heartbeat is the job's heartbeat goroutine: one renewal per slot the
+// stage hands it, until the stage stops it.
+func (j *HeartbeatJob) heartbeat(ctx context.Context) {
+	defer close(j.stopped)
+	for at := range j.beats {
+		j.answers <- j.renew(ctx, at)
+	}
+}
+
+// beat fires the heartbeat at the current time and waits for its answer.
+func (j *HeartbeatJob) beat(context.Context) error {
+	j.beats <- j.relay.stage.Now()
+	err := <-j.answers
+	if !j.beating {
+		j.stopHeartbeat()
+	}
+	return err
+}
+
+// stopHeartbeat ends the heartbeat goroutine; the stage fires it no more.
+func (j *HeartbeatJob) stopHeartbeat() {
+	if j.beats == nil {
+		return
+	}
+	close(j.beats)
+	<-j.stopped
+	j.beats = nil
+	s := j.relay.stage
+	for i, o := range s.jobs {
+		if o == j {
+			s.jobs = append(s.jobs[:i], s.jobs[i+1:]...)
+			break
+		}
+	}
+}
+
+// renew runs one heartbeat renewal at and acts on its row count: 1 row
+// schedules the next beat; 0 rows stops the heartbeat and, under the
+// CancelWork policy, cancels the work.
+func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
+	r, s, p := j.relay, j.relay.stage, j.relay.policy
+	f, err := r.keeper.Renew(ctx, j.Event, j.Token, at, p.Lease, p.MaxProcessing)
+	if err != nil {
+		return err
+	}
+	e := RenewalEntry{At: at, Relay: r.Name, Event: j.Event, Token: j.Token, LeaseUntil: at + p.Lease, Rows: f.Rows}
+	if f.Rows == 1 {
+		j.LeaseUntil, j.nextBeat = e.LeaseUntil, e.LeaseUntil-p.Margin+p.Delay
+		e.Seq = s.Event(r.Name, "heartbeat "+j.Event, fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)",
+			j.Token, shortClock(j.LeaseUntil), shortClock(j.nextBeat)))
+		s.Renewals = append(s.Renewals, e)
+		return nil
+	}
+	j.beating = false
+	if e.Reason, e.Why, err = j.whyRefused(ctx, at); err != nil {
+		return err
+	}
+	e.Seq = s.Event(r.Name, "heartbeat "+j.Event+" refused", fmt.Sprintf("token %d: 0 rows; %s", j.Token, e.Why))
+	s.Renewals = append(s.Renewals, e)
+	switch {
+	case p.OnLeaseLost == LogOnly:
+		s.Event(r.Name, "logs", "renewal of "+j.Event+" failed: logged; the work goes on")
+	case e.Reason == RenewalDeadline:
+		j.cancelWork(ErrProcessingDeadline, "the lease is not renewed again; it ends at "+shortClock(j.LeaseUntil))
+	default:
+		j.cancelWork(ErrLeaseLost, "before its send: nothing sent, nothing written")
+	}
+	return nil
+}
+
+// whyRefused tells why a renewal changed no row, from the event as the
+// database holds it: a newer token, delivery or expiry; when none holds,
+// only the processing deadline refused it.
+func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why string, err error) {
+	ev, ok, err := j.relay.relay.EventByID(ctx, j.Event)
+	switch {
+	case err != nil:
+		return "", "", err
+	case !ok:
+		return RenewalLeaseLost, "the event row is gone", nil
+	case ev.Token != j.Token:
+		return RenewalLeaseLost, fmt.Sprintf("lease lost: %s holds %s with token %d", ev.LockedBy, j.Event, ev.Token), nil
+	case ev.Delivered:
+		return RenewalDelivered, j.Event + " is already delivered", nil
+	case ev.LeaseUntil <= at:
+		return RenewalLeaseLost, "lease lost: it expired at " + shortClock(ev.LeaseUntil), nil
+	}
+	p := j.relay.policy
+	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s would pass claimed_at %s + %s = %s",
+		shortClock(at+p.Lease), shortClock(j.ClaimedAt), DurationText(p.MaxProcessing), shortClock(j.ClaimedAt+p.MaxProcessing)), nil
+}
+
+// cancelWork cancels the job's work with cause, waits for a hung work to
+// return, and records the cancellation.
+func (j *HeartbeatJob) cancelWork(cause error, detail string) {
+	if j.work.Err() != nil {
+		return
+	}
+	j.cancelCause(cause)
+	if j.hung != nil {
+		<-j.hung
+	}
+	r, s := j.relay, j.relay.stage
+	seq := s.Event(r.Name, "work cancelled", j.Event+": "+cause.Error()+"; "+detail)
+	s.Cancellations = append(s.Cancellations, Cancellation{Seq: seq, At: s.Now(), Relay: r.Name, Event: j.Event, Cause: cause, Sent: j.sent})
+	j.beating = false
+}
+
+// Hang makes the job's work block on a call that never answers: only the
+// cancellation of its context ends it.
+func (j *HeartbeatJob) Hang(what string) {
+	j.hung = make(chan struct{})
+	go func(done <-chan struct{}, hung chan<- struct{}) {
+		<-done
+		close(hung)
+	}(j.work.Done(), j.hung)
+	j.relay.stage.Event(j.relay.Name, "work hangs", j.Event+": "+what)
+}
+
+// Send is the work's send to the broker. A cancelled work sends nothing.
+func (j *HeartbeatJob) Send(ctx context.Context) (bool, error) {
+	r, s, now := j.relay, j.relay.stage, j.relay.stage.Now()
+	if cause := context.Cause(j.work); cause != nil {
+		s.Event(r.Name, "send skipped", j.Event+": the work context is cancelled ("+cause.Error()+"): no send, no effect")
+		return false, nil
+	}
+	o, err := s.broker.Offer(ctx, j.Event, j.payload, r.Name, s.Clock.Now(), 0)
+	if err != nil {
+		return false, err
+	}
+	j.sent = true
+	seq := s.Event(r.Name, "send "+j.Event, fmt.Sprintf("token %d: the broker stored offer %d", j.Token, o.OfferID))
+	s.Sends = append(s.Sends, HeartbeatSend{Seq: seq, At: now, Relay: r.Name, Event: j.Event, Token: j.Token, OfferID: o.OfferID})
+	return true, nil
+}
+
+// Complete ends the job: it completes the event under the job's token,
+// unless the work was cancelled: then the completion is never attempted.
+func (j *HeartbeatJob) Complete(ctx context.Context) (bool, error) {
+	r, s, now := j.relay, j.relay.stage, j.relay.stage.Now()
+	defer j.finish()
+	if cause := context.Cause(j.work); cause != nil {
+		s.Event(r.Name, "no completion", j.Event+": the work was cancelled ("+cause.Error()+"): the completion is never attempted")
+		return false, nil
+	}
+	f, err := r.relay.Complete(ctx, j.Event, j.Token, now)
+	if err != nil {
+		return false, err
+	}
+	detail := fmt.Sprintf("under token %d: 1 row, %s delivered", j.Token, j.Event)
+	if f.Rows == 0 {
+		detail = fmt.Sprintf("under token %d: 0 rows, fenced out (the token is stale)", j.Token)
+	}
+	seq := s.Event(r.Name, "complete "+j.Event, detail)
+	s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: j.Event, Token: j.Token,
+		Statement: r.sqls.Relay.Complete.Name, Rows: f.Rows, Sent: j.sent})
+	return f.Rows == 1, nil
+}
+
+// finish stops the job's heartbeat and drops it from the relay's held jobs.
+func (j *HeartbeatJob) finish() {
+	j.stopHeartbeat()
+	r := j.relay
+	for i, o := range r.held {
+		if o == j {
+			r.held = append(r.held[:i], r.held[i+1:]...)
+			break
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package cast
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// laneSlot is how much scenario time one character of a heartbeat lane
+// stands for.
+const laneSlot = 3 * TickSecond
+
+// Tables are the stage's ledgers and the heartbeat lanes, for the report.
+func (s *HeartbeatStage) Tables() []lab.Table {
+	claims := lab.Table{Title: "Ledger: claims (polls)", Note: "Every poll and what it claimed; a successful claim increments " +
+		"claim_token and stamps claimed_at, from which the processing deadline is measured.",
+		Columns: []string{"#", "Clock", "Relay", "Event", "Outcome", "Token", "Lease until"}}
+	for _, c := range s.Claims {
+		claims.AddRow(c.Seq, TickClock(c.At), c.Relay, c.Event, c.Outcome, tokenOrDash(c.Token), clockOrDash(c.LeaseUntil))
+	}
+	renewals := lab.Table{Title: "Ledger: heartbeat renewals", Note: "Every renewal with the rows it changed. 0 rows is an expected " +
+		"outcome with a reason: " + RenewalLeaseLost + " (a newer token holds the event, or the lease expired) or " +
+		RenewalDeadline + " (the new lease would pass claimed_at + the maximum processing time).",
+		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Proposed lease until", "Rows", "Reason", "Why"}}
+	for _, e := range s.Renewals {
+		renewals.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Token, TickClock(e.LeaseUntil), e.Rows, e.Reason, e.Why)
+	}
+	sends := lab.Table{Title: "Ledger: sends", Note: "Every send to the lab's broker; the broker's own record is broker_offers.",
+		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Offer"}}
+	for _, e := range s.Sends {
+		sends.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Token, e.OfferID)
+	}
+	completions := lab.Table{Title: "Ledger: completions", Note: "Every completion that ran, the statement and the rows it changed, " +
+		"and whether the completing relay had sent the event.",
+		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Statement", "Rows", "Sent by it"}}
+	for _, e := range s.Completions {
+		completions.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, tokenOrDash(e.Token), e.Statement, e.Rows, e.Sent)
+	}
+	cancels := lab.Table{Title: "Ledger: cancellations", Note: "Every work context cancelled, its cause, and whether the send had happened.",
+		Columns: []string{"#", "Clock", "Relay", "Event", "Cause", "After the send"}}
+	for _, e := range s.Cancellations {
+		cancels.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Cause.Error(), e.Sent)
+	}
+	return []lab.Table{s.laneTable(), claims, renewals, sends, completions, cancels}
+}
+
+// laneTable draws one heartbeat lane per job: its lease as a bar from the
+// claim, with the renewals as ticks on it.
+func (s *HeartbeatStage) laneTable() lab.Table {
+	t := lab.Table{Title: "Heartbeat lanes", Note: fmt.Sprintf("One character = %s from the claim. = lease held, C claim, "+
+		"r renewal (1 row), x renewal refused (0 rows), ~ the relay frozen, ! work cancelled, S send, D completed, "+
+		"f completion fenced out; blank: no lease.", DurationText(laneSlot)),
+		Columns: []string{"Relay", "Event", "Token", "Claimed", "Lane"}}
+	for _, j := range s.all {
+		t.AddRow(j.relay.Name, j.Event, j.Token, shortClock(j.ClaimedAt), s.lane(j))
+	}
+	return t
+}
+
+// lane is one job's bar.
+func (s *HeartbeatStage) lane(j *HeartbeatJob) string {
+	type mark struct {
+		at int64
+		c  byte
+	}
+	marks := []mark{{j.ClaimedAt, 'C'}}
+	leaseEnd := j.LeaseUntil
+	for _, e := range s.Renewals {
+		if e.Relay == j.relay.Name && e.Event == j.Event && e.Token == j.Token {
+			marks = append(marks, mark{e.At, map[bool]byte{true: 'r', false: 'x'}[e.Rows == 1]})
+		}
+	}
+	for _, e := range s.Sends {
+		if e.Relay == j.relay.Name && e.Event == j.Event && e.Token == j.Token {
+			marks = append(marks, mark{e.At, 'S'})
+		}
+	}
+	for _, e := range s.Completions {
+		if e.Relay == j.relay.Name && e.Event == j.Event && e.Token == j.Token {
+			marks = append(marks, mark{e.At, map[bool]byte{true: 'D', false: 'f'}[e.Rows == 1]})
+			leaseEnd = min(leaseEnd, e.At)
+		}
+	}
+	for _, e := range s.Cancellations {
+		if e.Relay == j.relay.Name && e.Event == j.Event && !errors.Is(e.Cause, errRunOver) {
+			marks = append(marks, mark{e.At, '!'})
+		}
+	}
+	end := leaseEnd
+	for _, m := range marks {
+		end = max(end, m.at)
+	}
+	bar := make([]byte, (end-j.ClaimedAt)/laneSlot+1)
+	for i := range bar {
+		at := j.ClaimedAt + int64(i)*laneSlot
+		switch {
+		case j.relay.frozenAt(at):
+			bar[i] = '~'
+		case at < leaseEnd:
+			bar[i] = '='
+		default:
+			bar[i] = ' '
+		}
+	}
+	// Marks in time order; one that falls on a slot already marked takes
+	// the next slot, so none hides another.
+	sort.SliceStable(marks, func(a, b int) bool { return marks[a].at < marks[b].at })
+	taken := -1
+	for _, m := range marks {
+		i := max(int((m.at-j.ClaimedAt)/laneSlot), taken+1)
+		for i >= len(bar) {
+			bar = append(bar, ' ')
+		}
+		bar[i], taken = m.c, i
+	}
+	return strings.TrimRight(string(bar), " ")
+}
+
+func tokenOrDash(t int64) any {
+	if t == 0 {
+		return "-"
+	}
+	return t
+}
+
+func clockOrDash(t int64) any {
+	if t == 0 {
+		return "-"
+	}
+	return TickClock(t)
+}

@@ -1,0 +1,241 @@
+package cast
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// This file holds what sessions 18 to 20 and the explorer share: the relay →
+// broker → consumer Pipeline (one database, its clock, its failpoint plan
+// and its ledgers), the producer's commits and the observer's reads.
+// Instances (relay.go, consumer.go) each run on their own connection.
+
+// The pipeline's fixed settings.
+const (
+	RelayLease        = 30 * TickSecond // every relay claim's lease
+	VisibilityTimeout = 30 * TickSecond // the broker redelivers an unacknowledged delivery after this
+	MaxSendAttempts   = 2               // a relay resends once when the broker's ack is lost
+)
+
+// Names of the actors.
+const (
+	RelayA    = "Relay-A"
+	RelayB    = "Relay-B"
+	producer  = "checkout"
+	Operator  = "operator"
+	ClockName = "clock"
+)
+
+// Payload is an event the consumers read: a credit to an account, an
+// entity's state at a version, or (in the explorer) both. The parts an
+// event does not carry are left out of its JSON.
+type Payload struct {
+	Account     string `json:"account,omitempty"`
+	CreditCents int64  `json:"credit_cents,omitempty"`
+	Entity      string `json:"entity,omitempty"`
+	Version     int64  `json:"version,omitempty"`
+	State       string `json:"state,omitempty"`
+}
+
+// Credits says the event awards a credit.
+func (pl Payload) Credits() bool { return pl.CreditCents != 0 }
+
+// Pipeline is one database's world: an outbox, the lab's broker and the
+// consumers' tables, a scenario clock, a failpoint plan and the ledgers.
+// Instances append to the ledgers; they never read them.
+type Pipeline struct {
+	Label string // "row 3" when a report holds several pipelines; "" otherwise
+	// concurrent says instances ran at the same time here, so the order of
+	// the consumer ledgers varies from run to run.
+	Concurrent bool
+	Path       string
+	Open       Opener
+	Audit      *store.DB // the observer's connection: seeding and audits, never an actor
+	Clock      *clock.Manual
+	Faults     *failpoint.Plan
+	Timeline   *lab.Timeline
+
+	BrokerWindow         int64 // the broker's dedup window in ticks; 0: none
+	CompleteWithoutToken bool  // mistake: completion by event id alone
+	EventIDPerSend       bool  // mistake: the relay mints a new message id per send
+
+	mu          sync.Mutex
+	claims      []pipeClaimEntry
+	sends       []pipeSendEntry
+	completions []pipeCompletionEntry
+	effects     []EffectEntry
+	acks        []AckEntry
+}
+
+// NewPipeline creates a fresh database at path with the relay and broker
+// schema, and a scenario clock at tick 0.
+func NewPipeline(ctx context.Context, open Opener, path, label string, tl *lab.Timeline, faults *failpoint.Plan) (*Pipeline, error) {
+	db, err := open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx, store.RelayEvents, store.BrokerInbox); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Pipeline{Label: label, Path: path, Open: open, Audit: db, Clock: clock.NewManual(LessonStart), Faults: faults, Timeline: tl}, nil
+}
+
+// Close closes the observer's connection.
+func (p *Pipeline) Close() { p.Audit.Close() }
+
+// Broker is the broker's service on the observer's connection: its
+// redelivery job, and the reads of its tables.
+func (p *Pipeline) Broker() *store.Broker { return store.NewBroker(p.Audit, store.BrokerLesson) }
+
+// Consumers is the consumers' tables on the observer's connection: the
+// seeding of accounts, the purge job and the reads.
+func (p *Pipeline) Consumers() *store.Consumer {
+	return store.NewConsumer(p.Audit, store.ConsumerLesson)
+}
+
+// Now is the scenario clock in ticks.
+func (p *Pipeline) Now() int64 { return p.Clock.Now().Sub(LessonStart).Milliseconds() }
+
+// SetNow moves the clock forward to tick t (never backward).
+func (p *Pipeline) SetNow(t int64) {
+	if t > p.Now() {
+		p.Clock.Set(LessonStart.Add(time.Duration(t) * time.Millisecond))
+	}
+}
+
+// Event adds a timeline line at the current tick and returns its number.
+func (p *Pipeline) Event(actor, action, detail string) int {
+	at := TickClock(p.Now())
+	if p.Label != "" {
+		at = p.Label + " " + at
+	}
+	return p.Timeline.Add(at, actor, action, detail)
+}
+
+// CommitCredit is the producer's transaction: the event awarding cents to
+// account enters the outbox.
+func (p *Pipeline) CommitCredit(ctx context.Context, eventID, account string, cents int64) error {
+	return p.Commit(ctx, eventID, "CreditAwarded", Payload{Account: account, CreditCents: cents},
+		fmt.Sprintf("award %d cents to %s", cents, account))
+}
+
+// CommitVersion is the producer's transaction for a state change at a version.
+func (p *Pipeline) CommitVersion(ctx context.Context, eventID, entity string, version int64, state string) error {
+	return p.Commit(ctx, eventID, "AccountStateChanged", Payload{Entity: entity, Version: version, State: state},
+		fmt.Sprintf("%s becomes %s at version %d", entity, state, version))
+}
+
+// Commit is the producer's transaction: the event enters the outbox with
+// payload as JSON; what says what it does, for the timeline.
+func (p *Pipeline) Commit(ctx context.Context, eventID, typ string, payload any, what string) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	if err := store.NewRelay(p.Audit, store.RelayLesson).Insert(ctx, store.NewEvent{ID: eventID, Type: typ, Payload: string(b)}, p.Now()); err != nil {
+		return err
+	}
+	p.Event(producer, "commit "+eventID, "outbox event committed: "+what)
+	return nil
+}
+
+// OpenAccount opens a consumer's account row.
+func (p *Pipeline) OpenAccount(ctx context.Context, consumer, account string) error {
+	return p.Consumers().OpenAccount(ctx, AccountID(consumer, account))
+}
+
+// AccountID is the accounts row a consumer credits: each consumer keeps
+// its own, so the naive and the inbox consumer can be compared side by side.
+func AccountID(consumer, account string) string { return consumer + ":" + account }
+
+// ExpireLeases moves the clock to the latest live lease deadline of an
+// undelivered event, and reports whether it had to.
+func (p *Pipeline) ExpireLeases(ctx context.Context) (bool, error) {
+	evs, err := store.NewRelay(p.Audit, store.RelayLesson).Events(ctx)
+	if err != nil {
+		return false, err
+	}
+	var until int64
+	var holders []string
+	for _, e := range evs {
+		if !e.Delivered && e.LeaseUntil > p.Now() {
+			until = max(until, e.LeaseUntil)
+			holders = append(holders, fmt.Sprintf("%s (%s, token %d)", e.ID, e.LockedBy, e.Token))
+		}
+	}
+	if until == 0 {
+		return false, nil
+	}
+	p.SetNow(until)
+	p.Event(ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: the lease on %s has expired", TickClock(until), strings.Join(holders, ", ")))
+	return true, nil
+}
+
+// Count runs one audit query on the observer's connection.
+func (p *Pipeline) Count(ctx context.Context, query string, args ...any) (int64, error) {
+	n, err := p.Audit.Count(ctx, query, args...)
+	return int64(n), err
+}
+
+// IsCrash reports whether err is an injected crash (an expected outcome):
+// a relay's or consumer's crash (failpoint.ErrCrashed) or a checkout's
+// crash inside the store (store.ErrCrashed, which wraps it).
+func IsCrash(err error) bool {
+	return errors.Is(err, failpoint.ErrCrashed) || errors.Is(err, store.ErrCrashed)
+}
+
+// UnlessCrash returns err, except an injected crash: a script goes on
+// without the dead instance, whose later steps return the crash again.
+func UnlessCrash(err error) error {
+	if IsCrash(err) {
+		return nil
+	}
+	return err
+}
+
+// CompletionRows returns the rows of relay's first completion of event.
+func (p *Pipeline) CompletionRows(relay, event string) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.completions {
+		if c.relay == relay && c.event == event {
+			return c.rows, true
+		}
+	}
+	return 0, false
+}
+
+// Effects returns the effect ledger entries in order.
+func (p *Pipeline) Effects() []EffectEntry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]EffectEntry(nil), p.effects...)
+}
+
+// CreditService is the credit consumer group of sessions 19 and 20.
+const CreditService = "credit-service"
+
+// AddEffect appends e to the pipeline's effect ledger.
+func (p *Pipeline) AddEffect(e EffectEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.effects = append(p.effects, e)
+}
+
+// AddAck appends a to the pipeline's acknowledgement ledger.
+func (p *Pipeline) AddAck(a AckEntry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.acks = append(p.acks, a)
+}

@@ -1,0 +1,220 @@
+package cast
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// This file holds the relay instance of sessions 18 to 20 and the
+// explorer: claim, send and complete, each a step the failpoints can cut.
+
+// RelayInstance is one relay instance: its own connection and, in memory, its
+// current claim. A crash closes the one and drops the other.
+type RelayInstance struct {
+	p     *Pipeline
+	name  string
+	db    *store.DB
+	Claim store.EventClaim
+}
+
+// StartRelay starts a relay instance on its own connection.
+func (p *Pipeline) StartRelay(ctx context.Context, name string) (*RelayInstance, error) {
+	db, err := p.Open(ctx, p.Path)
+	if err != nil {
+		return nil, err
+	}
+	p.Event(name, "start", "relay instance on its own connection")
+	return &RelayInstance{p: p, name: name, db: db}, nil
+}
+
+// Close closes the instance's connection (once).
+func (r *RelayInstance) Close() {
+	if r.db != nil {
+		r.db.Close()
+		r.db = nil
+	}
+}
+
+// crash kills the instance mid-step: connection closed, claim forgotten.
+func (r *RelayInstance) crash(point failpoint.Point) error {
+	r.Crash(fmt.Sprintf("at %s holding %s with token %d; connection closed, memory dropped", point, r.Claim.EventID, r.Claim.Token))
+	return failpoint.ErrCrashed
+}
+
+// Crash kills the instance between steps: a CRASH line on the timeline
+// saying detail, its connection closed, its claim forgotten.
+func (r *RelayInstance) Crash(detail string) {
+	r.p.Event(r.name, "CRASH", detail)
+	r.Close()
+	r.Claim = store.EventClaim{}
+}
+
+// fire consults the plan at point and carries out a crash or a lease
+// expiry (the relay stalls until the clock reaches its lease deadline).
+func (r *RelayInstance) fire(point failpoint.Point) (failpoint.Fault, error) {
+	f := r.p.Faults.Fire(point, r.name, r.Claim.EventID)
+	switch f {
+	case failpoint.Crash:
+		return f, r.crash(point)
+	case failpoint.LeaseExpiry:
+		r.p.Event(r.name, "stalls", fmt.Sprintf("at %s (a pause: GC, a slow network, a suspended VM) while holding %s with token %d", point, r.Claim.EventID, r.Claim.Token))
+		r.p.SetNow(r.Claim.LeaseUntil)
+		r.p.Event(ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: %s's lease on %s has expired; it does not know", TickClock(r.Claim.LeaseUntil), r.name, r.Claim.EventID))
+	}
+	return f, nil
+}
+
+// ClaimNext claims the oldest claimable event with a lease of RelayLease.
+func (r *RelayInstance) ClaimNext(ctx context.Context) (store.ClaimOutcome, error) {
+	if r.db == nil {
+		return "", failpoint.ErrCrashed
+	}
+	now := r.p.Now()
+	c, err := store.NewRelay(r.db, store.RelayLesson).ClaimNext(ctx, r.name, now, now+RelayLease)
+	if err != nil {
+		return "", err
+	}
+	var detail string
+	switch c.Outcome {
+	case store.Claimed:
+		detail = fmt.Sprintf("%s with token %d, lease until %s", c.EventID, c.Token, TickClock(c.LeaseUntil))
+	case store.Empty:
+		detail = "nothing claimable"
+	default:
+		detail = fmt.Sprintf("%s: %s", c.EventID, c.Outcome)
+	}
+	seq := r.p.Event(r.name, "claim "+string(c.Outcome), detail)
+	r.p.mu.Lock()
+	r.p.claims = append(r.p.claims, pipeClaimEntry{seq: seq, tick: now, relay: r.name, event: c.EventID, outcome: c.Outcome, token: c.Token, until: c.LeaseUntil, heldBy: c.HeldBy})
+	r.p.mu.Unlock()
+	if c.Outcome != store.Claimed {
+		return c.Outcome, nil
+	}
+	r.Claim = c
+	_, err = r.fire(failpoint.AfterClaim)
+	return c.Outcome, err
+}
+
+// Send offers the claimed event to the broker. acked is false when the
+// broker's acknowledgement was lost: the relay cannot tell whether the
+// offer arrived.
+func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
+	if r.db == nil {
+		return false, failpoint.ErrCrashed
+	}
+	now := r.p.Now()
+	sentAs := r.Claim.EventID
+	r.p.mu.Lock()
+	if r.p.EventIDPerSend {
+		sentAs = fmt.Sprintf("%s-send-%d", r.Claim.EventID, len(r.p.sends)+1)
+	}
+	r.p.mu.Unlock()
+	o, err := store.NewBroker(r.db, store.BrokerLesson).Offer(ctx, sentAs, r.Claim.Payload, r.name, r.p.Clock.Now(), TickSpan(r.p.BrokerWindow))
+	if err != nil {
+		return false, err
+	}
+	answer := fmt.Sprintf("broker stored offer %d", o.OfferID)
+	if o.Dropped {
+		answer = fmt.Sprintf("broker dropped it as a duplicate within its %s window (offer %d recorded as dropped)", DurationText(r.p.BrokerWindow), o.OfferID)
+	}
+	f, err := r.fire(failpoint.BrokerAck)
+	if err != nil {
+		r.recordSend(now, sentAs, o.OfferID, answer+"; relay crashed before the ack arrived")
+		return false, err
+	}
+	if f == failpoint.AckLost {
+		r.recordSend(now, sentAs, o.OfferID, answer+"; the broker's ack was LOST: the relay believes the send failed")
+		return false, nil
+	}
+	r.recordSend(now, sentAs, o.OfferID, answer+"; ack received")
+	_, err = r.fire(failpoint.AfterSendBeforeComplete)
+	return true, err
+}
+
+func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, answer string) {
+	detail := fmt.Sprintf("%s (token %d) as message id %s: %s", r.Claim.EventID, r.Claim.Token, sentAs, answer)
+	seq := r.p.Event(r.name, "send", detail)
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.sends = append(r.p.sends, pipeSendEntry{seq: seq, tick: now, relay: r.name, event: r.Claim.EventID, sentAs: sentAs, token: r.Claim.Token, offerID: offerID, answer: answer})
+}
+
+// Complete marks the claimed event published: under its token, or (the
+// mistake) by event id alone. 0 rows is an expected outcome.
+func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
+	if r.db == nil {
+		return 0, failpoint.ErrCrashed
+	}
+	now := r.p.Now()
+	id, token := r.Claim.EventID, r.Claim.Token
+	var f store.Fenced
+	var err error
+	guard := fmt.Sprintf("claim_token = %d", token)
+	statements := store.RelayLesson
+	if r.p.CompleteWithoutToken {
+		guard = "event id only (MISTAKE)"
+		statements.Complete = store.CompleteByEventID
+	}
+	f, err = store.NewRelay(r.db, statements).Complete(ctx, id, token, now)
+	if err != nil {
+		return 0, err
+	}
+	result := "published (1 row)"
+	if f.Rows == 0 {
+		result = "0 rows"
+		if e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id); err == nil && ok {
+			switch {
+			case e.Token != token:
+				result = fmt.Sprintf("fenced out (0 rows): stale token %d, current %d; lease lost", token, e.Token)
+			case e.Delivered:
+				result = "0 rows: already delivered"
+			}
+		}
+	} else if r.p.CompleteWithoutToken {
+		if e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id); err == nil && ok && e.Token != token {
+			result = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token)
+		}
+	}
+	seq := r.p.Event(r.name, "complete", fmt.Sprintf("%s WHERE %s: %s", id, guard, result))
+	r.p.mu.Lock()
+	r.p.completions = append(r.p.completions, pipeCompletionEntry{seq: seq, tick: now, relay: r.name, event: id, token: token, guard: guard, rows: f.Rows, result: result})
+	r.p.mu.Unlock()
+	return f.Rows, nil
+}
+
+// RunOnce is the relay's loop body: claim the next event, send it
+// (resending while the broker's ack is lost, up to MaxSendAttempts), then
+// complete it. It reports whether it claimed anything.
+func (r *RelayInstance) RunOnce(ctx context.Context) (bool, error) {
+	out, err := r.ClaimNext(ctx)
+	if err != nil || out != store.Claimed {
+		return false, err
+	}
+	acked := false
+	for attempt := 0; attempt < MaxSendAttempts && !acked; attempt++ {
+		if acked, err = r.Send(ctx); err != nil {
+			return true, err
+		}
+	}
+	if !acked {
+		r.p.Event(r.name, "gives up", r.Claim.EventID+": no broker ack; the lease will expire and another relay will resend")
+		return true, nil
+	}
+	_, err = r.Complete(ctx)
+	return true, err
+}
+
+// MustClaim has relay claim the next event and requires that it got it.
+func MustClaim(ctx context.Context, r *RelayInstance) error {
+	out, err := r.ClaimNext(ctx)
+	if err != nil {
+		return err
+	}
+	if out != store.Claimed {
+		return fmt.Errorf("%s: claim was %s, want claimed", r.name, out)
+	}
+	return nil
+}
