@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // retryFor is the store retry a bench worker uses.
 func retryFor(mode string) store.Retry {
 	if mode == RetrySQLite {
-		return store.Retry{BusyTimeout: time.Second, Pause: time.Millisecond}
+		return store.Retry{BusyHandler: store.BusyHandlerOneSecond, Pause: time.Millisecond}
 	}
 	return store.DefaultRetry
 }
@@ -200,7 +199,7 @@ func retryFor(mode string) store.Retry {
 func retryAbout(mode string) string {
 	r := retryFor(mode)
 	if mode == RetrySQLite {
-		return fmt.Sprintf("sqlite: SQLite's busy handler waits up to %v (sleeps of 1 to 100 ms), then the worker retries", r.BusyTimeout)
+		return "sqlite: SQLite's busy handler waits up to 1s (sleeps of 1 to 100 ms), then the worker retries"
 	}
 	return fmt.Sprintf("lab: SQLite's busy handler off; after SQLITE_BUSY a worker retries after a jittered pause of at most %v "+
 		"that never grows, and shorter still once it has waited %v", r.Pause, 8*r.Pause)
@@ -228,7 +227,7 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 	if m.SQLite, err = db.SQLiteVersion(ctx); err != nil {
 		return Ceiling{}, Machine{}, err
 	}
-	probe, err := db.NewCeilingProbe(ctx, retryFor(cfg.Retry))
+	probe, err := store.NewCeilingProbe(ctx, db, retryFor(cfg.Retry))
 	if err != nil {
 		return Ceiling{}, Machine{}, err
 	}
@@ -253,7 +252,7 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 		c.Transactions += n
 		c.Rounds = append(c.Rounds, float64(n)/time.Since(start).Seconds())
 	}
-	c.TxPerS = Median(c.Rounds)
+	c.TxPerS = lab.Median(c.Rounds)
 	c.MsgsPerS = c.TxPerS / 2
 	return c, m, nil
 }
@@ -287,32 +286,82 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
 	path := filepath.Join(cfg.Dir, fmt.Sprintf("bench-%s-b%d-%d-w%d.db", c.claim, c.batch, c.messages, c.workers))
 	defer func() { _ = store.RemoveFiles(path) }()
-	claim, _ := store.ScaleClaimNamed(c.claim)
 
 	runtime.GC()
 	debug.FreeOSMemory()
 	_ = resetPeakRSS() // a refusal is said in the report header (peakMemorySource)
 
-	setup, err := store.Open(ctx, path, openConfig(cfg))
+	setup, err := seedCell(ctx, cfg, c, path, p)
 	if err != nil {
 		return row, err
 	}
 	defer setup.Close()
-	if err := setup.Migrate(ctx, benchSchema...); err != nil {
+	claims := make([]atomic.Uint32, c.messages+1) // successful claims per message Id (1..n)
+	tallies, drained, err := drainCell(ctx, cfg, c, path, claims, p)
+	row.Drain = drained.elapsed
+	if err != nil {
 		return row, err
 	}
+	row.MsgsPerS = float64(drained.finalized) / row.Drain.Seconds()
+	tallyRow(&row, tallies, c.messages)
+	// Duplicates and lost messages are counted in the database: every
+	// claim increments the message's fencing token, and no lease expires
+	// during a cell, so a token above 1 is a second claim. The workers' own
+	// tally must agree; the larger count is reported.
+	reclaims, err := setup.Count(ctx, store.CountReclaims.SQL)
+	if err != nil {
+		return row, err
+	}
+	var tallied int64
+	for i := range claims {
+		if n := claims[i].Load(); n > 1 {
+			tallied += int64(n - 1)
+		}
+	}
+	row.Duplicates = max(int64(reclaims), tallied)
+	lost, err := setup.Count(ctx, store.CountUnprocessed.SQL)
+	if err != nil {
+		return row, err
+	}
+	row.Lost = int64(lost)
+	row.PeakRSSMB = peakRSSMB()
+	return row, nil
+}
+
+// seedCell opens the cell's file, migrates it and seeds its backlog; the
+// caller closes the connection, which later counts the outcome.
+func seedCell(ctx context.Context, cfg Config, c cell, path string, p *progress) (*store.DB, error) {
+	setup, err := store.Open(ctx, path, openConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	if err := setup.Migrate(ctx, benchSchema...); err != nil {
+		setup.Close()
+		return nil, err
+	}
 	p.phase("seeding", 0, int64(c.messages))
-	err = setup.SeedBacklog(ctx, store.Backlog{
+	err = store.SeedBacklog(ctx, setup, store.Backlog{
 		Messages: c.messages, First: time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC), Spacing: time.Millisecond,
 		Progress: func(done int) { p.set(int64(done)) },
 	})
 	if err != nil {
-		return row, err
+		setup.Close()
+		return nil, err
 	}
+	return setup, nil
+}
 
-	// Every worker opens its connection and prepares its statements before
-	// the clock starts; then all start together.
-	claims := make([]atomic.Uint32, c.messages+1) // successful claims per message Id (1..n)
+// cellDrain is how long a cell's drain took and how many messages it finalized.
+type cellDrain struct {
+	elapsed   time.Duration
+	finalized int64
+}
+
+// drainCell drains the cell's file with c.workers workers. Every worker
+// opens its connection and prepares its statements before the clock
+// starts; then all start together.
+func drainCell(ctx context.Context, cfg Config, c cell, path string, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
+	design, _ := store.ScaleClaimNamed(c.claim)
 	tallies := make([]workerTally, c.workers)
 	var finalized atomic.Int64
 	start := make(chan struct{})
@@ -330,7 +379,7 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 				return
 			}
 			defer db.Close()
-			cl, err := db.NewClaimer(ctx, fmt.Sprintf("Worker-%d", i+1), store.ClaimerConfig{Claim: claim, Retry: retryFor(cfg.Retry)})
+			cl, err := store.NewClaimer(ctx, db, fmt.Sprintf("Worker-%d", i+1), store.ClaimerConfig{SQL: design, Retry: retryFor(cfg.Retry)})
 			if err != nil {
 				ready <- err
 				return
@@ -351,13 +400,14 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	began := time.Now()
 	close(start)
 	wg.Wait()
-	row.Drain = time.Since(began)
+	d := cellDrain{elapsed: time.Since(began), finalized: finalized.Load()}
 	stopTicker()
-	if openErr != nil {
-		return row, openErr
-	}
+	return tallies, d, openErr
+}
 
-	row.MsgsPerS = float64(finalized.Load()) / row.Drain.Seconds()
+// tallyRow adds the workers' tallies to row: latency percentiles, retries,
+// errors, refusals, the longest wait and each worker's share.
+func tallyRow(row *Row, tallies []workerTally, messages int) {
 	var lat []int32
 	var longest time.Duration
 	for i := range tallies {
@@ -368,33 +418,11 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 		row.Errors += t.errors
 		row.Rejected += t.rejected
 		longest = max(longest, t.longest)
-		row.WorkerShares = append(row.WorkerShares, float64(t.finalized)/float64(max(c.messages, 1)))
+		row.WorkerShares = append(row.WorkerShares, float64(t.finalized)/float64(max(messages, 1)))
 	}
 	slices.Sort(lat)
 	row.P50Ms, row.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
 	row.LongestWaitMs = float64(longest.Microseconds()) / 1000
-	// Duplicates and lost messages are counted in the database: every
-	// claim increments the message's fencing token, and no lease expires
-	// during a cell, so a token above 1 is a second claim. The workers' own
-	// tally must agree; the larger count is reported.
-	reclaims, err := setup.Count(ctx, store.CountReclaimsSQL)
-	if err != nil {
-		return row, err
-	}
-	var tallied int64
-	for i := range claims {
-		if n := claims[i].Load(); n > 1 {
-			tallied += int64(n - 1)
-		}
-	}
-	row.Duplicates = max(int64(reclaims), tallied)
-	lost, err := setup.Count(ctx, store.CountUnprocessedSQL)
-	if err != nil {
-		return row, err
-	}
-	row.Lost = int64(lost)
-	row.PeakRSSMB = peakRSSMB()
-	return row, nil
 }
 
 // drain is one worker: claim up to batch messages, "process" them (the
@@ -451,20 +479,6 @@ func percentileMs(sorted []int32, q float64) float64 {
 	}
 	i := min(max(int(math.Ceil(q*float64(len(sorted))))-1, 0), len(sorted)-1)
 	return float64(sorted[i]) / 1000
-}
-
-// Median is the middle of xs (the mean of the two middle values for an
-// even count), 0 for none. xs is not modified.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func machine() Machine {

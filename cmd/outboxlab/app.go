@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/outboxlab/outboxlab/runfolder"
+	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // Exit codes.
@@ -32,11 +37,66 @@ func usagef(format string, args ...any) error {
 // errChecksFailed means the runs completed but a check failed: exit 1.
 var errChecksFailed = errors.New("some checks failed")
 
+// settings are what surrounds one invocation of the program: the clock of
+// report timestamps, the folder runs make their temporary folders in, and
+// where warnings go. Tests give each invocation its own, so CLI tests run
+// in parallel without setting TMPDIR or a package variable.
+type settings struct {
+	now      func() time.Time // the wall clock of report timestamps
+	tempRoot string           // parent of the run folders; "" is the system's temporary folder
+	// ceilingRound, when set, shortens bench's ceiling measurement to two
+	// rounds of this length (tests: the matrix is what they check).
+	ceilingRound time.Duration
+
+	mu     sync.Mutex // warnings may come from runs graded at once
+	stderr io.Writer
+}
+
+// warn prints what went wrong without spoiling the run, one line each.
+func (s *settings) warn(err error) { s.note("warning: " + err.Error()) }
+
+// note prints one line on stderr.
+func (s *settings) note(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintln(s.stderr, "outboxlab: "+oneLine(msg))
+}
+
+// options are the lessons' defaults, run in s's temporary folder.
+func (s *settings) options() scenarios.Options {
+	o := scenarios.DefaultOptions()
+	o.TempRoot, o.Warn = s.tempRoot, s.warn
+	return o
+}
+
+// orphanAge is how old a run folder whose process is gone must be before a
+// start sweeps it.
+const orphanAge = time.Minute
+
+// sweep removes the run folders left by processes that are gone (killed
+// with SIGKILL, or a crash), and says so.
+func (s *settings) sweep() {
+	for _, f := range runfolder.Sweep(s.tempRoot, orphanAge, s.now()) {
+		if f.Err != nil {
+			s.warn(fmt.Errorf("could not remove %s, left by process %d, which is gone: %w", f.Dir, f.Pid, f.Err))
+			continue
+		}
+		s.note(fmt.Sprintf("removed %s (%.1f MB), left by process %d, which is gone", f.Dir, float64(f.Bytes)/1e6, f.Pid))
+	}
+}
+
 // run is the whole program: it parses args, runs the command and returns
 // the exit code. Only main calls os.Exit.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runWith(ctx, &settings{now: time.Now}, args, stdout, stderr)
+}
+
+// runWith is run in the given settings.
+func runWith(ctx context.Context, s *settings, args []string, stdout, stderr io.Writer) int {
+	s.stderr = stderr
+	s.sweep()
 	unknownCommand := false
-	app := newApp(stdout, stderr)
+	app := newApp(s, stdout, stderr)
 	app.CommandNotFound = func(c *cli.Context, name string) {
 		fmt.Fprintf(stderr, "outboxlab: unknown command %q; commands: %s\n", name, strings.Join(commandNames(app), ", "))
 		unknownCommand = true
@@ -54,6 +114,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errChecksFailed):
 		return exitCheckFailed
 	case ctx.Err() != nil:
+		var kept *runfolder.Kept
+		if errors.As(err, &kept) {
+			fmt.Fprintln(stderr, "outboxlab: interrupted; workers stopped; the last run's database is kept in "+kept.Dir)
+			return exitInterrupted
+		}
 		fmt.Fprintln(stderr, "outboxlab: interrupted; workers stopped and temporary databases removed (a run with --keep-db keeps its own)")
 		return exitInterrupted
 	case errors.As(err, &usage):
@@ -65,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func newApp(stdout, stderr io.Writer) *cli.App {
+func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "outboxlab",
 		Usage: "reproduce the outbox-worker race on a real SQLite database, and the designs that make it safe",
@@ -76,7 +141,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter:      stderr,
 		HideVersion:    true,
 		Suggest:        true,
-		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(), inspectCommand(), benchCommand()},
+		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s)},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run decides the exit code
 	}

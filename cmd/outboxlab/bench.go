@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,9 +11,10 @@ import (
 
 	"github.com/outboxlab/outboxlab/bench"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/runfolder"
 )
 
-func benchCommand() *cli.Command {
+func benchCommand(s *settings) *cli.Command {
 	def := bench.DefaultConfig()
 	return &cli.Command{
 		Name:  "bench",
@@ -35,11 +35,11 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "also file the output under this `FOLDER` (never overwriting)"},
 		},
 		OnUsageError: onUsageError,
-		Action:       benchAction,
+		Action:       func(c *cli.Context) error { return benchAction(c, s) },
 	}
 }
 
-func benchAction(c *cli.Context) error {
+func benchAction(c *cli.Context, s *settings) error {
 	format, err := checkFormat(c)
 	if err != nil {
 		return err
@@ -68,15 +68,19 @@ func benchAction(c *cli.Context) error {
 			return &usageError{err}
 		}
 	}
-	dir, err := os.MkdirTemp("", "outboxlab-bench-")
+	// Marked with this process's pid, so a start after a SIGKILL sweeps it.
+	dir, done, err := runfolder.New(s.tempRoot, runfolder.Prefix+"bench-", false, s.warn)
 	if err != nil {
 		return fmt.Errorf("bench: make temporary folder: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer done()
 	cfg.Dir = dir
+	if s.ceilingRound > 0 {
+		cfg.CeilingRounds, cfg.CeilingRound = 2, s.ceilingRound
+	}
 	cfg.Progress = c.App.ErrWriter
 
-	started := nowFunc().UTC()
+	started := s.now().UTC()
 	rep, err := bench.Run(c.Context, cfg)
 	if err != nil {
 		if c.Context.Err() != nil {
@@ -115,8 +119,8 @@ func benchAction(c *cli.Context) error {
 	return nil
 }
 
-// parseIntList reads a comma-separated list of positive integers; "_"
-// may group digits (1_000_000).
+// parseIntList reads a comma-separated list of positive integers in
+// decimal ("0x10" and "010" are refused); "_" may group digits (1_000_000).
 func parseIntList(flag, s string) ([]int, error) {
 	parts := splitList(s)
 	if len(parts) == 0 {
@@ -124,8 +128,9 @@ func parseIntList(flag, s string) ([]int, error) {
 	}
 	out := make([]int, 0, len(parts))
 	for _, p := range parts {
-		n, err := strconv.Atoi(strings.ReplaceAll(p, "_", ""))
-		if err != nil || n < 1 {
+		digits := strings.ReplaceAll(p, "_", "")
+		n, err := strconv.Atoi(digits)
+		if err != nil || n < 1 || !decimal.MatchString(digits) {
 			return nil, usagef("--%s: %q is not a positive whole number", flag, p)
 		}
 		out = append(out, n)

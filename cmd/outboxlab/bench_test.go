@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBenchUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -18,6 +19,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"MessagesEmpty", []string{"--messages", ","}, "--messages is empty"},
 		{"WorkersZero", []string{"--workers", "0"}, `--workers: "0" is not a positive whole number`},
 		{"BatchNegative", []string{"--batch", "-3"}, `--batch: "-3" is not a positive whole number`},
+		{"MessagesHex", []string{"--messages", "0x10"}, `--messages: "0x10" is not a positive whole number`},
+		{"WorkersOctal", []string{"--workers", "010"}, `--workers: "010" is not a positive whole number`},
+		{"WorkersPlus", []string{"--workers", "+2"}, `--workers: "+2" is not a positive whole number`},
 		{"UnknownClaim", []string{"--claim", "fastest"}, `--claim "fastest": want lesson or indexed`},
 		{"Synchronous", []string{"--synchronous", "off"}, `--synchronous "off": want normal or full`},
 		{"Format", []string{"--format", "yaml"}, "--format must be text or json"},
@@ -25,12 +29,12 @@ func TestBenchUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tmp := withTempDir(t)
+			t.Parallel()
 			o := runCLI(t, append([]string{"bench"}, tt.args...)...)
 			if o.code != exitUsage || !strings.Contains(o.stderr, tt.msg) || strings.Count(strings.TrimSpace(o.stderr), "\n") != 0 {
 				t.Fatalf("exit %d, stderr %q; want exit 2 and one line with %q", o.code, o.stderr, tt.msg)
 			}
-			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			if left := o.leftovers(); len(left) != 0 {
 				t.Fatalf("temporary files left: %v", left)
 			}
 		})
@@ -40,9 +44,10 @@ func TestBenchUsageErrors(t *testing.T) {
 // TestBenchJSON runs a tiny bench end to end: one JSON object per cell with
 // the documented keys, a filed copy under --out, no database left behind.
 func TestBenchJSON(t *testing.T) {
-	tmp := withTempDir(t)
+	t.Parallel()
 	out := t.TempDir()
-	o := runCLI(t, "bench", "--messages", "60", "--workers", "1,2", "--batch", "1,8", "--format", "json", "--out", out)
+	s := &settings{now: time.Now, tempRoot: t.TempDir(), ceilingRound: 20 * time.Millisecond}
+	o := runCLIWith(t, s, "bench", "--messages", "60", "--workers", "1,2", "--batch", "1,8", "--format", "json", "--out", out)
 	if o.code != exitOK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", o.code, o.stdout, o.stderr)
 	}
@@ -63,7 +68,7 @@ func TestBenchJSON(t *testing.T) {
 	if len(filed) != 1 || !strings.Contains(o.stderr, filed[0]) {
 		t.Fatalf("filed %v, stderr %q", filed, o.stderr)
 	}
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+	if left := o.leftovers(); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
 }

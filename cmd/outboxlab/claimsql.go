@@ -1,57 +1,95 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"syscall"
 
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // readClaimSQL reads an engineer's claim: a file with two statements
 // separated by a semicolon, the SELECT that picks the oldest claimable
 // message's Id and the UPDATE that takes message :id. Both may use the named
-// parameters :now, :worker and :until; the UPDATE also gets :id.
-func readClaimSQL(path string) (*scenarios.CustomClaim, error) {
-	b, err := os.ReadFile(path)
+// parameters :now, :worker and :until; the UPDATE also gets :id. The file
+// is untrusted: it must be a regular file of at most 1 MiB, and SQLite
+// itself must find a read-only SELECT and an UPDATE of OutboxMessages
+// (store.CheckClaimFile). Any refusal is a usage error (exit 2).
+func readClaimSQL(ctx context.Context, path string) (*scenarios.CustomClaim, error) {
+	cf, err := loadClaimFile(ctx, path)
 	if err != nil {
-		return nil, usagef("--claim-sql: cannot read %s: %v", path, unwrapPathError(err))
+		return nil, usagef("--claim-sql %s: %v", path, err)
 	}
-	var stmts []string
-	for _, part := range strings.Split(string(b), ";") {
-		if hasSQL(part) {
-			stmts = append(stmts, strings.TrimSpace(part))
-		}
-	}
-	if len(stmts) != 2 {
-		return nil, usagef("--claim-sql: %s must hold two statements separated by ';' (the SELECT of the next claimable Id, then the UPDATE of :id); found %d", path, len(stmts))
-	}
-	if !strings.HasPrefix(strings.ToUpper(firstWord(stmts[0])), "SELECT") || !strings.Contains(stmts[1], ":id") {
-		return nil, usagef("--claim-sql: %s: the first statement must be a SELECT and the second must use :id", path)
-	}
-	return &scenarios.CustomClaim{Source: filepath.Base(path), Select: stmts[0], Update: stmts[1]}, nil
+	return &scenarios.CustomClaim{Source: filepath.Base(path), Select: cf.Select, Update: cf.Update}, nil
 }
 
-// hasSQL reports whether a chunk holds more than blank lines and -- comments.
-func hasSQL(chunk string) bool {
-	for _, line := range strings.Split(chunk, "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "--") {
-			return true
-		}
+// loadClaimFile reads, splits and checks the claim file at path.
+func loadClaimFile(ctx context.Context, path string) (store.ClaimFile, error) {
+	if path == "" {
+		return store.ClaimFile{}, errors.New("name a claim file")
 	}
-	return false
+	b, err := readRegularFile(path, store.MaxClaimFileSize)
+	if err != nil {
+		return store.ClaimFile{}, fmt.Errorf("cannot read it: %w", err)
+	}
+	cf, err := store.ParseClaimFile(string(b))
+	if err != nil {
+		return store.ClaimFile{}, err
+	}
+	if err := store.CheckClaimFile(ctx, cf); err != nil {
+		return store.ClaimFile{}, err
+	}
+	return cf, nil
 }
 
-// firstWord returns the first word of a statement, skipping -- comment lines.
-func firstWord(stmt string) string {
-	for _, line := range strings.Split(stmt, "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "--") {
-			return strings.Fields(line)[0]
-		}
+// errNotRegular means a path names a FIFO, a device, a socket or a folder.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading only if it is a regular file. It
+// opens without blocking, so a FIFO with no writer is refused rather than
+// waited on, and checks the file it opened, not the name.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, unwrapPathError(err)
 	}
-	return ""
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, unwrapPathError(err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		what := "a device, FIFO or socket"
+		if st.IsDir() {
+			what = "a folder"
+		}
+		return nil, nil, fmt.Errorf("%w: it is %s", errNotRegular, what)
+	}
+	return f, st, nil
+}
+
+// readRegularFile reads at most limit bytes of the regular file at path;
+// a longer file is refused, not truncated.
+func readRegularFile(path string, limit int64) ([]byte, error) {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d KiB; a claim file is two statements", limit>>10)
+	}
+	return b, nil
 }
 
 func unwrapPathError(err error) error {

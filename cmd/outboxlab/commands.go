@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,11 +15,9 @@ import (
 
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/scenarios"
 )
-
-// nowFunc is the wall clock for report timestamps; tests replace it.
-var nowFunc = time.Now
 
 var formatFlag = &cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"}
 
@@ -112,7 +114,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	return err
 }
 
-func runCommand() *cli.Command {
+func runCommand(s *settings) *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run scenarios by name (or --all) and write their reports",
@@ -122,16 +124,16 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "variant", Usage: "run with a known mistake (see `outboxlab describe NAME`)"},
 			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "folder for the reports"},
 			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell"},
-			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
+			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
 			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records (Go duration, days as d)"},
 			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages"},
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window"},
-			&cli.IntFlag{Name: "bound", Value: scenarios.DefaultExploreBound, Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
+			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
 			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks"},
 		},
 		OnUsageError: onUsageError,
-		Action:       runAction,
+		Action:       func(c *cli.Context) error { return runAction(c, s) },
 	}
 }
 
@@ -144,11 +146,15 @@ type runPlan struct {
 	repeat    int
 	format    string
 	options   scenarios.Options
+	now       func() time.Time
 }
 
-func parseRun(c *cli.Context) (*runPlan, error) {
-	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), repeat: c.Int("repeat")}
+func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
+	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), now: s.now}
 	var err error
+	if p.repeat, err = parseCount("repeat", c.String("repeat")); err != nil {
+		return nil, err
+	}
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
@@ -166,6 +172,9 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 			return nil, err
 		}
 		p.scenarios = append(p.scenarios, sc)
+	}
+	if c.IsSet("variant") && p.variant == "" {
+		return nil, usagef("--variant needs a name (see `outboxlab describe NAME`)")
 	}
 	if p.variant != "" && c.Bool("all") {
 		// --all --variant X runs X wherever a scenario has it.
@@ -190,10 +199,7 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 	if p.repeat < 1 {
 		return nil, usagef("--repeat must be at least 1, not %d", p.repeat)
 	}
-	if p.out == "" {
-		return nil, usagef("--out must name a folder")
-	}
-	p.options = scenarios.DefaultOptions()
+	p.options = s.options()
 	for _, d := range []struct {
 		flag string
 		dst  *time.Duration
@@ -207,7 +213,10 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 		}
 	}
 	if c.IsSet("bound") {
-		b := c.Int("bound")
+		b, err := parseCount("bound", c.String("bound"))
+		if err != nil {
+			return nil, err
+		}
 		if b < 1 || b > scenarios.MaxExploreBound {
 			return nil, usagef("--bound must be from 1 to %d, not %d", scenarios.MaxExploreBound, b)
 		}
@@ -220,8 +229,8 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 		}
 		p.options.ExploreBound = b
 	}
-	if path := c.String("claim-sql"); path != "" {
-		if p.options.Claim, err = readClaimSQL(path); err != nil {
+	if c.IsSet("claim-sql") {
+		if p.options.Claim, err = readClaimSQL(c.Context, c.String("claim-sql")); err != nil {
 			return nil, err
 		}
 		for _, sc := range p.scenarios {
@@ -233,10 +242,23 @@ func parseRun(c *cli.Context) (*runPlan, error) {
 			return nil, usagef("--claim-sql replaces the lesson's claim; do not combine it with --variant")
 		}
 	}
-	if err := reports.CheckWritable(p.out); err != nil {
-		return nil, &usageError{err}
+	if err := checkOut(p.out, p.reportPaths()...); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// reportPaths are where the plan's reports would go if they were written now.
+func (p *runPlan) reportPaths() []string {
+	var paths []string
+	for _, sc := range p.scenarios {
+		r := &lab.Result{Session: sc.Session, FileTag: sc.FileTag, Variant: p.variant}
+		if p.options.Claim != nil {
+			r.CustomSQL = p.options.Claim.Source
+		}
+		paths = append(paths, reports.Path(p.out, r, p.now()))
+	}
+	return paths
 }
 
 func lookup(name string) (*scenarios.Scenario, error) {
@@ -247,52 +269,83 @@ func lookup(name string) (*scenarios.Scenario, error) {
 	return sc, nil
 }
 
-func runAction(c *cli.Context) error {
-	p, err := parseRun(c)
+func runAction(c *cli.Context, s *settings) error {
+	p, err := parseRun(c, s)
 	if err != nil {
 		return err
 	}
-	w := c.App.Writer
 	allPassed := true
+	lastKept := "" // with --keep-db, named if a stop comes between runs
 	for _, sc := range p.scenarios {
-		var results []*lab.Result
+		tally := &repeatTally{}
 		for i := 0; i < p.repeat; i++ {
-			started := nowFunc().UTC()
-			res, err := scenarios.Execute(c.Context, sc, p.variant, p.options, p.keepDB)
+			res, path, err := p.runOnce(c, sc)
+			if err != nil && lastKept != "" && errors.Is(err, context.Canceled) && !errors.As(err, new(*runfolder.Kept)) {
+				return &runfolder.Kept{Dir: lastKept, Err: err}
+			}
 			if err != nil {
-				if c.Context.Err() != nil {
-					return c.Context.Err()
-				}
-				if p.options.Claim != nil {
-					// The engineer's SQL did not run: that is their input's fault.
-					return usagef("--claim-sql %s: %v", p.options.Claim.Source, err)
-				}
 				return err
 			}
-			path, err := reports.Write(p.out, res, reports.RunInfo{Started: started, Elapsed: nowFunc().Sub(started)})
-			if err != nil {
-				return &usageError{err}
+			if p.keepDB {
+				lastKept = filepath.Dir(res.Database)
 			}
-			results = append(results, res)
+			tally.add(res)
 			allPassed = allPassed && res.Passed()
-			if p.format == "json" {
-				if err := reports.JSONLine(w, reports.NewJSONResult(res, path)); err != nil {
-					return err
-				}
-				continue
-			}
-			if p.repeat == 1 {
-				printRun(w, res, path)
-			} else if !res.Passed() {
-				fmt.Fprintf(w, "run %d of %d FAILED: %s (report: %s)\n", i+1, p.repeat, strings.Join(res.FailedChecks(), ", "), path)
+			if err := p.print(c.App.Writer, res, path, i); err != nil {
+				return err
 			}
 		}
 		if p.repeat > 1 && p.format == "text" {
-			printRepeatSummary(w, sc, p.variant, results)
+			printRepeatSummary(c.App.Writer, sc, p.variant, tally)
 		}
 	}
 	if !allPassed {
 		return errChecksFailed
+	}
+	return nil
+}
+
+// runOnce runs sc once and files its report. An interrupted run is not
+// filed: its error says so and, with --keep-db, names its folder.
+func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (*lab.Result, string, error) {
+	ctx := c.Context
+	if ctx.Err() != nil {
+		return nil, "", ctx.Err()
+	}
+	started := p.now().UTC()
+	res, err := scenarios.Execute(ctx, sc, p.variant, p.options, p.keepDB)
+	switch {
+	case ctx.Err() != nil && err != nil:
+		return nil, "", err // with --keep-db, a *runfolder.Kept naming the folder
+	case ctx.Err() != nil && p.keepDB:
+		return nil, "", &runfolder.Kept{Dir: filepath.Dir(res.Database), Err: ctx.Err()}
+	case ctx.Err() != nil:
+		return nil, "", ctx.Err()
+	case err != nil && p.options.Claim != nil:
+		// The engineer's SQL did not run: that is their input's fault.
+		return nil, "", usagef("--claim-sql %s: %v", p.options.Claim.Source, err)
+	case err != nil:
+		return nil, "", err
+	}
+	path, err := reports.Write(p.out, res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
+	if err != nil {
+		// The scenario ran; only filing its report failed (a full disk):
+		// exit 3, as bench does.
+		return nil, "", err
+	}
+	return res, path, nil
+}
+
+// print shows run i's outcome: a JSON line, the whole run when it is the
+// only one, or only a failure among repeats.
+func (p *runPlan) print(w io.Writer, res *lab.Result, path string, i int) error {
+	switch {
+	case p.format == "json":
+		return reports.JSONLine(w, reports.NewJSONResult(res, path))
+	case p.repeat == 1:
+		printRun(w, res, path)
+	case !res.Passed():
+		fmt.Fprintf(w, "run %d of %d FAILED: %s (report: %s)\n", i+1, p.repeat, strings.Join(res.FailedChecks(), ", "), path)
 	}
 	return nil
 }
@@ -323,35 +376,48 @@ func printRun(w io.Writer, r *lab.Result, path string) {
 	fmt.Fprintln(w)
 }
 
-// printRepeatSummary tallies repeated runs: how many passed and, where the
-// scenario measures one, the distribution of the A/B claim split.
-func printRepeatSummary(w io.Writer, sc *scenarios.Scenario, variant string, results []*lab.Result) {
-	passed := 0
-	splits := map[string]int{}
-	for _, r := range results {
-		if r.Passed() {
-			passed++
-		}
-		a, okA := r.Metric("concurrent_claims_a")
-		b, okB := r.Metric("concurrent_claims_b")
-		if okA && okB {
-			splits[fmt.Sprintf("%s/%s", lab.FormatNumber(a), lab.FormatNumber(b))]++
-		}
+// repeatTally is what the summary of repeated runs needs, and nothing
+// more: a run's result is dropped once it is counted, so memory stays flat
+// however many runs there are.
+type repeatTally struct {
+	runs, passed int
+	splits       map[string]int // "A/B" claims in the concurrent phase → runs
+}
+
+// add counts one run.
+func (t *repeatTally) add(r *lab.Result) {
+	t.runs++
+	if r.Passed() {
+		t.passed++
 	}
+	a, okA := r.Metric("concurrent_claims_a")
+	b, okB := r.Metric("concurrent_claims_b")
+	if okA && okB {
+		if t.splits == nil {
+			t.splits = map[string]int{}
+		}
+		t.splits[fmt.Sprintf("%s/%s", lab.FormatNumber(a), lab.FormatNumber(b))]++
+	}
+}
+
+// printRepeatSummary prints the tally of repeated runs: how many passed
+// and, where the scenario measures one, the distribution of the A/B claim
+// split.
+func printRepeatSummary(w io.Writer, sc *scenarios.Scenario, variant string, t *repeatTally) {
 	name := sc.Name
 	if variant != "" {
 		name += " --variant " + variant
 	}
-	fmt.Fprintf(w, "%s x%d: %d passed, %d failed\n", name, len(results), passed, len(results)-passed)
-	if len(splits) > 0 {
-		keys := make([]string, 0, len(splits))
-		for k := range splits {
+	fmt.Fprintf(w, "%s x%d: %d passed, %d failed\n", name, t.runs, t.passed, t.runs-t.passed)
+	if len(t.splits) > 0 {
+		keys := make([]string, 0, len(t.splits))
+		for k := range t.splits {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		var parts []string
 		for _, k := range keys {
-			parts = append(parts, fmt.Sprintf("%s x%d", k, splits[k]))
+			parts = append(parts, fmt.Sprintf("%s x%d", k, t.splits[k]))
 		}
 		fmt.Fprintf(w, "  Worker-A/Worker-B claims in the concurrent phase: %s\n", strings.Join(parts, ", "))
 		fmt.Fprintln(w, "  (the split varies from run to run; the invariants must not)")

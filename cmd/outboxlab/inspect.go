@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,21 +17,23 @@ func inspectCommand() *cli.Command {
 		Usage:     "print the tables of a database kept with --keep-db (opened read-only)",
 		ArgsUsage: "DATABASE",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "rows", Value: 50, Usage: "show at most `N` rows of each table"},
+			&cli.StringFlag{Name: "rows", Value: "50", Usage: "show at most `N` rows of each table"},
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("inspect takes one database path (the \"database\" a --keep-db run printed)")
 			}
-			if c.Int("rows") < 1 {
-				return usagef("--rows must be at least 1, not %d", c.Int("rows"))
+			rows, err := parseCount("rows", c.String("rows"))
+			if err != nil {
+				return err
+			}
+			if rows < 1 {
+				return usagef("--rows must be at least 1, not %d", rows)
 			}
 			path := c.Args().First()
-			if st, err := os.Stat(path); err != nil {
-				return usagef("inspect: %s: %v", path, unwrapPathError(err))
-			} else if st.IsDir() {
-				return usagef("inspect: %s is a folder, not a database file", path)
+			if err := checkDatabaseFile(path); err != nil {
+				return err
 			}
 			db, err := store.Open(c.Context, path, store.Config{ReadOnly: true})
 			switch {
@@ -44,7 +45,7 @@ func inspectCommand() *cli.Command {
 				return usagef("inspect: %v", err)
 			}
 			defer db.Close()
-			tables, err := db.Dump(c.Context, c.Int("rows"))
+			tables, err := db.Dump(c.Context, rows)
 			if err != nil {
 				return usagef("inspect: %v", err)
 			}
@@ -66,4 +67,22 @@ func inspectCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// checkDatabaseFile refuses what cannot be a kept database before SQLite
+// sees it: a folder, a FIFO (which would block), a device such as
+// /dev/zero or /dev/null, and an empty file.
+func checkDatabaseFile(path string) error {
+	f, st, err := openRegular(path)
+	if errors.Is(err, errNotRegular) {
+		return usagef("inspect: %s is not a database file (%v)", path, err)
+	}
+	if err != nil {
+		return usagef("inspect: %s: %v", path, err)
+	}
+	f.Close()
+	if st.Size() == 0 {
+		return usagef("inspect: %s is empty, not an SQLite database", path)
+	}
+	return nil
 }

@@ -7,37 +7,55 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // outcome is what one in-process run of the CLI produced.
 type outcome struct {
 	code           int
 	stdout, stderr string
+	tempRoot       string // where its runs made their temporary folders
 }
 
-// runCLI runs the CLI in-process with TMPDIR pointed at a fresh folder, so
-// a test also sees whether temporary databases were cleaned up.
+// runCLI runs the CLI in-process with its run folders under a fresh folder
+// of its own (no TMPDIR, so tests run in parallel), so a test also sees
+// whether temporary databases were cleaned up.
 func runCLI(t *testing.T, args ...string) outcome {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), append([]string{"outboxlab"}, args...), &out, &errOut)
-	return outcome{code, out.String(), errOut.String()}
+	return runCLIWith(t, &settings{now: time.Now, tempRoot: t.TempDir()}, args...)
 }
 
-func withTempDir(t *testing.T) string {
+// runCLIWith runs the CLI in-process in the given settings.
+func runCLIWith(t *testing.T, s *settings, args ...string) outcome {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir)
-	return dir
+	var out, errOut bytes.Buffer
+	code := runWith(context.Background(), s, append([]string{"outboxlab"}, args...), &out, &errOut)
+	return outcome{code, out.String(), errOut.String(), s.tempRoot}
+}
+
+// leftovers lists what the runs left in their temporary folder's parent.
+func (o outcome) leftovers() []string {
+	entries, _ := os.ReadDir(o.tempRoot)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	notADir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notADir, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -97,11 +115,11 @@ func TestCLI(t *testing.T) {
 		{name: "ExploreBound", args: []string{"run", "explore", "--bound", "3"}, code: 0, stdout: []string{"explore: PASS", "orderings"}},
 		{name: "ExploreBoundTooLarge", args: []string{"run", "explore", "--bound", "99"}, code: 2, stderr: []string{"--bound must be from 1 to"}, noReport: true},
 		{name: "BoundNotExplore", args: []string{"run", leasing, "--bound", "3"}, code: 2, stderr: []string{"--bound applies to explore"}, noReport: true},
-		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED ownership_violations"}},
+		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED processed_more_than_once"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tmp := withTempDir(t)
+			t.Parallel()
 			out := filepath.Join(t.TempDir(), "reports")
 			args := tt.args
 			if args[0] == "run" && !contains(args, "--out") {
@@ -132,15 +150,15 @@ func TestCLI(t *testing.T) {
 					t.Errorf("a rejected command wrote into %s", out)
 				}
 			}
-			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
-				t.Errorf("temporary run folders left behind: %v", entries)
+			if left := got.leftovers(); len(left) > 0 {
+				t.Errorf("temporary run folders left behind: %v", left)
 			}
 		})
 	}
 }
 
 func TestRunJSON(t *testing.T) {
-	withTempDir(t)
+	t.Parallel()
 	out := t.TempDir()
 	got := runCLI(t, "run", "session-15-outbox-leasing", "session-15-competing-workers-no-claim", "--format", "json", "--out", out)
 	if got.code != 0 {
@@ -175,7 +193,7 @@ func TestRunJSON(t *testing.T) {
 }
 
 func TestRunKeepDB(t *testing.T) {
-	withTempDir(t)
+	t.Parallel()
 	got := runCLI(t, "run", "session-15-outbox-leasing", "--keep-db", "--format", "json", "--out", t.TempDir())
 	var r reports.JSONResult
 	if err := json.Unmarshal([]byte(got.stdout), &r); err != nil || got.code != 0 {
@@ -200,13 +218,12 @@ func TestRunKeepDB(t *testing.T) {
 }
 
 func TestReportsNeverOverwrite(t *testing.T) {
-	withTempDir(t)
+	t.Parallel()
 	fixed := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
-	nowFunc = func() time.Time { return fixed }
-	t.Cleanup(func() { nowFunc = time.Now })
 	out := t.TempDir()
 	for i := 0; i < 3; i++ {
-		if got := runCLI(t, "run", "session-15-outbox-leasing", "--out", out); got.code != 0 {
+		s := &settings{now: func() time.Time { return fixed }, tempRoot: t.TempDir()}
+		if got := runCLIWith(t, s, "run", "session-15-outbox-leasing", "--out", out); got.code != 0 {
 			t.Fatalf("exit %d: %s", got.code, got.stderr)
 		}
 	}
@@ -216,16 +233,72 @@ func TestReportsNeverOverwrite(t *testing.T) {
 	}
 }
 
+// TestRepeat: repeated runs are tallied right and leave no run folder.
+// (200 runs would take ten seconds; TestRepeatTallyKeepsNoResult tallies
+// 200 results.)
 func TestRepeat(t *testing.T) {
-	withTempDir(t)
-	got := runCLI(t, "run", "session-15-outbox-leasing", "--repeat", "50", "--out", t.TempDir())
+	t.Parallel()
+	got := runCLI(t, "run", "session-15-outbox-leasing", "--repeat", "20", "--out", t.TempDir())
 	if got.code != 0 {
 		t.Fatalf("exit %d:\n%s\n%s", got.code, got.stdout, got.stderr)
 	}
-	for _, s := range []string{"x50: 50 passed, 0 failed", "Worker-A/Worker-B claims in the concurrent phase"} {
+	for _, s := range []string{"x20: 20 passed, 0 failed", "Worker-A/Worker-B claims in the concurrent phase"} {
 		if !strings.Contains(got.stdout, s) {
 			t.Errorf("stdout lacks %q:\n%s", s, got.stdout)
 		}
+	}
+	total := 0
+	for _, m := range regexp.MustCompile(` x(\d+)`).FindAllStringSubmatch(strings.SplitN(got.stdout, "phase: ", 2)[1], -1) {
+		n, _ := strconv.Atoi(m[1])
+		total += n
+	}
+	if total != 20 {
+		t.Errorf("the splits count %d runs, want 20:\n%s", total, got.stdout)
+	}
+	if left := got.leftovers(); len(left) > 0 {
+		t.Errorf("run folders left: %v", left)
+	}
+}
+
+// TestRepeatTallyKeepsNoResult: what the repeat summary stores holds no
+// lab.Result (nor a pointer, slice or map of them), only counts.
+func TestRepeatTallyKeepsNoResult(t *testing.T) {
+	t.Parallel()
+	result := reflect.TypeOf(lab.Result{})
+	var holds func(reflect.Type, int) bool
+	holds = func(ty reflect.Type, depth int) bool {
+		if ty == result {
+			return true
+		}
+		if depth > 6 {
+			return false
+		}
+		switch ty.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+			return holds(ty.Elem(), depth+1)
+		case reflect.Map:
+			return holds(ty.Key(), depth+1) || holds(ty.Elem(), depth+1)
+		case reflect.Struct:
+			for i := 0; i < ty.NumField(); i++ {
+				if holds(ty.Field(i).Type, depth+1) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if holds(reflect.TypeOf(repeatTally{}), 0) {
+		t.Fatal("repeatTally stores lab.Result values: memory grows with --repeat")
+	}
+	var tally repeatTally
+	for i := 0; i < 200; i++ {
+		a := float64(i % 3)
+		tally.add(&lab.Result{Checks: []lab.Check{{Name: "x", Passed: i != 1}}, Metrics: []lab.Metric{{Key: "concurrent_claims_a", Value: a}, {Key: "concurrent_claims_b", Value: 6 - a}}})
+	}
+	var b strings.Builder
+	printRepeatSummary(&b, &scenarios.Scenario{Name: "s"}, "", &tally)
+	if want := "s x200: 199 passed, 1 failed\n  Worker-A/Worker-B claims in the concurrent phase: 0/6 x67, 1/5 x67, 2/4 x66\n"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("summary %q, want it to start %q", b.String(), want)
 	}
 }
 
@@ -235,11 +308,13 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "outboxlab")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	t.Run("ExitCodes", func(t *testing.T) {
+		t.Parallel()
 		for _, tt := range []struct {
 			args []string
 			code int
@@ -248,7 +323,9 @@ func TestBinary(t *testing.T) {
 			{[]string{"run", "session-15-outbox-leasing", "--variant", "unguarded-claim", "--out", t.TempDir()}, 1},
 			{[]string{"run", "no-such-scenario"}, 2},
 		} {
-			err := exec.Command(bin, tt.args...).Run()
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+			err := cmd.Run()
 			code := 0
 			if ee, ok := err.(*exec.ExitError); ok {
 				code = ee.ExitCode()
@@ -261,34 +338,83 @@ func TestBinary(t *testing.T) {
 		}
 	})
 	t.Run("Interrupt", func(t *testing.T) {
+		t.Parallel()
 		tmp := t.TempDir()
-		cmd := exec.Command(bin, "run", "session-15-outbox-leasing", "--repeat", "100000", "--out", t.TempDir())
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(500 * time.Millisecond)
-		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() != exitInterrupted {
-			t.Fatalf("after SIGINT: %v, want exit %d; stderr: %s", err, exitInterrupted, stderr.String())
-		}
-		if !strings.Contains(stderr.String(), "interrupted") {
-			t.Errorf("stderr: %s", stderr.String())
+		stderr := interruptAfterFirstRun(t, bin, tmp)
+		if !strings.Contains(stderr, "interrupted") {
+			t.Errorf("stderr: %s", stderr)
 		}
 		if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
 			t.Errorf("temporary run folders left behind after interrupt: %v", entries)
 		}
 	})
+	t.Run("InterruptKeepDB", func(t *testing.T) {
+		t.Parallel()
+		tmp := t.TempDir()
+		stderr := interruptAfterFirstRun(t, bin, tmp, "--keep-db")
+		m := regexp.MustCompile(`database is kept in (\S+)`).FindStringSubmatch(stderr)
+		if m == nil || !strings.HasPrefix(m[1], filepath.Join(tmp, "outboxlab-session-15-outbox-leasing-")) {
+			t.Fatalf("stderr does not name the kept run folder under %s: %s", tmp, stderr)
+		}
+		if st, err := os.Stat(m[1]); err != nil || !st.IsDir() {
+			t.Errorf("kept folder %s: %v", m[1], err)
+		}
+	})
+}
+
+// interruptAfterFirstRun starts the binary on a long --repeat with its
+// temporary folder under tmp, sends SIGINT once the first run's JSON line
+// is out (a handshake, not a sleep), and returns its stderr after checking
+// it exited 130.
+func interruptAfterFirstRun(t *testing.T, bin, tmp string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"run", "session-15-outbox-leasing", "--repeat", "100000", "--format", "json", "--out", t.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	first := &firstLine{seen: make(chan struct{})}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = first, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-first.seen:
+	case err := <-exited:
+		t.Fatalf("exited before its first run was out: %v; stderr: %s", err, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := <-exited
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("after SIGINT: %v, want exit %d; stderr: %s", err, exitInterrupted, stderr.String())
+	}
+	return stderr.String()
+}
+
+// firstLine is a writer that closes seen when the first line is written.
+type firstLine struct {
+	mu   sync.Mutex
+	done bool
+	seen chan struct{}
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.done && bytes.IndexByte(p, '\n') >= 0 {
+		f.done = true
+		close(f.seen)
+	}
+	return len(p), nil
 }
 
 func TestInterspersed(t *testing.T) {
-	app := newApp(nil, nil)
+	t.Parallel()
+	app := newApp(&settings{}, nil, nil)
 	tests := []struct{ in, want string }{
 		{"outboxlab run a --variant v b", "outboxlab run --variant v -- a b"},
 		{"outboxlab run a --keep-db --out d", "outboxlab run --keep-db --out d -- a"},
@@ -311,6 +437,7 @@ func TestInterspersed(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want time.Duration

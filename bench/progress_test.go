@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestProgressPlainWhenNotATerminal: written to a file or a buffer, the
+// progress is plain lines with no carriage return; to a terminal it is one
+// line redrawn with \r.
+func TestProgressPlainWhenNotATerminal(t *testing.T) {
+	t.Parallel()
+	file, err := os.Create(filepath.Join(t.TempDir(), "progress.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var buf strings.Builder
+	for _, w := range []interface{ Write([]byte) (int, error) }{&buf, file} {
+		p := newProgress(w)
+		if p.tty {
+			t.Fatalf("%T counted as a terminal", w)
+		}
+		p.setCell("cell 1")
+		p.phase("seeding", 0, 100)
+		for i := int64(1); i <= 100; i++ {
+			p.set(i) // within plainEvery of the phase's line: no more lines
+		}
+		p.phase("draining", 0, 100)
+		p.finish()
+	}
+	data, err := os.ReadFile(file.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []string{buf.String(), string(data)} {
+		if strings.Contains(got, "\r") {
+			t.Errorf("carriage return in plain progress: %q", got)
+		}
+		want := "bench: cell 1: seeding 0/100 (0%)\nbench: cell 1: draining 0/100 (0%)\n"
+		if got != want {
+			t.Errorf("plain progress %q, want %q", got, want)
+		}
+	}
+	p := &progress{w: &buf, tty: true}
+	buf.Reset()
+	p.setCell("cell 1")
+	p.phase("seeding", 0, 10)
+	p.set(5)
+	p.finish()
+	if !strings.HasPrefix(buf.String(), "\rbench: cell 1: seeding 0/10") || strings.Contains(buf.String(), "\n") {
+		t.Errorf("terminal progress %q: want one line redrawn with \\r", buf.String())
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestClaimSQLUntrusted runs `run --claim-sql` on files a student should
+// not be able to hand in: each is refused with exit 2 and a reason, before
+// a report or any file outside the run is written.
+func TestClaimSQLUntrusted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "claim.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	abs := filepath.Join(dir, "evil-run-abs.db")
+	uri := filepath.Join(dir, "evil-run-uri.db")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"EmptyClaimSQL", []string{"--claim-sql", ""}, "name a claim file"},
+		{"EmptyClaimSQLEquals", []string{"--claim-sql="}, "name a claim file"},
+		{"EmptyVariant", []string{"--variant", ""}, "--variant needs a name"},
+		{"FIFO", []string{"--claim-sql", fifo}, "not a regular file"},
+		{"DevZero", []string{"--claim-sql", "/dev/zero"}, "not a regular file"},
+		{"Folder", []string{"--claim-sql", dir}, "a folder"},
+		{"AttachAbsolute", []string{"--claim-sql", write("abs.sql", "ATTACH '"+abs+"' AS x; "+okUpdate)}, "ATTACH"},
+		{"AttachRelative", []string{"--claim-sql", write("rel.sql", okSelect+"; ATTACH 'evil-run-relative.db' AS x")}, "ATTACH"},
+		{"AttachURI", []string{"--claim-sql", write("uri.sql", "ATTACH 'file:"+uri+"?mode=rwc' AS x; "+okUpdate)}, "ATTACH"},
+		{"DropTable", []string{"--claim-sql", write("drop.sql", "DROP TABLE Payments; "+okUpdate)}, "schema change"},
+		{"Oversize", []string{"--claim-sql", write("big.sql", strings.Repeat("-", 1<<20+1))}, "larger than"},
+		{"SemicolonInCommentIsNotASplit", []string{"--claim-sql", write("one.sql", okSelect+" -- ; "+okUpdate)}, "found 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "reports")
+			o := runCLI(t, append([]string{"run", "session-15-outbox-leasing", "--out", out}, tt.args...)...)
+			if o.code != exitUsage || !strings.Contains(o.stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", o.code, o.stderr, tt.want)
+			}
+			if reps, _ := filepath.Glob(filepath.Join(out, "*", "*.txt")); len(reps) > 0 {
+				t.Errorf("a refused run wrote %v", reps)
+			}
+		})
+	}
+	for _, evil := range []string{abs, uri, "evil-run-relative.db"} {
+		if _, err := os.Stat(evil); err == nil {
+			t.Errorf("a refused claim file created %s", evil)
+			os.Remove(evil)
+		}
+	}
+}
+
+// TestClaimSQLSemicolonsInside judges a claim whose comments and strings
+// hold semicolons: it is split where SQLite would, and passes.
+func TestClaimSQLSemicolonsInside(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "claim.sql")
+	text := "-- take the oldest; then update it\n" + strings.Replace(okSelect, "LIMIT 1", "AND Payload <> ';' LIMIT 1", 1) + ";\n/* the update; guarded */\n" + okUpdate + ";\n"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", p, "--out", filepath.Join(t.TempDir(), "r"))
+	if o.code != exitOK {
+		t.Fatalf("exit %d: %s %s", o.code, o.stdout, o.stderr)
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	okSelect = "SELECT Id FROM OutboxMessages\nWHERE Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now)\nORDER BY CreatedAtUtc, Id LIMIT 1"
+	okUpdate = "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until\nWHERE Id = :id AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))"
+)
+
+// hostileFile is a claim file the grade test writes, and what grade must
+// make of it.
+type hostileFile struct {
+	name    string
+	text    string // written as the file, unless make is set
+	make    func(path string) error
+	verdict string // PASS, FAIL or NOT JUDGED
+	reason  string // a substring of the error (NOT JUDGED) or a failed check (FAIL)
+}
+
+// hostileFiles are twenty-odd claim files a class might hand in, by
+// mistake or on purpose. Files that would write outside the run name
+// their targets under dir (and one relative name).
+func hostileFiles(dir string) []hostileFile {
+	return []hostileFile{
+		{name: "attach-absolute.sql", text: "ATTACH DATABASE '" + filepath.Join(dir, "evil-abs.db") + "' AS x;\n" + okUpdate, verdict: "NOT JUDGED", reason: "ATTACH"},
+		{name: "attach-relative.sql", text: okSelect + ";\nATTACH 'evil-grade-relative.db' AS x", verdict: "NOT JUDGED", reason: "ATTACH"},
+		{name: "attach-uri.sql", text: "ATTACH 'file:" + filepath.Join(dir, "evil-uri.db") + "?mode=rwc' AS x;\n" + okUpdate, verdict: "NOT JUDGED", reason: "ATTACH"},
+		{name: "vacuum-into.sql", text: "VACUUM INTO '" + filepath.Join(dir, "evil-vacuum.db") + "';\n" + okUpdate, verdict: "NOT JUDGED", reason: "first statement"},
+		{name: "drop-table.sql", text: "DROP TABLE Payments;\n" + okUpdate, verdict: "NOT JUDGED", reason: "schema change"},
+		{name: "drop-in-update.sql", text: okSelect + ";\nDROP TABLE OutboxMessages", verdict: "NOT JUDGED", reason: "schema change"},
+		{name: "pragma.sql", text: "PRAGMA writable_schema = ON;\n" + okUpdate, verdict: "NOT JUDGED", reason: "PRAGMA"},
+		{name: "update-payments.sql", text: okSelect + ";\nUPDATE Payments SET PaymentStatus = 'Paid' WHERE Id = :id", verdict: "NOT JUDGED", reason: "UPDATE of Payments"},
+		{name: "delete.sql", text: okSelect + ";\nDELETE FROM OutboxMessages WHERE Id = :id", verdict: "NOT JUDGED", reason: "DELETE"},
+		{name: "two-selects.sql", text: okSelect + ";\nSELECT Id FROM OutboxMessages WHERE Id = :id", verdict: "NOT JUDGED", reason: "no update"},
+		{name: "recursive.sql", text: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c;\n" + okUpdate, verdict: "NOT JUDGED", reason: "recursive"},
+		{name: "empty.sql", text: "", verdict: "NOT JUDGED", reason: "found 0"},
+		{name: "only-comments.sql", text: "-- SELECT Id FROM OutboxMessages;\n/* UPDATE OutboxMessages SET x = 1; */\n", verdict: "NOT JUDGED", reason: "found 0"},
+		{name: "three-statements.sql", text: okSelect + ";\n" + okUpdate + ";\nSELECT 1", verdict: "NOT JUDGED", reason: "found 3"},
+		{name: "unterminated.sql", text: okSelect + ";\nUPDATE OutboxMessages SET LockedBy = 'oops WHERE Id = :id", verdict: "NOT JUDGED", reason: "unterminated string"},
+		{name: "nul.sql", text: okSelect + ";\x00\n" + okUpdate, verdict: "NOT JUDGED", reason: "NUL"},
+		{name: "oversize.sql", text: okSelect + ";\n" + okUpdate + ";\n-- " + strings.Repeat("x", 1<<20), verdict: "NOT JUDGED", reason: "larger than 1024 KiB"},
+		{name: "fifo.sql", make: func(p string) error { return syscall.Mkfifo(p, 0o644) }, verdict: "NOT JUDGED", reason: "not a regular file"},
+		{name: "folder.sql", make: func(p string) error { return os.Mkdir(p, 0o755) }, verdict: "NOT JUDGED", reason: "a folder"},
+		{name: "missing.sql", make: func(string) error { return nil }, verdict: "NOT JUDGED", reason: "no such file"},
+		{name: "self-assign.sql", text: okSelect + ";\nUPDATE OutboxMessages SET LockedBy = LockedBy WHERE Id = :id", verdict: "FAIL", reason: "claims_bounded"},
+		{name: "every-row.sql", text: okSelect + ";\nUPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE :id > 0", verdict: "FAIL", reason: "recovery_ok"},
+		{name: "semicolons-quoted.sql", text: "-- a comment; with a semicolon\n" + strings.Replace(okSelect, "LIMIT 1", "AND Payload <> 'a;b' /* ; */ LIMIT 1", 1) + ";\n" + okUpdate + ";\n", verdict: "PASS"},
+		{name: "pending-only.sql", text: okSelect[:strings.Index(okSelect, " OR")] + " ORDER BY Id LIMIT 1;\nUPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE Id = :id AND Status = 'Pending'", verdict: "FAIL", reason: "recovery_ok"},
+	}
+}
+
+func writeHostileFiles(t *testing.T, dir string, files []hostileFile) []string {
+	t.Helper()
+	var paths []string
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		var err error
+		if f.make != nil {
+			err = f.make(p)
+		} else {
+			err = os.WriteFile(p, []byte(f.text), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+func TestGradeHostileFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := hostileFiles(dir)
+	paths := writeHostileFiles(t, dir, files)
+	out := filepath.Join(t.TempDir(), "reports")
+	o := runCLI(t, append([]string{"grade", "--format", "json", "--out", out, "--timeout", "1m"}, paths...)...)
+	if o.code != exitUsage {
+		t.Errorf("exit %d, want %d (some files could not be judged); stderr %s", o.code, exitUsage, o.stderr)
+	}
+	got := map[string]grade{}
+	sc := bufio.NewScanner(strings.NewReader(o.stdout))
+	for sc.Scan() {
+		var g grade
+		if err := json.Unmarshal(sc.Bytes(), &g); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got[filepath.Base(g.File)] = g
+	}
+	for _, f := range files {
+		g, ok := got[f.name]
+		if !ok {
+			t.Errorf("%s: no JSON object", f.name)
+			continue
+		}
+		if v := g.verdict(); v != f.verdict {
+			t.Errorf("%s: verdict %s, want %s (error %q, failed %v)", f.name, v, f.verdict, g.Error, g.FailedChecks)
+		}
+		what := g.Error + " " + strings.Join(g.FailedChecks, " ")
+		if !strings.Contains(what, f.reason) {
+			t.Errorf("%s: %q does not say %q", f.name, what, f.reason)
+		}
+		if (g.Report != "") != (f.verdict != "NOT JUDGED") {
+			t.Errorf("%s: report %q with verdict %s", f.name, g.Report, f.verdict)
+		}
+		if g.Report != "" {
+			if _, err := os.Stat(g.Report); err != nil {
+				t.Errorf("%s: report: %v", f.name, err)
+			}
+		}
+	}
+	for _, evil := range []string{filepath.Join(dir, "evil-abs.db"), filepath.Join(dir, "evil-uri.db"), filepath.Join(dir, "evil-vacuum.db"), "evil-grade-relative.db"} {
+		if _, err := os.Stat(evil); err == nil {
+			t.Errorf("a refused claim file created %s", evil)
+			os.Remove(evil)
+		}
+	}
+	if summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "Grade-Summary-*.txt")); len(summaries) != 1 {
+		t.Errorf("summary reports: %v, want one", summaries)
+	}
+}
+
+func TestGradeExamples(t *testing.T) {
+	t.Parallel()
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.sql"))
+	if err != nil || len(examples) < 2 {
+		t.Fatalf("examples: %v %v", examples, err)
+	}
+	out := filepath.Join(t.TempDir(), "reports")
+	o := runCLI(t, append([]string{"grade", "--out", out}, examples...)...)
+	if o.code != exitCheckFailed {
+		t.Fatalf("exit %d, want 1 (claim-pending-only fails a check); stderr %s", o.code, o.stderr)
+	}
+	for _, want := range []string{"claim-lesson.sql", "PASS", "claim-pending-only.sql", "FAIL", "recovery_ok", "expected 1, observed 0", "2 files: 1 passed, 1 failed a check, 0 not judged", "summary: "} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	reportsWritten, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*YourSQL*.txt"))
+	if len(reportsWritten) != 2 {
+		t.Errorf("reports: %v, want one per file", reportsWritten)
+	}
+}
+
+func TestGradeOnlyPassing(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, "grade", "--out", filepath.Join(t.TempDir(), "r"), filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if o.code != exitOK {
+		t.Fatalf("exit %d, want 0; %s %s", o.code, o.stdout, o.stderr)
+	}
+}
+
+func TestGradeUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"grade"}, {"grade", "--jobs", "0", "x.sql"}, {"grade", "--format", "xml", "x.sql"}} {
+		if o := runCLI(t, args...); o.code != exitUsage {
+			t.Errorf("%v: exit %d, want 2", args, o.code)
+		}
+	}
+}
+
+// TestGradeInterrupted checks that a cancelled grade stops and says so.
+func TestGradeInterrupted(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut strings.Builder
+	code := runWith(ctx, &settings{now: time.Now, tempRoot: t.TempDir()}, []string{"outboxlab", "grade", "--out", filepath.Join(t.TempDir(), "r"), filepath.Join("..", "..", "examples", "claim-lesson.sql")}, &out, &errOut)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d", code, exitInterrupted)
+	}
+}
