@@ -5,7 +5,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 OUT         ?= run-reports
 BIN         := bin/outboxlab
 
-.PHONY: run run-all build test lint bench check-figures clean
+.PHONY: run run-all build test lint tidy-check bench check-figures clean
 
 ## run: run both Day 15 scenarios (the race and the fix) and print where the reports are
 run: build
@@ -26,6 +26,11 @@ test:
 ## lint: staticcheck, fetched through the Go module proxy
 lint:
 	$(GO) run $(STATICCHECK) ./...
+
+## tidy-check: fail when go.mod/go.sum are not tidy or a file is not gofmt-clean
+tidy-check:
+	$(GO) mod tidy -diff
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
 ## bench: the Go benchmarks of the claim paths
 bench:
