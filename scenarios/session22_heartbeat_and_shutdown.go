@@ -1,0 +1,619 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Session 22's mistake variants.
+const (
+	variantRenewalFailureOnlyLogged = "renewal-failure-only-logged"
+	variantNoDeadline               = "no-deadline"
+	variantShutdownMarksComplete    = "shutdown-marks-complete"
+	variantRenewWithoutMargin       = "renew-without-margin"
+)
+
+// Session 22's figures, in ticks (milliseconds) on the scenario clock.
+const (
+	hbLease = 30 * cast.TickSecond
+	// heartbeatMargin is the heartbeat's safety margin: it renews when two
+	// thirds of the lease has passed, so a third of the lease is left to
+	// absorb a late beat.
+	heartbeatMargin = hbLease / 3
+	hbBeatDelay     = 1 * cast.TickSecond // every beat fires this late: a busy scheduler
+	hbMaxProcessing = 2 * cast.TickMinute // no lease past claimed_at + this
+	hbGrace         = 10 * cast.TickSecond
+)
+
+// Session 22's cast: the relays, a process each, and the events of its four acts.
+const (
+	hbRelayA     = "Relay-A"
+	hbRelayB     = "Relay-B"
+	hbRelayC     = "Relay-C"
+	hbRelayD     = "Relay-D"
+	hbRelayFresh = "Relay-D (restarted)"
+	hbPaused     = "e2" // the event Relay-A holds when it freezes
+	hbStuck      = "e3" // the event whose work never ends
+)
+
+var heartbeatAndShutdown = Scenario{
+	Name:    "session-22-heartbeat-and-shutdown",
+	Session: "Session-22",
+	FileTag: "HeartbeatAndShutdown",
+	Title:   "Session 22: a heartbeat that stops the work when the lease is lost, and a shutdown that loses nothing",
+	Design:  lab.Safe,
+	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes 0 rows. " +
+		"On the scenario clock, with a 30 s lease, each relay's heartbeat renews under its token when two thirds of the " +
+		"lease has passed (the safety margin, 10 s, is the constant heartbeatMargin), each beat 1 s late. " +
+		"Act 1: Relay-A works on e1 for 75 s, several lease periods; every renewal changes 1 row and its completion is accepted. " +
+		"Act 2: Relay-A freezes holding e2 (a stop-the-world pause); its lease expires and Relay-B reclaims e2. When Relay-A " +
+		"resumes, its overdue renewal changes 0 rows and the heartbeat cancels the work's context before the send: no send, " +
+		"no completion attempted. Relay-B sends and completes e2. " +
+		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time), so Relay-C, whose " +
+		"work on e3 never ends, loses e3 and Relay-B delivers it. " +
+		"Act 4: Relay-D holds e4, e5 and e6 when SIGTERM arrives: it stops polling at once, completes e4 (already sent) within " +
+		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
+		"recovers both. Peers differ on the lost lease: Hangfire's sliding lease only logs it (the renewal-failure-only-logged " +
+		"variant), goqite and River let the job run to its end, Temporal's heartbeat cancels the activity's context, as here.",
+	DoesNotSolve: "Cancellation stops the work at its next check, not mid-call: a send already on the wire when the lease is " +
+		"lost still arrives, and a relay that only logs the failure (Hangfire) or runs the job to its end (goqite, River) " +
+		"sends after its lease is gone. The lab fires the overdue heartbeat before the work's next step; a real relay must " +
+		"also refuse to start an effect when its last confirmed lease has less than the margin left. Either way duplicates " +
+		"remain possible, so consumers still need the inbox (session 18). An event whose work never ends is freed by the " +
+		"deadline but will hang its next relay too: parking it is the dead-letter queue's job (sessions 19 and 20).",
+	Statements: []lab.Statement{
+		{Name: store.ClaimStampingClaimedAt.Name, SQL: store.ClaimStampingClaimedAt.SQL},
+		{Name: store.RenewWithinDeadline.Name, SQL: store.RenewWithinDeadline.SQL},
+		{Name: store.CompleteWithToken.Name, SQL: store.CompleteWithToken.SQL},
+	},
+	Checks: []CheckDoc{
+		{"stale_sends", "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
+		{"zero_row_renewals", "renewals that changed 0 rows because the lease was lost: 1, Relay-A's after its pause"},
+		{"cancelled_on_lease_loss", "works cancelled on a lost lease before their send: 1, Relay-A's on e2"},
+		{"completed_by_new_owner", "e2 completed once, by its new owner Relay-B"},
+		{"deadline_refusals", "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
+		{"lost_events", "events marked delivered that the broker never received: 0"},
+		{"completed_without_send", "completions that changed a row for an event the completing relay never sent: 0"},
+		{"recovered_after_restart", "events in flight at shutdown that the restarted relay recovered and delivered: 2 (e5, e6)"},
+	},
+	Variants: []Variant{
+		{Name: variantRenewalFailureOnlyLogged, Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +
+			"goes on after the pause, sends e2 with its lost lease, and tries a completion that is fenced out",
+			Breaks: []string{"stale_sends", "cancelled_on_lease_loss"}},
+		{Name: variantNoDeadline, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
+			Breaks: []string{"deadline_refusals"}},
+		{Name: variantShutdownMarksComplete, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
+			"e5 and e6 are never published and the restarted relay finds nothing to recover",
+			Breaks: []string{"lost_events", "completed_without_send", "recovered_after_restart"}},
+		{Name: variantRenewWithoutMargin, Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
+			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
+			Breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"}},
+	},
+	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
+		return runHeartbeatAndShutdown(ctx, env, heartbeatCastFor(env.Variant))
+	},
+}
+
+// heartbeatCast is what a session-22 run is made of: the statements, and
+// the heartbeat policies of Relay-A and of every other relay.
+type heartbeatCast struct {
+	sqls    store.HeartbeatSQL
+	policyA cast.HeartbeatPolicy
+	policy  cast.HeartbeatPolicy
+}
+
+// heartbeatCastFor is the lesson's cast, or the lesson's with the one
+// statement or policy a variant gets wrong.
+func heartbeatCastFor(variant string) heartbeatCast {
+	p := cast.HeartbeatPolicy{Lease: hbLease, Margin: heartbeatMargin, Delay: hbBeatDelay, MaxProcessing: hbMaxProcessing, OnLeaseLost: cast.CancelWork}
+	hc := heartbeatCast{sqls: store.HeartbeatLesson, policyA: p, policy: p}
+	switch variant {
+	case variantRenewalFailureOnlyLogged:
+		hc.policyA.OnLeaseLost = cast.LogOnly
+	case variantNoDeadline:
+		hc.sqls.Renew = store.RenewWithoutDeadline
+	case variantShutdownMarksComplete:
+		hc.sqls.AtShutdown = store.MarkHeldComplete
+	case variantRenewWithoutMargin:
+		hc.policyA.Margin = 0
+	}
+	return hc
+}
+
+// heartbeatRun is one session-22 run: its connections, the stage and the
+// relays, and what the shutdown left.
+type heartbeatRun struct {
+	env      *Env
+	hc       heartbeatCast
+	dbs      []*store.DB
+	timeline lab.Timeline
+	setup    *store.DB
+	producer *store.Relay
+	broker   *store.Broker
+	stage    *cast.HeartbeatStage
+	a, b, c  *cast.HeartbeatRelay
+	jb       *cast.HeartbeatJob // Relay-B's job on e2
+
+	heldAtExit []string // events Relay-D still held when it exited
+}
+
+// runHeartbeatAndShutdown runs session 22 with hc.
+func runHeartbeatAndShutdown(ctx context.Context, env *Env, hc heartbeatCast) (*lab.Result, error) {
+	run := &heartbeatRun{env: env, hc: hc}
+	defer run.close()
+	if err := run.seed(ctx); err != nil {
+		return nil, err
+	}
+	if err := run.play(ctx); err != nil {
+		return nil, err
+	}
+	r := &lab.Result{}
+	if err := run.measure(ctx, r); err != nil {
+		return nil, err
+	}
+	expectDocumented(r, env.Scenario.Checks, map[string]float64{
+		"stale_sends": 0, "zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "completed_by_new_owner": 1,
+		"deadline_refusals": 1, "lost_events": 0, "completed_without_send": 0, "recovered_after_restart": 2,
+	})
+	r.Verdict = run.verdict(r)
+	return r, nil
+}
+
+// open opens one process's own connection, closed when the run ends.
+func (run *heartbeatRun) open(ctx context.Context) (*store.DB, error) {
+	db, err := run.env.Open(ctx, run.env.DatabasePath())
+	if err != nil {
+		return nil, err
+	}
+	run.dbs = append(run.dbs, db)
+	return db, nil
+}
+
+func (run *heartbeatRun) close() {
+	if run.stage != nil {
+		run.stage.Close()
+	}
+	for _, db := range run.dbs {
+		db.Close()
+	}
+}
+
+// seed creates the schema, the broker and the stage, and starts Relay-A,
+// Relay-B and Relay-C, each a process on its own connection.
+func (run *heartbeatRun) seed(ctx context.Context) error {
+	var err error
+	if run.setup, err = run.open(ctx); err != nil {
+		return err
+	}
+	if err := run.setup.Migrate(ctx, store.RelayEvents, store.HeartbeatClaims, store.BrokerInbox); err != nil {
+		return err
+	}
+	run.producer = store.NewRelay(run.setup, run.hc.sqls.Relay)
+	brokerDB, err := run.open(ctx)
+	if err != nil {
+		return err
+	}
+	run.broker = store.NewBroker(brokerDB, store.BrokerLesson)
+	run.stage = cast.NewHeartbeatStage(&run.timeline, run.broker)
+	relays := []**cast.HeartbeatRelay{&run.a, &run.b, &run.c}
+	for i, name := range []string{hbRelayA, hbRelayB, hbRelayC} {
+		db, err := run.open(ctx)
+		if err != nil {
+			return err
+		}
+		p := run.hc.policy
+		if name == hbRelayA {
+			p = run.hc.policyA
+		}
+		*relays[i] = run.stage.NewRelay(name, db, run.hc.sqls, p)
+	}
+	return nil
+}
+
+// play is the lesson's four acts, one after the other on one clock.
+func (run *heartbeatRun) play(ctx context.Context) error {
+	for _, act := range []func(context.Context) error{run.heartbeat, run.pause, run.deadline, run.shutdown} {
+		if err := act(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// at moves the clock to second t of the lesson, firing due heartbeats.
+func (run *heartbeatRun) at(ctx context.Context, t int64) error {
+	return run.stage.AdvanceTo(ctx, t*cast.TickSecond)
+}
+
+// commit inserts the outbox events ids at the current time, as the
+// producer's business transactions would.
+func (run *heartbeatRun) commit(ctx context.Context, ids ...string) error {
+	for _, id := range ids {
+		e := store.NewEvent{ID: id, Type: "PaymentSettled", Payload: fmt.Sprintf(`{"event":%q}`, id)}
+		if err := run.producer.Insert(ctx, e, run.stage.Now()); err != nil {
+			return err
+		}
+	}
+	run.stage.Event("producer", "commit", fmt.Sprintf("outbox events %v committed with their business changes", ids))
+	return nil
+}
+
+// claimOne polls once with relay and insists it claimed something.
+func claimOne(ctx context.Context, relay *cast.HeartbeatRelay) (*cast.HeartbeatJob, error) {
+	j, err := relay.Poll(ctx)
+	if err == nil && j == nil {
+		err = fmt.Errorf("session 22: %s found nothing to claim", relay.Name)
+	}
+	return j, err
+}
+
+// heartbeat is act 1: Relay-A works on e1 for 75 s; its heartbeat renews
+// three times, each 1 row, and the completion is accepted.
+func (run *heartbeatRun) heartbeat(ctx context.Context) error {
+	if err := run.commit(ctx, "e1"); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 1); err != nil {
+		return err
+	}
+	j, err := claimOne(ctx, run.a)
+	if err != nil {
+		return err
+	}
+	run.stage.Event(hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
+	if err := run.at(ctx, 76); err != nil {
+		return err
+	}
+	if _, err := j.Send(ctx); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 79); err != nil {
+		return err
+	}
+	if _, err := j.Complete(ctx); err != nil {
+		return err
+	}
+	return run.pollAndDeliver(ctx, run.b, 82)
+}
+
+// pollAndDeliver lets relay poll at second t, and send and complete each
+// event it claims, until nothing is claimable.
+func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay *cast.HeartbeatRelay, t int64) error {
+	for {
+		if err := run.at(ctx, t); err != nil {
+			return err
+		}
+		j, err := relay.Poll(ctx)
+		if err != nil || j == nil {
+			return err
+		}
+		if err := run.at(ctx, t+1); err != nil {
+			return err
+		}
+		if _, err := j.Send(ctx); err != nil {
+			return err
+		}
+		if err := run.at(ctx, t+2); err != nil {
+			return err
+		}
+		if _, err := j.Complete(ctx); err != nil {
+			return err
+		}
+		t += 3
+	}
+}
+
+// pause is act 2: Relay-A freezes holding e2, Relay-B reclaims it after
+// the expiry, and Relay-A resumes to a renewal that changes 0 rows.
+func (run *heartbeatRun) pause(ctx context.Context) error {
+	if err := run.at(ctx, 100); err != nil {
+		return err
+	}
+	if err := run.commit(ctx, hbPaused); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 101); err != nil {
+		return err
+	}
+	ja, err := claimOne(ctx, run.a)
+	if err != nil {
+		return err
+	}
+	steps := []struct {
+		at int64
+		do func() error
+	}{
+		{105, func() error { run.a.Freeze("a stop-the-world pause (a frozen VM): no heartbeat, no work"); return nil }},
+		{131, func() error {
+			run.stage.Event("clock", "lease expires", "Relay-A's lease on e2 has expired; its heartbeat never ran")
+			return nil
+		}},
+		{132, func() error { return run.newOwner(ctx) }},
+		{140, func() error { return run.a.Resume(ctx) }},
+		{141, func() error { _, err := ja.Send(ctx); return err }},
+		{142, func() error { _, err := ja.Complete(ctx); return err }},
+		{143, func() error { return run.completeNewOwner(ctx) }},
+	}
+	for _, s := range steps {
+		if err := run.at(ctx, s.at); err != nil {
+			return err
+		}
+		if err := s.do(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newOwner is Relay-B's poll that reclaims e2, and its send.
+func (run *heartbeatRun) newOwner(ctx context.Context) error {
+	j, err := claimOne(ctx, run.b)
+	if err != nil {
+		return err
+	}
+	run.jb = j
+	if err := run.at(ctx, 134); err != nil {
+		return err
+	}
+	_, err = j.Send(ctx)
+	return err
+}
+
+func (run *heartbeatRun) completeNewOwner(ctx context.Context) error {
+	_, err := run.jb.Complete(ctx)
+	return err
+}
+
+// deadline is act 3: Relay-C's work on e3 never ends; its renewals are
+// refused once the lease would pass claimed_at + the maximum processing
+// time, and Relay-B delivers e3 after the lease ends.
+func (run *heartbeatRun) deadline(ctx context.Context) error {
+	if err := run.at(ctx, 200); err != nil {
+		return err
+	}
+	if err := run.commit(ctx, hbStuck); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 201); err != nil {
+		return err
+	}
+	j, err := claimOne(ctx, run.c)
+	if err != nil {
+		return err
+	}
+	j.Hang("a call to the payment gateway that never answers; only the work's context can end it")
+	return run.pollAndDeliver(ctx, run.b, 316)
+}
+
+// shutdown is act 4: SIGTERM reaches Relay-D holding e4, e5 and e6; after
+// its exit and restart, a fresh relay recovers what it left.
+func (run *heartbeatRun) shutdown(ctx context.Context) error {
+	if err := run.at(ctx, 400); err != nil {
+		return err
+	}
+	if err := run.commit(ctx, "e4", "e5", "e6"); err != nil {
+		return err
+	}
+	db, err := run.open(ctx)
+	if err != nil {
+		return err
+	}
+	d := run.stage.NewRelay(hbRelayD, db, run.hc.sqls, run.hc.policy)
+	if err := run.at(ctx, 401); err != nil {
+		return err
+	}
+	var jobs []*cast.HeartbeatJob
+	for range 3 {
+		j, err := claimOne(ctx, d)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+	}
+	if err := run.stopAndExit(ctx, d, jobs[0]); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 410); err != nil {
+		return err
+	}
+	fdb, err := run.open(ctx)
+	if err != nil {
+		return err
+	}
+	fresh := run.stage.NewRelay(hbRelayFresh, fdb, run.hc.sqls, run.hc.policy)
+	if err := run.pollAndDeliver(ctx, fresh, 410); err != nil {
+		return err
+	}
+	return run.pollAndDeliver(ctx, fresh, 432)
+}
+
+// stopAndExit sends Relay-D its stop signal after the send of sent, lets
+// it finish sent within the grace period, and ends its process.
+func (run *heartbeatRun) stopAndExit(ctx context.Context, d *cast.HeartbeatRelay, sent *cast.HeartbeatJob) error {
+	if err := run.at(ctx, 405); err != nil {
+		return err
+	}
+	if _, err := sent.Send(ctx); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 406); err != nil {
+		return err
+	}
+	d.Stop(hbGrace)
+	if err := run.commit(ctx, "e7"); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 407); err != nil {
+		return err
+	}
+	if _, err := d.Poll(ctx); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 408); err != nil {
+		return err
+	}
+	if _, err := sent.Complete(ctx); err != nil {
+		return err
+	}
+	if err := run.at(ctx, 409); err != nil {
+		return err
+	}
+	held, err := d.Exit(ctx)
+	run.heldAtExit = held
+	return err
+}
+
+// measure sets the lesson's figures from the ledgers and the database.
+func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
+	s := run.stage
+	offers, err := run.broker.Offers(ctx)
+	if err != nil {
+		return err
+	}
+	events, err := run.producer.Events(ctx)
+	if err != nil {
+		return err
+	}
+	stale, err := staleSends(s, offers)
+	if err != nil {
+		return err
+	}
+	r.SetMetric("stale_sends", float64(stale))
+	var zeroRows, deadline, oneRow int
+	for _, e := range s.Renewals {
+		switch {
+		case e.Rows == 1:
+			oneRow++
+		case e.Reason == cast.RenewalLeaseLost:
+			zeroRows++
+		case e.Reason == cast.RenewalDeadline:
+			deadline++
+		}
+	}
+	r.SetMetric("zero_row_renewals", float64(zeroRows))
+	var cancelled int
+	for _, c := range s.Cancellations {
+		if errors.Is(c.Cause, cast.ErrLeaseLost) && !c.Sent {
+			cancelled++
+		}
+	}
+	r.SetMetric("cancelled_on_lease_loss", float64(cancelled))
+	run.measureCompletions(r)
+	r.SetMetric("deadline_refusals", float64(deadline))
+	r.SetMetric("lost_events", float64(lostEvents(events, offers)))
+	r.SetMetric("renewals_one_row", float64(oneRow))
+	if r.Schema, err = run.setup.Schema(ctx); err != nil {
+		return err
+	}
+	r.Timeline = run.timeline.Events()
+	r.Tables = append(r.Tables, run.policyTable())
+	r.Tables = append(r.Tables, s.Tables()...)
+	r.Tables = append(r.Tables, cast.OutboxEventsTable(events))
+	return nil
+}
+
+// measureCompletions sets the figures the completion ledger gives.
+func (run *heartbeatRun) measureCompletions(r *lab.Result) {
+	held := map[string]bool{}
+	for _, id := range run.heldAtExit {
+		held[id] = true
+	}
+	var newOwner, withoutSend, recovered int
+	for _, c := range run.stage.Completions {
+		if c.Rows == 0 {
+			continue
+		}
+		if c.Event == hbPaused && c.Relay == hbRelayB {
+			newOwner++
+		}
+		if !c.Sent {
+			withoutSend++
+		}
+		if c.Relay == hbRelayFresh && held[c.Event] {
+			recovered++
+		}
+	}
+	r.SetMetric("completed_by_new_owner", float64(newOwner))
+	r.SetMetric("completed_without_send", float64(withoutSend))
+	r.SetMetric("recovered_after_restart", float64(recovered))
+}
+
+// staleSends counts the broker's offers made at or after the end of the
+// sender's last lease on the event, from the claim and renewal ledgers.
+func staleSends(s *cast.HeartbeatStage, offers []store.BrokerOffer) (int, error) {
+	leaseEnd := map[[2]string]int64{}
+	for _, c := range s.Claims {
+		k := [2]string{c.Relay, c.Event}
+		leaseEnd[k] = max(leaseEnd[k], c.LeaseUntil)
+	}
+	for _, e := range s.Renewals {
+		if k := [2]string{e.Relay, e.Event}; e.Rows == 1 {
+			leaseEnd[k] = max(leaseEnd[k], e.LeaseUntil)
+		}
+	}
+	n := 0
+	for _, o := range offers {
+		at, err := cast.TickOfClock(o.OfferedAt)
+		if err != nil {
+			return 0, err
+		}
+		if at >= leaseEnd[[2]string{o.OfferedBy, o.EventID}] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// lostEvents counts events marked delivered that no accepted broker offer
+// carries: no consumer will ever see them.
+func lostEvents(events []store.Event, offers []store.BrokerOffer) int {
+	offered := map[string]bool{}
+	for _, o := range offers {
+		if !o.Dropped {
+			offered[o.EventID] = true
+		}
+	}
+	n := 0
+	for _, e := range events {
+		if e.Delivered && !offered[e.ID] {
+			n++
+		}
+	}
+	return n
+}
+
+// policyTable prints the heartbeat's figures, the margin among them.
+func (run *heartbeatRun) policyTable() lab.Table {
+	t := lab.Table{Title: "Heartbeat policy", Note: "The figures every relay runs with; a variant changes Relay-A's.",
+		Columns: []string{"Figure", "Value", "Meaning"}}
+	t.AddRow("lease", cast.DurationText(hbLease), "what a claim or a renewal grants")
+	t.AddRow("heartbeatMargin", cast.DurationText(heartbeatMargin), "the safety margin: renew when two thirds of the lease has passed")
+	t.AddRow("Relay-A's margin", cast.DurationText(run.hc.policyA.Margin), "Relay-A renews when this much of its lease is left")
+	t.AddRow("beat delay", cast.DurationText(hbBeatDelay), "every beat fires this late")
+	t.AddRow("max processing", cast.DurationText(hbMaxProcessing), "no lease past claimed_at + this")
+	t.AddRow("grace period", cast.DurationText(hbGrace), "after SIGTERM, for work already sent")
+	t.AddRow("Relay-A on lease loss", string(run.hc.policyA.OnLeaseLost), "what its heartbeat does with a 0-row renewal")
+	return t
+}
+
+// verdict says what the checks showed.
+func (run *heartbeatRun) verdict(r *lab.Result) string {
+	m := metricsOf(r)
+	switch {
+	case r.Passed():
+		return fmt.Sprintf("SAFE DESIGN held. The heartbeat renewed %s times under its token (1 row each); after the pause "+
+			"Relay-A's renewal changed 0 rows and its work was cancelled before the send (%s stale sends), Relay-B completed e2; "+
+			"the processing deadline refused %s renewal of the stuck e3; the shutdown marked nothing it had not sent and the "+
+			"restarted relay recovered %s events. Cancellation narrows the window; the inbox still absorbs what slips through.",
+			m("renewals_one_row"), m("stale_sends"), m("deadline_refusals"), m("recovered_after_restart"))
+	case run.env.Variant != "":
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", run.env.Variant, r.FailedChecks())
+	default:
+		return fmt.Sprintf("NOT SHOWN: failed checks %v.", r.FailedChecks())
+	}
+}
