@@ -99,6 +99,7 @@ var checkBrokenByTest = map[string]string{
 	"session-18-lease-expiry-after-send/published":                "TestLeaseExpiryAfterSendChecksCanFail",
 	"session-19-failure-classes/rows":                             "TestFailureClassesChecksCanFail",
 	"session-20-inbox-retention/broker_passed_after_window":       "store.TestOfferDedupWindow",
+	"session-22-heartbeat-and-shutdown/completed_by_new_owner":    "TestSession22ChecksCanFail",
 
 	// Session 14's guards on a real crash and on the provider's ledger.
 	"session-14-transactional-outbox/crashes_injected":              "TestTransactionalOutboxChecksCanFail",

@@ -606,7 +606,7 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held. The heartbeat renewed %s times under its token (1 row each); after the pause "+
+		return fmt.Sprintf("SAFE DESIGN held. The heartbeats renewed %s times, each under its token (1 row); after the pause "+
 			"Relay-A's renewal changed 0 rows and its work was cancelled before the send (%s stale sends), Relay-B completed e2; "+
 			"the processing deadline refused %s renewal of the stuck e3; the shutdown marked nothing it had not sent and the "+
 			"restarted relay recovered %s events. Cancellation narrows the window; the inbox still absorbs what slips through.",

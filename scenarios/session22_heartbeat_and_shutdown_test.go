@@ -1,0 +1,63 @@
+package scenarios
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// runSession22 runs session 22 with hc in a fresh folder.
+func runSession22(t *testing.T, hc heartbeatCast) *lab.Result {
+	t.Helper()
+	env := &Env{Scenario: &heartbeatAndShutdown, Dir: t.TempDir(), Ledger: &store.Ledger{}}
+	r, err := runHeartbeatAndShutdown(context.Background(), env, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestSession22ChecksCanFail breaks the check no session-22 variant breaks:
+// a Relay-A that only logs its lost lease and completes by event id alone
+// completes e2 before its new owner, whose completion is then fenced out.
+func TestSession22ChecksCanFail(t *testing.T) {
+	t.Parallel()
+	hc := heartbeatCastFor("")
+	hc.policyA.OnLeaseLost = cast.LogOnly
+	hc.sqls.Relay.Complete = store.CompleteByEventID
+	r := runSession22(t, hc)
+	if failed := r.FailedChecks(); !slices.Contains(failed, "completed_by_new_owner") {
+		t.Fatalf("failed checks %v, want completed_by_new_owner among them", failed)
+	}
+}
+
+// TestSession22VariantFigures pins what each variant does to the figures
+// its mistake is about, beyond failing its checks.
+func TestSession22VariantFigures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		variant string
+		want    map[string]float64
+	}{
+		{"", map[string]float64{"renewals_one_row": 7, "stale_sends": 0, "recovered_after_restart": 2}},
+		{variantRenewalFailureOnlyLogged, map[string]float64{"stale_sends": 1, "cancelled_on_lease_loss": 0, "zero_row_renewals": 1, "completed_by_new_owner": 1}},
+		{variantNoDeadline, map[string]float64{"deadline_refusals": 0, "lost_events": 0, "recovered_after_restart": 2}},
+		{variantShutdownMarksComplete, map[string]float64{"lost_events": 2, "completed_without_send": 2, "recovered_after_restart": 0}},
+		{variantRenewWithoutMargin, map[string]float64{"zero_row_renewals": 2, "cancelled_on_lease_loss": 2, "stale_sends": 0}},
+	}
+	for _, tt := range tests {
+		t.Run("variant="+tt.variant, func(t *testing.T) {
+			t.Parallel()
+			r := runSession22(t, heartbeatCastFor(tt.variant))
+			for key, want := range tt.want {
+				if got, ok := r.Metric(key); !ok || got != want {
+					t.Errorf("%s = %v (measured %v), want %v", key, got, ok, want)
+				}
+			}
+		})
+	}
+}
