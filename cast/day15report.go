@@ -28,8 +28,10 @@ func (d *Day15) Audit(ctx context.Context, db *store.DB, r *lab.Result) error {
 		{"outbox_processing", store.CountOutboxByStatus.SQL, statusArg("Processing")},
 		{"paid", store.CountPaymentsByStatus.SQL, statusArg("Paid")},
 		{"failed", store.CountPaymentsByStatus.SQL, statusArg("Failed")},
+		{"payments_pending", store.CountPaymentsByStatus.SQL, statusArg("Pending")},
+		{"seeded_payments", store.CountPayments.SQL, nil},
+		{"seeded_messages", store.CountOutbox.SQL, nil},
 		{"duplicate_rows", store.DuplicateRows.SQL, nil},
-		{"fake_successes", store.FakeSuccesses.SQL, nil},
 	}
 	for _, c := range counts {
 		n, err := db.Count(ctx, c.query, c.args...)
@@ -38,6 +40,15 @@ func (d *Day15) Audit(ctx context.Context, db *store.DB, r *lab.Result) error {
 		}
 		r.SetMetric(c.key, float64(n))
 	}
+
+	fakes, err := d.fakeSuccesses(ctx, db)
+	if err != nil {
+		return err
+	}
+	r.SetMetric("fake_successes", float64(fakes))
+	a, b := d.processedBy()
+	r.SetMetric("processed_by_a", float64(a))
+	r.SetMetric("processed_by_b", float64(b))
 
 	by := d.AttemptsByMessage()
 	more := 0
@@ -66,6 +77,50 @@ func (d *Day15) Audit(ctx context.Context, db *store.DB, r *lab.Result) error {
 	}
 	r.SetMetric("keys_not_created_exactly_once", float64(wrong))
 	return nil
+}
+
+// fakeSuccesses compares every payment with the provider's own record: a
+// Paid payment must carry exactly the transaction id the provider assigned
+// to its key at creation, and a payment that is not Paid must carry none.
+// A worker-invented or dropped id is a fake success.
+func (d *Day15) fakeSuccesses(ctx context.Context, db *store.DB) (int, error) {
+	pays, err := store.NewPayments(db, store.PaymentWriteLesson).List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	fakes := 0
+	for _, p := range pays {
+		assigned, _ := d.Provider.AssignedID(p.Key)
+		switch {
+		case p.Status == "Paid" && (p.TransactionID == "" || p.TransactionID != assigned):
+			fakes++
+		case p.Status != "Paid" && p.TransactionID != "":
+			fakes++
+		}
+	}
+	return fakes, nil
+}
+
+// processedBy counts the distinct messages each worker processed, the
+// recovery demo included, from the processing-attempts ledger.
+func (d *Day15) processedBy() (a, b int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := map[string]bool{}
+	for _, at := range d.attempts {
+		k := fmt.Sprintf("%s\x00%d", at.worker, at.id)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		switch at.worker {
+		case WorkerA:
+			a++
+		case WorkerB:
+			b++
+		}
+	}
+	return a, b
 }
 
 // Finish reads the schema and final rows and builds the tables both Day 15

@@ -89,6 +89,16 @@ func (p *Provider) CheckStatus(caller, key string) Status {
 	return st
 }
 
+// AssignedID is the transaction id the provider assigned to key at its
+// creation, and false for a key it never created. A Paid payment must carry
+// exactly this id; any other is a fake success.
+func (p *Provider) AssignedID(key string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	txn, ok := p.created[key]
+	return txn, ok
+}
+
 // CreationCalls returns the creation ledger in call order.
 func (p *Provider) CreationCalls() []Call {
 	p.mu.Lock()

@@ -185,10 +185,10 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 	switch {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN held. %s processing attempts and %s status checks for %s messages, %s ownership violations; "+
-			"the crashed worker's message was recovered after its lease expired and processed once. This run's split: Worker-A %s, Worker-B %s claims "+
-			"in the concurrent phase (it varies; the invariants do not).",
+			"the crashed worker's message was recovered after its lease expired and processed once. This run's split: Worker-A processed %s "+
+			"messages, Worker-B %s, the recovered one included (the split varies; the invariants do not).",
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
-			m("concurrent_claims_a"), m("concurrent_claims_b"))
+			m("processed_by_a"), m("processed_by_b"))
 	case env.Options.Claim != nil:
 		return fmt.Sprintf("YOUR CLAIM FAILED the lesson's invariants (from %s): failed checks %v. Compare the claim ledger and the recovery demo with the lesson's claim (`outboxlab describe %s`).",
 			env.Options.Claim.Source, r.FailedChecks(), env.Scenario.Name)

@@ -250,8 +250,6 @@ func TestAuditQueries(t *testing.T) {
 			VALUES ('PaymentCreated', 'PAY-001', '{}', 'Pending', '2026-01-15T09:00:00.000Z')`, store.DuplicateRows.SQL, nil, 1},
 		{"Pending", "", store.CountOutboxByStatus.SQL, []any{sql.Named("status", "Pending")}, 2},
 		{"FailedCount", `UPDATE Payments SET PaymentStatus = 'Failed'`, store.CountPaymentsByStatus.SQL, []any{sql.Named("status", "Failed")}, 2},
-		{"PaidWithoutTransaction", `UPDATE Payments SET PaymentStatus = 'Paid' WHERE IdempotencyKey = 'PAY-001'`, store.FakeSuccesses.SQL, nil, 1},
-		{"FailedWithTransaction", `UPDATE Payments SET PaymentStatus = 'Failed', TransactionId = 'TXN-9'`, store.FakeSuccesses.SQL, nil, 2},
 		{"Orphan", `DELETE FROM OutboxMessages WHERE AggregateKey = 'PAY-002'`, store.OrphanPayments.SQL, nil, 1},
 	}
 	for _, tt := range tests {

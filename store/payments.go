@@ -163,11 +163,10 @@ var (
 	// sharing an aggregate: rows that should not exist.
 	DuplicateRows = audit("audit: count duplicate payment and outbox rows", `SELECT (SELECT count(*) - count(DISTINCT IdempotencyKey) FROM Payments)
      + (SELECT count(*) - count(DISTINCT AggregateKey) FROM OutboxMessages)`)
-	// FakeSuccesses counts Paid payments without the provider's transaction
-	// id and non-Paid payments with one.
-	FakeSuccesses = audit("audit: count Paid without a transaction id, or not Paid with one", `SELECT count(*) FROM Payments
-WHERE (PaymentStatus = 'Paid' AND TransactionId IS NULL)
-   OR (PaymentStatus <> 'Paid' AND TransactionId IS NOT NULL)`)
+	// CountPayments counts every payment row.
+	CountPayments = audit("audit: count payments", `SELECT count(*) FROM Payments`)
+	// CountOutbox counts every outbox row.
+	CountOutbox = audit("audit: count outbox messages", `SELECT count(*) FROM OutboxMessages`)
 	// OrphanPayments counts payments that no outbox message will ever act on.
 	OrphanPayments = audit("audit: count payments no outbox message will act on", `SELECT count(*) FROM Payments p
 WHERE NOT EXISTS (SELECT 1 FROM OutboxMessages o WHERE o.AggregateKey = p.IdempotencyKey)`)

@@ -275,7 +275,8 @@ func runAction(c *cli.Context, s *settings) error {
 		return err
 	}
 	allPassed := true
-	lastKept := "" // with --keep-db, named if a stop comes between runs
+	lastKept := ""                     // with --keep-db, named if a stop comes between runs
+	firsts := map[string]*lab.Result{} // each scenario's first run, for the Day 15 comparison
 	for _, sc := range p.scenarios {
 		tally := &repeatTally{}
 		for i := 0; i < p.repeat; i++ {
@@ -290,6 +291,9 @@ func runAction(c *cli.Context, s *settings) error {
 				lastKept = filepath.Dir(res.Database)
 			}
 			tally.add(res)
+			if i == 0 {
+				firsts[sc.Name] = res
+			}
 			allPassed = allPassed && res.Passed()
 			if err := p.print(c.App.Writer, res, path, i); err != nil {
 				return err
@@ -299,9 +303,35 @@ func runAction(c *cli.Context, s *settings) error {
 			printRepeatSummary(c.App.Writer, sc, p.variant, tally)
 		}
 	}
+	if err := p.compareDay15(c.App.Writer, firsts); err != nil {
+		return err
+	}
 	if !allPassed {
 		return errChecksFailed
 	}
+	return nil
+}
+
+// compareDay15 writes, and in text format prints, the Day 15 BEFORE and
+// AFTER comparison when this invocation ran both scenarios as designed.
+func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result) error {
+	before, after := firsts["session-15-competing-workers-no-claim"], firsts["session-15-outbox-leasing"]
+	headline, t, ok := scenarios.Day15Comparison(before, after)
+	if !ok {
+		return nil
+	}
+	path, err := reports.WriteComparison(p.out, after.Session, headline, t, []string{before.Scenario, after.Scenario}, p.now())
+	if err != nil {
+		return fmt.Errorf("write the Day 15 comparison: %w", err)
+	}
+	if p.format != "text" {
+		return nil
+	}
+	fmt.Fprintln(w, "Day 15, BEFORE and AFTER side by side:")
+	for _, l := range reports.Wrap(headline, 76) {
+		fmt.Fprintln(w, "  "+l)
+	}
+	fmt.Fprintln(w, "  report:   "+path)
 	return nil
 }
 

@@ -1,0 +1,61 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// Day 15's two scenarios, compared side by side when one invocation runs
+// both as designed.
+const (
+	day15Before = "session-15-competing-workers-no-claim"
+	day15After  = "session-15-outbox-leasing"
+)
+
+// Day15Comparison is the Day 15 article's metric table with a BEFORE and an
+// AFTER column, taken from the two runs' measured figures, and its
+// headline. ok is false unless before and after are those two scenarios
+// run as designed.
+func Day15Comparison(before, after *lab.Result) (headline string, t lab.Table, ok bool) {
+	if before == nil || after == nil || before.Scenario != day15Before || after.Scenario != day15After ||
+		before.Variant != "" || after.Variant != "" || before.CustomSQL != "" || after.CustomSQL != "" {
+		return "", lab.Table{}, false
+	}
+	b, a := metricsOf(before), metricsOf(after)
+	pair := func(m func(string) string, keys ...string) string {
+		out := ""
+		for i, k := range keys {
+			if i > 0 {
+				out += " / "
+			}
+			out += m(k)
+		}
+		return out
+	}
+	t = lab.Table{
+		Title:   "Day 15: BEFORE (loading) and AFTER (claiming), side by side",
+		Note:    "Every figure is the measured one of the two runs above it; the AFTER worker split varies by run, its sum does not.",
+		Columns: []string{"Figure", "BEFORE (loading: " + day15Before + ")", "AFTER (claiming: " + day15After + ")"},
+	}
+	t.AddRow("payments / outbox messages seeded", pair(b, "seeded_payments", "seeded_messages"), pair(a, "seeded_payments", "seeded_messages"))
+	t.AddRow("loaded per worker (A / B)", pair(b, "loaded_a", "loaded_b"), "none: each message is claimed, one at a time")
+	t.AddRow("processing attempts", b("processing_attempts"), a("processing_attempts"))
+	t.AddRow("unique messages", b("unique_messages"), a("unique_messages"))
+	t.AddRow("messages processed more than once", b("processed_more_than_once"), a("processed_more_than_once"))
+	t.AddRow("provider status checks", b("status_checks"), a("status_checks"))
+	t.AddRow("ownership violations", "n/a: nobody owns a message", a("ownership_violations"))
+	t.AddRow("worker split: messages processed by A / B", pair(b, "processed_by_a", "processed_by_b")+" (both did all)",
+		pair(a, "processed_by_a", "processed_by_b")+" (recovery included)")
+	t.AddRow("payments Paid / Failed / Pending", pair(b, "paid", "failed", "payments_pending"), pair(a, "paid", "failed", "payments_pending"))
+	t.AddRow("messages Processed / Pending / Processing", pair(b, "outbox_processed", "outbox_pending", "outbox_processing"),
+		pair(a, "outbox_processed", "outbox_pending", "outbox_processing"))
+	t.AddRow("duplicate payment and outbox rows", b("duplicate_rows"), a("duplicate_rows"))
+	t.AddRow("provider creation calls made by workers", b("worker_creation_calls"), a("worker_creation_calls"))
+	t.AddRow("fake successes (transaction id not the provider's)", b("fake_successes"), a("fake_successes"))
+	headline = fmt.Sprintf("The halving: %s processing attempts for %s messages before, %s after. Both final databases look the same "+
+		"(%s Processed, %s Paid, %s Failed, %s duplicate rows); only the ledgers show that loading did every message twice and claiming did each once.",
+		b("processing_attempts"), b("unique_messages"), a("processing_attempts"),
+		a("outbox_processed"), a("paid"), a("failed"), a("duplicate_rows"))
+	return headline, t, true
+}
