@@ -191,3 +191,27 @@ func TestTextVariantExplainsItself(t *testing.T) {
 		t.Errorf("JSON design = %v (%v), want variant", j["design"], err)
 	}
 }
+
+func TestTextLeaseBoundary(t *testing.T) {
+	tests := []struct {
+		name, sql string
+		want      bool
+	}{
+		{"DayFifteenClaim", "UPDATE OutboxMessages SET Status = 'Processing' WHERE Id = :id AND (Status = 'Pending' OR LockedUntilUtc <= :now)", true},
+		{"RelayRenewal", "UPDATE outbox_events SET lease_until = :proposed WHERE claim_token = :token AND lease_until > :now", true},
+		{"NoLease", "UPDATE accounts SET credit_cents = credit_cents + :cents WHERE id = :id", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sampleResult()
+			r.Statements = []lab.Statement{{Name: "s", SQL: tc.sql, Runs: 1}}
+			var b bytes.Buffer
+			if err := reports.Text(&b, r, reports.RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), "Lease boundary: a lease that ends at t is over at t."); got != tc.want {
+				t.Errorf("boundary note printed = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/outboxlab/outboxlab/lab"
@@ -53,6 +54,9 @@ func (p *printer) statements(all []lab.Statement, concurrent bool) {
 		p.line(strings.TrimSpace(s.SQL) + ";")
 		p.line("")
 	}
+	for _, n := range leaseNotes(all) {
+		p.paragraph(n)
+	}
 	if len(lab2) == 0 {
 		return
 	}
@@ -67,6 +71,35 @@ func (p *printer) statements(all []lab.Statement, concurrent bool) {
 		t.AddRow(name, s.Runs, s.Rows, s.Failed)
 	}
 	p.table(t)
+}
+
+// leaseComparison finds a comparison of a lease end with the current time.
+var leaseComparison = regexp.MustCompile(`(LockedUntilUtc|lease_until)\s*(<=|>)\s*:now`)
+
+// leaseNotes say, once per report, which lease boundary the statements
+// that ran follow, and whether finalization keeps the lease end.
+func leaseNotes(all []lab.Statement) []string {
+	var notes []string
+	var found, keeps bool
+	for _, s := range all {
+		if s.Audit || s.Omitted {
+			continue
+		}
+		found = found || leaseComparison.MatchString(s.SQL)
+		if strings.Contains(s.SQL, "SET Status = 'Processed'") && !strings.Contains(s.SQL, "LockedUntilUtc") {
+			keeps = true
+		}
+	}
+	if found {
+		notes = append(notes, "Lease boundary: a lease that ends at t is over at t. The statements above compare the lease end with :now "+
+			"using <= (claimable once the end is reached) or > (still live only before it). Day 15's seed writes LockedUntilUtc < now, "+
+			"under which a lease is still held at its end; the renewal lesson's sequence needs <=, and the lab uses <= everywhere.")
+	}
+	if keeps {
+		notes = append(notes, "Finalization keeps LockedUntilUtc on a Processed row (Day 15's seed clears it): the message table shows "+
+			"when the last lease ended, and no claim reads it once the row is Processed.")
+	}
+	return notes
 }
 
 // mistakeName marks a mistake's name, unless the name already says it is
