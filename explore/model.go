@@ -107,6 +107,7 @@ func describeAction(a exploreAction, d Design) (enabled, does string) {
 	return "", ""
 }
 
+// String is the action's short name, as orderings print it.
 func (a exploreAction) String() string { return exploreAlphabet[a].name }
 
 // relay returns 0 for Relay-A's actions, 1 for Relay-B's, -1 otherwise.
@@ -266,6 +267,7 @@ var guardNames = []string{"completion fenced", "inbox duplicate", "older version
 // count is how many guards the set holds.
 func (g guardSet) count() int { return bits.OnesCount8(uint8(g)) }
 
+// String names the guards in the set, "none" when empty.
 func (g guardSet) String() string {
 	var names []string
 	for i, name := range guardNames {

@@ -221,6 +221,7 @@ type creditState struct {
 	maxDeliv  int64 // the most deliveries of one offer to the consumer
 }
 
+// String is the state as a row's Observed column prints it.
 func (s creditState) String() string {
 	return fmt.Sprintf("%d offer(s); credit %d cents; %d consumed_events row(s); published %d", s.offers, s.credit, s.inboxRows, s.published)
 }
