@@ -425,3 +425,28 @@ func (d *Day15) Finalizations() (committed, rejected int) {
 	}
 	return committed, rejected
 }
+
+// LoadedBeforeProcessing reports, from the ledgers' order, whether every
+// named worker had finished its load before any worker processed a
+// message: what a barrier of all of them must guarantee.
+func (d *Day15) LoadedBeforeProcessing(workers ...string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	lastLoad := map[string]int{}
+	for _, l := range d.loads {
+		lastLoad[l.worker] = max(lastLoad[l.worker], l.seq)
+	}
+	firstAttempt := -1
+	for _, a := range d.attempts {
+		if firstAttempt < 0 || a.seq < firstAttempt {
+			firstAttempt = a.seq
+		}
+	}
+	for _, w := range workers {
+		seq, ok := lastLoad[w]
+		if !ok || firstAttempt >= 0 && seq > firstAttempt {
+			return false
+		}
+	}
+	return true
+}

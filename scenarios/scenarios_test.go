@@ -73,39 +73,43 @@ func checkDesigned(t *testing.T, sc *Scenario, r *lab.Result) {
 	}
 }
 
-// checkBrokenByTest lists checks no variant breaks, with the test that
-// makes each fail instead.
-var checkBrokenByTest = map[string]string{
-	"session-15-competing-workers-no-claim/loaded_a":              "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/unique_messages":       "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/outbox_processed":      "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/outbox_pending":        "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/paid":                  "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/failed":                "TestNoClaimChecksCanFail",
-	"session-15-competing-workers-no-claim/duplicate_rows":        "store.TestAuditQueries",
-	"session-15-outbox-leasing/ownership_violations":              "TestOutboxLeasingOwnershipViolationsCanFail",
-	"session-15-late-finalize/processing_attempts":                "TestLateFinalizeChecksCanFail",
-	"session-15-outbox-leasing/failed":                            "store.TestAuditQueries",
-	"session-15-outbox-leasing/duplicate_rows":                    "store.TestAuditQueries",
-	"session-15-outbox-leasing/outbox_pending":                    "store.TestAuditQueries",
-	"session-15-outbox-leasing/claims_bounded":                    "TestOutboxLeasingClaimsBounded",
-	"session-14-transactional-outbox/orphans_before":              "TestTransactionalOutboxChecksCanFail",
-	"session-14-transactional-outbox/outbox_rows_per_payment":     "TestTransactionalOutboxChecksCanFail",
-	"session-16-stale-ack-fencing/reclaim_after_delivery_rows":    "TestStaleAckChecksCanFail",
-	"session-17-lease-renewal/steps":                              "TestLeaseRenewalChecksCanFail",
-	"session-17-lease-renewal/step_1_claim_succeeds":              "TestLeaseRenewalChecksCanFail",
-	"session-17-lease-renewal/step_4_renew_extends":               "TestLeaseRenewalChecksCanFail",
-	"session-17-lease-renewal/step_5_claim_blocked_by_live_lease": "TestLeaseRenewalChecksCanFail",
-	"session-18-lease-expiry-after-send/published":                "TestLeaseExpiryAfterSendChecksCanFail",
-	"session-19-failure-classes/rows":                             "TestFailureClassesChecksCanFail",
-	"session-20-inbox-retention/broker_passed_after_window":       "store.TestOfferDedupWindow",
-	"session-22-heartbeat-and-shutdown/completed_by_new_owner":    "TestSession22ChecksCanFail",
-
-	// Session 14's guards on a real crash and on the provider's ledger.
-	"session-14-transactional-outbox/crashes_injected":              "TestTransactionalOutboxChecksCanFail",
-	"session-14-transactional-outbox/keys_not_created_exactly_once": "TestTransactionalOutboxChecksCanFail",
+// checkBreaker runs a scenario as designed with one statement of its set
+// replaced, the way a variant would, and names the checks that must then
+// fail. It is the proof, for a check no variant breaks, that it can fail.
+// Each lesson's test file registers its breakers in an init function.
+type checkBreaker struct {
+	scenario string
+	name     string        // the replaced statement, in words
+	swap     func(any) any // returns the lesson's set with one statement replaced
+	breaks   []string
 }
 
+// checkBreakers are every lesson's breakers, registered by init functions.
+var checkBreakers []checkBreaker
+
+// swapOf adapts a typed swap of a lesson's statement set to a checkBreaker's.
+func swapOf[T any](f func(T) T) func(any) any { return func(s any) any { return f(s.(T)) } }
+
+// checkBrokenByNamedTest lists the checks that no statement swap can
+// break, with the test that makes each fail instead and why.
+var checkBrokenByNamedTest = map[string]string{
+	"session-14-transactional-outbox/orphans_before":                "TestTransactionalOutboxChecksCanFail",
+	"session-14-transactional-outbox/outbox_rows_per_payment":       "TestTransactionalOutboxChecksCanFail",
+	"session-14-transactional-outbox/crashes_injected":              "TestTransactionalOutboxChecksCanFail",
+	"session-14-transactional-outbox/keys_not_created_exactly_once": "TestTransactionalOutboxChecksCanFail",
+	"session-16-stale-ack-fencing/reclaim_after_delivery_rows":      "TestStaleAckChecksCanFail",
+	"session-17-lease-renewal/step_1_claim_succeeds":                "TestLeaseRenewalChecksCanFail",
+	"session-17-lease-renewal/step_4_renew_extends":                 "TestLeaseRenewalChecksCanFail",
+	"session-17-lease-renewal/step_5_claim_blocked_by_live_lease":   "TestLeaseRenewalChecksCanFail",
+	"session-18-lease-expiry-after-send/published":                  "TestLeaseExpiryAfterSendChecksCanFail",
+	"session-19-failure-classes/rows":                               "TestFailureClassesChecksCanFail",
+	"session-20-inbox-retention/broker_passed_after_window":         "store.TestOfferDedupWindow",
+	"session-22-heartbeat-and-shutdown/completed_by_new_owner":      "TestSession22ChecksCanFail",
+}
+
+// TestEveryCheckCanFail shows every check of every scenario can fail: it
+// is broken by a variant, or by a registered statement swap that this test
+// runs and asserts, or (where no swap can) by a named test.
 func TestEveryCheckCanFail(t *testing.T) {
 	for _, sc := range All() {
 		broken := map[string]bool{}
@@ -114,11 +118,34 @@ func TestEveryCheckCanFail(t *testing.T) {
 				broken[name] = true
 			}
 		}
-		for _, c := range sc.Checks {
-			if !broken[c.Name] && checkBrokenByTest[sc.Name+"/"+c.Name] == "" {
-				t.Errorf("%s: check %s is broken by no variant and no listed test", sc.Name, c.Name)
+		for _, b := range checkBreakers {
+			if b.scenario == sc.Name {
+				for _, name := range b.breaks {
+					broken[name] = true
+				}
 			}
 		}
+		for _, c := range sc.Checks {
+			if !broken[c.Name] && checkBrokenByNamedTest[sc.Name+"/"+c.Name] == "" {
+				t.Errorf("%s: check %s is broken by no variant, no statement swap and no named test", sc.Name, c.Name)
+			}
+		}
+	}
+	for _, b := range checkBreakers {
+		t.Run(b.scenario+"/"+b.name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Lookup(b.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := DefaultOptions()
+			opts.TempRoot, opts.swap = t.TempDir(), b.swap
+			r, err := Execute(context.Background(), sc, "", opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertFails(t, r, b.breaks...)
+		})
 	}
 }
 
@@ -172,21 +199,6 @@ func mustExecute(t *testing.T, sc *Scenario, variant string) *lab.Result {
 	opts := DefaultOptions()
 	opts.TempRoot = t.TempDir()
 	r, err := Execute(context.Background(), sc, variant, opts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// executeSwapped runs sc as designed with its statement set passed through
-// swap first: one statement replaced, as a variant would, to show a check
-// no variant breaks can fail.
-func executeSwapped[T any](t *testing.T, sc *Scenario, swap func(T) T) *lab.Result {
-	t.Helper()
-	opts := DefaultOptions()
-	opts.TempRoot = t.TempDir()
-	opts.swap = func(set any) any { return swap(set.(T)) }
-	r, err := Execute(context.Background(), sc, "", opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}

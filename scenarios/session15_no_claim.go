@@ -32,6 +32,7 @@ var competingWorkersNoClaim = Scenario{
 	Checks: []CheckDoc{
 		{"loaded_a", "Worker-A loaded all 6 Pending messages"},
 		{"loaded_b", "Worker-B loaded the same 6 messages"},
+		{"barrier_held", "the barrier held: by the ledgers' order, both workers had finished loading before either processed anything"},
 		{"processing_attempts", "12 attempts: the race was reproduced, every message done twice"},
 		{"status_checks", "the provider saw 12 status checks for 6 payments"},
 		{"unique_messages", "6 distinct messages were worked on"},
@@ -46,7 +47,7 @@ var competingWorkersNoClaim = Scenario{
 		Name: variantSequential,
 		Mistake: "Worker-B starts only after Worker-A has finished, with no barrier, as in most local test runs: " +
 			"the race hides and the test wrongly suggests the design is safe.",
-		Breaks: []string{"loaded_b", "processing_attempts", "status_checks", "processed_more_than_once"},
+		Breaks: []string{"loaded_b", "barrier_held", "processing_attempts", "status_checks", "processed_more_than_once"},
 	}},
 	Run: runCompetingWorkersNoClaim,
 }
@@ -75,6 +76,7 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 		return nil, err
 	}
 
+	statements := swapped(env, noClaimSQL())
 	barrier := cast.NewBarrier(2)
 	work := func(ctx context.Context, worker string) error {
 		db, err := env.Open(ctx, env.DatabasePath())
@@ -83,9 +85,9 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 		}
 		defer db.Close()
 		if env.Is(variantSequential) {
-			return d.WorkBefore(ctx, store.NewOutbox(db, noClaimSQL()), worker, nil)
+			return d.WorkBefore(ctx, store.NewOutbox(db, statements), worker, nil)
 		}
-		return d.WorkBefore(ctx, store.NewOutbox(db, noClaimSQL()), worker, barrier.Wait)
+		return d.WorkBefore(ctx, store.NewOutbox(db, statements), worker, barrier.Wait)
 	}
 	workers := []string{cast.WorkerA, cast.WorkerB}
 	if env.Is(variantSequential) {
@@ -104,12 +106,13 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	}
 	r.SetMetric("loaded_a", float64(d.Loaded(cast.WorkerA)))
 	r.SetMetric("loaded_b", float64(d.Loaded(cast.WorkerB)))
+	r.SetFlag("barrier_held", d.LoadedBeforeProcessing(cast.WorkerA, cast.WorkerB))
 	if err := d.Finish(ctx, setup, r); err != nil {
 		return nil, err
 	}
 
 	want := map[string]float64{
-		"loaded_a": 6, "loaded_b": 6, "processing_attempts": 12, "status_checks": 12, "unique_messages": 6,
+		"loaded_a": 6, "loaded_b": 6, "barrier_held": 1, "processing_attempts": 12, "status_checks": 12, "unique_messages": 6,
 		"processed_more_than_once": 6, "outbox_processed": 6, "outbox_pending": 0, "paid": 4, "failed": 2, "duplicate_rows": 0,
 	}
 	expectDocumented(r, env.Scenario.Checks, want)

@@ -265,7 +265,7 @@ func (run *staleAckRun) claim(ctx context.Context, relay *store.Relay, worker st
 	var detail string
 	switch c.Outcome {
 	case store.Claimed:
-		detail = fmt.Sprintf("%s claimed: 1 row, token %d, lease until %d", c.EventID, c.Token, c.LeaseUntil)
+		detail = fmt.Sprintf("%s claimed: %s, token %d, lease until %d", c.EventID, lab.Rows(c.Rows), c.Token, c.LeaseUntil)
 	case store.Done:
 		detail = fmt.Sprintf("%s is delivered: the claim changed 0 rows", c.EventID)
 	case store.Blocked:

@@ -23,6 +23,16 @@ SET lease_until = :proposed
 WHERE event_id = :id
   AND claim_token = :token
   AND 0`}
+	// renewOffByOne changes the row the lesson's renewal would, 1 row, but
+	// writes a deadline one tick past the proposed one: only the read-back
+	// of the lease end can tell.
+	renewOffByOne = store.Stmt{Name: "test: renewal that writes another deadline", SQL: `UPDATE outbox_events
+SET lease_until = :proposed + 1
+WHERE event_id = :id
+  AND claim_token = :token
+  AND delivered = 0
+  AND lease_until > :now
+  AND lease_until < :proposed`}
 	// claimIgnoringLease takes the event under someone's live lease.
 	claimIgnoringLease = store.Stmt{Name: "test: claim that ignores the live lease", SQL: `UPDATE outbox_events
 SET claim_token = claim_token + 1,
@@ -48,8 +58,8 @@ func TestLeaseRenewalChecksCanFail(t *testing.T) {
 			want: []string{"step_4_renew_extends", "step_9_new_owner_renews"}},
 		{name: "ClaimIgnoresTheLiveLease", edit: func(s *store.RelaySQL) { s.Claim = claimIgnoringLease },
 			want: []string{"step_5_claim_blocked_by_live_lease"}},
-		{name: "StepMissing", steps: leaseRenewalSteps[:8],
-			want: []string{"steps", "steps_as_expected", "step_9_new_owner_renews"}},
+		{name: "RenewalWritesAnotherDeadline", edit: func(s *store.RelaySQL) { s.Renew = renewOffByOne },
+			want: []string{"steps_as_expected", "step_4_renew_extends", "step_9_new_owner_renews"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
