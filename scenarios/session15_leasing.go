@@ -185,8 +185,8 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 	switch {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN held. %s processing attempts and %s status checks for %s messages, %s ownership violations; "+
-			"the crashed worker's message was recovered after its lease expired and processed once. This run's split: Worker-A processed %s "+
-			"messages, Worker-B %s, the recovered one included (the split varies; the invariants do not).",
+			"the crashed worker's message was recovered after its lease expired and processed once. Messages processed in this run, the recovered "+
+			"one included: Worker-A %s, Worker-B %s (the split varies; the invariants do not).",
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
 			m("processed_by_a"), m("processed_by_b"))
 	case env.Options.Claim != nil:

@@ -82,7 +82,7 @@ var (
 	startedLine = regexp.MustCompile(`(?m)^Started:  .*$`)
 	elapsedLine = regexp.MustCompile(`(?m)^Elapsed:  .*$`)
 	runFolder   = regexp.MustCompile(`\S*outboxlab-(session-|explore)[^/\s]*`)
-	splitCounts = regexp.MustCompile(`Worker-A \d+, Worker-B \d+`)
+	splitCounts = regexp.MustCompile(`Worker-A(\s+)\d+,(\s+)Worker-B(\s+)\d+`)
 	ranCounts   = regexp.MustCompile(`\[ran [^\]]*\]`)
 )
 
@@ -91,7 +91,7 @@ func normalizeReport(s string) string {
 	s = startedLine.ReplaceAllString(s, "Started:  <wall clock>")
 	s = elapsedLine.ReplaceAllString(s, "Elapsed:  <elapsed>")
 	s = runFolder.ReplaceAllString(s, "<run folder>")
-	s = splitCounts.ReplaceAllString(s, "Worker-A N, Worker-B N")
+	s = splitCounts.ReplaceAllString(s, "Worker-A${1}N,${2}Worker-B${3}N")
 	s = maskSession21(s) // golden_session21_test.go
 	if strings.Contains(s, reports.CountsVaryNote) {
 		s = ranCounts.ReplaceAllString(s, "[ran <counts vary by run>]")
