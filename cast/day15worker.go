@@ -126,6 +126,25 @@ func (d *Day15) Seed(ctx context.Context, db *store.DB) error {
 	return nil
 }
 
+// Setup opens checkout's own connection to the database at path, applies
+// the schema steps and seeds the run's payments through it. The caller
+// closes the connection, which the audits then use.
+func (d *Day15) Setup(ctx context.Context, open Opener, path string, steps ...store.Migration) (*store.DB, error) {
+	db, err := open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx, steps...); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := d.Seed(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 // Process is the work for one message: a status check at the provider,
 // turned into the outcome to store. Only this step calls the provider.
 func (d *Day15) Process(worker string, id int64, key string) store.Outcome {

@@ -80,17 +80,11 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 	d.Payments = cast.SeedPayments[:1]
 	statements := swapped(env, lateFinalizeSQL(env.Variant))
 
-	setup, err := env.Open(ctx, env.DatabasePath())
+	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing)
 	if err != nil {
 		return nil, err
 	}
 	defer setup.Close()
-	if err := setup.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing); err != nil {
-		return nil, err
-	}
-	if err := d.Seed(ctx, setup); err != nil {
-		return nil, err
-	}
 	run, err := playLateFinalize(ctx, d, env.Open, env.DatabasePath(), statements)
 	if err != nil {
 		return nil, err

@@ -130,17 +130,11 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	statements = swapped(env, statements)
 
-	setup, err := env.Open(ctx, env.DatabasePath())
+	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing)
 	if err != nil {
 		return nil, err
 	}
 	defer setup.Close()
-	if err := setup.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing); err != nil {
-		return nil, err
-	}
-	if err := d.Seed(ctx, setup); err != nil {
-		return nil, err
-	}
 
 	rec, err := recoveryDemo(ctx, d, env.Open, env.DatabasePath(), statements)
 	if err != nil {

@@ -64,17 +64,11 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	d := cast.NewDay15(cast.Day15Mistakes{})
 	r := &lab.Result{}
 
-	setup, err := env.Open(ctx, env.DatabasePath())
+	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox)
 	if err != nil {
 		return nil, err
 	}
 	defer setup.Close()
-	if err := setup.Migrate(ctx, store.PaymentsOutbox); err != nil {
-		return nil, err
-	}
-	if err := d.Seed(ctx, setup); err != nil {
-		return nil, err
-	}
 
 	statements := swapped(env, noClaimSQL())
 	barrier := cast.NewBarrier(2)
