@@ -21,6 +21,9 @@ import (
 // itself must find a read-only SELECT and an UPDATE of OutboxMessages
 // (store.CheckClaimFile). Any refusal is a usage error (exit 2).
 func readClaimSQL(ctx context.Context, path string) (*scenarios.CustomClaim, error) {
+	if path == "" {
+		return nil, usagef("--claim-sql needs a claim file: name one (see examples/)")
+	}
 	cf, err := loadClaimFile(ctx, path)
 	if err != nil {
 		return nil, usagef("--claim-sql %s: %v", path, err)

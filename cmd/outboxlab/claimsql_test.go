@@ -32,8 +32,8 @@ func TestClaimSQLUntrusted(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"EmptyClaimSQL", []string{"--claim-sql", ""}, "name a claim file"},
-		{"EmptyClaimSQLEquals", []string{"--claim-sql="}, "name a claim file"},
+		{"EmptyClaimSQL", []string{"--claim-sql", ""}, "--claim-sql needs a claim file"},
+		{"EmptyClaimSQLEquals", []string{"--claim-sql="}, "--claim-sql needs a claim file"},
 		{"EmptyVariant", []string{"--variant", ""}, "--variant needs a name"},
 		{"FIFO", []string{"--claim-sql", fifo}, "not a regular file"},
 		{"DevZero", []string{"--claim-sql", "/dev/zero"}, "not a regular file"},
