@@ -15,7 +15,7 @@ import (
 
 func sampleResult() *lab.Result {
 	r := &lab.Result{
-		Scenario: "session-15-outbox-leasing", Title: "Day 15 after", Session: "Session-15", FileTag: "OutboxLeasing",
+		Scenario: "session-15-outbox-leasing", Title: "Day 15 after", Session: "Session-15", FileTag: "Outbox-Leasing",
 		Design: lab.Safe, Lesson: "Claims, not loads.", Database: "/tmp/x/outboxlab.db",
 		Schema:     []string{"CREATE TABLE t (x)"},
 		Statements: []lab.Statement{{Name: "claim", SQL: "UPDATE t SET x = 1"}},
@@ -70,9 +70,9 @@ func TestWriteNeverOverwrites(t *testing.T) {
 		paths = append(paths, p)
 	}
 	want := []string{
-		"Session-15-OutboxLeasing-RunReport-20260115T090000Z.txt",
-		"Session-15-OutboxLeasing-RunReport-20260115T090000Z-2.txt",
-		"Session-15-OutboxLeasing-RunReport-20260115T090000Z-3.txt",
+		"Session-15-Outbox-Leasing-RunReport-20260115T090000Z.txt",
+		"Session-15-Outbox-Leasing-RunReport-20260115T090000Z-2.txt",
+		"Session-15-Outbox-Leasing-RunReport-20260115T090000Z-3.txt",
 	}
 	for i, p := range paths {
 		if filepath.Base(p) != want[i] || filepath.Base(filepath.Dir(p)) != "Session-15" {

@@ -27,7 +27,7 @@ const DefaultExploreBound = explore.DefaultBound
 var interleavingExplorer = Scenario{
 	Name:    "explore",
 	Session: "Explore",
-	FileTag: "InterleavingExplorer",
+	FileTag: "Interleaving-Explorer",
 	Title:   "The interleaving explorer: every ordering up to a bound, judged on durable state",
 	Design:  lab.Safe,
 	Teaches: fmt.Sprintf("Sessions 18 and 19 play a handful of chosen event orders. The explorer plays all of them, up to a "+

@@ -24,7 +24,7 @@ var crashedPayment = cast.PaymentCreated(cast.SeedPayments[0])
 var transactionalOutbox = Scenario{
 	Name:    "session-14-transactional-outbox",
 	Session: "Session-14",
-	FileTag: "TransactionalOutbox",
+	FileTag: "Transactional-Outbox",
 	Title:   "Session 14 (prequel): the payment and its outbox message commit together, or not at all",
 	Design:  lab.Safe,
 	Teaches: "This report has two halves. BEFORE, the broken design, reproduced on purpose: checkout writes the payment in " +

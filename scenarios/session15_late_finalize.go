@@ -26,7 +26,7 @@ const (
 var lateFinalize = Scenario{
 	Name:    "session-15-late-finalize",
 	Session: "Session-15",
-	FileTag: "LateFinalize",
+	FileTag: "Late-Finalize",
 	Title:   "Day 15: the guard that finalization needs (a worker that outlives its lease)",
 	Design:  lab.Safe,
 	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. Worker-A " +

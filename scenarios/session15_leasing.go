@@ -29,7 +29,7 @@ const leaseLength = 500 * time.Millisecond
 var outboxLeasing = Scenario{
 	Name:    "session-15-outbox-leasing",
 	Session: "Session-15",
-	FileTag: "OutboxLeasing",
+	FileTag: "Outbox-Leasing",
 	Title:   "Day 15 after: lease claims and owner-guarded finalization",
 	Design:  lab.Safe,
 	Teaches: "A message is claimed, not loaded: one BEGIN IMMEDIATE transaction selects the oldest claimable " +

@@ -14,7 +14,7 @@ const variantSequential = "sequential-workers"
 var competingWorkersNoClaim = Scenario{
 	Name:    "session-15-competing-workers-no-claim",
 	Session: "Session-15",
-	FileTag: "CompetingWorkersNoClaim",
+	FileTag: "Competing-Workers-No-Claim",
 	Title:   "Day 15 before: two workers, no claim",
 	Design:  lab.Broken,
 	Teaches: "Two workers, each its own application instance on its own SQLite connection, bulk-load every " +

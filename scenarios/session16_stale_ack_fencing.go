@@ -47,7 +47,7 @@ const (
 var staleAckFencing = Scenario{
 	Name:    "session-16-stale-ack-fencing",
 	Session: "Session-16",
-	FileTag: "StaleAckFencing",
+	FileTag: "Stale-Ack-Fencing",
 	Title:   "Session 16: a fencing token turns a stale owner's ack into 0 rows",
 	Design:  lab.Safe,
 	Teaches: "Every successful claim increments the event's claim_token and hands that token to the claimer. " +

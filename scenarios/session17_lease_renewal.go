@@ -77,7 +77,7 @@ func leaseRenewalChecks() []CheckDoc {
 var leaseRenewal = Scenario{
 	Name:    "session-17-lease-renewal",
 	Session: "Session-17",
-	FileTag: "LeaseRenewal",
+	FileTag: "Lease-Renewal",
 	Title:   "Session 17: renewing a lease under a fencing token",
 	Design:  lab.Safe,
 	Teaches: "A worker that needs more time renews its lease with one guarded UPDATE: it must present the " +

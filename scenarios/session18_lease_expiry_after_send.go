@@ -29,7 +29,7 @@ const (
 var leaseExpiryAfterSend = Scenario{
 	Name:    "session-18-lease-expiry-after-send",
 	Session: "Session-18",
-	FileTag: "LeaseExpiryAfterSend",
+	FileTag: "Lease-Expiry-After-Send",
 	Title:   "Session 18: the lease expires after the send",
 	Design:  lab.Safe,
 	Teaches: "Outbox event e42 awards 1000 cents. The lesson calls it outbox row 42: outbox_events is keyed by its event id, " +

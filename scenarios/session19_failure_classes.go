@@ -80,7 +80,7 @@ func failureClassChecks() []CheckDoc {
 var failureClasses = Scenario{
 	Name:    "session-19-failure-classes",
 	Session: "Session-19",
-	FileTag: "FailureClasses",
+	FileTag: "Failure-Classes",
 	Title:   "Session 19: six failure classes, judged on durable state",
 	Design:  lab.Safe,
 	Teaches: "Six injected event orders, each against its own fresh database and judged only on what the database holds " +

@@ -41,7 +41,7 @@ const (
 var inboxRetention = Scenario{
 	Name:    "session-20-inbox-retention",
 	Session: "Session-20",
-	FileTag: "InboxRetention",
+	FileTag: "Inbox-Retention",
 	Title:   "Session 20: deduplication lasts only as long as its window",
 	Design:  lab.Safe,
 	Teaches: "Part 1, inbox retention: event e20 (1000 cents) is consumed at t=40 s, but the consumer's acks never reach the " +

@@ -45,7 +45,7 @@ var s21Drainers = []string{"Worker-C", "Worker-D"}
 var claimsAtScale = Scenario{
 	Name:    "session-21-claims-at-scale",
 	Session: "Session-21",
-	FileTag: "ClaimsAtScale",
+	FileTag: "Claims-At-Scale",
 	Title:   "Session 21: the lesson's claim scans the backlog; an indexed claim of the same semantics stays flat",
 	Design:  lab.Safe,
 	Teaches: "The lesson's claim (Pending, or Processing with an expired lease, oldest first) is correct and instant on " +

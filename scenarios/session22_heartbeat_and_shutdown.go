@@ -44,7 +44,7 @@ const (
 var heartbeatAndShutdown = Scenario{
 	Name:    "session-22-heartbeat-and-shutdown",
 	Session: "Session-22",
-	FileTag: "HeartbeatAndShutdown",
+	FileTag: "Heartbeat-And-Shutdown",
 	Title:   "Session 22: a heartbeat that stops the work when the lease is lost, and a shutdown that loses nothing",
 	Design:  lab.Safe,
 	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes 0 rows. " +
