@@ -164,7 +164,7 @@ func (c *ConsumerInstance) Deliver(ctx context.Context) (store.Delivery, error) 
 	if c.db == nil {
 		return store.Delivery{}, failpoint.ErrCrashed
 	}
-	d, err := store.NewBroker(c.db, store.BrokerLesson).DeliverNext(ctx, c.group, c.p.Clock.Now())
+	d, err := store.NewBroker(c.db, c.p.sql().Broker).DeliverNext(ctx, c.group, c.p.Clock.Now())
 	if err != nil || !d.Found {
 		return d, err
 	}
@@ -206,7 +206,7 @@ func (c *ConsumerInstance) Project(ctx context.Context, pl Payload) (store.Fence
 // longer in flight under that receipt.
 func (c *ConsumerInstance) Ack(ctx context.Context) (int64, error) {
 	d := c.delivery
-	f, err := store.NewBroker(c.db, store.BrokerLesson).Ack(ctx, c.group, d.OfferID, d.Receipt, c.p.Clock.Now())
+	f, err := store.NewBroker(c.db, c.p.sql().Broker).Ack(ctx, c.group, d.OfferID, d.Receipt, c.p.Clock.Now())
 	return f.Rows, err
 }
 

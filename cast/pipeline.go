@@ -65,6 +65,10 @@ type Pipeline struct {
 	Faults     *failpoint.Plan
 	Timeline   *lab.Timeline
 
+	// SQL is what the relays and the broker run; the zero value means
+	// DeliveryLesson. A lesson (or a test) may swap one statement of it.
+	SQL DeliverySQL
+
 	BrokerWindow         int64 // the broker's dedup window in ticks; 0: none
 	CompleteWithoutToken bool  // mistake: completion by event id alone
 	EventIDPerSend       bool  // mistake: the relay mints a new message id per send
@@ -75,6 +79,24 @@ type Pipeline struct {
 	completions []pipeCompletionEntry
 	effects     []EffectEntry
 	acks        []AckEntry
+}
+
+// DeliverySQL is the statements of the pipeline's relays and broker, one
+// value, so that a mistake is the same value with one statement swapped.
+type DeliverySQL struct {
+	Relay  store.RelaySQL
+	Broker store.BrokerSQL
+}
+
+// DeliveryLesson is the pipeline of sessions 18 to 20 as the lessons teach it.
+var DeliveryLesson = DeliverySQL{Relay: store.RelayLesson, Broker: store.BrokerLesson}
+
+// sql is the statements the pipeline runs: p.SQL, or DeliveryLesson if unset.
+func (p *Pipeline) sql() DeliverySQL {
+	if p.SQL == (DeliverySQL{}) {
+		return DeliveryLesson
+	}
+	return p.SQL
 }
 
 // NewPipeline creates a fresh database at path with the relay and broker
@@ -88,7 +110,7 @@ func NewPipeline(ctx context.Context, open Opener, path, label string, tl *lab.T
 		db.Close()
 		return nil, err
 	}
-	return &Pipeline{Label: label, Path: path, Open: open, Audit: db, Clock: clock.NewManual(LessonStart), Faults: faults, Timeline: tl}, nil
+	return &Pipeline{Label: label, Path: path, Open: open, Audit: db, Clock: clock.NewManual(LessonStart), Faults: faults, Timeline: tl, SQL: DeliveryLesson}, nil
 }
 
 // Close closes the observer's connection.
@@ -96,7 +118,7 @@ func (p *Pipeline) Close() { p.Audit.Close() }
 
 // Broker is the broker's service on the observer's connection: its
 // redelivery job, and the reads of its tables.
-func (p *Pipeline) Broker() *store.Broker { return store.NewBroker(p.Audit, store.BrokerLesson) }
+func (p *Pipeline) Broker() *store.Broker { return store.NewBroker(p.Audit, p.sql().Broker) }
 
 // Consumers is the consumers' tables on the observer's connection: the
 // seeding of accounts, the purge job and the reads.

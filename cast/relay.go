@@ -73,7 +73,7 @@ func (r *RelayInstance) ClaimNext(ctx context.Context) (store.ClaimOutcome, erro
 		return "", failpoint.ErrCrashed
 	}
 	now := r.p.Now()
-	c, err := store.NewRelay(r.db, store.RelayLesson).ClaimNext(ctx, r.name, now, now+RelayLease)
+	c, err := store.NewRelay(r.db, r.p.sql().Relay).ClaimNext(ctx, r.name, now, now+RelayLease)
 	if err != nil {
 		return "", err
 	}
@@ -112,7 +112,7 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 		sentAs = fmt.Sprintf("%s-send-%d", r.Claim.EventID, len(r.p.sends)+1)
 	}
 	r.p.mu.Unlock()
-	o, err := store.NewBroker(r.db, store.BrokerLesson).Offer(ctx, sentAs, r.Claim.Payload, r.name, r.p.Clock.Now(), TickSpan(r.p.BrokerWindow))
+	o, err := store.NewBroker(r.db, r.p.sql().Broker).Offer(ctx, sentAs, r.Claim.Payload, r.name, r.p.Clock.Now(), TickSpan(r.p.BrokerWindow))
 	if err != nil {
 		return false, err
 	}
@@ -153,7 +153,7 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	var f store.Fenced
 	var err error
 	guard := fmt.Sprintf("claim_token = %d", token)
-	statements := store.RelayLesson
+	statements := r.p.sql().Relay
 	if r.p.CompleteWithoutToken {
 		guard = "event id only (MISTAKE)"
 		statements.Complete = store.CompleteByEventID

@@ -174,6 +174,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 		}
 		ps = append(ps, p)
 		plans[run.label] = plan
+		p.SQL = swapped(env, p.SQL)
 		p.EventIDPerSend = env.Is(s20EventIDPerSend)
 		p.Event("scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
 			cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow), filepath.Base(path)))
@@ -319,16 +320,19 @@ func retentionVerdict(r *lab.Result, env *Env, f retentionFlags, outs map[string
 	}
 	switch {
 	case part2.passedAtReplay > 0 && part2.replayApplied:
-		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and was applied again (credit %d cents)", part2.passedAtReplay, part2.credit)
+		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and was applied again", part2.passedAtReplay)
+	case part2.passedAtReplay > 0 && part2.credit == s20Credit:
+		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and only the inbox kept it single", part2.passedAtReplay)
 	case part2.passedAtReplay > 0:
-		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and only the inbox kept it single (credit %d cents)", part2.passedAtReplay, part2.credit)
+		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and the inbox turned it away, yet the effect is not single: "+
+			"a duplicate delivered before the replay was applied as a new event", part2.passedAtReplay)
 	case part2.replayed && part2.replayDropped:
-		part2Text += fmt.Sprintf("; the window also dropped the three-day replay (it outlasts it), so the replay-passes-the-broker part was not reproduced (credit %d cents)", part2.credit)
+		part2Text += "; the window also dropped the three-day replay (it outlasts it), so the replay-passes-the-broker part was not reproduced"
 	default:
-		part2Text += fmt.Sprintf("; nothing was replayed, because the DLQ retention of %s purged the message first, so the replay-passes-the-broker part was not reproduced (credit %d cents)",
-			cast.DurationText(f.dlq), part2.credit)
+		part2Text += fmt.Sprintf("; nothing was replayed, because the DLQ retention of %s purged the message first, so the replay-passes-the-broker part was not reproduced",
+			cast.DurationText(f.dlq))
 	}
-	parts := part1 + " " + part2Text + "."
+	parts := part1 + " " + part2Text + " (" + effectsText(part2.credit) + ")."
 
 	switch {
 	case !r.Passed() && env.Variant != "":
@@ -344,22 +348,37 @@ func retentionVerdict(r *lab.Result, env *Env, f retentionFlags, outs map[string
 	}
 }
 
-// replaySentence says what happened to one part's three-day replay.
+// effectsText words a part's credit as the number of effects it holds, so
+// no sentence can call a doubled credit single.
+func effectsText(credit int64) string {
+	switch {
+	case credit == s20Credit:
+		return fmt.Sprintf("credit %d cents: one effect", credit)
+	case credit%s20Credit == 0:
+		return fmt.Sprintf("credit %d cents: the %d-cent event applied %d times", credit, s20Credit, credit/s20Credit)
+	default:
+		return fmt.Sprintf("credit %d cents, for one %d-cent event", credit, s20Credit)
+	}
+}
+
+// replaySentence says what happened to one part's three-day replay, and
+// the credit the part ended with.
 func replaySentence(retention, dlq int64, o retentionOutcome) string {
 	age := o.replayAt - o.consumedAt
 	with := "with an inbox retention of " + cast.DurationText(retention)
+	credit := " (" + effectsText(o.credit) + ")"
 	switch {
 	case !o.replayed:
-		return fmt.Sprintf("%s nothing was replayed, because the DLQ retention of %s purged the message first (credit %d cents)", with, cast.DurationText(dlq), o.credit)
+		return fmt.Sprintf("%s nothing was replayed, because the DLQ retention of %s purged the message first%s", with, cast.DurationText(dlq), credit)
 	case o.replayDropped:
-		return fmt.Sprintf("%s the broker window dropped the replay (credit %d cents)", with, o.credit)
+		return fmt.Sprintf("%s the broker window dropped the replay%s", with, credit)
 	case o.replayApplied && o.inboxPurged > 0:
-		return fmt.Sprintf("%s, not longer than the dedup record's age of %s at the replay, the record was purged and the replay was applied again (credit %d cents)",
-			with, cast.DurationText(age), o.credit)
+		return fmt.Sprintf("%s, not longer than the dedup record's age of %s at the replay, the record was purged and the replay was applied again%s",
+			with, cast.DurationText(age), credit)
 	case o.replayApplied:
-		return fmt.Sprintf("%s the replay was applied again: no dedup record held it back (credit %d cents)", with, o.credit)
+		return fmt.Sprintf("%s the replay was applied again: no dedup record held it back%s", with, credit)
 	default:
-		return fmt.Sprintf("%s, longer than the dedup record's age of %s at the replay, the replay was deduplicated (credit %d cents)", with, cast.DurationText(age), o.credit)
+		return fmt.Sprintf("%s, longer than the dedup record's age of %s at the replay, the replay was deduplicated%s", with, cast.DurationText(age), credit)
 	}
 }
 
