@@ -58,15 +58,31 @@ var interleavingExplorer = Scenario{
 	Variants: []Variant{
 		{Name: xCompleteBeforeSend, Mistake: "the relay marks the row published before it sends: an instance that stops between " +
 			"the two leaves a published event the broker never saw",
-			Breaks: []string{explore.CheckAtLeastOnce}},
+			Breaks: []string{explore.CheckAtLeastOnce},
+			Shows: "The explorer finds orderings in which a relay marks e1 published and stops before sending it, the " +
+				"shortest being A claim, A complete: no relay claims a published row again, so the broker never sees " +
+				"e1. For at least once delivery the send must come before the completion, so that a crash between the " +
+				"two causes a resend, never a loss."},
 		{Name: xNaiveConsumer, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits e1 again",
-			Breaks: []string{explore.CheckEffectAtMostOnce}},
+			Breaks: []string{explore.CheckEffectAtMostOnce},
+			Shows: "In the shortest counterexample (A claim, A send) Relay-A stops before completing, the recovery relay " +
+				"sends e1 again after the lease expires, and the consumer without an inbox credits both offers: 2000 " +
+				"cents on ACC-1. A relay that can stop after its send makes delivery at least once, so the consumer " +
+				"must deduplicate by event id in the transaction of its effect."},
 		{Name: xCompleteWithoutToken, Mistake: "the relays complete by event id alone: a relay whose lease expired publishes the " +
 			"row under a stale token",
-			Breaks: []string{explore.CheckStaleCompletion}},
+			Breaks: []string{explore.CheckStaleCompletion},
+			Shows: "In the shortest counterexample (A claim, A send, expire, B claim, A complete) Relay-A completes e1 " +
+				"after its lease expired, while Relay-B holds the newer token, and its completion publishes the row " +
+				"anyway. A completion must present the row's latest token, so a relay that lost its lease changes 0 " +
+				"rows."},
 		{Name: xProjectionNoVersion, Mistake: "the projection applies every event, last write wins: e1 (version 1) arriving after " +
 			"e2 (version 2) moves ACC-1 back to active",
-			Breaks: []string{explore.CheckProjectionBackward}},
+			Breaks: []string{explore.CheckProjectionBackward},
+			Shows: "A relay that claims e1 and stops is enough (the shortest counterexample is the one action A claim): " +
+				"the recovery publishes e2 before e1, the consumer applies e1 last, and ACC-1 moves from frozen " +
+				"(version 2) back to active (version 1). Crashes and lease expiry reorder deliveries, so a projection " +
+				"must apply only a version newer than the one it holds."},
 	},
 	Run: runExplore,
 }

@@ -54,7 +54,11 @@ var transactionalOutbox = Scenario{
 	},
 	Variants: []Variant{
 		{Name: variantTwoTransactions, Mistake: "the \"after\" still commits the payment and the outbox row in two transactions, so the same crash leaves an orphan",
-			Breaks: []string{"orphans_after", "rows_after_crash"}},
+			Breaks: []string{"orphans_after", "rows_after_crash"},
+			Shows: "The crash between the two commits leaves the payment committed with no outbox message (orphans " +
+				"after: 1): no worker will ever be told to check it at the provider, so it stays Pending for good. " +
+				"Only one transaction keeps the invariant that a payment and its message exist together or not at " +
+				"all."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runTransactionalOutbox(ctx, env, outboxDesignFor(env.Variant))

@@ -46,8 +46,12 @@ var competingWorkersNoClaim = Scenario{
 	Variants: []Variant{{
 		Name: variantSequential,
 		Mistake: "Worker-B starts only after Worker-A has finished, with no barrier, as in most local test runs: " +
-			"the race hides and the test wrongly suggests the design is safe.",
+			"the race hides and the test wrongly suggests the design is safe",
 		Breaks: []string{"loaded_b", "barrier_held", "processing_attempts", "status_checks", "processed_more_than_once"},
+		Shows: "Worker-B finds nothing Pending when it starts (loaded 0), so each message is processed once (6 " +
+			"attempts, none twice) and the run looks safe, although nothing stops two workers from taking the " +
+			"same message. A race shows only when the test forces the overlap: without the barrier a clean run " +
+			"proves nothing about the design.",
 	}},
 	Run: runCompetingWorkersNoClaim,
 }

@@ -74,10 +74,18 @@ var staleAckFencing = Scenario{
 	Variants: []Variant{
 		{Name: variantAckByEventID, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
 			"Worker-A's stale ack completes the event and Worker-B's ack finds it already delivered",
-			Breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"}},
+			Breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"},
+			Shows: "Worker-A, whose lease ended at t=130 and which Worker-B reclaimed at t=140, acks at t=150 and its " +
+				"ack changes 1 row: E-41 is marked delivered by a stale owner, and the current owner's ack changes 0 " +
+				"rows. Only the holder of the current fencing token may complete an event; without the token in the " +
+				"WHERE clause a paused worker's late write wins."},
 		{Name: variantReusedToken, Mistake: fmt.Sprintf("the claim sets claim_token to the worker's fixed number (%d, the "+
 			"same on every replica of the relay) instead of incrementing it, so the token names a worker, not a claim attempt", reusedWorkerToken),
-			Breaks: []string{"stale_ack_rows", "current_ack_rows", "distinct_tokens", "failed_acks_lease_lost"}},
+			Breaks: []string{"stale_ack_rows", "current_ack_rows", "distinct_tokens", "failed_acks_lease_lost"},
+			Shows: "Worker-A and Worker-B both hold token 1 for E-41, so the token guard cannot tell Worker-A's stale " +
+				"ack from the current owner's: Worker-A's ack at t=150 changes 1 row and Worker-B's changes 0. A " +
+				"fencing token must name one claim and grow with every claim, so that an old claim's token is always " +
+				"smaller than the current one."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runStaleAckFencing(ctx, env, staleAckSQL(env.Variant))

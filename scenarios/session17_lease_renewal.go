@@ -96,11 +96,21 @@ var leaseRenewal = Scenario{
 	Checks: leaseRenewalChecks(),
 	Variants: []Variant{
 		{Name: variantRenewByEventID, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
-			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_8_stale_renew_refused"}},
+			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_8_stale_renew_refused"},
+			Shows: "At t=110 Worker-B, holding no token, extends Worker-A's lease to 180, and at t=210 Worker-A, with a " +
+				"stale token, moves Worker-B's lease to 270: 3 of 9 steps change what they must not. Only the current " +
+				"token holder may renew, so the token belongs in the renewal's WHERE clause as much as in the ack's."},
 		{Name: variantAllowShortening, Mistake: "the renewal drops lease_until < :proposed: a \"renewal\" may move the deadline earlier",
-			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"}},
+			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"},
+			Shows: "At t=120 Worker-A's renewal to 140 succeeds and moves its lease end from 150 back to 140, sooner " +
+				"than the owner had already promised itself. A renewal must only move the deadline later (lease_until " +
+				"< :proposed), or a delayed, out-of-order renewal cuts a lease short under its owner."},
 		{Name: variantRenewAfterExpiry, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
-			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"}},
+			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"},
+			Shows: "At t=200, the instant Worker-A's lease ends, its renewal still succeeds (to 250): Worker-B's claim " +
+				"at t=200 is refused, Worker-A keeps renewing with its old token, and Worker-B can never take the " +
+				"event over (4 of 9 steps go wrong). An expired lease is over: only a new claim may take it, never a " +
+				"late renewal by the old owner."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runLeaseRenewal(ctx, env, renewalSQL(env.Variant), leaseRenewalSteps)

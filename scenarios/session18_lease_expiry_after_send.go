@@ -57,13 +57,25 @@ var leaseExpiryAfterSend = Scenario{
 	},
 	Variants: []Variant{
 		{Name: variantCompleteWithoutToken, Mistake: "the relays complete by event id alone: Relay-A's late completion, after its lease expired, is accepted",
-			Breaks: []string{"stale_completion_rows"}},
+			Breaks: []string{"stale_completion_rows"},
+			Shows: "Relay-A's completion at 09:00:33, after its lease expired at 09:00:31 and Relay-B claimed e42 with " +
+				"token 2, changes 1 row, and Relay-B's own completion then finds the row already delivered. Both " +
+				"sends reached the broker, so nothing is lost here, but a relay that had lost its lease decided the " +
+				"row's state: only the current token may complete it."},
 		{Name: variantNaiveInbox, Mistake: "the inbox consumer increments the credit without writing or checking consumed_events",
-			Breaks: []string{"inbox_credit_cents", "consumed_event_rows"}},
+			Breaks: []string{"inbox_credit_cents", "consumed_event_rows"},
+			Shows: "Both offers of e42 reach the inbox consumer and both credit ACC-42: 2000 cents for one 1000-cent " +
+				"award, and no consumed_events row. A send after a lease expiry makes delivery at least once, so the " +
+				"consumer must record e42 in consumed_events in the same transaction as the credit and skip an event " +
+				"it has already seen."},
 		{Name: variantBrokerDedupWindow, Mistake: "relying on the broker's deduplication window (2 min by default): the resend is dropped, " +
 			"so the duplicate never reaches the consumers and the naive consumer looks correct. The counterexample is hidden, not " +
 			"fixed: session 20 replays the event after the window",
-			Breaks: []string{"broker_offers", "naive_credit_cents"}},
+			Breaks: []string{"broker_offers", "naive_credit_cents"},
+			Shows: "The broker drops Relay-B's resend because it comes within its window (1 offer instead of 2), so even " +
+				"the naive consumer credits 1000 cents and looks correct: the duplicate was hidden, not handled. A " +
+				"window covers only the resends inside it; session 20 replays the same event days later, and only the " +
+				"consumer's inbox keeps the effect single."},
 	},
 	Run: runLeaseExpiryAfterSend,
 }

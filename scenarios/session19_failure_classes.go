@@ -99,17 +99,35 @@ var failureClasses = Scenario{
 	Variants: []Variant{
 		{Name: s19NaiveConsumer, Mistake: "the credit consumer increments unconditionally, with no inbox",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_4_lost_consumer_ack_no_second_effect",
-				"row_5_concurrent_duplicates_one_effect", "rows_passed"}},
+				"row_5_concurrent_duplicates_one_effect", "rows_passed"},
+			Shows: "Rows 1, 3, 4 and 5 each deliver the event twice (a resend, a lost broker ack, a lost consumer ack, " +
+				"two deliveries at once) and each credits 2000 cents instead of 1000. Every failure class that " +
+				"duplicates a delivery needs the same cure: the consumer records the event id in its inbox in the " +
+				"same transaction as its effect."},
 		{Name: s19CompleteWithoutToken, Mistake: "the relays complete by event id alone, without the fencing token",
-			Breaks: []string{"row_2_stale_completion_rejected", "rows_passed"}},
+			Breaks: []string{"row_2_stale_completion_rejected", "rows_passed"},
+			Shows: "In row 2 Relay-A completes after its lease expired and Relay-B claimed the event with token 2, and " +
+				"the row is published by that stale owner before Relay-B completes. Only the fencing token tells a " +
+				"stale owner from the current one; the other five rows have no stale owner and still pass."},
 		{Name: s19EventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
 			"neither the broker nor the inbox can recognise a resend",
-			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"}},
+			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"},
+			Shows: "Rows 1, 3 and 5 credit 2000 cents: each resend carries a new message id, so the inbox records two " +
+				"different events and applies the effect twice. Row 4 still passes because the broker redelivers the " +
+				"same offer with its id: deduplication works only when every send of an event carries the outbox " +
+				"event id."},
 		{Name: s19EffectOutsideInboxTx, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
 			"in three separate transactions",
-			Breaks: []string{"row_4_lost_consumer_ack_no_second_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"}},
+			Breaks: []string{"row_4_lost_consumer_ack_no_second_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"},
+			Shows: "In row 4 the consumer dies after its credit committed but before its inbox row did, so the " +
+				"redelivery finds no record and credits again; in row 5 two connections both find the inbox empty and " +
+				"both credit (2000 cents each time). The inbox insert and the effect must commit in one transaction, " +
+				"so the unique (consumer, event_id) key decides once whether the effect happens."},
 		{Name: s19ProjectionNoVersion, Mistake: "the projection applies whatever arrives last, without comparing versions",
-			Breaks: []string{"row_6_projection_never_moves_backward", "rows_passed"}},
+			Breaks: []string{"row_6_projection_never_moves_backward", "rows_passed"},
+			Shows: "In row 6 version 1 of ACC-6 arrives after version 2, and the projection moves back from frozen " +
+				"(version 2) to open (version 1). After a crash and a lease expiry, delivery order is not commit " +
+				"order: a projection must apply an event only when its version is newer than the one it holds."},
 	},
 	Run: runFailureClasses,
 }

@@ -75,10 +75,17 @@ var inboxRetention = Scenario{
 	},
 	Variants: []Variant{
 		{Name: s20NaiveConsumer, Mistake: "the consumer increments unconditionally, with no inbox: every redelivery and the replay credit again",
-			Breaks: []string{"credit_short_retention_cents", "credit_long_retention_cents"}},
+			Breaks: []string{"credit_short_retention_cents", "credit_long_retention_cents"},
+			Shows: "With no inbox, every part ends at 4000 cents for one 1000-cent award: the first delivery, the " +
+				"redeliveries of unacknowledged deliveries and the replay three days later all credit again, whatever " +
+				"the inbox retention. Retention decides how long an inbox protects; without an inbox nothing does."},
 		{Name: s20EventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so the " +
 			"broker's dedup window cannot recognise the resend",
-			Breaks: []string{"broker_dropped_within_window"}},
+			Breaks: []string{"broker_dropped_within_window"},
+			Shows: "In part 2 the resend 30 s after the first send carries a new message id, so the broker's window does " +
+				"not recognise it (nothing dropped) and the inbox, which keys on the same id, credits it too: 2000 " +
+				"cents for one 1000-cent award. Deduplication, at the broker or in the inbox, works only on the " +
+				"outbox event's own, stable id."},
 	},
 	Run: runInboxRetention,
 }

@@ -84,15 +84,32 @@ var heartbeatAndShutdown = Scenario{
 	Variants: []Variant{
 		{Name: variantRenewalFailureOnlyLogged, Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +
 			"goes on after the pause, sends e2 with its lost lease, and tries a completion that is fenced out",
-			Breaks: []string{"stale_sends", "cancelled_on_lease_loss"}},
+			Breaks: []string{"stale_sends", "cancelled_on_lease_loss"},
+			Shows: "Relay-A's heartbeat on e2 changes 0 rows after its pause, but the relay only logs it: it sends e2 " +
+				"under its lost lease (a stale send, a third broker offer), and its completion is fenced out by " +
+				"Relay-B's token 2. Fencing keeps the row right but cannot unsend a message: a 0-row renewal must " +
+				"cancel the work before it sends."},
 		{Name: variantNoDeadline, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
-			Breaks: []string{"deadline_refusals"}},
+			Breaks: []string{"deadline_refusals"},
+			Shows: "Relay-C's gateway call never returns and its heartbeat renews e3 every 21 s with no end (deadline " +
+				"refusals: 0), so no other relay can take e3 over and it is still undelivered when the run ends. A " +
+				"heartbeat proves the process is alive, not that its work progresses: a processing deadline counted " +
+				"from claimed_at has to stop the renewals."},
 		{Name: variantShutdownMarksComplete, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
 			"e5 and e6 are never published and the restarted relay finds nothing to recover",
-			Breaks: []string{"lost_events", "completed_without_send", "recovered_after_restart"}},
+			Breaks: []string{"lost_events", "completed_without_send", "recovered_after_restart"},
+			Shows: "At SIGTERM Relay-D marks e5 and e6 delivered although it never sent them, so the broker never " +
+				"receives them (lost events: 2) and the restarted relay has nothing to recover. A completion must " +
+				"mean the broker accepted the event: at shutdown a relay leaves its unsent events to their leases, so " +
+				"they come back after a restart."},
 		{Name: variantRenewWithoutMargin, Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
 			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
-			Breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"}},
+			Breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"},
+			Shows: "Relay-A's beat at 09:00:32 comes after e1's lease ended at 09:00:31, so it changes 0 rows and e1's " +
+				"75 s work is cancelled (two 0-row renewals and two cancellations instead of one each); Relay-B " +
+				"delivers e1 later. Nothing is sent twice, but a healthy relay loses its long jobs: a heartbeat must " +
+				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
+				"lost lease."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runHeartbeatAndShutdown(ctx, env, heartbeatCastFor(env.Variant))
