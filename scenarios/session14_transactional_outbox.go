@@ -61,7 +61,7 @@ var transactionalOutbox = Scenario{
 				"all."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runTransactionalOutbox(ctx, env, outboxDesignFor(env.Variant))
+		return runTransactionalOutbox(ctx, env, swapped(env, outboxDesignFor(env.Variant)))
 	},
 }
 

@@ -88,7 +88,7 @@ var staleAckFencing = Scenario{
 				"smaller than the current one."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runStaleAckFencing(ctx, env, staleAckSQL(env.Variant))
+		return runStaleAckFencing(ctx, env, swapped(env, staleAckSQL(env.Variant)))
 	},
 }
 

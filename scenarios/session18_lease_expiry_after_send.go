@@ -95,6 +95,7 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 		return nil, err
 	}
 	defer p.Close()
+	p.SQL = swapped(env, p.SQL)
 	p.CompleteWithoutToken = env.Is(variantCompleteWithoutToken)
 	if env.Is(variantBrokerDedupWindow) {
 		p.BrokerWindow = cast.TicksOf(env.Options.BrokerWindow)

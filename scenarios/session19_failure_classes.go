@@ -72,9 +72,7 @@ func failureClassChecks() []CheckDoc {
 	for _, row := range failureRows {
 		docs = append(docs, CheckDoc{row.check, fmt.Sprintf("row %d (%s): %s", row.n, row.order, row.expected)})
 	}
-	return append(docs,
-		CheckDoc{"rows", "all six event orders were run, each against its own fresh database"},
-		CheckDoc{"rows_passed", "every row's property held on durable state"})
+	return append(docs, CheckDoc{"rows_passed", "every row's property held on durable state, read back from its own database after the row ran"})
 }
 
 var failureClasses = Scenario{
@@ -162,6 +160,7 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 		}
 		ps = append(ps, p)
 		plans[label] = plan
+		p.SQL = swapped(env, p.SQL)
 		p.CompleteWithoutToken = env.Is(s19CompleteWithoutToken)
 		p.EventIDPerSend = env.Is(s19EventIDPerSend)
 		p.Event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
@@ -179,9 +178,11 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 			r.Database = path
 		}
 	}
+	// rows is how many event orders ran, for the verdict; it is no check:
+	// each row's own check and rows_passed judge what the rows hold.
 	r.SetMetric("rows", float64(len(rows)))
 	r.SetMetric("rows_passed", float64(passed))
-	want := map[string]float64{"rows": float64(len(failureRows)), "rows_passed": float64(len(failureRows))}
+	want := map[string]float64{"rows_passed": float64(len(failureRows))}
 	for _, row := range failureRows {
 		want[row.check] = 1
 	}

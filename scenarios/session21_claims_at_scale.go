@@ -210,7 +210,7 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 // a fresh database, and returns the last database's path.
 func (run *scaleRun) play(ctx context.Context, large int) (string, error) {
 	var path string
-	for _, claim := range s21Designs(run.env) {
+	for _, claim := range swapped(run.env, s21Designs(run.env)) {
 		for _, size := range []struct {
 			name string
 			n    int

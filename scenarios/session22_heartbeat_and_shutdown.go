@@ -112,7 +112,7 @@ var heartbeatAndShutdown = Scenario{
 				"lost lease."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runHeartbeatAndShutdown(ctx, env, heartbeatCastFor(env.Variant))
+		return runHeartbeatAndShutdown(ctx, env, swapped(env, heartbeatCastFor(env.Variant)))
 	},
 }
 
