@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
 )
 
@@ -28,12 +29,32 @@ func startWait(ctx context.Context, b *Barrier, arrivedBefore int) <-chan error 
 func TestBarrier(t *testing.T) {
 	t.Run("ReleasesWhenAllArrive", func(t *testing.T) {
 		b := NewBarrier(2)
-		first := startWait(context.Background(), b, 0)
+		// lastArrived is set just before the last party calls Wait; the
+		// first party records what it saw when its Wait returned, so a
+		// barrier that let it through early is caught whatever the timing.
+		var lastArrived atomic.Bool
+		first := make(chan bool, 1)
+		go func() {
+			err := b.Wait(context.Background())
+			first <- err == nil && lastArrived.Load()
+		}()
+		for b.waitingNow() == 0 && len(first) == 0 {
+			runtime.Gosched()
+		}
+		for range 100 { // give a barrier that does not hold every chance to let it go
+			runtime.Gosched()
+		}
+		select {
+		case <-first:
+			t.Fatal("the first party returned before the last one arrived")
+		default:
+		}
+		lastArrived.Store(true)
 		if err := b.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-first; err != nil {
-			t.Fatal(err)
+		if heldUntilLast := <-first; !heldUntilLast {
+			t.Fatal("the first party was not held until the last one arrived")
 		}
 		if n := b.waitingNow(); n != 0 {
 			t.Fatalf("%d parties still counted after the release", n)
