@@ -22,7 +22,7 @@ import (
 type Scenario struct {
 	Name    string // registry name, e.g. session-15-outbox-leasing
 	Session string // report folder, e.g. Session-15
-	FileTag string // report file stem, e.g. OutboxLeasing
+	FileTag string // report file stem, words joined by hyphens, e.g. Outbox-Leasing
 	Title   string
 	Design  lab.Design
 
