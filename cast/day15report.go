@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -159,6 +160,8 @@ func (d *Day15) Finish(ctx context.Context, db *store.DB, r *lab.Result) error {
 		Title:   "Messages: final state and who worked on each",
 		Note:    "Status, lease and payment columns are read from the database; the claimed-by and processed-by columns come from the ledgers.",
 		Columns: []string{"Id", "AggregateKey", "Status", "LockedBy", "LockedUntilUtc", "ProcessedAtUtc", "Payment", "TransactionId", "Claimed by", "Processed by", "Times"},
+		// Which worker got a message varies; its final state does not.
+		VaryingColumns: []string{"LockedBy", "Claimed by", "Processed by"},
 	}
 	for _, m := range msgs {
 		p := payByKey[m.AggregateKey]
@@ -174,6 +177,11 @@ func (d *Day15) Finish(ctx context.Context, db *store.DB, r *lab.Result) error {
 		// interleaving. The per-key summary is sorted, and without claims
 		// (the race) every key was checked once by each worker.
 		t.Interleaved = d.Concurrent && t.Title != CreationLedgerTitle && (t.Title != perKeyTitle || len(d.claims) > 0)
+		if len(d.claims) == 0 {
+			// Without claims every worker does every message: which worker
+			// did what does not vary, only the order.
+			t.VaryingColumns = slices.DeleteFunc(slices.Clone(t.VaryingColumns), func(c string) bool { return c == "Worker" || c == "Caller" })
+		}
 		r.Tables = append(r.Tables, t)
 	}
 	r.Concurrent = d.Concurrent
@@ -186,14 +194,14 @@ func (d *Day15) ledgerTables() []lab.Table {
 	defer d.mu.Unlock()
 	var out []lab.Table
 	if len(d.loads) > 0 {
-		t := lab.Table{Title: "Ledger: loads", Note: "What each worker read with the plain SELECT, before it did any work.", Columns: []string{"#", "Clock", "Worker", "Loaded", "Keys"}}
+		t := lab.Table{Title: "Ledger: loads", Note: "What each worker read with the plain SELECT, before it did any work.", Columns: []string{"#", "Clock", "Worker", "Loaded", "Keys"}, VaryingColumns: []string{"#"}}
 		for _, l := range d.loads {
 			t.AddRow(l.seq, l.at, l.worker, len(l.keys), strings.Join(l.keys, ", "))
 		}
 		out = append(out, t)
 	}
 	if len(d.claims) > 0 {
-		t := lab.Table{Title: "Ledger: claims", Note: "Every claim attempt and its outcome. Only a claimed outcome may lead to processing.", Columns: []string{"#", "Clock", "Worker", "Phase", "Target", "Outcome", "Message", "Lease until", "Held by", "Busy retries"}}
+		t := lab.Table{Title: "Ledger: claims", Note: "Every claim attempt and its outcome. Only a claimed outcome may lead to processing.", Columns: []string{"#", "Clock", "Worker", "Phase", "Target", "Outcome", "Message", "Lease until", "Held by", "Busy retries"}, VaryingColumns: []string{"#", "Worker", "Busy retries"}}
 		for _, c := range d.claims {
 			msg := ""
 			if c.id != 0 {
@@ -204,14 +212,14 @@ func (d *Day15) ledgerTables() []lab.Table {
 		out = append(out, t)
 		out = append(out, d.claimSummary())
 	}
-	t := lab.Table{Title: "Ledger: processing attempts", Note: "Each time a worker did the work for a message. One per message is the goal.", Columns: []string{"#", "Clock", "Worker", "Message", "Key", "Provider answer"}}
+	t := lab.Table{Title: "Ledger: processing attempts", Note: "Each time a worker did the work for a message. One per message is the goal.", Columns: []string{"#", "Clock", "Worker", "Message", "Key", "Provider answer"}, VaryingColumns: []string{"#", "Worker"}}
 	for _, a := range d.attempts {
 		t.AddRow(a.seq, a.at, a.worker, a.id, a.key, a.answer)
 	}
 	out = append(out, t)
 	out = append(out, ProviderTables(d.Provider)...)
 	if len(d.finals) > 0 {
-		t := lab.Table{Title: "Ledger: finalizations and ownership rejections", Note: "A rejected finalization changed 0 rows and was rolled back: the worker no longer owned the message.", Columns: []string{"#", "Clock", "Worker", "Message", "Key", "Result", "Busy retries"}}
+		t := lab.Table{Title: "Ledger: finalizations and ownership rejections", Note: "A rejected finalization changed 0 rows and was rolled back: the worker no longer owned the message.", Columns: []string{"#", "Clock", "Worker", "Message", "Key", "Result", "Busy retries"}, VaryingColumns: []string{"#", "Worker", "Busy retries"}}
 		if len(d.claims) == 0 {
 			t.Title, t.Note = "Ledger: completions", "Each completion ran by Id alone, with no ownership guard, so none could be refused."
 		}
@@ -261,7 +269,8 @@ func (d *Day15) claimSummary() lab.Table {
 		}
 		return keys[i] < keys[j]
 	})
-	t := lab.Table{Title: "Ledger: claims per worker and phase", Columns: []string{"Phase", "Worker", "Attempts", "Successes", "Empty", "Blocked (live lease)", "Refused (lease expired)", "Lost/done", "SQLITE_BUSY retries"}}
+	t := lab.Table{Title: "Ledger: claims per worker and phase", Columns: []string{"Phase", "Worker", "Attempts", "Successes", "Empty", "Blocked (live lease)", "Refused (lease expired)", "Lost/done", "SQLITE_BUSY retries"},
+		VaryingColumns: []string{"Worker", "SQLITE_BUSY retries"}}
 	for _, k := range keys {
 		phase, worker, _ := strings.Cut(k, "\x00")
 		x := per[k]
@@ -284,11 +293,11 @@ func ProviderTables(p *provider.Provider) []lab.Table {
 		create.AddRow(c.Seq, c.Caller, c.Key, c.Answer)
 	}
 	checks := p.StatusChecks()
-	status := lab.Table{Title: "Ledger: provider status checks", Note: "The provider's record of status checks, in call order.", Columns: []string{"Call", "Caller", "Key", "Answer"}}
+	status := lab.Table{Title: "Ledger: provider status checks", Note: "The provider's record of status checks, in call order.", Columns: []string{"Call", "Caller", "Key", "Answer"}, VaryingColumns: []string{"Call", "Caller"}}
 	for _, c := range checks {
 		status.AddRow(c.Seq, c.Caller, c.Key, c.Answer)
 	}
-	perKey := lab.Table{Title: perKeyTitle, Columns: []string{"Key", "Creation calls", "Status checks", "Status checks by caller"}}
+	perKey := lab.Table{Title: perKeyTitle, Columns: []string{"Key", "Creation calls", "Status checks", "Status checks by caller"}, VaryingColumns: []string{"Status checks by caller"}}
 	creations := provider.CountByKey(p.CreationCalls())
 	checkCount := provider.CountByKey(checks)
 	byKeyCaller := map[string]map[string]int{}

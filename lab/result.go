@@ -135,8 +135,12 @@ type Table struct {
 	// Interleaved says the rows depend on how concurrent workers
 	// interleaved: their order and split vary by run.
 	Interleaved bool
-	Columns     []string
-	Rows        [][]string
+	// VaryingColumns, for an interleaved table, names the columns whose
+	// cells vary by run; the other columns of each row do not, only the
+	// rows' order does. Nil: any cell may vary.
+	VaryingColumns []string
+	Columns        []string
+	Rows           [][]string
 }
 
 // AddRow appends one row, formatting each cell with [Cell].

@@ -23,6 +23,19 @@ const cellWidth = 64
 // concurrent workers interleaved.
 const InterleavedNote = "(The workers ran concurrently: this table's rows, their order and the split between workers vary from run to run; the checks do not.)"
 
+// VaryingColumnsPrefix and VaryingColumnsSuffix frame the line printed
+// under [InterleavedNote] when a table names the columns that vary: the
+// column names between them are comma-separated.
+const (
+	VaryingColumnsPrefix = "(Only these columns vary, with the rows' order: "
+	VaryingColumnsSuffix = ".)"
+)
+
+// VaryingColumnsLine is the line that names a table's varying columns.
+func VaryingColumnsLine(columns []string) string {
+	return VaryingColumnsPrefix + strings.Join(columns, ", ") + VaryingColumnsSuffix
+}
+
 // RunInfo is what the report says about the run itself rather than the lesson.
 type RunInfo struct {
 	Started time.Time // wall-clock start, UTC
@@ -155,6 +168,9 @@ func (p *printer) table(t lab.Table) {
 	}
 	if t.Interleaved {
 		p.line(InterleavedNote)
+		if len(t.VaryingColumns) > 0 {
+			p.line(VaryingColumnsLine(t.VaryingColumns))
+		}
 	}
 	p.err = renderTable(p.w, t.Columns, t.Rows)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +35,9 @@ var skipGolden = map[string]string{}
 
 // TestGoldenReports runs each scenario through the CLI and compares its
 // report with testdata/golden after normalizing what legitimately varies:
-// wall-clock time, temporary paths, and tables marked as interleaved.
+// wall-clock time, temporary paths, and tables marked as interleaved: the
+// cells of the columns such a table names as varying, and the order of its
+// rows (all its rows when it names none).
 // Refresh with: go test ./cmd/outboxlab -run TestGoldenReports -update
 func TestGoldenReports(t *testing.T) {
 	t.Parallel()
@@ -103,23 +106,89 @@ func normalizeReport(s string) string {
 		if lines[i] != reports.InterleavedNote {
 			continue
 		}
-		// The column names are kept (their widths follow the varying
-		// cells); the body up to the closing border varies.
-		if i+3 < len(lines) {
-			var cols []string
-			for _, c := range strings.Split(strings.Trim(lines[i+2], "| "), "|") {
-				cols = append(cols, strings.TrimSpace(c))
-			}
-			out = append(out, "columns: "+strings.Join(cols, " | "))
-			i += 3
+		varying := varyingColumns(lines, i+1)
+		if varying != nil {
+			i++
+			out = append(out, lines[i])
 		}
+		// lines[i+1] is the top border, lines[i+2] the header, lines[i+3]
+		// the border under it; the body runs to the closing border.
+		if i+3 >= len(lines) {
+			continue
+		}
+		cols := tableCells(lines[i+2])
+		out = append(out, "columns: "+strings.Join(cols, " | "))
+		i += 3
+		var body []string
 		for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "+") {
 			i++
+			body = append(body, lines[i])
 		}
 		i++ // the closing border
-		out = append(out, "<rows vary by run>")
+		if varying == nil {
+			out = append(out, "<rows vary by run>")
+			continue
+		}
+		out = append(out, maskVarying(cols, body, varying)...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// varyingColumns reads the line at i that names a table's varying columns
+// (see reports.VaryingColumnsLine); nil if there is none.
+func varyingColumns(lines []string, i int) map[string]bool {
+	if i >= len(lines) || !strings.HasPrefix(lines[i], reports.VaryingColumnsPrefix) {
+		return nil
+	}
+	list := strings.TrimSuffix(strings.TrimPrefix(lines[i], reports.VaryingColumnsPrefix), reports.VaryingColumnsSuffix)
+	varying := map[string]bool{}
+	for _, c := range strings.Split(list, ", ") {
+		varying[c] = true
+	}
+	return varying
+}
+
+// tableCells splits one text line of a table into its trimmed cells.
+func tableCells(line string) []string {
+	var cells []string
+	for _, c := range strings.Split(strings.Trim(line, "| "), "|") {
+		cells = append(cells, strings.TrimSpace(c))
+	}
+	return cells
+}
+
+// maskVarying masks the varying cells of a table's body and sorts its rows,
+// whose order varies too: what is left is what every run must print. A
+// row wrapped over several lines is joined first: a row's first line has
+// every cell filled (an empty value prints as "-"), a continuation line
+// does not. Cells are joined without padding, since a varying cell's width
+// moves the columns.
+func maskVarying(cols, body []string, varying map[string]bool) []string {
+	var rows [][]string
+	for _, line := range body {
+		cells := tableCells(line)
+		if len(rows) == 0 || !slices.Contains(cells, "") {
+			rows = append(rows, cells)
+			continue
+		}
+		last := rows[len(rows)-1]
+		for j, c := range cells {
+			if c != "" && j < len(last) {
+				last[j] += " " + c
+			}
+		}
+	}
+	var out []string
+	for _, row := range rows {
+		for j := range row {
+			if j < len(cols) && varying[cols[j]] {
+				row[j] = "<varies>"
+			}
+		}
+		out = append(out, "row: "+strings.Join(row, " | "))
+	}
+	slices.Sort(out)
+	return out
 }
 
 func firstDiff(want, got string) string {
