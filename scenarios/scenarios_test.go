@@ -99,9 +99,6 @@ var checkBrokenByNamedTest = map[string]string{
 	// provider twice. The named test runs the lesson with a changed design.
 	"session-14-transactional-outbox/crashes_injected":              "TestTransactionalOutboxChecksCanFail",
 	"session-14-transactional-outbox/keys_not_created_exactly_once": "TestTransactionalOutboxChecksCanFail",
-	"session-17-lease-renewal/step_1_claim_succeeds":                "TestLeaseRenewalChecksCanFail",
-	"session-17-lease-renewal/step_4_renew_extends":                 "TestLeaseRenewalChecksCanFail",
-	"session-17-lease-renewal/step_5_claim_blocked_by_live_lease":   "TestLeaseRenewalChecksCanFail",
 }
 
 // TestEveryCheckCanFail shows every check of every scenario can fail: it

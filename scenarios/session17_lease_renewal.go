@@ -113,7 +113,7 @@ var leaseRenewal = Scenario{
 				"late renewal by the old owner."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runLeaseRenewal(ctx, env, renewalSQL(env.Variant), leaseRenewalSteps)
+		return runLeaseRenewal(ctx, env, swapped(env, renewalSQL(env.Variant)), leaseRenewalSteps)
 	},
 }
 
