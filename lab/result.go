@@ -126,6 +126,11 @@ type Event struct {
 	Actor  string
 	Action string
 	Detail string
+	// Kind, when set, names what the event is for the lane view and the
+	// HTML timeline ("claim", "blocked", "renew", "finalize", "expiry",
+	// "crash", "fenced", "rejected", "offer", "deliver", "effect", ...);
+	// "" lets reports infer it from Action and Detail.
+	Kind string
 }
 
 // Table is a titled table: a ledger, the per-message table or a step table.

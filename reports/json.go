@@ -12,13 +12,15 @@ type JSONResult struct {
 	Scenario string `json:"scenario"`
 	Variant  string `json:"variant"`
 	// Design is "before", "after" or "variant": what the run showed.
-	Design   string             `json:"design"`
-	Passed   bool               `json:"passed"`
-	Metrics  map[string]float64 `json:"metrics"`
-	Checks   []JSONCheck        `json:"checks"`
-	Report   string             `json:"report"`
-	Database string             `json:"database"`
-	Kept     bool               `json:"database_kept"`
+	Design  string             `json:"design"`
+	Passed  bool               `json:"passed"`
+	Metrics map[string]float64 `json:"metrics"`
+	Checks  []JSONCheck        `json:"checks"`
+	Report  string             `json:"report"`
+	// HTML is the run's page beside its report, with `run --html`.
+	HTML     string `json:"html,omitempty"`
+	Database string `json:"database"`
+	Kept     bool   `json:"database_kept"`
 	// Statements is the run's statement ledger: every statement executed.
 	Statements []JSONStatement `json:"statements"`
 }

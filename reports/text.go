@@ -105,6 +105,9 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	}
 	p.table(tl)
 
+	p.section("Lanes: who did what while the others did what")
+	p.lanes(r)
+
 	for _, t := range r.Tables {
 		p.section(t.Title)
 		if t.Note != "" {
@@ -173,6 +176,22 @@ func (p *printer) table(t lab.Table) {
 		}
 	}
 	p.err = renderTable(p.w, t.Columns, t.Rows)
+}
+
+// lanes prints the lane view with its legend; its rows are masked like
+// the timeline's when the workers ran concurrently.
+func (p *printer) lanes(r *lab.Result) {
+	if len(r.Timeline) == 0 {
+		p.line("(no entries)")
+		return
+	}
+	p.paragraph(LaneLegend)
+	if r.Concurrent {
+		p.line(InterleavedNote)
+	}
+	if p.err == nil {
+		p.err = Lanes(p.w, r)
+	}
 }
 
 // renderTable draws one ASCII table (stable bytes for golden files).

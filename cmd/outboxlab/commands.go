@@ -124,6 +124,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "variant", Usage: "run with a known mistake (see `outboxlab describe NAME`)"},
 			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "folder for the reports"},
 			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell"},
+			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
 			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records (Go duration, days as d)"},
@@ -147,10 +148,17 @@ type runPlan struct {
 	format    string
 	options   scenarios.Options
 	now       func() time.Time
+	// html writes each report's page beside it; pages maps a report's path
+	// to its page's, and index lists them for index.html.
+	html  bool
+	all   bool
+	pages map[string]string
+	index []reports.IndexEntry
 }
 
 func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
-	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), now: s.now}
+	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), now: s.now,
+		html: c.Bool("html"), all: c.Bool("all"), pages: map[string]string{}}
 	var err error
 	if p.repeat, err = parseCount("repeat", c.String("repeat")); err != nil {
 		return nil, err
@@ -306,6 +314,9 @@ func runAction(c *cli.Context, s *settings) error {
 	if err := p.compareDay15(c.App.Writer, firsts); err != nil {
 		return err
 	}
+	if err := p.writeIndex(c.App.Writer); err != nil {
+		return err
+	}
 	if !allPassed {
 		return errChecksFailed
 	}
@@ -363,7 +374,36 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (*lab.Result, 
 		// exit 3, as bench does.
 		return nil, "", err
 	}
+	if p.html {
+		page, err := reports.WriteHTML(path, res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
+		if err != nil {
+			return nil, "", err
+		}
+		p.pages[path] = page
+		rel, err := filepath.Rel(p.out, page)
+		if err != nil {
+			rel = page
+		}
+		p.index = append(p.index, reports.IndexEntry{Scenario: res.Scenario, Variant: res.Variant, Title: res.Title,
+			Design: res.DesignName(), Passed: res.Passed(), Verdict: res.Verdict, Page: filepath.ToSlash(rel)})
+	}
 	return res, path, nil
+}
+
+// writeIndex writes index.html in --out, linking every page this `run
+// --all --html` wrote, and in text format says where it is.
+func (p *runPlan) writeIndex(w io.Writer) error {
+	if !p.html || !p.all || len(p.index) == 0 {
+		return nil
+	}
+	path, err := reports.WriteIndex(p.out, p.index)
+	if err != nil {
+		return fmt.Errorf("write the HTML index: %w", err)
+	}
+	if p.format == "text" {
+		fmt.Fprintln(w, "HTML index of these runs: "+path)
+	}
+	return nil
 }
 
 // print shows run i's outcome: a JSON line, the whole run when it is the
@@ -371,9 +411,11 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (*lab.Result, 
 func (p *runPlan) print(w io.Writer, res *lab.Result, path string, i int) error {
 	switch {
 	case p.format == "json":
-		return reports.JSONLine(w, reports.NewJSONResult(res, path))
+		j := reports.NewJSONResult(res, path)
+		j.HTML = p.pages[path]
+		return reports.JSONLine(w, j)
 	case p.repeat == 1:
-		printRun(w, res, path)
+		printRun(w, res, path, p.pages[path])
 	case !res.Passed():
 		fmt.Fprintf(w, "run %d of %d FAILED: %s (report: %s)\n", i+1, p.repeat, strings.Join(res.FailedChecks(), ", "), path)
 	}
@@ -381,7 +423,8 @@ func (p *runPlan) print(w io.Writer, res *lab.Result, path string, i int) error 
 }
 
 // printRun prints one run's outcome, its verdict and where its report is.
-func printRun(w io.Writer, r *lab.Result, path string) {
+// With --html, page is the report's HTML page.
+func printRun(w io.Writer, r *lab.Result, path, page string) {
 	name := r.Scenario
 	if r.Variant != "" {
 		name += " --variant " + r.Variant
@@ -400,6 +443,9 @@ func printRun(w io.Writer, r *lab.Result, path string) {
 		}
 	}
 	fmt.Fprintf(w, "  report:   %s\n", path)
+	if page != "" {
+		fmt.Fprintf(w, "  page:     %s\n", page)
+	}
 	if r.DatabaseKept {
 		fmt.Fprintf(w, "  database: %s\n", r.Database)
 	}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/outboxlab/outboxlab/reports"
+)
+
+// updateScreenshot copies the session-18 screenshot to docs/ for the README:
+// go test ./cmd/outboxlab -run TestHTMLInBrowser -count=1 -update-screenshot
+var updateScreenshot = flag.Bool("update-screenshot", false, "copy the session-18 page's screenshot to docs/session-18.png")
+
+// chromiumPath finds a Chromium to drive: $OUTBOXLAB_CHROMIUM, or Debian's
+// chromium (or Chrome) on PATH; "" when there is none.
+func chromiumPath() string {
+	if p := os.Getenv("OUTBOXLAB_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browserPage is one page the browser test loads and what its DOM must show.
+type browserPage struct {
+	name    string
+	args    []string
+	lanes   []string // every actor, one lane each
+	leases  int      // one bar per successful claim
+	crashAt string   // the crash marker's clock, "" for no crash
+	fenced  string   // the actor of a red fenced write, "" for none
+}
+
+var browserPages = []browserPage{
+	{name: "session-15-before", args: []string{"run", "session-15-competing-workers-no-claim"},
+		lanes: []string{"checkout", "Worker-A", "Worker-B"}, leases: 0},
+	{name: "session-15-after", args: []string{"run", "session-15-outbox-leasing"},
+		lanes: []string{"checkout", "Worker-A", "Worker-B", "clock", "scenario"}, leases: 7, crashAt: "2026-01-15T09:00:00.000Z"},
+	{name: "session-18", args: []string{"run", "session-18-lease-expiry-after-send"},
+		lanes: []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer", "Naive-Consumer"}, leases: 2, fenced: "Relay-A"},
+	{name: "explore-naive-consumer", args: []string{"run", "explore", "--variant", "naive-consumer"},
+		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3},
+}
+
+// pageFacts is what the test reads from a page's DOM.
+type pageFacts struct {
+	Lanes      []string `json:"lanes"`
+	Leases     int      `json:"leases"`
+	Claims     int      `json:"claims"`
+	Crashes    []string `json:"crashes"`
+	CrashInRun bool     `json:"crashInRun"`
+	Fenced     []struct {
+		Actor string `json:"actor"`
+		Fill  string `json:"fill"`
+	} `json:"fenced"`
+	Checks  int    `json:"checks"`
+	Verdict string `json:"verdict"`
+	Detail  string `json:"detail"`
+}
+
+const factsJS = `(() => {
+  const q = s => Array.from(document.querySelectorAll(s));
+  const ticks = q('svg .tick').map(t => ({t: +t.dataset.t, seg: +t.dataset.seg, x: +t.dataset.x})).sort((a, b) => a.x - b.x);
+  const crashes = q('svg .ev.k-crash');
+  const crashInRun = crashes.every(c => {
+    const m = c.querySelector('.crash-marker');
+    const box = m.getBBox(), x = box.x + box.width / 2, cx = +c.dataset.x;
+    const i = ticks.findIndex(t => t.x <= cx && (ticks.indexOf(t) === ticks.length - 1 || ticks[ticks.indexOf(t) + 1].x > cx));
+    const at = c.dataset.at.replace(/^.*T/, '').replace('Z', '');
+    const [h, mi, s] = at.split(':');
+    const ms = ((+h * 60 + +mi) * 60) * 1000 + Math.round(+s * 1000);
+    return Math.abs(x - cx) < 1 && i >= 0 && ((ticks[i].t % 86400000) === ms);
+  });
+  const first = document.querySelector('svg .ev.k-fenced');
+  if (first) { first.dispatchEvent(new Event('focus')); }
+  return {
+    lanes: q('svg .lane').map(l => l.dataset.actor),
+    leases: q('svg rect.lease').length,
+    claims: q('svg .ev.k-claim').length,
+    crashes: crashes.map(c => c.dataset.at),
+    crashInRun: crashInRun,
+    fenced: q('svg .ev.k-fenced').map(f => ({actor: f.dataset.actor, fill: getComputedStyle(f.querySelector('.fenced-mark')).fill})),
+    checks: q('#checks tbody tr').length,
+    verdict: document.getElementById('verdict').textContent,
+    detail: document.getElementById('detail').textContent,
+  };
+})()`
+
+// TestHTMLInBrowser loads the pages `run --html` writes in headless
+// Chromium, offline, and asserts from the DOM what a student must see.
+func TestHTMLInBrowser(t *testing.T) {
+	chromium := chromiumPath()
+	if chromium == "" {
+		t.Skip("browser test skipped: no Chromium (install Debian's chromium, or set OUTBOXLAB_CHROMIUM)")
+	}
+	shots := t.TempDir()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		// Offline: no name resolves, so any request to the network fails.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1600, 1000),
+	)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	if err := chromedp.Do(browser); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	for _, pg := range browserPages {
+		t.Run(pg.name, func(t *testing.T) {
+			path := writePage(t, pg.args)
+			facts, shot := loadPage(t, browser, path)
+			png := filepath.Join(shots, pg.name+".png")
+			if err := os.WriteFile(png, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("screenshot: %s", png)
+			assertFacts(t, pg, facts)
+			if pg.name == "session-18" && *updateScreenshot {
+				if err := os.WriteFile(filepath.Join("..", "..", "docs", "session-18.png"), shot, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// writePage runs the CLI with --html and returns the page it wrote.
+func writePage(t *testing.T, args []string) string {
+	t.Helper()
+	got := runCLI(t, append(args, "--html", "--format", "json", "--out", t.TempDir())...)
+	var res reports.JSONResult
+	if err := json.Unmarshal([]byte(got.stdout), &res); err != nil {
+		t.Fatalf("exit %d, %v: %s %s", got.code, err, got.stdout, got.stderr)
+	}
+	if res.HTML == "" || res.HTML != reports.HTMLPath(res.Report) {
+		t.Fatalf("JSON html = %q, want the page beside %s", res.HTML, res.Report)
+	}
+	return res.HTML
+}
+
+// loadPage opens path in a new tab, offline, and returns its DOM facts and
+// a full-page screenshot; it fails on any console error, page exception
+// or request that is not for the page itself.
+func loadPage(t *testing.T, browser context.Context, path string) (pageFacts, []byte) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(browser)
+	defer cancel()
+	tab, cancelTimeout := context.WithTimeout(tab, 60*time.Second)
+	defer cancelTimeout()
+	var mu sync.Mutex
+	var problems []string
+	err := chromedp.Listen(tab, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == "error" || e.Type == "warning" || e.Type == "assert" {
+				problems = append(problems, fmt.Sprintf("console %s: %v", e.Type, e.Args))
+			}
+		case *runtime.EventExceptionThrown:
+			problems = append(problems, "exception: "+(&chromedp.ExceptionError{ExceptionDetails: e.ExceptionDetails}).Error())
+		case *log.EventEntryAdded:
+			if e.Entry.Level == "error" {
+				problems = append(problems, "log error: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		case *network.EventRequestWillBeSent:
+			if u := e.Request.URL; !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+				problems = append(problems, "network request: "+u)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate("file://"+path), chromedp.WaitVisible("#timeline")); err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	facts, err := chromedp.Run(tab, chromedp.Evaluate[pageFacts](factsJS))
+	if err != nil {
+		t.Fatalf("read the DOM of %s: %v", path, err)
+	}
+	shot, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", path, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 {
+		t.Errorf("%s: the page must load offline with no console error:\n%s", path, strings.Join(problems, "\n"))
+	}
+	return facts, shot
+}
+
+func assertFacts(t *testing.T, pg browserPage, f pageFacts) {
+	t.Helper()
+	lanes := append([]string(nil), f.Lanes...)
+	want := append([]string(nil), pg.lanes...)
+	sort.Strings(lanes)
+	sort.Strings(want)
+	if strings.Join(lanes, ",") != strings.Join(want, ",") {
+		t.Errorf("lanes %v, want one per actor: %v", f.Lanes, pg.lanes)
+	}
+	if f.Leases != pg.leases || f.Claims != pg.leases {
+		t.Errorf("%d lease bars and %d successful claims, want %d of each", f.Leases, f.Claims, pg.leases)
+	}
+	switch {
+	case pg.crashAt == "" && len(f.Crashes) > 0:
+		t.Errorf("crash markers %v, want none", f.Crashes)
+	case pg.crashAt != "" && (len(f.Crashes) != 1 || f.Crashes[0] != pg.crashAt):
+		t.Errorf("crash markers %v, want one at %s", f.Crashes, pg.crashAt)
+	case !f.CrashInRun:
+		t.Errorf("a crash marker is not drawn at its time on the clock axis")
+	}
+	if pg.fenced != "" {
+		if len(f.Fenced) != 1 || f.Fenced[0].Actor != pg.fenced || f.Fenced[0].Fill != "rgb(200, 30, 30)" {
+			t.Errorf("fenced writes %+v, want one by %s drawn red (rgb(200, 30, 30))", f.Fenced, pg.fenced)
+		}
+		if !strings.Contains(f.Detail, "UPDATE") || !strings.Contains(f.Detail, "Rows this event changed: 0") {
+			t.Errorf("focusing the fenced write shows %q, want its SQL and 0 rows", f.Detail)
+		}
+	}
+	if f.Checks == 0 || strings.TrimSpace(f.Verdict) == "" {
+		t.Errorf("the checks table (%d rows) and the verdict (%q) must be under the picture", f.Checks, f.Verdict)
+	}
+}

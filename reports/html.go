@@ -1,0 +1,523 @@
+package reports
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+//go:embed htmlpage/page.css
+var pageCSS string
+
+//go:embed htmlpage/page.js
+var pageJS string
+
+// HTMLPath is where the HTML page of the text report at reportPath goes:
+// beside it, with the same name.
+func HTMLPath(reportPath string) string {
+	return strings.TrimSuffix(reportPath, filepath.Ext(reportPath)) + ".html"
+}
+
+// WriteHTML renders r's page and files it beside its text report,
+// reportPath, never over an existing file. It returns the path written.
+func WriteHTML(reportPath string, r *lab.Result, info RunInfo) (string, error) {
+	var buf bytes.Buffer
+	if err := HTML(&buf, r, info); err != nil {
+		return "", err
+	}
+	return WriteNew(HTMLPath(reportPath), buf.Bytes())
+}
+
+// HTML writes one self-contained page for r: the run as an SVG swimlane
+// per actor on the scenario clock, the checks and the verdict. It loads
+// nothing from the network: its style and script are inline.
+func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
+	rc := newRace(r)
+	page := htmlPage{
+		Title: r.Title, Scenario: r.Scenario, Variant: r.Variant, Design: designLabel(r),
+		Result: resultLabel(r), Passed: r.Passed(), Lesson: r.Lesson, Mistake: r.Mistake,
+		Started: info.Started.UTC().Format("2006-01-02 15:04:05Z"),
+		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
+		CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
+		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent,
+	}
+	return pageTemplate.Execute(w, page)
+}
+
+// htmlPage is what the page template shows.
+type htmlPage struct {
+	Title, Scenario, Variant, Design, Result, Lesson, Mistake, Started, Verdict string
+	Passed, Concurrent                                                          bool
+	Broken                                                                      []string
+	Checks                                                                      []lab.Check
+	CSS                                                                         template.CSS
+	JS                                                                          template.JS
+	SVG                                                                         template.HTML
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Scenario}}{{if .Variant}} --variant {{.Variant}}{{end}}: {{.Title}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="meta">{{.Scenario}}{{if .Variant}} --variant {{.Variant}}{{end}} &middot; run {{.Started}} &middot;
+<span class="badge {{if .Passed}}pass{{else}}fail{{end}}" id="result">{{.Result}}</span></p>
+<p class="design">{{.Design}}</p>
+{{if .Mistake}}<p class="design"><strong>The mistake:</strong> {{.Mistake}}.</p>{{end}}
+<div class="legend" aria-label="legend">
+<span style="--c:#7fb3e6">lease, claim to finalize</span>
+<span style="--c:#2b6cb0">renewal / lease end (dashed: ran out)</span>
+<span style="--c:#c81e1e">fenced, rejected or stale write</span>
+<span style="--c:#000">X crash</span>
+<span style="--c:#b7791f">claim blocked by a live lease</span>
+<span style="--c:#4a5568">offer to the broker</span>
+<span style="--c:#1f7a3d">delivery, effect</span>
+</div>
+{{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
+<div class="picture">
+<div class="scroll">{{.SVG}}</div>
+<aside id="detail" aria-live="polite"><h3>Events</h3><p>Hover over or focus (Tab) an event to see what it did, the SQL it ran and the rows it changed.</p></aside>
+</div>
+<h2>Checks</h2>
+<table id="checks">
+<thead><tr><th>Check</th><th>What it proves</th><th>Expected</th><th>Observed</th><th>Result</th></tr></thead>
+<tbody>{{range .Checks}}<tr><td>{{.Name}}</td><td>{{.About}}</td><td>{{.Expected}}</td><td>{{.Observed}}</td>{{if .Passed}}<td class="pass">PASS</td>{{else}}<td class="fail">FAIL</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+<h2>Verdict</h2>
+<div class="verdict" id="verdict"><p>{{.Verdict}}</p>{{range .Broken}}<p>{{.}}</p>{{end}}</div>
+<h2>What this lesson shows</h2>
+<p class="verdict">{{.Lesson}}</p>
+<script>{{.JS}}</script>
+</body>
+</html>
+`))
+
+// Geometry of the picture, in pixels.
+const (
+	svgLabelW = 130 // the lane names
+	svgLaneH  = 52
+	svgTop    = 34 // the clock axis above the lanes
+	svgStep   = 20 // between two events at the same time
+	svgSegGap = 70 // between two clock segments
+	svgMaxGap = 150
+)
+
+// point is a place on the clock: an event, or a lease deadline no event marks.
+type point struct {
+	seg int
+	t   int64
+	ev  int // event index, -1 for a deadline
+}
+
+// layout gives every event, and every deadline where a lease ran out, an x
+// on the scenario clock: time runs right, a longer wait takes more room
+// (on a log scale), and events at the same time follow in recorded order.
+type layout struct {
+	evX    []float64
+	atX    map[[2]int64]float64 // seg, t: the first point at that time
+	ticks  []point
+	segX   []float64 // where each segment starts
+	width  float64
+	laneOf map[string]int
+}
+
+func newLayout(rc race) layout {
+	var pts []point
+	for i, e := range rc.Events {
+		pts = append(pts, point{seg: e.Seg, t: e.T, ev: i})
+	}
+	for _, l := range rc.Leases {
+		if l.Expired {
+			pts = append(pts, point{seg: l.Seg, t: l.To, ev: -1})
+		}
+	}
+	sort.SliceStable(pts, func(i, j int) bool {
+		a, b := pts[i], pts[j]
+		if a.seg != b.seg {
+			return a.seg < b.seg
+		}
+		if a.t != b.t {
+			return a.t < b.t
+		}
+		return a.ev == -1 && b.ev != -1
+	})
+	lo := layout{evX: make([]float64, len(rc.Events)), atX: map[[2]int64]float64{}, laneOf: map[string]int{}}
+	for i, a := range rc.Actors {
+		lo.laneOf[a] = i
+	}
+	x := float64(svgLabelW + 24)
+	for i, p := range pts {
+		if i > 0 {
+			prev := pts[i-1]
+			switch {
+			case p.seg != prev.seg:
+				x += svgSegGap
+			case p.t > prev.t:
+				x += gapPx(p.t - prev.t)
+			case p.ev >= 0 && prev.ev >= 0:
+				x += svgStep
+			}
+		}
+		if p.seg >= len(lo.segX) {
+			lo.segX = append(lo.segX, x)
+		}
+		key := [2]int64{int64(p.seg), p.t}
+		if _, ok := lo.atX[key]; !ok {
+			lo.atX[key] = x
+			lo.ticks = append(lo.ticks, p)
+		}
+		if p.ev >= 0 {
+			lo.evX[p.ev] = x
+		}
+	}
+	lo.width = x + 60
+	return lo
+}
+
+// gapPx is the room a wait of ms milliseconds takes.
+func gapPx(ms int64) float64 {
+	return math.Min(svgMaxGap, svgStep+20*math.Log1p(float64(ms)/100))
+}
+
+func (lo layout) laneY(actor string) float64 {
+	return float64(svgTop + lo.laneOf[actor]*svgLaneH)
+}
+
+// svgOf draws the run: lanes, the clock axis, leases, events and arrows.
+func svgOf(rc race, statements []lab.Statement) string {
+	lo := newLayout(rc)
+	height := float64(svgTop + len(rc.Actors)*svgLaneH + 10)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="one swimlane per actor on the scenario clock">`, lo.width, height, lo.width, height)
+	b.WriteString(`<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#cfe2f5"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7fb3e6" stroke-width="3"/></pattern>` +
+		`<marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker>` +
+		`<marker id="arrowhead-ok" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#1f7a3d"/></marker></defs>`)
+	b.WriteString(`<g class="lanes">`)
+	for _, a := range rc.Actors {
+		y := lo.laneY(a)
+		fmt.Fprintf(&b, `<g class="lane" data-actor="%s"><rect class="lane-bg" x="0" y="%.0f" width="%.0f" height="%d"/><text class="lane-label" x="10" y="%.0f">%s</text></g>`,
+			esc(a), y, lo.width, svgLaneH, y+svgLaneH/2+4, esc(a))
+	}
+	b.WriteString(`</g>`)
+	svgAxis(&b, rc, lo, height)
+	svgLeases(&b, rc, lo)
+	svgArrows(&b, rc, lo)
+	svgEvents(&b, rc, lo, statements)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// svgAxis draws a tick for every time on the clock, labelled where there
+// is room, and a rule where the lesson restarts its clock.
+func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
+	b.WriteString(`<g class="axis">`)
+	lastLabel := -1e9
+	for _, p := range lo.ticks {
+		x := lo.atX[[2]int64{int64(p.seg), p.t}]
+		label := ""
+		if x-lastLabel >= 64 {
+			label = clockLabel(p.t, rc)
+			lastLabel = x
+		}
+		fmt.Fprintf(b, `<g class="tick" data-seg="%d" data-t="%d" data-x="%.1f"><line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`,
+			p.seg, p.t, x, x, svgTop-6, x, height-10, x, svgTop-12, esc(label))
+	}
+	for seg, x := range lo.segX {
+		if seg == 0 {
+			continue
+		}
+		fmt.Fprintf(b, `<g class="segment"><line x1="%.1f" y1="4" x2="%.1f" y2="%.0f"/><text x="%.1f" y="12">%s</text></g>`,
+			x-svgSegGap/2, x-svgSegGap/2, height-4, x-svgSegGap/2+4, esc(segLabel(rc, seg)))
+	}
+	b.WriteString(`</g>`)
+}
+
+// clockLabel prints a segment time the way the lesson's clock does.
+func clockLabel(ms int64, rc race) string {
+	for _, e := range rc.Events {
+		if strings.Contains(e.At, "t=") {
+			return fmt.Sprintf("t=%d", ms/1000)
+		}
+		break
+	}
+	s := fmt.Sprintf("%02d:%02d:%02d", (ms/3600000)%24, (ms/60000)%60, (ms/1000)%60)
+	if ms%1000 != 0 {
+		s += fmt.Sprintf(".%03d", ms%1000)
+	}
+	return s
+}
+
+// segLabel names a clock segment by its first event's clock prefix.
+func segLabel(rc race, seg int) string {
+	for _, e := range rc.Events {
+		if e.Seg == seg {
+			if label, _, _, ok := clockOf(e.At); ok && label != "" {
+				return label
+			}
+			return fmt.Sprintf("clock restarts (#%d)", e.Seq)
+		}
+	}
+	return ""
+}
+
+// svgLeases draws each lease as a bar in its owner's lane, from its claim
+// to its finalize, or hatched to the deadline where it ran out, with a
+// mark at each renewal.
+func svgLeases(b *strings.Builder, rc race, lo layout) {
+	b.WriteString(`<g class="leases">`)
+	for _, l := range rc.Leases {
+		x0 := lo.evX[l.Start]
+		x1 := lo.atX[[2]int64{int64(l.Seg), l.To}]
+		if l.End >= 0 {
+			x1 = lo.evX[l.End]
+		}
+		if x1 < x0+4 {
+			x1 = x0 + 4
+		}
+		y := lo.laneY(l.Owner) + svgLaneH/2 - 7
+		cls := "lease"
+		if l.Expired {
+			cls += " expired"
+		}
+		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="14" rx="3"><title>%s</title></rect>`,
+			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, x0, y, x1-x0, esc(leaseTitle(rc, l)))
+		if l.Expired {
+			fmt.Fprintf(b, `<line class="lease-end" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x1, y-6, x1, y+20)
+		}
+		for _, ri := range l.Renewals {
+			rx := lo.evX[ri]
+			fmt.Fprintf(b, `<path class="renewal" d="M%.1f,%.1f l-5,-7 h10 z"/>`, rx, y)
+		}
+	}
+	b.WriteString(`</g>`)
+}
+
+func leaseTitle(rc race, l lease) string {
+	s := fmt.Sprintf("%s's lease on %s from #%d", l.Owner, orDash(l.Subject), rc.Events[l.Start].Seq)
+	switch {
+	case l.End >= 0:
+		s += fmt.Sprintf(" to its finalize (#%d)", rc.Events[l.End].Seq)
+	default:
+		s += " until it ran out"
+	}
+	if n := len(l.Renewals); n > 0 {
+		s += fmt.Sprintf("; renewed %d times", n)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "its message"
+	}
+	return s
+}
+
+// svgArrows draws offers (relay to broker) and deliveries (broker to
+// consumer). A consumer that names an offer's delivery the broker did not
+// record gets the delivery drawn at its first event about it.
+func svgArrows(b *strings.Builder, rc race, lo layout) {
+	broker, ok := lo.laneOf["broker"]
+	if !ok {
+		return
+	}
+	by := float64(svgTop+broker*svgLaneH) + svgLaneH/2
+	b.WriteString(`<g class="arrows">`)
+	arrow := func(cls string, x0, y0, x1, y1 float64, title string) {
+		marker := "arrowhead"
+		if strings.Contains(cls, "deliver") {
+			marker = "arrowhead-ok"
+		}
+		fmt.Fprintf(b, `<line class="arrow %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" marker-end="url(#%s)"><title>%s</title></line>`,
+			cls, x0, y0, x1, y1, marker, esc(title))
+	}
+	delivered := map[string]bool{}
+	for i, e := range rc.Events {
+		x := lo.evX[i]
+		switch {
+		case e.Kind == KindOffer:
+			y := lo.laneY(e.Actor) + svgLaneH/2
+			arrow("offer", x, y, x+10, shorten(y, by), fmt.Sprintf("#%d %s offers %s to the broker (offer %s)", e.Seq, e.Actor, orDash(e.Subject), orDash(e.Offer)))
+		case e.Kind == KindDeliver && e.To != "":
+			if _, ok := lo.laneOf[e.To]; ok {
+				y := lo.laneY(e.To) + svgLaneH/2
+				delivered[e.To+"/"+e.Offer] = true
+				arrow("deliver", x, by, x+10, shorten(by, y), fmt.Sprintf("#%d broker delivers offer %s to %s", e.Seq, e.Offer, e.To))
+			}
+		case isConsumer(e.Actor) && e.Kind != KindNote && e.Kind != KindCrash:
+			m := offerRE.FindStringSubmatch(e.Detail)
+			if m == nil {
+				continue
+			}
+			key := e.Actor + "/" + m[1]
+			if delivered[key] {
+				continue
+			}
+			delivered[key] = true
+			y := lo.laneY(e.Actor) + svgLaneH/2
+			arrow("deliver implied", x-10, by, x, shorten(by, y), fmt.Sprintf("the broker delivers offer %s to %s (#%d)", m[1], e.Actor, e.Seq))
+		}
+	}
+	b.WriteString(`</g>`)
+}
+
+// shorten stops an arrow short of its target's marker.
+func shorten(from, to float64) float64 {
+	if to > from {
+		return to - 8
+	}
+	return to + 8
+}
+
+// svgEvents draws each event in its actor's lane, focusable, carrying its
+// SQL and rows for the detail panel.
+func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statement) {
+	b.WriteString(`<g class="events">`)
+	for i, e := range rc.Events {
+		x, y := lo.evX[i], lo.laneY(e.Actor)+svgLaneH/2
+		cls := "ev k-" + e.Kind
+		if e.Stale {
+			cls += " stale"
+		}
+		rows := ""
+		if e.Rows >= 0 {
+			rows = fmt.Sprint(e.Rows)
+		}
+		fmt.Fprintf(b, `<g class="%s" tabindex="0" data-seq="%d" data-at="%s" data-actor="%s" data-action="%s" data-kind="%s" data-detail="%s" data-rows="%s" data-x="%.1f" data-sql="%s" aria-label="%s">`,
+			cls, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), e.Kind, esc(e.Detail), rows, x, esc(sqlJSON(e, statements)),
+			esc(fmt.Sprintf("#%d %s %s: %s", e.Seq, e.Actor, e.Action, e.Detail)))
+		fmt.Fprintf(b, `<title>#%d %s %s %s: %s</title>`, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), esc(e.Detail))
+		fmt.Fprintf(b, `<rect class="hit" x="%.1f" y="%.1f" width="16" height="30" rx="3"/>`, x-8, y-15)
+		switch {
+		case e.Kind == KindCrash:
+			fmt.Fprintf(b, `<g class="crash-marker" data-at="%s"><path class="crash-mark" d="M%.1f,%.1f l14,14 m0,-14 l-14,14"/><path class="crash-mark inner" d="M%.1f,%.1f l14,14 m0,-14 l-14,14"/></g>`,
+				esc(e.At), x-7, y-7, x-7, y-7)
+		case e.Kind == KindFenced || e.Kind == KindRejected:
+			fmt.Fprintf(b, `<rect class="fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
+		case e.Kind == KindEffect || e.Kind == KindDedup:
+			fmt.Fprintf(b, `<path class="dot" d="M%.1f,%.1f l6,6 l-6,6 l-6,-6 z"/>`, x, y-6)
+		case e.Kind == KindBlocked:
+			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="5.5"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#b7791f" stroke-width="2"/>`, x, y, x-4, y+4, x+4, y-4)
+		case e.Stale:
+			fmt.Fprintf(b, `<rect class="dot fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
+		case e.Kind == KindClaim || e.Kind == KindFinalize || e.Kind == KindRenew || e.Kind == KindOffer:
+			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="5"/>`, x, y)
+		default:
+			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="3.5"/>`, x, y)
+		}
+		fmt.Fprintf(b, `<text class="seq" x="%.1f" y="%.1f" text-anchor="middle">%d</text></g>`, x, y+20, e.Seq)
+	}
+	b.WriteString(`</g>`)
+}
+
+// statementKeys are the words of the ledger's statement names that belong
+// to each kind of event.
+var statementKeys = map[string][]string{
+	KindClaim:    {"claim"},
+	KindBlocked:  {"claim"},
+	KindRenew:    {"renew"},
+	KindFinalize: {"finalize", "complete", "relay: ack", "mark processed", "apply the provider"},
+	KindRejected: {"finalize"},
+	KindOffer:    {"broker: offer"},
+	KindDeliver:  {"select the next offer", "mark delivered"},
+	KindEffect:   {"consumer:"},
+	KindDedup:    {"consumer: inbox"},
+	KindAck:      {"broker: ack"},
+	KindCommit:   {"checkout", "insert an outbox", "insert event"},
+}
+
+// sqlJSON is the ledger's statements that an event of its kind runs, as
+// JSON for the page's script: name, SQL, runs and rows.
+func sqlJSON(e raceEvent, statements []lab.Statement) string {
+	keys := statementKeys[e.Kind]
+	if e.Kind == KindFenced {
+		keys = statementKeys[KindFinalize]
+		if a := strings.ToLower(e.Action); strings.Contains(a, "renew") || strings.Contains(a, "heartbeat") {
+			keys = statementKeys[KindRenew]
+		}
+	}
+	type stmt struct {
+		Name string `json:"name"`
+		SQL  string `json:"sql"`
+		Runs int    `json:"runs"`
+		Rows int64  `json:"rows"`
+	}
+	out := []stmt{}
+	for _, s := range statements {
+		if s.Audit || s.Omitted || s.Runs == 0 {
+			continue
+		}
+		name := strings.ToLower(s.Name)
+		for _, k := range keys {
+			if strings.Contains(name, k) {
+				out = append(out, stmt{Name: s.Name, SQL: strings.TrimSpace(s.SQL), Runs: s.Runs, Rows: s.Rows})
+				break
+			}
+		}
+	}
+	j, _ := json.Marshal(out)
+	return string(j)
+}
+
+// esc escapes text for an SVG attribute or element.
+func esc(s string) string { return template.HTMLEscapeString(s) }
+
+// IndexEntry is one run that `run --all --html` links from index.html.
+type IndexEntry struct {
+	Scenario, Variant, Title, Design string
+	Passed                           bool
+	Verdict                          string
+	Page                             string // path of the run's page, relative to the index
+}
+
+// WriteIndex writes out/index.html linking every page of one invocation
+// with its verdict; it replaces the index a previous invocation wrote.
+func WriteIndex(out string, entries []IndexEntry) (string, error) {
+	var buf bytes.Buffer
+	if err := indexTemplate.Execute(&buf, struct {
+		CSS     template.CSS
+		Entries []IndexEntry
+	}{template.CSS(pageCSS), entries}); err != nil {
+		return "", err
+	}
+	path := filepath.Join(out, "index.html")
+	tmp, err := writeTemp(out, buf.Bytes())
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("reports: write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>outboxlab runs</title><style>{{.CSS}}</style></head>
+<body>
+<h1>outboxlab runs</h1>
+<table id="runs">
+<thead><tr><th>Scenario</th><th>Lesson</th><th>Design</th><th>Result</th><th>Verdict</th></tr></thead>
+<tbody>{{range .Entries}}<tr><td><a href="{{.Page}}">{{.Scenario}}{{if .Variant}} --variant {{.Variant}}{{end}}</a></td><td>{{.Title}}</td><td>{{.Design}}</td>{{if .Passed}}<td class="pass">PASS</td>{{else}}<td class="fail">FAIL</td>{{end}}<td>{{.Verdict}}</td></tr>
+{{end}}</tbody>
+</table>
+</body>
+</html>
+`))
