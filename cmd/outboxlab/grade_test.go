@@ -175,7 +175,9 @@ func TestGradeInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut strings.Builder
+	inProcess.Lock()
 	code := runWith(ctx, &settings{now: time.Now, tempRoot: t.TempDir()}, []string{"outboxlab", "grade", "--out", filepath.Join(t.TempDir(), "r"), filepath.Join("..", "..", "examples", "claim-lesson.sql")}, &out, &errOut)
+	inProcess.Unlock()
 	if code != exitInterrupted {
 		t.Fatalf("exit %d, want %d", code, exitInterrupted)
 	}

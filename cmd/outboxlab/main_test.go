@@ -36,9 +36,17 @@ func runCLI(t *testing.T, args ...string) outcome {
 	return runCLIWith(t, &settings{now: time.Now, tempRoot: t.TempDir()}, args...)
 }
 
+// inProcess serializes in-process runs of the CLI: urfave/cli v2 applies
+// its one package-level help flag to every app it runs, writing the flag's
+// fields, so two apps running at once in one process race on it. The
+// binary only ever runs one; parallel tests take turns here.
+var inProcess sync.Mutex
+
 // runCLIWith runs the CLI in-process in the given settings.
 func runCLIWith(t *testing.T, s *settings, args ...string) outcome {
 	t.Helper()
+	inProcess.Lock()
+	defer inProcess.Unlock()
 	var out, errOut bytes.Buffer
 	code := runWith(context.Background(), s, append([]string{"outboxlab"}, args...), &out, &errOut)
 	return outcome{code, out.String(), errOut.String(), s.tempRoot}
