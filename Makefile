@@ -21,7 +21,7 @@ build:
 ## test: vet, then every test under the race detector
 test:
 	$(GO) vet ./...
-	@command -v chromium >/dev/null 2>&1 || [ -n "$$OUTBOXLAB_CHROMIUM" ] || echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH"
+	@command -v chromium >/dev/null 2>&1 || [ -n "$$OUTBOXLAB_CHROMIUM" ] || echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH (apt-get install chromium to run it)"
 	$(GO) test -race -count=1 ./...
 
 ## lint: staticcheck, fetched through the Go module proxy

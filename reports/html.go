@@ -250,11 +250,8 @@ func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
 
 // clockLabel prints a segment time the way the lesson's clock does.
 func clockLabel(ms int64, rc race) string {
-	for _, e := range rc.Events {
-		if strings.Contains(e.At, "t=") {
-			return fmt.Sprintf("t=%d", ms/1000)
-		}
-		break
+	if len(rc.Events) > 0 && strings.Contains(rc.Events[0].At, "t=") {
+		return fmt.Sprintf("t=%d", ms/1000)
 	}
 	s := fmt.Sprintf("%02d:%02d:%02d", (ms/3600000)%24, (ms/60000)%60, (ms/1000)%60)
 	if ms%1000 != 0 {

@@ -90,12 +90,6 @@ func isConsumer(actor string) bool {
 	return strings.Contains(actor, "Consumer") || strings.Contains(actor, "Projector")
 }
 
-// marked says whether a kind is one the eye must find: a crash, a fenced
-// write or a rejected finalize.
-func marked(kind string) bool {
-	return kind == KindCrash || kind == KindFenced || kind == KindRejected
-}
-
 // raceEvent is one timeline event with what the pictures need.
 type raceEvent struct {
 	lab.Event
