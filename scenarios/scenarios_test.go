@@ -9,10 +9,6 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 )
 
-// measuresTime names scenarios whose checks compare wall-clock
-// measurements; they run alone, not beside other tests.
-var measuresTime = map[string]bool{"session-21-claims-at-scale": true}
-
 // TestScenariosAndVariants runs every registered scenario as designed and
 // with each of its variants. As designed, every check passes and the checks
 // are exactly the documented ones, in order. Each variant fails at least the
@@ -22,17 +18,13 @@ var measuresTime = map[string]bool{"session-21-claims-at-scale": true}
 func TestScenariosAndVariants(t *testing.T) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
-			if !measuresTime[sc.Name] {
-				t.Parallel()
-			}
+			t.Parallel() // every check is on the database or the ledgers, never on wall-clock time
 			r := mustExecute(t, sc, "")
 			checkDesigned(t, sc, r)
 			checkSQLTruth(t, r)
 			for _, v := range sc.Variants {
 				t.Run(v.Name, func(t *testing.T) {
-					if !measuresTime[sc.Name] {
-						t.Parallel()
-					}
+					t.Parallel()
 					vr := mustExecute(t, sc, v.Name)
 					failed := vr.FailedChecks()
 					if vr.Passed() {

@@ -2,14 +2,23 @@ package scenarios
 
 import (
 	"go/ast"
-	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// emptyImporter imports every package as an empty, complete one.
+type emptyImporter struct{}
+
+func (emptyImporter) Import(importPath string) (*types.Package, error) {
+	p := types.NewPackage(importPath, path.Base(importPath))
+	p.MarkComplete()
+	return p, nil
+}
 
 // frameworkFiles are the files of package scenarios that every lesson may
 // use: the Scenario type and its execution, the registry, and the helpers
@@ -36,11 +45,15 @@ func TestLessonsAreSiblings(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	// Only this package's own names matter, so every import is an empty
+	// package: selectors into it stay unresolved (those errors are
+	// ignored), while each identifier that names one of this package's
+	// declarations is still resolved, in a fraction of a second.
+	conf := types.Config{Importer: emptyImporter{}, Error: func(error) {}}
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
-	pkg, err := conf.Check("github.com/outboxlab/outboxlab/scenarios", fset, files, info)
-	if err != nil {
-		t.Fatal(err)
+	pkg, _ := conf.Check("github.com/outboxlab/outboxlab/scenarios", fset, files, info)
+	if len(info.Uses) == 0 {
+		t.Fatal("the type checker resolved no identifier")
 	}
 	seen := map[string]bool{}
 	for id, obj := range info.Uses {
