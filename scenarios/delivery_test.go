@@ -295,7 +295,8 @@ func checkEveryEventOnce(t *testing.T, ctx context.Context, p *cast.Pipeline, ev
 // consumer connections released into the same event by a barrier) many
 // times: with the inbox the effect is applied exactly once every time.
 func TestConcurrentDuplicatesRowAlwaysOnce(t *testing.T) {
-	rounds := 100
+	t.Parallel()
+	rounds := 40
 	if testing.Short() {
 		rounds = 10
 	}

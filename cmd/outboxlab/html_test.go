@@ -57,7 +57,7 @@ var browserPages = []browserPage{
 		lanes: []string{"checkout", "Worker-A", "Worker-B", "clock", "scenario"}, leases: 7, crashAt: "2026-01-15T09:00:00.000Z"},
 	{name: "session-18", args: []string{"run", "session-18-lease-expiry-after-send"},
 		lanes: []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer", "Naive-Consumer"}, leases: 2, fenced: "Relay-A"},
-	{name: "explore-naive-consumer", args: []string{"run", "explore", "--variant", "naive-consumer"},
+	{name: "explore-naive-consumer", args: []string{"run", "explore", "--variant", "naive-consumer", "--bound", "3"},
 		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3},
 }
 
