@@ -69,9 +69,8 @@ type Pipeline struct {
 	// DeliveryLesson. A lesson (or a test) may swap one statement of it.
 	SQL DeliverySQL
 
-	BrokerWindow         int64 // the broker's dedup window in ticks; 0: none
-	CompleteWithoutToken bool  // mistake: completion by event id alone
-	EventIDPerSend       bool  // mistake: the relay mints a new message id per send
+	BrokerWindow   int64 // the broker's dedup window in ticks; 0: none
+	EventIDPerSend bool  // mistake: the relay mints a new message id per send
 
 	mu          sync.Mutex
 	claims      []pipeClaimEntry
@@ -90,6 +89,15 @@ type DeliverySQL struct {
 
 // DeliveryLesson is the pipeline of sessions 18 to 20 as the lessons teach it.
 var DeliveryLesson = DeliverySQL{Relay: store.RelayLesson, Broker: store.BrokerLesson}
+
+// CompleteWithoutToken is the pipeline whose relays complete by event id
+// alone ([store.CompleteByEventID]): the lesson's statements with that one
+// swapped.
+func CompleteWithoutToken() DeliverySQL {
+	s := DeliveryLesson
+	s.Relay.Complete = store.CompleteByEventID
+	return s
+}
 
 // sql is the statements the pipeline runs: p.SQL, or DeliveryLesson if unset.
 func (p *Pipeline) sql() DeliverySQL {

@@ -154,9 +154,9 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	var err error
 	guard := fmt.Sprintf("claim_token = %d", token)
 	statements := r.p.sql().Relay
-	if r.p.CompleteWithoutToken {
+	mistaken := statements.Complete.Replaces != nil
+	if mistaken {
 		guard = "event id only (MISTAKE)"
-		statements.Complete = store.CompleteByEventID
 	}
 	f, err = store.NewRelay(r.db, statements).Complete(ctx, id, token, now)
 	if err != nil {
@@ -173,7 +173,7 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 				result = "0 rows: already delivered"
 			}
 		}
-	} else if r.p.CompleteWithoutToken {
+	} else if mistaken {
 		if e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id); err == nil && ok && e.Token != token {
 			result = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token)
 		}

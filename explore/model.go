@@ -62,7 +62,7 @@ func describeAction(a exploreAction, d Design) (enabled, does string) {
 	switch a {
 	case actClaimA:
 		return "Relay-A is alive and holds nothing, and an event is claimable (not published; never leased or its lease expired)",
-			fmt.Sprintf("ClaimNextEvent: the oldest claimable event, claim_token + 1, a %s lease", cast.DurationText(cast.RelayLease))
+			fmt.Sprintf("claim next: the oldest claimable event, claim_token + 1, a %s lease", cast.DurationText(cast.RelayLease))
 	case actSendA:
 		if d.CompleteBeforeSend {
 			return "Relay-A holds a claim it has completed and not sent (MISTAKE: complete comes first)",
@@ -70,9 +70,9 @@ func describeAction(a exploreAction, d Design) (enabled, does string) {
 		}
 		return "Relay-A holds a claim it has not sent", "Offer: the broker stores the event as a new offer"
 	case actCompleteA:
-		does := "AckWithToken: delivered = 1 only under the relay's token; 0 rows when the token is stale"
+		does := "complete under the current token: delivered = 1 only under the relay's token; 0 rows when the token is stale"
 		if d.CompleteWithoutToken {
-			does = "AckByEventID (MISTAKE): delivered = 1 by event id alone, whatever the relay's token"
+			does = "complete by event id alone (MISTAKE): delivered = 1 whatever the relay's token"
 		}
 		if d.CompleteBeforeSend {
 			return "Relay-A holds a claim it has not completed (MISTAKE: before sending it)", does

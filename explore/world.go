@@ -95,7 +95,10 @@ func newExploreWorld(ctx context.Context, open cast.Opener, path string, design 
 	if err != nil {
 		return nil, err
 	}
-	p := &cast.Pipeline{Path: path, Open: open, Audit: audit, Clock: clock.NewManual(cast.LessonStart), Timeline: tl, CompleteWithoutToken: design.CompleteWithoutToken}
+	p := &cast.Pipeline{Path: path, Open: open, Audit: audit, Clock: clock.NewManual(cast.LessonStart), Timeline: tl}
+	if design.CompleteWithoutToken {
+		p.SQL = cast.CompleteWithoutToken()
+	}
 	return &exploreWorld{
 		p:        p,
 		design:   design,

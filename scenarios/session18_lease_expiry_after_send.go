@@ -95,8 +95,10 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 		return nil, err
 	}
 	defer p.Close()
+	if env.Is(variantCompleteWithoutToken) {
+		p.SQL = cast.CompleteWithoutToken()
+	}
 	p.SQL = swapped(env, p.SQL)
-	p.CompleteWithoutToken = env.Is(variantCompleteWithoutToken)
 	if env.Is(variantBrokerDedupWindow) {
 		p.BrokerWindow = cast.TicksOf(env.Options.BrokerWindow)
 	}

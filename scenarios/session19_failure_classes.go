@@ -160,8 +160,10 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 		}
 		ps = append(ps, p)
 		plans[label] = plan
+		if env.Is(s19CompleteWithoutToken) {
+			p.SQL = cast.CompleteWithoutToken()
+		}
 		p.SQL = swapped(env, p.SQL)
-		p.CompleteWithoutToken = env.Is(s19CompleteWithoutToken)
 		p.EventIDPerSend = env.Is(s19EventIDPerSend)
 		p.Event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
 		out, err := row.play(ctx, p, plan, d)
