@@ -44,23 +44,23 @@ func Lanes(w io.Writer, r *lab.Result) error {
 		clockW = max(clockW, len(clocks[i]))
 		seqW = max(seqW, len(fmt.Sprint(e.Seq)))
 	}
+	cells := laneCells(rc, colOf, len(cols), shared)
 	// Each column is " cell |": the width left after # and Clock, shared.
 	fixed := 1 + (seqW + 3) + (clockW + 3)
-	cw := min(24, (laneWidth-fixed)/len(cols)-3)
+	cw := columnWidths(cols, cells, laneWidth-fixed)
 
-	cells := laneCells(rc, colOf, len(cols), shared)
 	var b strings.Builder
 	border := "+" + strings.Repeat("-", seqW+2) + "+" + strings.Repeat("-", clockW+2) + "+"
 	header := "| " + pad("#", seqW) + " | " + pad("Clock", clockW) + " |"
-	for _, c := range cols {
-		border += strings.Repeat("-", cw+2) + "+"
-		header += " " + pad(c, cw) + " |"
+	for c, name := range cols {
+		border += strings.Repeat("-", cw[c]+2) + "+"
+		header += " " + pad(name, cw[c]) + " |"
 	}
 	b.WriteString(border + "\n" + header + "\n" + border + "\n")
 	for i, e := range rc.Events {
 		line := "  " + pad(fmt.Sprint(e.Seq), seqW) + "   " + pad(clocks[i], clockW) + "  "
 		for c := range cols {
-			line += "  " + pad(cells[i][c], cw) + " "
+			line += "  " + pad(cells[i][c], cw[c]) + " "
 		}
 		b.WriteString(strings.TrimRight(line, " ") + "\n")
 	}
@@ -248,6 +248,43 @@ func shortClock(at string, all []lab.Event) string {
 	}
 	return strings.TrimSuffix(strings.Replace(at, date+"T", "", 1), "Z")
 }
+
+// columnWidths gives each actor column the width its widest cell needs (at
+// most laneCellMax), then, while the columns do not fit in budget, takes a
+// character from the widest: a quiet column stays narrow and a busy one
+// keeps its labels whole where the view has room.
+func columnWidths(cols []string, cells [][]string, budget int) []int {
+	w := make([]int, len(cols))
+	for c, name := range cols {
+		w[c] = min(laneCellMax, max(len(name), 5))
+		for _, row := range cells {
+			w[c] = min(laneCellMax, max(w[c], len(row[c])))
+		}
+	}
+	total := func() int {
+		n := 0
+		for _, x := range w {
+			n += x + 3
+		}
+		return n
+	}
+	for total() > budget {
+		widest := 0
+		for c := range w {
+			if w[c] > w[widest] {
+				widest = c
+			}
+		}
+		if w[widest] <= 5 {
+			break
+		}
+		w[widest]--
+	}
+	return w
+}
+
+// laneCellMax is the widest an actor's column may grow.
+const laneCellMax = 24
 
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;
 // it replaces any non-ASCII byte so the view stays ASCII.
