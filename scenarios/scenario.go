@@ -190,6 +190,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		if res.MistakeShows == "" {
 			res.MistakeShows = "What happens when " + v.Mistake + ". The checks that FAIL below are the invariants this mistake breaks; the lesson as designed keeps every one of them."
 		}
+		exposeMistake(res, v)
 	}
 	res.Statements, res.Transactions = ledgerStatements(env.Ledger), ledgerTransactions(env.Ledger)
 	if res.Database == "" {
@@ -200,6 +201,25 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.CustomSQL = "claim from " + opts.Claim.Source
 	}
 	return res, nil
+}
+
+// exposeMistake makes a variant that broke no check fail all the same, with
+// a check that says so: some options (a broker window long enough, an
+// explorer bound too short for the counterexample) hide a mistake, and a
+// run that hid it must not pass as if the design were safe.
+func exposeMistake(res *lab.Result, v Variant) {
+	if !res.Passed() {
+		return
+	}
+	res.Checks = append(res.Checks, lab.Check{
+		Name:     "mistake_exposed",
+		About:    "the variant's mistake broke at least one of the checks it names (" + strings.Join(v.Breaks, ", ") + ")",
+		Expected: "at least 1 failed check", Observed: "0: these options hid the mistake", Passed: false,
+	})
+	res.MistakeShows = "MISTAKE NOT EXPOSED with these options: every check passed, so this run shows nothing about the mistake. " +
+		"Run the variant with the lesson's default options to see it. (With them: " + res.MistakeShows + ")"
+	res.Verdict = "MISTAKE NOT EXPOSED: with these options the " + v.Name + " mistake broke no check, so this run proves nothing " +
+		"about the design; the check mistake_exposed fails for that reason. " + res.Verdict
 }
 
 // claimSQLScenarios names the scenarios that accept claim SQL.

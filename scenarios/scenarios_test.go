@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/lab"
 )
@@ -229,5 +231,25 @@ func assertFails(t *testing.T, r *lab.Result, checks ...string) {
 		if !slices.Contains(failed, c) {
 			t.Errorf("check %s did not fail (failed: %v)", c, failed)
 		}
+	}
+}
+
+// TestHiddenMistakeFails: options that hide a variant's mistake (a broker
+// window shorter than the resend's delay) do not let the variant pass as a
+// safe design: it fails mistake_exposed and says so.
+func TestHiddenMistakeFails(t *testing.T) {
+	t.Parallel()
+	sc, err := Lookup("session-18-lease-expiry-after-send")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.TempRoot, opts.BrokerWindow = t.TempDir(), 10*time.Second
+	r, err := Execute(context.Background(), sc, "broker-dedup-window", opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed := r.FailedChecks(); !slices.Equal(failed, []string{"mistake_exposed"}) || !strings.HasPrefix(r.Verdict, "MISTAKE NOT EXPOSED") {
+		t.Fatalf("failed %v, verdict %q", failed, r.Verdict)
 	}
 }
