@@ -46,6 +46,7 @@ type Day15 struct {
 
 	timeline     lab.Timeline
 	claimCount   int  // claim attempts WorkLeased made
+	order        int  // the ledgers' own counter: loads finished, processing begun
 	boundReached bool // a worker stopped at ClaimBound
 	mu           sync.Mutex
 	loads        []loadEntry
@@ -56,6 +57,7 @@ type Day15 struct {
 
 type loadEntry struct {
 	seq    int
+	order  int // when the load had finished, on the ledgers' own counter
 	at     string
 	worker string
 	keys   []string
@@ -77,6 +79,7 @@ type claimEntry struct {
 
 type attemptEntry struct {
 	seq    int
+	start  int // when processing began (before the provider call), on the ledgers' own counter
 	at     string
 	worker string
 	id     int64
@@ -145,6 +148,14 @@ func (d *Day15) Setup(ctx context.Context, open Opener, path string, steps ...st
 	return db, nil
 }
 
+// tick advances the ledgers' own counter and returns it.
+func (d *Day15) tick() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.order++
+	return d.order
+}
+
 // Process is the work for one message: a status check at the provider,
 // turned into the outcome to store. Only this step calls the provider.
 func (d *Day15) Process(worker string, id int64, key string) store.Outcome {
@@ -152,6 +163,7 @@ func (d *Day15) Process(worker string, id int64, key string) store.Outcome {
 		d.Provider.Create(worker, key)
 		d.Event(worker, "provider create (MISTAKE)", key+" sent to the provider's create payment a second time")
 	}
+	start := d.tick()
 	st := d.Provider.CheckStatus(worker, key)
 	o := store.Outcome{Key: key, Status: "Failed"}
 	answer := "Failed"
@@ -164,7 +176,7 @@ func (d *Day15) Process(worker string, id int64, key string) store.Outcome {
 	}
 	seq := d.Event(worker, "process", fmt.Sprintf("message %d (%s): status check answered %s", id, key, answer))
 	d.mu.Lock()
-	d.attempts = append(d.attempts, attemptEntry{seq: seq, at: d.Now(), worker: worker, id: id, key: key, answer: answer})
+	d.attempts = append(d.attempts, attemptEntry{seq: seq, start: start, at: d.Now(), worker: worker, id: id, key: key, answer: answer})
 	d.mu.Unlock()
 	return o
 }
@@ -250,6 +262,9 @@ func (d *Day15) ProcessAndFinalize(ctx context.Context, out *store.Outbox, worke
 		return err
 	}
 	detail := fmt.Sprintf("message %d (%s) Processed WHERE LockedBy = %s; payment set %s", m.ID, m.AggregateKey, worker, o.Status)
+	if fin := out.Statements().Finalize; fin.Replaces != nil {
+		detail = fmt.Sprintf("message %d (%s) Processed by %q, with no ownership check; payment set %s", m.ID, m.AggregateKey, fin.Name, o.Status)
+	}
 	if !f.Finalized {
 		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, %s no longer owns it; rolled back", m.ID, m.AggregateKey, worker)
 	}
@@ -265,7 +280,8 @@ func (d *Day15) RecordLoad(worker string, msgs []store.Message) {
 	}
 	seq := d.Event(worker, "load", fmt.Sprintf("%d Pending messages: %s", len(msgs), strings.Join(keys, ", ")))
 	d.mu.Lock()
-	d.loads = append(d.loads, loadEntry{seq: seq, at: d.Now(), worker: worker, keys: keys})
+	d.order++
+	d.loads = append(d.loads, loadEntry{seq: seq, order: d.order, at: d.Now(), worker: worker, keys: keys})
 	d.mu.Unlock()
 }
 
@@ -446,19 +462,20 @@ func (d *Day15) Finalizations() (committed, rejected int) {
 }
 
 // LoadedBeforeProcessing reports, from the ledgers' order, whether every
-// named worker had finished its load before any worker processed a
-// message: what a barrier of all of them must guarantee.
+// named worker had finished its load before any worker began processing a
+// message (before its provider call, not after it): what a barrier of all
+// of them must guarantee.
 func (d *Day15) LoadedBeforeProcessing(workers ...string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	lastLoad := map[string]int{}
 	for _, l := range d.loads {
-		lastLoad[l.worker] = max(lastLoad[l.worker], l.seq)
+		lastLoad[l.worker] = max(lastLoad[l.worker], l.order)
 	}
 	firstAttempt := -1
 	for _, a := range d.attempts {
-		if firstAttempt < 0 || a.seq < firstAttempt {
-			firstAttempt = a.seq
+		if firstAttempt < 0 || a.start < firstAttempt {
+			firstAttempt = a.start
 		}
 	}
 	for _, w := range workers {

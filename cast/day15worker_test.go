@@ -120,3 +120,30 @@ func TestFakeSuccesses(t *testing.T) {
 		t.Fatalf("fake successes = %d, %v; want 2 (an invented id and a Failed payment with an id)", fakes, err)
 	}
 }
+
+// TestLoadedBeforeProcessing judges the barrier on the ledgers' own order,
+// with processing counted from its start (before the provider call): a
+// worker that began processing before the other had loaded breaks it.
+func TestLoadedBeforeProcessing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		loads    []loadEntry
+		attempts []attemptEntry
+		want     bool
+	}{
+		{"BothLoadedFirst", []loadEntry{{worker: WorkerA, order: 1}, {worker: WorkerB, order: 2}}, []attemptEntry{{start: 3}, {start: 4}}, true},
+		{"ProcessingBeganBetweenTheLoads", []loadEntry{{worker: WorkerA, order: 1}, {worker: WorkerB, order: 3}}, []attemptEntry{{start: 2}, {start: 4}}, false},
+		{"OneNeverLoaded", []loadEntry{{worker: WorkerA, order: 1}}, []attemptEntry{{start: 2}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := NewDay15(Day15Mistakes{})
+			d.loads, d.attempts = tt.loads, tt.attempts
+			if got := d.LoadedBeforeProcessing(WorkerA, WorkerB); got != tt.want {
+				t.Fatalf("LoadedBeforeProcessing = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -65,6 +65,9 @@ type Claim struct {
 	Stats     TxStats
 }
 
+// Statements is the statement set this service runs.
+func (o *Outbox) Statements() OutboxSQL { return o.sql }
+
 // ClaimNext claims the oldest claimable message for worker with a lease of
 // the given length. With a split claim, between (if not nil) runs after the
 // select and before the update: the window the mistake leaves open.
