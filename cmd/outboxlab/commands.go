@@ -19,7 +19,7 @@ import (
 	"github.com/outboxlab/outboxlab/scenarios"
 )
 
-var formatFlag = &cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"}
+var formatFlag = &cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text or json"}
 
 func checkFormat(c *cli.Context) (string, error) {
 	f := c.String("format")
@@ -121,15 +121,15 @@ func runCommand(s *settings) *cli.Command {
 		ArgsUsage: "NAME... | --all",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "run every scenario"},
-			&cli.StringFlag{Name: "variant", Usage: "run with a known mistake (see `outboxlab describe NAME`)"},
-			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "folder for the reports"},
+			&cli.StringFlag{Name: "variant", Usage: "run with the known mistake `NAME` (outboxlab describe SCENARIO lists them)"},
+			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell"},
 			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
-			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records (Go duration, days as d)"},
-			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages"},
-			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window"},
+			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records, a `DURATION` such as 90m, 24h or 2d"},
+			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages, a `DURATION`"},
+			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
 			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
 			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks"},
 		},

@@ -34,9 +34,9 @@ func gradeCommand(s *settings) *cli.Command {
 			"first statement SQLite compiles to a read-only SELECT and second to an UPDATE of OutboxMessages.\n" +
 			"Exit code: 0 every file passed, 1 some file failed a check, 2 some file could not be judged.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "folder for the reports"},
+			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
-			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this long (Go duration)"},
+			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			formatFlag,
 		},
 		OnUsageError: onUsageError,
