@@ -1,11 +1,34 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
+
+// databaseHeader is how every SQLite database file begins.
+const databaseHeader = "SQLite format 3\x00"
+
+// CheckDatabaseHeader reads the start of a non-empty file and returns
+// [ErrNotDatabase] unless it is SQLite's 16-byte header. SQLite itself
+// would take a short file for an empty database and show no tables.
+func CheckDatabaseHeader(r io.Reader) error {
+	b := make([]byte, len(databaseHeader))
+	_, err := io.ReadFull(r, b)
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return ErrNotDatabase
+	case err != nil:
+		return fmt.Errorf("store: read the database header: %w", err)
+	case !bytes.Equal(b, []byte(databaseHeader)):
+		return ErrNotDatabase
+	}
+	return nil
+}
 
 // TableDump is one table's contents as text, for `outboxlab inspect`.
 type TableDump struct {

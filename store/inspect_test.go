@@ -2,10 +2,43 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
+
+// TestInspectDatabaseHeader: a file shorter than SQLite's header, or one
+// that starts otherwise, is not a database; a real database is.
+func TestInspectDatabaseHeader(t *testing.T) {
+	t.Parallel()
+	for name, text := range map[string]string{
+		"one byte": "x", "fifteen bytes": "SQLite format 3", "text": strings.Repeat("not a database ", 40),
+		"header without NUL": "SQLite format 3 and more",
+	} {
+		if err := CheckDatabaseHeader(strings.NewReader(text)); !errors.Is(err, ErrNotDatabase) {
+			t.Errorf("%s: %v, want ErrNotDatabase", name, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "real.db")
+	db, err := Open(context.Background(), path, DefaultConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(context.Background(), PaymentsOutbox); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := CheckDatabaseHeader(f); err != nil {
+		t.Errorf("a real database: %v", err)
+	}
+}
 
 // TestInspectLeavesNoFiles: reading a kept database read-only leaves no
 // -wal or -shm file beside it, and still sees its rows.

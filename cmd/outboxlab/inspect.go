@@ -71,7 +71,8 @@ func inspectCommand() *cli.Command {
 
 // checkDatabaseFile refuses what cannot be a kept database before SQLite
 // sees it: a folder, a FIFO (which would block), a device such as
-// /dev/zero or /dev/null, and an empty file.
+// /dev/zero or /dev/null, an empty file, and a file that does not start
+// with SQLite's header.
 func checkDatabaseFile(path string) error {
 	f, st, err := openRegular(path)
 	if errors.Is(err, errNotRegular) {
@@ -80,9 +81,17 @@ func checkDatabaseFile(path string) error {
 	if err != nil {
 		return usagef("inspect: %s: %v", path, err)
 	}
-	f.Close()
+	defer f.Close()
 	if st.Size() == 0 {
 		return usagef("inspect: %s is empty, not an SQLite database", path)
+	}
+	// SQLite takes a short file for an empty database: "0 tables".
+	err = store.CheckDatabaseHeader(f)
+	switch {
+	case errors.Is(err, store.ErrNotDatabase):
+		return usagef("inspect: %s is not an SQLite database", path)
+	case err != nil:
+		return usagef("inspect: %s: %v", path, err)
 	}
 	return nil
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// TestInspectRefusesNonDatabases: a FIFO, /dev/zero, /dev/null, a folder
-// and an empty file are refused with exit 2, without blocking.
+// TestInspectRefusesNonDatabases: a FIFO, /dev/zero, /dev/null, a folder,
+// an empty file and a short or text file are refused with exit 2, without
+// blocking.
 func TestInspectRefusesNonDatabases(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -24,7 +25,16 @@ func TestInspectRefusesNonDatabases(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	short := filepath.Join(dir, "short.db")
+	if err := os.WriteFile(short, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "text.db")
+	if err := os.WriteFile(text, []byte(strings.Repeat("not a database\n", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for path, want := range map[string]string{
+		short: "not an SQLite database", text: "not an SQLite database",
 		fifo: "not a database file", "/dev/zero": "not a database file", "/dev/null": "not a database file",
 		dir: "a folder", empty: "empty", filepath.Join(dir, "missing.db"): "no such file",
 	} {
