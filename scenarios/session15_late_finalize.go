@@ -193,7 +193,15 @@ func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 			"That is why session 16 adds a fencing token.",
 			m("rejected_finalizations"), m("ownership_violations"), m("processing_attempts"))
 	}
-	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s finalizations were rejected and %s committed by a worker that no longer owned the message; "+
-		"the stalled worker's late finalize overwrote the owner's result (failed checks %v).",
-		env.Variant, m("rejected_finalizations"), m("ownership_violations"), r.FailedChecks())
+	who := fmt.Sprintf("DESIGN BROKEN by the %q mistake", env.Variant)
+	if env.Variant == "" {
+		who = "THE DESIGN DID NOT HOLD in this run, as designed, without a mistake"
+	}
+	result := "the payment kept the owner's result"
+	if v, _ := r.Metric("owner_result_kept"); v != 1 {
+		result = "the message's ProcessedAtUtc is not the owner's finalization"
+	}
+	return fmt.Sprintf("%s: %s finalizations were rejected, %s committed by a worker that no longer owned the message, "+
+		"the message was worked on %s times, and %s (failed checks %v).",
+		who, m("rejected_finalizations"), m("ownership_violations"), m("processing_attempts"), result, r.FailedChecks())
 }

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -61,7 +60,7 @@ var outboxLeasing = Scenario{
 		{"duplicate_rows", "no duplicate payment or outbox rows"},
 		{"worker_creation_calls", "workers never call the provider's create"},
 		{"keys_not_created_exactly_once", "the provider created each key exactly once"},
-		{"fake_successes", "no Paid payment without a transaction id, no Failed one with one"},
+		{"fake_successes", "every Paid payment carries the transaction id the provider assigned to its key, and no other payment carries one"},
 		{"recovery_ok", "Worker-B was blocked before expiry, reclaimed PAY-001 after it, and it was processed once"},
 		{"claims_bounded", "the workers drained the backlog within 8 claim attempts per message"},
 	},
@@ -114,27 +113,17 @@ func leasingMistakes(variant string) cast.Day15Mistakes {
 }
 
 // customClaim is an engineer's claim from --claim-sql, named for the
-// report's SQL section. The file's comment lines are left out of what runs,
-// so the report prints each statement as SQLite received it.
+// report's SQL section. The statements are the file's as the claim-file
+// check split them (comments left out), so the report prints each
+// statement as SQLite received it.
 func customClaim(env *Env) store.ClaimSQL {
 	c := env.Options.Claim
 	claim := store.ClaimSQL{
-		SelectNext: store.Stmt{Name: "your claim: select (from " + c.Source + ")", SQL: withoutCommentLines(c.Select)},
-		Update:     store.Stmt{Name: "your claim: update (from " + c.Source + ")", SQL: withoutCommentLines(c.Update)},
+		SelectNext: store.Stmt{Name: "your claim: select (from " + c.Source + ")", SQL: c.Select},
+		Update:     store.Stmt{Name: "your claim: update (from " + c.Source + ")", SQL: c.Update},
 	}
 	env.Ledger.Name(claim.SelectNext, claim.Update)
 	return claim
-}
-
-// withoutCommentLines drops the -- comment lines of an engineer's statement.
-func withoutCommentLines(stmt string) string {
-	var kept []string
-	for _, line := range strings.Split(stmt, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			kept = append(kept, line)
-		}
-	}
-	return strings.TrimSpace(strings.Join(kept, "\n"))
 }
 
 func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -203,8 +192,10 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 	case env.Options.Claim != nil:
 		return fmt.Sprintf("YOUR CLAIM FAILED the lesson's invariants (from %s): failed checks %v. Compare the claim ledger and the recovery demo with the lesson's claim (`outboxlab describe %s`).",
 			env.Options.Claim.Source, r.FailedChecks(), env.Scenario.Name)
-	default:
+	case env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", env.Variant, r.FailedChecks())
+	default:
+		return fmt.Sprintf("THE DESIGN DID NOT HOLD in this run, as designed, without a mistake: failed checks %v. Read the claim ledger and the recovery demo.", r.FailedChecks())
 	}
 }
 

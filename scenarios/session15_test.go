@@ -115,12 +115,12 @@ func TestSession15StatementSets(t *testing.T) {
 // TestCustomClaimNamed: --claim-sql's statements are named for the report.
 func TestCustomClaimNamed(t *testing.T) {
 	t.Parallel()
-	env := &Env{Ledger: &store.Ledger{}, Options: Options{Claim: &CustomClaim{Source: "mine.sql", Select: "-- my select\nSELECT 1", Update: "UPDATE x SET y = 1 WHERE Id = :id"}}}
+	env := &Env{Ledger: &store.Ledger{}, Options: Options{Claim: &CustomClaim{Source: "mine.sql", Select: "SELECT 1", Update: "UPDATE x SET y = 1 WHERE Id = :id"}}}
 	c := customClaim(env)
 	if c.SelectNext.Name != "your claim: select (from mine.sql)" || c.Update.Name != "your claim: update (from mine.sql)" || c.Split {
 		t.Fatalf("claim = %+v", c)
 	}
 	if c.SelectNext.SQL != "SELECT 1" {
-		t.Fatalf("select = %q, want the comment line left out", c.SelectNext.SQL)
+		t.Fatalf("select = %q, want the file's statement as it was checked", c.SelectNext.SQL)
 	}
 }
