@@ -182,3 +182,17 @@ func TestGradeInterrupted(t *testing.T) {
 		t.Fatalf("exit %d, want %d", code, exitInterrupted)
 	}
 }
+
+// TestGradeTimeout: a file whose run outlasts --timeout is reported as
+// timed out, not as refused; the timeout does not cut its claim file check.
+func TestGradeTimeout(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, "grade", "--format", "json", "--timeout", "1ms", "--out", filepath.Join(t.TempDir(), "r"), filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	var g grade
+	if err := json.Unmarshal([]byte(o.stdout), &g); err != nil {
+		t.Fatalf("exit %d, %q: %v; stderr %s", o.code, o.stdout, err, o.stderr)
+	}
+	if o.code != exitUsage || g.verdict() != "NOT JUDGED" || !strings.Contains(g.Error, "gave up after 1ms") || strings.Contains(g.Error, "refused") {
+		t.Errorf("exit %d, error %q; want 2, NOT JUDGED and a timeout", o.code, g.Error)
+	}
+}
