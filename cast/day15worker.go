@@ -486,3 +486,16 @@ func (d *Day15) LoadedBeforeProcessing(workers ...string) bool {
 	}
 	return true
 }
+
+// SuccessfulClaims counts the claims that took a message, every phase.
+func (d *Day15) SuccessfulClaims() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, c := range d.claims {
+		if c.outcome == store.Claimed {
+			n++
+		}
+	}
+	return n
+}

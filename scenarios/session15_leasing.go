@@ -156,6 +156,7 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	r.SetMetric("ownership_violations", float64(d.OwnershipViolations()))
 	r.SetMetric("claims_of_owned_messages", float64(d.ClaimsOfOwnedMessages()))
+	r.SetMetric("successful_claims", float64(d.SuccessfulClaims()))
 	rec.processedOnce = len(d.AttemptsByMessage()[rec.messageID]) == 1
 	r.SetFlag("recovery_blocked_before_expiry", rec.blocked)
 	r.SetFlag("recovery_reclaimed_after_expiry", rec.reclaimed)
