@@ -12,11 +12,14 @@ type JSONResult struct {
 	Scenario string `json:"scenario"`
 	Variant  string `json:"variant"`
 	// Design is "before", "after" or "variant": what the run showed.
-	Design  string             `json:"design"`
-	Passed  bool               `json:"passed"`
-	Metrics map[string]float64 `json:"metrics"`
-	Checks  []JSONCheck        `json:"checks"`
-	Report  string             `json:"report"`
+	Design string `json:"design"`
+	// ClaimSQL names the engineer's claim file the run judged in place of
+	// the lesson's claim; empty for the lesson's own statements.
+	ClaimSQL string             `json:"claim_sql,omitempty"`
+	Passed   bool               `json:"passed"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Checks   []JSONCheck        `json:"checks"`
+	Report   string             `json:"report"`
 	// HTML is the run's page beside its report, with `run --html`.
 	HTML     string `json:"html,omitempty"`
 	Database string `json:"database"`
@@ -50,7 +53,7 @@ type JSONCheck struct {
 // NewJSONResult summarizes r; reportPath is where its text report was written.
 func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	j := JSONResult{
-		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), Passed: r.Passed(), Report: reportPath,
+		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), ClaimSQL: r.CustomSQL, Passed: r.Passed(), Report: reportPath,
 		Database: r.Database, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
 		Statements: []JSONStatement{},
 	}

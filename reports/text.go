@@ -249,6 +249,10 @@ func variantLabel(v string) string {
 }
 
 func designLabel(r *lab.Result) string {
+	switch {
+	case r.CustomSQL != "":
+		return "YOUR CLAIM in the AFTER design: the lesson's sequence and checks with your claim statements in place of the lesson's. It PASSES only if every invariant held."
+	}
 	switch r.DesignName() {
 	case "variant":
 		return "VARIANT: the lesson's design with one deliberate mistake. It FAILS the checks the mistake breaks; the design is unsafe."
