@@ -42,6 +42,34 @@ func (e *ClaimFileError) Error() string {
 	return e.Statement + ": " + e.Reason
 }
 
+// ClaimStatementError is a claim file's statement that failed while a run
+// used it: SQLite could not compile it, refused what it did, or stopped it
+// (a syntax error, an unknown column, a constraint, an integer overflow).
+// It is the file's fault, not the lab's; a busy database, a full disk or
+// an I/O error is not one.
+type ClaimStatementError struct {
+	Statement string // "first statement" or "second statement"
+	Err       error  // SQLite's error
+}
+
+func (e *ClaimStatementError) Error() string { return e.Err.Error() }
+func (e *ClaimStatementError) Unwrap() error { return e.Err }
+
+// statementFault makes err a *ClaimStatementError when it is the claim
+// statement's own fault; which is "" outside a claim statement.
+func statementFault(which string, err error) error {
+	var se *sqlite.Error
+	if which == "" || err == nil || errors.As(err, new(*ClaimStatementError)) || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH,
+		sqlite3.SQLITE_RANGE, sqlite3.SQLITE_TOOBIG:
+		return &ClaimStatementError{Statement: which, Err: err}
+	}
+	return err
+}
+
 // ParseClaimFile splits a claim file's text into its two statements with
 // [SplitStatements], without their comments, so what runs, what is
 // checked and what a report prints is one text. It checks only their number; [CheckClaimFile] asks
@@ -237,6 +265,18 @@ func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, _, dbNam
 	return sqlite.AuthorizerDeny
 }
 
+// statement names the claim statement compiling or running now, "" for
+// the lab's own.
+func (g *guardConn) statement() string {
+	switch g.mode {
+	case modeSelect:
+		return "first statement"
+	case modeUpdate:
+		return "second statement"
+	}
+	return ""
+}
+
 func (g *guardConn) saw(action sqlite.AuthorizerActionCode) bool {
 	for _, a := range g.seen {
 		if a == action {
@@ -306,7 +346,7 @@ func (g *guardConn) PrepareContext(ctx context.Context, query string) (driver.St
 	defer g.enter(query)()
 	s, err := p.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, statementFault(g.statement(), err)
 	}
 	return &guardStmt{base: s, conn: g, query: query}, nil
 }
@@ -331,7 +371,8 @@ func (g *guardConn) ExecContext(ctx context.Context, query string, args []driver
 		return nil, driver.ErrSkip
 	}
 	defer g.enter(query)()
-	return e.ExecContext(ctx, query, args)
+	res, err := e.ExecContext(ctx, query, args)
+	return res, statementFault(g.statement(), err)
 }
 
 func (g *guardConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -340,7 +381,30 @@ func (g *guardConn) QueryContext(ctx context.Context, query string, args []drive
 		return nil, driver.ErrSkip
 	}
 	defer g.enter(query)()
-	return q.QueryContext(ctx, query, args)
+	return g.rows(q.QueryContext(ctx, query, args))
+}
+
+// rows marks a claim statement's rows, so an error stepping them is the
+// statement's own.
+func (g *guardConn) rows(r driver.Rows, err error) (driver.Rows, error) {
+	which := g.statement()
+	if err != nil {
+		return nil, statementFault(which, err)
+	}
+	if which == "" {
+		return r, nil
+	}
+	return guardRows{Rows: r, which: which}, nil
+}
+
+// guardRows are a claim statement's rows.
+type guardRows struct {
+	driver.Rows
+	which string
+}
+
+func (r guardRows) Next(dest []driver.Value) error {
+	return statementFault(r.which, r.Rows.Next(dest))
 }
 
 func (g *guardConn) ResetSession(ctx context.Context) error {
@@ -389,7 +453,8 @@ func (s *guardStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 		return nil, errNoContextAPI
 	}
 	defer s.conn.enter(s.query)()
-	return e.ExecContext(ctx, args)
+	res, err := e.ExecContext(ctx, args)
+	return res, statementFault(s.conn.statement(), err)
 }
 
 func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -398,7 +463,7 @@ func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 		return nil, errNoContextAPI
 	}
 	defer s.conn.enter(s.query)()
-	return q.QueryContext(ctx, args)
+	return s.conn.rows(q.QueryContext(ctx, args))
 }
 
 // setClaimLimits sets, on a driver connection, no attached databases and

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestClaimSQLUntrusted runs `run --claim-sql` on files a student should
@@ -79,4 +80,47 @@ func TestClaimSQLSemicolonsInside(t *testing.T) {
 	if o.code != exitOK {
 		t.Fatalf("exit %d: %s %s", o.code, o.stdout, o.stderr)
 	}
+}
+
+// TestClaimSQLRunErrors: with --claim-sql, a run that fails because a claim
+// statement could not run (it passed the check on an empty table) is the
+// file's fault, exit 2; a run that fails for the lab's own reason, here a
+// run folder that cannot be made, is exit 3 like any lab failure.
+func TestClaimSQLRunErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	nullStatus := write("null-status.sql", okSelect+";\nUPDATE OutboxMessages SET Status = NULL WHERE Id = :id")
+	// abs() of the smallest integer overflows: an error only once a row is read.
+	overflow := write("overflow.sql", "SELECT Id FROM OutboxMessages WHERE abs(-9223372036854775807 - Id) > 0 ORDER BY Id LIMIT 1;\n"+okUpdate)
+	for _, tt := range []struct {
+		name, file string
+		want       string
+	}{
+		{"UpdateBreaksConstraint", nullStatus, "second statement"},
+		{"SelectOverflows", overflow, "first statement"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", tt.file, "--out", filepath.Join(t.TempDir(), "r"))
+			if o.code != exitUsage || !strings.Contains(o.stderr, "--claim-sql") || !strings.Contains(o.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2, blaming the %s", o.code, o.stderr, tt.want)
+			}
+		})
+	}
+	t.Run("LabFailure", func(t *testing.T) {
+		t.Parallel()
+		notAFolder := write("not-a-folder", "x")
+		o := runCLIWith(t, &settings{now: time.Now, tempRoot: notAFolder}, "run", "session-15-outbox-leasing",
+			"--claim-sql", filepath.Join("..", "..", "examples", "claim-lesson.sql"), "--out", filepath.Join(t.TempDir(), "r"))
+		if o.code != exitFailed || strings.Contains(o.stderr, "--claim-sql") {
+			t.Errorf("exit %d, stderr %q; want 3, not blaming the file", o.code, o.stderr)
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 var formatFlag = &cli.StringFlag{Name: "format", Value: "text", Usage: "output `FORMAT`: text or json"}
@@ -355,6 +356,7 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (*lab.Result, 
 	}
 	started := p.now().UTC()
 	res, err := scenarios.Execute(ctx, sc, p.variant, p.options, p.keepDB)
+	var stmtErr *store.ClaimStatementError
 	switch {
 	case ctx.Err() != nil && err != nil:
 		return nil, "", err // with --keep-db, a *runfolder.Kept naming the folder
@@ -362,9 +364,10 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (*lab.Result, 
 		return nil, "", &runfolder.Kept{Dir: filepath.Dir(res.Database), Err: ctx.Err()}
 	case ctx.Err() != nil:
 		return nil, "", ctx.Err()
-	case err != nil && p.options.Claim != nil:
-		// The engineer's SQL did not run: that is their input's fault.
-		return nil, "", usagef("--claim-sql %s: %v", p.options.Claim.Source, err)
+	case errors.As(err, &stmtErr) && p.options.Claim != nil:
+		// The engineer's SQL could not run: that is their input's fault.
+		// Any other failure is the lab's, exit 3.
+		return nil, "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
 	case err != nil:
 		return nil, "", err
 	}
