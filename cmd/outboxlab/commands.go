@@ -149,17 +149,17 @@ type runPlan struct {
 	format    string
 	options   scenarios.Options
 	now       func() time.Time
-	// html writes each report's page beside it; pages maps a report's path
-	// to its page's, and index lists them for index.html.
+	// html writes each report's page beside it; with all, index lists one
+	// page per scenario for index.html (see indexRun), so memory does not
+	// grow with --repeat.
 	html  bool
 	all   bool
-	pages map[string]string
 	index []reports.IndexEntry
 }
 
 func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), now: s.now,
-		html: c.Bool("html"), all: c.Bool("all"), pages: map[string]string{}}
+		html: c.Bool("html"), all: c.Bool("all")}
 	var err error
 	if p.repeat, err = parseCount("repeat", c.String("repeat")); err != nil {
 		return nil, err
@@ -289,7 +289,7 @@ func runAction(c *cli.Context, s *settings) error {
 	for _, sc := range p.scenarios {
 		tally := &repeatTally{}
 		for i := 0; i < p.repeat; i++ {
-			res, path, err := p.runOnce(c, sc)
+			res, path, page, err := p.runOnce(c, sc)
 			if err != nil && lastKept != "" && errors.Is(err, context.Canceled) && !errors.As(err, new(*runfolder.Kept)) {
 				return &runfolder.Kept{Dir: lastKept, Err: err}
 			}
@@ -304,7 +304,8 @@ func runAction(c *cli.Context, s *settings) error {
 				firsts[sc.Name] = res
 			}
 			allPassed = allPassed && res.Passed()
-			if err := p.print(c.App.Writer, res, path, i); err != nil {
+			p.indexRun(res, page, i)
+			if err := p.print(c.App.Writer, res, path, page, i); err != nil {
 				return err
 			}
 		}
@@ -347,50 +348,65 @@ func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result) error
 	return nil
 }
 
-// runOnce runs sc once and files its report. An interrupted run is not
-// filed: its error says so and, with --keep-db, names its folder.
-func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (*lab.Result, string, error) {
+// runOnce runs sc once and files its report, and with --html its page. An
+// interrupted run is not filed: its error says so and, with --keep-db,
+// names its folder.
+func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Result, path, page string, err error) {
 	ctx := c.Context
 	if ctx.Err() != nil {
-		return nil, "", ctx.Err()
+		return nil, "", "", ctx.Err()
 	}
 	started := p.now().UTC()
-	res, err := scenarios.Execute(ctx, sc, p.variant, p.options, p.keepDB)
+	res, err = scenarios.Execute(ctx, sc, p.variant, p.options, p.keepDB)
 	var stmtErr *store.ClaimStatementError
 	switch {
 	case ctx.Err() != nil && err != nil:
-		return nil, "", err // with --keep-db, a *runfolder.Kept naming the folder
+		return nil, "", "", err // with --keep-db, a *runfolder.Kept naming the folder
 	case ctx.Err() != nil && p.keepDB:
-		return nil, "", &runfolder.Kept{Dir: filepath.Dir(res.Database), Err: ctx.Err()}
+		return nil, "", "", &runfolder.Kept{Dir: filepath.Dir(res.Database), Err: ctx.Err()}
 	case ctx.Err() != nil:
-		return nil, "", ctx.Err()
+		return nil, "", "", ctx.Err()
 	case errors.As(err, &stmtErr) && p.options.Claim != nil:
 		// The engineer's SQL could not run: that is their input's fault.
 		// Any other failure is the lab's, exit 3.
-		return nil, "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
+		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
 	case err != nil:
-		return nil, "", err
+		return nil, "", "", err
 	}
-	path, err := reports.Write(p.out, res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
+	path, err = reports.Write(p.out, res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
 	if err != nil {
 		// The scenario ran; only filing its report failed (a full disk):
 		// exit 3, as bench does.
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if p.html {
-		page, err := reports.WriteHTML(path, res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
+		page, err = reports.WriteHTML(path, res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		p.pages[path] = page
-		rel, err := filepath.Rel(p.out, page)
-		if err != nil {
-			rel = page
-		}
-		p.index = append(p.index, reports.IndexEntry{Scenario: res.Scenario, Variant: res.Variant, Title: res.Title,
-			Design: res.DesignName(), Passed: res.Passed(), Verdict: res.Verdict, Page: filepath.ToSlash(rel)})
 	}
-	return res, path, nil
+	return res, path, page, nil
+}
+
+// indexRun keeps what index.html needs of run i of a scenario, and only
+// when an index is written (--all --html): one entry per scenario, its
+// first run's page, or among repeats its first failed run's.
+func (p *runPlan) indexRun(res *lab.Result, page string, i int) {
+	if !p.html || !p.all || page == "" {
+		return
+	}
+	rel, err := filepath.Rel(p.out, page)
+	if err != nil {
+		rel = page
+	}
+	e := reports.IndexEntry{Scenario: res.Scenario, Variant: res.Variant, Title: res.Title,
+		Design: res.DesignName(), Passed: res.Passed(), Verdict: res.Verdict, Page: filepath.ToSlash(rel)}
+	switch last := len(p.index) - 1; {
+	case i == 0 || last < 0:
+		p.index = append(p.index, e)
+	case p.index[last].Passed && !e.Passed:
+		p.index[last] = e
+	}
 }
 
 // writeIndex writes index.html in --out, linking every page this `run
@@ -409,16 +425,16 @@ func (p *runPlan) writeIndex(w io.Writer) error {
 	return nil
 }
 
-// print shows run i's outcome: a JSON line, the whole run when it is the
+// print shows run i's outcome (page is its HTML page, if any): a JSON line, the whole run when it is the
 // only one, or only a failure among repeats.
-func (p *runPlan) print(w io.Writer, res *lab.Result, path string, i int) error {
+func (p *runPlan) print(w io.Writer, res *lab.Result, path, page string, i int) error {
 	switch {
 	case p.format == "json":
 		j := reports.NewJSONResult(res, path)
-		j.HTML = p.pages[path]
+		j.HTML = page
 		return reports.JSONLine(w, j)
 	case p.repeat == 1:
-		printRun(w, res, path, p.pages[path])
+		printRun(w, res, path, page)
 	case !res.Passed():
 		fmt.Fprintf(w, "run %d of %d FAILED: %s (report: %s)\n", i+1, p.repeat, strings.Join(res.FailedChecks(), ", "), path)
 	}
