@@ -301,7 +301,9 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 	case store.Done:
 		detail = fmt.Sprintf("message %d (%s) already Processed", c.Message.ID, c.Message.AggregateKey)
 	case store.Lost:
-		detail = "selected a message, but the guarded UPDATE changed 0 rows"
+		detail = "selected a message, but the UPDATE changed 0 rows"
+	case store.Overreach:
+		detail = fmt.Sprintf("the claim's UPDATE changed %s, not 1: rolled back, nothing claimed", lab.Rows(c.Rows))
 	}
 	if c.Stats.BusyRetries > 0 {
 		detail += fmt.Sprintf(" (after %d SQLITE_BUSY retries)", c.Stats.BusyRetries)

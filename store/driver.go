@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"strings"
 )
 
 // errNoContextAPI means the SQLite driver lacks a context method the ledger
@@ -102,12 +103,33 @@ func (c *recordingConn) ExecContext(ctx context.Context, query string, args []dr
 }
 
 func (c *recordingConn) recordExec(query string, res driver.Result, err error) {
+	if errors.Is(err, driver.ErrSkip) {
+		return // database/sql runs it again another way, and that run is recorded
+	}
 	var rows int64
-	if err == nil {
+	if err == nil && changesRows(query) {
 		rows, _ = res.RowsAffected()
 	}
 	c.ledger.record(query, rows, err)
 	c.note(query)
+}
+
+// changesRows reports whether a statement can change rows. SQLite's count
+// of changed rows is that of the connection's last INSERT, UPDATE or
+// DELETE, so a PRAGMA or DDL statement would otherwise inherit it.
+func changesRows(query string) bool {
+	for _, line := range strings.Split(query, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "--") {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH":
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 func (c *recordingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -116,6 +138,9 @@ func (c *recordingConn) QueryContext(ctx context.Context, query string, args []d
 		return nil, driver.ErrSkip
 	}
 	rows, err := q.QueryContext(ctx, query, args)
+	if errors.Is(err, driver.ErrSkip) {
+		return nil, err
+	}
 	c.ledger.record(query, 0, err)
 	c.note(query)
 	if err != nil {

@@ -304,3 +304,22 @@ func TestInTxRetriesBusy(t *testing.T) {
 		t.Fatalf("payments = %d, %v; want only the retried transaction's", n, err)
 	}
 }
+
+// TestClaimOverreachRollsBack: a claim UPDATE that changes more than one
+// row is no claim: the transaction rolls back and says how many rows.
+func TestClaimOverreachRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := mustOpenLeaseDB(t)
+	every := store.ClaimSQL{SelectNext: store.ClaimSelectNext, Update: store.Stmt{Name: "test: claim every row", SQL: `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
+WHERE :id > 0`}}
+	c, err := withClaim(a, every).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+	if err != nil || c.Outcome != store.Overreach || c.Rows != 2 {
+		t.Fatalf("claim = %+v, %v; want overreach over 2 rows", c, err)
+	}
+	n, err := a.Count(ctx, store.CountOutboxByStatus.SQL, sql.Named("status", "Pending"))
+	if err != nil || n != 2 {
+		t.Fatalf("Pending after the rolled-back claim = %d, %v; want 2", n, err)
+	}
+}

@@ -169,3 +169,23 @@ func TestCatalogueNamesEveryStatementOnce(t *testing.T) {
 	}()
 	register(Stmt{Name: "duplicate", SQL: ledgerTestInsert.SQL})
 }
+
+// TestLedgerRowsOnlyForWrites: SQLite reports the last write's changed rows
+// for any statement, so a PRAGMA after an insert must not inherit them.
+func TestLedgerRowsOnlyForWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, l := openLedgerDB(t)
+	if _, err := db.sql.ExecContext(ctx, ledgerTestInsert.SQL, sql.Named("v", 1)); err != nil {
+		t.Fatal(err)
+	}
+	pragma := "PRAGMA user_version = 7"
+	if _, err := db.sql.ExecContext(ctx, pragma); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Entries() {
+		if e.Stmt.SQL == pragma && e.Rows != 0 {
+			t.Fatalf("the PRAGMA is recorded with %d rows changed", e.Rows)
+		}
+	}
+}

@@ -52,8 +52,11 @@ const (
 	// Refused: the message is Processing under a lease that has expired,
 	// yet the claim did not take it: the claim statement's own fault.
 	Refused ClaimOutcome = "refused"
-	Done    ClaimOutcome = "done" // the message is already Processed
-	Lost    ClaimOutcome = "lost" // selected, but the guarded update changed 0 rows
+	// Overreach: the claim's UPDATE changed more than one row; the
+	// transaction was rolled back and nothing was claimed.
+	Overreach ClaimOutcome = "overreach"
+	Done      ClaimOutcome = "done" // the message is already Processed
+	Lost      ClaimOutcome = "lost" // selected, but the guarded update changed 0 rows
 )
 
 // Claim is the result of one claim attempt.
@@ -62,6 +65,7 @@ type Claim struct {
 	Message   Message // the claimed (or blocking) message; zero when Empty
 	HeldBy    string  // with Blocked or Refused: the lease's owner
 	HeldUntil string  // with Blocked or Refused: when that lease ends (or ended)
+	Rows      int64   // rows the claim's UPDATE changed (rolled back unless exactly 1)
 	Stats     TxStats
 }
 
@@ -87,7 +91,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, worker string, now time.Time, le
 		return o.update(ctx, tx, id, args, &claim)
 	})
 	claim.Stats = stats
-	if err != nil {
+	if err := overreached(&claim, err); err != nil {
 		return claim, fmt.Errorf("store: claim next for %s: %w", worker, err)
 	}
 	return claim, nil
@@ -116,7 +120,7 @@ func (o *Outbox) claimSplit(ctx context.Context, args []any, between func()) (Cl
 	stats, err = o.db.InTx(ctx, func(tx *sql.Tx) error { return o.update(ctx, tx, id, args, &claim) })
 	claim.Stats.BusyRetries += stats.BusyRetries
 	claim.Stats.Waited += stats.Waited
-	if err != nil {
+	if err := overreached(&claim, err); err != nil {
 		return claim, fmt.Errorf("store: claim update of %d: %w", id, err)
 	}
 	return claim, nil
@@ -162,7 +166,7 @@ func (o *Outbox) ClaimMessage(ctx context.Context, id int64, worker string, now 
 		return nil
 	})
 	claim.Stats = stats
-	if err != nil {
+	if err := overreached(&claim, err); err != nil {
 		return claim, fmt.Errorf("store: claim message %d for %s: %w", id, worker, err)
 	}
 	return claim, nil
@@ -188,8 +192,21 @@ func claimArgs(worker string, now time.Time, lease time.Duration) []any {
 	}
 }
 
+// errOverreach rolls back a claim whose UPDATE changed more than one row.
+var errOverreach = errors.New("the claim UPDATE changed more than one row")
+
+// overreached turns a rolled-back overreaching claim into its outcome, an
+// expected value rather than an error.
+func overreached(claim *Claim, err error) error {
+	if errors.Is(err, errOverreach) {
+		claim.Outcome = Overreach
+		return nil
+	}
+	return err
+}
+
 // update runs the claim's UPDATE for id and fills claim when exactly one
-// row changed.
+// row changed; more than one rolls the transaction back (errOverreach).
 func (o *Outbox) update(ctx context.Context, tx *sql.Tx, id int64, args []any, claim *Claim) error {
 	res, err := tx.ExecContext(ctx, o.sql.Claim.Update.SQL, append(args, sql.Named("id", id))...)
 	if err != nil {
@@ -199,9 +216,16 @@ func (o *Outbox) update(ctx context.Context, tx *sql.Tx, id int64, args []any, c
 	if err != nil {
 		return err
 	}
-	if n != 1 {
+	claim.Rows = n
+	switch {
+	case n == 0:
 		claim.Outcome = Lost
 		return nil
+	case n > 1:
+		// A claim takes one message; an UPDATE that changed more is not a
+		// claim, and nothing it changed may stay.
+		claim.Outcome = Overreach
+		return errOverreach
 	}
 	m, err := messageByID(ctx, tx, id)
 	if errors.Is(err, sql.ErrNoRows) {
