@@ -27,9 +27,13 @@ const (
 // usageError is bad input: exit 2 with a one-line reason.
 type usageError struct{ err error }
 
+// Error is the reason, as one line for stderr.
 func (e *usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the reason, so errors.Is and errors.As see through it.
 func (e *usageError) Unwrap() error { return e.err }
 
+// usagef is a usage error with a formatted reason.
 func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
@@ -130,6 +134,7 @@ func runWith(ctx context.Context, s *settings, args []string, stdout, stderr io.
 	}
 }
 
+// newApp builds the CLI: its commands, and run deciding every exit code.
 func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:  "outboxlab",
@@ -147,6 +152,7 @@ func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 	}
 }
 
+// commandNames lists app's commands, for the unknown-command message.
 func commandNames(app *cli.App) []string {
 	var names []string
 	for _, c := range app.Commands {
@@ -160,6 +166,7 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return &usageError{err}
 }
 
+// oneLine folds s onto one line, its runs of white space made one space.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }

@@ -157,9 +157,12 @@ type runPlan struct {
 	index []reports.IndexEntry
 }
 
+// parseRun validates a `run` command line, part by part: the scenario
+// names, the variant, the session 20 periods, the explorer's bound and the
+// claim file.
 func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), now: s.now,
-		html: c.Bool("html"), all: c.Bool("all")}
+		html: c.Bool("html"), all: c.Bool("all"), options: s.options()}
 	var err error
 	if p.repeat, err = parseCount("repeat", c.String("repeat")); err != nil {
 		return nil, err
@@ -167,26 +170,47 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
+	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim} {
+		if err := part(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkOut(p.out, p.reportPaths()...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseNames reads the scenarios to run: names, or --all.
+func (p *runPlan) parseNames(c *cli.Context) error {
 	switch {
-	case c.Bool("all") && c.Args().Present():
-		return nil, usagef("give scenario names or --all, not both")
-	case c.Bool("all"):
+	case p.all && c.Args().Present():
+		return usagef("give scenario names or --all, not both")
+	case p.all:
 		p.scenarios = scenarios.All()
 	case !c.Args().Present():
-		return nil, usagef("name a scenario to run, or use --all (see `outboxlab list`)")
+		return usagef("name a scenario to run, or use --all (see `outboxlab list`)")
 	}
 	for _, name := range c.Args().Slice() {
 		sc, err := lookup(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.scenarios = append(p.scenarios, sc)
 	}
+	return nil
+}
+
+// parseVariant checks --variant against the scenarios; with --all it keeps
+// only the scenarios that have it.
+func (p *runPlan) parseVariant(c *cli.Context) error {
 	if c.IsSet("variant") && p.variant == "" {
-		return nil, usagef("--variant needs a name (see `outboxlab describe NAME`)")
+		return usagef("--variant needs a name (see `outboxlab describe NAME`)")
 	}
-	if p.variant != "" && c.Bool("all") {
-		// --all --variant X runs X wherever a scenario has it.
+	if p.variant == "" {
+		return nil
+	}
+	if p.all {
 		var with []*scenarios.Scenario
 		for _, sc := range p.scenarios {
 			if _, ok := sc.Variant(p.variant); ok {
@@ -194,21 +218,28 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 			}
 		}
 		if len(with) == 0 {
-			return nil, usagef("no scenario has a variant %q (see `outboxlab list`)", p.variant)
+			return usagef("no scenario has a variant %q (see `outboxlab list`)", p.variant)
 		}
 		p.scenarios = with
 	}
-	if p.variant != "" {
-		for _, sc := range p.scenarios {
-			if _, ok := sc.Variant(p.variant); !ok {
-				return nil, &usageError{&scenarios.UnknownVariantError{Scenario: sc.Name, Variant: p.variant, Known: sc.VariantNames()}}
-			}
+	for _, sc := range p.scenarios {
+		if _, ok := sc.Variant(p.variant); !ok {
+			return &usageError{&scenarios.UnknownVariantError{Scenario: sc.Name, Variant: p.variant, Known: sc.VariantNames()}}
 		}
 	}
+	return nil
+}
+
+// parseRepeat checks --repeat.
+func (p *runPlan) parseRepeat(*cli.Context) error {
 	if p.repeat < 1 {
-		return nil, usagef("--repeat must be at least 1, not %d", p.repeat)
+		return usagef("--repeat must be at least 1, not %d", p.repeat)
 	}
-	p.options = s.options()
+	return nil
+}
+
+// parsePeriods reads session 20's retention periods and broker window.
+func (p *runPlan) parsePeriods(c *cli.Context) error {
 	for _, d := range []struct {
 		flag string
 		dst  *time.Duration
@@ -217,44 +248,58 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 		{"dlq-retention", &p.options.DLQRetention},
 		{"broker-window", &p.options.BrokerWindow},
 	} {
-		if *d.dst, err = parseDuration(d.flag, c.String(d.flag)); err != nil {
-			return nil, err
-		}
-	}
-	if c.IsSet("bound") {
-		b, err := parseCount("bound", c.String("bound"))
+		v, err := parseDuration(d.flag, c.String(d.flag))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if b < 1 || b > scenarios.MaxExploreBound {
-			return nil, usagef("--bound must be from 1 to %d, not %d", scenarios.MaxExploreBound, b)
-		}
-		explored := false
-		for _, sc := range p.scenarios {
-			explored = explored || sc.Name == "explore"
-		}
-		if !explored {
-			return nil, usagef("--bound applies to explore, which this command does not run")
-		}
-		p.options.ExploreBound = b
+		*d.dst = v
 	}
-	if c.IsSet("claim-sql") {
-		if p.options.Claim, err = readClaimSQL(c.Context, c.String("claim-sql")); err != nil {
-			return nil, err
-		}
-		for _, sc := range p.scenarios {
-			if !sc.AcceptsClaimSQL {
-				return nil, usagef("--claim-sql: scenario %s does not take claim SQL (session-15-outbox-leasing does)", sc.Name)
-			}
-		}
-		if p.variant != "" {
-			return nil, usagef("--claim-sql replaces the lesson's claim; do not combine it with --variant")
+	return nil
+}
+
+// parseBound reads --bound, which only explore takes.
+func (p *runPlan) parseBound(c *cli.Context) error {
+	if !c.IsSet("bound") {
+		return nil
+	}
+	b, err := parseCount("bound", c.String("bound"))
+	if err != nil {
+		return err
+	}
+	if b < 1 || b > scenarios.MaxExploreBound {
+		return usagef("--bound must be from 1 to %d, not %d", scenarios.MaxExploreBound, b)
+	}
+	explored := false
+	for _, sc := range p.scenarios {
+		explored = explored || sc.Name == "explore"
+	}
+	if !explored {
+		return usagef("--bound applies to explore, which this command does not run")
+	}
+	p.options.ExploreBound = b
+	return nil
+}
+
+// parseClaim reads and checks the --claim-sql file, for the scenarios that
+// take one and without a variant.
+func (p *runPlan) parseClaim(c *cli.Context) error {
+	if !c.IsSet("claim-sql") {
+		return nil
+	}
+	claim, err := readClaimSQL(c.Context, c.String("claim-sql"))
+	if err != nil {
+		return err
+	}
+	p.options.Claim = claim
+	for _, sc := range p.scenarios {
+		if !sc.AcceptsClaimSQL {
+			return usagef("--claim-sql: scenario %s does not take claim SQL (session-15-outbox-leasing does)", sc.Name)
 		}
 	}
-	if err := checkOut(p.out, p.reportPaths()...); err != nil {
-		return nil, err
+	if p.variant != "" {
+		return usagef("--claim-sql replaces the lesson's claim; do not combine it with --variant")
 	}
-	return p, nil
+	return nil
 }
 
 // reportPaths are where the plan's reports would go if they were written now.
