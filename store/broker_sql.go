@@ -156,7 +156,8 @@ type ConsumerSQL struct {
 	// Credit is the business effect: an additive, unconditional increment.
 	Credit Stmt
 	// Check reads the inbox before the effect, in a transaction of its own.
-	// The lesson has none (the zero Stmt): its inbox insert is the check.
+	// The lesson has none ([NoSeparateInboxRead], never run): its inbox
+	// insert is the check.
 	Check Stmt
 	// Purge applies the inbox retention: dedup records written at or before
 	// :cutoff (now minus the retention) are deleted, and a later redelivery
@@ -171,6 +172,7 @@ type ConsumerSQL struct {
 var ConsumerLesson = ConsumerSQL{
 	OpenAccount: OpenAccount,
 	Record:      RecordConsumed,
+	Check:       NoSeparateInboxRead,
 	Credit:      CreditAccount,
 	Purge:       PurgeConsumed,
 	Project:     ProjectNewerVersion,
@@ -203,20 +205,26 @@ SET version = excluded.version, state = excluded.state, updated_at = excluded.up
 WHERE excluded.version > projections.version`)
 )
 
+// NoSeparateInboxRead is the lesson's answer to "was this event consumed?":
+// no statement of its own, since the inbox insert in the effect's
+// transaction is the check. It has no text and never runs; the mistake that
+// adds a separate read names it as what it replaced.
+var NoSeparateInboxRead = Stmt{Name: "consumer: no separate inbox read (the inbox insert in the effect's transaction is the check)"}
+
 // The consumers' mistakes.
 var (
 	// CheckInboxFirst is the effect-outside-inbox-tx mistake's first step:
 	// the consumer asks the inbox in a transaction of its own, then credits
 	// and inserts the inbox row in two more, so a duplicate that arrives
 	// between them passes the check.
-	CheckInboxFirst = mistake(&ConsumerLesson.Record,
+	CheckInboxFirst = mistake(&NoSeparateInboxRead,
 		"asks the inbox in a read of its own, outside the credit's transaction; the insert comes after the effect",
 		"consumer: check the inbox before the effect (MISTAKE)",
 		`SELECT count(*) FROM consumed_events WHERE consumer = :consumer AND event_id = :event_id`)
 
 	// NoInbox is the naive consumer: it leaves the inbox insert out, so
 	// every delivery, a redelivery or a second send included, is credited.
-	NoInbox = omitted(&ConsumerLesson.Record,
+	NoInbox = omitted(&RecordConsumed,
 		"leaves the inbox insert out: every delivery is credited, duplicates included",
 		"consumer: no inbox insert")
 
