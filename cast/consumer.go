@@ -61,7 +61,7 @@ type ConsumerInstance struct {
 	group  string
 	design ConsumerDesign
 	db     *store.DB
-	// beforeEffect, when set, runs once the instance has decided to apply a
+	// BeforeEffect, when set, runs once the instance has decided to apply a
 	// delivery (for the split mistake: after its inbox check), with the
 	// instance's own context; an error stops the delivery. Session 19 puts a
 	// barrier there.

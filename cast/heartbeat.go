@@ -268,12 +268,14 @@ func (r *HeartbeatRelay) Resume(ctx context.Context) error {
 	return r.stage.AdvanceTo(ctx, r.stage.Now())
 }
 
-// Stop is the stop signal (SIGTERM): the relay stops polling at once, and
+// Stop is the stop signal (SIGTERM, simulated in-process: the relay is a
+// goroutine; a real SIGTERM waits for --processes, issue 10): the relay
+// stops polling at once, and
 // cancels the work of every job whose send has not happened; those leases
 // are left to expire. A job already sent may finish within the grace period.
 func (r *HeartbeatRelay) Stop(grace int64) {
 	r.stopping = true
-	r.stage.Event(r.Name, "SIGTERM", fmt.Sprintf("stop polling now; in-flight sends may finish within the %s grace period (until %s)",
+	r.stage.Event(r.Name, "SIGTERM", fmt.Sprintf("simulated in-process (a Stop call; a real SIGTERM waits for --processes, issue 10): stop polling now; in-flight sends may finish within the %s grace period (until %s)",
 		DurationText(grace), shortClock(r.stage.Now()+grace)))
 	for _, j := range append([]*HeartbeatJob(nil), r.held...) {
 		if !j.sent {
@@ -288,9 +290,12 @@ func (r *HeartbeatRelay) Stop(grace int64) {
 // so they stay claimable once their leases expire.
 func (r *HeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 	s, now := r.stage, r.stage.Now()
-	var held []string
+	var held, unsent []string
 	for _, j := range r.held {
 		held = append(held, j.Event)
+		if !r.sentEvent(j.Event) {
+			unsent = append(unsent, j.Event)
+		}
 		j.stopHeartbeat()
 	}
 	marked, err := r.keeper.AtShutdown(ctx, r.Name, now)
@@ -298,15 +303,20 @@ func (r *HeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, id := range marked {
-		seq := s.Event(r.Name, "marks complete", id+" marked delivered at shutdown, though never sent")
+		sent := r.sentEvent(id)
+		how := "though never sent"
+		if sent {
+			how = "after its send"
+		}
+		seq := s.Event(r.Name, "marks complete", id+" marked delivered at shutdown, "+how)
 		s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: id,
-			Statement: store.MarkHeldComplete.Name, Rows: 1, Sent: r.sentEvent(id)})
+			Statement: store.MarkHeldComplete.Name, Rows: 1, Sent: sent})
 	}
 	what := "their leases are left to expire"
 	if len(marked) > 0 {
 		what = fmt.Sprintf("the shutdown step marked %v delivered", marked)
 	}
-	s.Event(r.Name, "exits", fmt.Sprintf("process ends holding %d unsent event(s) %v: %s", len(held), held, what))
+	s.Event(r.Name, "exits", fmt.Sprintf("process ends holding %d event(s) %v, %d of them unsent %v: %s", len(held), held, len(unsent), unsent, what))
 	return held, nil
 }
 

@@ -193,12 +193,33 @@ func (j *HeartbeatJob) Complete(ctx context.Context) (bool, error) {
 	}
 	detail := fmt.Sprintf("under token %d: 1 row, %s delivered", j.Token, j.Event)
 	if f.Rows == 0 {
-		detail = fmt.Sprintf("under token %d: 0 rows, fenced out (the token is stale)", j.Token)
+		why, err := j.whyCompletionRefused(ctx)
+		if err != nil {
+			return false, err
+		}
+		detail = fmt.Sprintf("under token %d: 0 rows, %s", j.Token, why)
 	}
 	seq := s.Event(r.Name, "complete "+j.Event, detail)
 	s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: j.Event, Token: j.Token,
 		Statement: r.sqls.Relay.Complete.Name, Rows: f.Rows, Sent: j.sent})
 	return f.Rows == 1, nil
+}
+
+// whyCompletionRefused words why a completion changed no row, from the
+// event as the database holds it after the attempt.
+func (j *HeartbeatJob) whyCompletionRefused(ctx context.Context) (string, error) {
+	ev, ok, err := j.relay.relay.EventByID(ctx, j.Event)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("complete %s: read back: %w", j.Event, err)
+	case !ok:
+		return "the event row is gone", nil
+	case ev.Token != j.Token:
+		return fmt.Sprintf("fenced out (the token is stale: %s holds token %d)", ev.LockedBy, ev.Token), nil
+	case ev.Delivered:
+		return j.Event + " is already delivered", nil
+	}
+	return "the completion's guard turned it away (token current, not delivered)", nil
 }
 
 // finish stops the job's heartbeat and drops it from the relay's held jobs.

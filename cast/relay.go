@@ -153,10 +153,12 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	var f store.Fenced
 	var err error
 	guard := fmt.Sprintf("claim_token = %d", token)
+	how := "WHERE " + guard
 	statements := r.p.sql().Relay
 	mistaken := statements.Complete.Replaces != nil
 	if mistaken {
-		guard = "event id only (MISTAKE)"
+		guard = statements.Complete.Name
+		how = "by " + guard
 	}
 	f, err = store.NewRelay(r.db, statements).Complete(ctx, id, token, now)
 	if err != nil {
@@ -165,7 +167,11 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	result := "published (1 row)"
 	if f.Rows == 0 {
 		result = "0 rows"
-		if e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id); err == nil && ok {
+		e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id)
+		if err != nil {
+			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
+		}
+		if ok {
 			switch {
 			case e.Token != token:
 				result = fmt.Sprintf("fenced out (0 rows): stale token %d, current %d; lease lost", token, e.Token)
@@ -174,11 +180,15 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 			}
 		}
 	} else if mistaken {
-		if e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id); err == nil && ok && e.Token != token {
+		e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id)
+		if err != nil {
+			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
+		}
+		if ok && e.Token != token {
 			result = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token)
 		}
 	}
-	seq := r.p.Event(r.name, "complete", fmt.Sprintf("%s WHERE %s: %s", id, guard, result))
+	seq := r.p.Event(r.name, "complete", fmt.Sprintf("%s %s: %s", id, how, result))
 	r.p.mu.Lock()
 	r.p.completions = append(r.p.completions, pipeCompletionEntry{seq: seq, tick: now, relay: r.name, event: id, token: token, guard: guard, rows: f.Rows, result: result})
 	r.p.mu.Unlock()

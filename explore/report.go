@@ -3,9 +3,9 @@ package explore
 import (
 	"context"
 	"fmt"
-	"github.com/outboxlab/outboxlab/cast"
 	"strings"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
 )
 
@@ -149,6 +149,9 @@ func exploreVerdict(variant string, x *explorer, r *lab.Result) string {
 			broken = append(broken, fmt.Sprintf("%q violated in %d of %s orderings, the shortest with %d action(s): %s",
 				info.name, x.violations[inv], m("orderings_explored"), len(s.actions), orderingText(s.actions)))
 		}
+	}
+	if variant == "" {
+		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v; %s.", r.FailedChecks(), strings.Join(broken, "; "))
 	}
 	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v; %s.", variant, r.FailedChecks(), strings.Join(broken, "; "))
 }

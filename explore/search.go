@@ -3,12 +3,12 @@ package explore
 import (
 	"context"
 	"fmt"
-	"github.com/outboxlab/outboxlab/cast"
 	"os"
 	"runtime"
 	"slices"
 	"sync"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
 )
 
@@ -64,7 +64,7 @@ type Options struct {
 	Bound       int  // most actions in one ordering
 	Symmetry    bool // prune the orderings that start with Relay-B (mirror images)
 	DedupDrains bool // drain each distinct drain key once (see [exploreWorld.drainKey])
-	// workers is how many orderings run at the same time; 0 means one per
+	// Workers is how many orderings run at the same time; 0 means one per
 	// CPU, at most maxExploreWorkers.
 	Workers int
 }

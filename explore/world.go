@@ -17,7 +17,7 @@ import (
 // fresh database, the relays, the consumer, the scenario clock), the steps
 // its actions run through the store, the drain that follows and the
 // judgement of the invariants on durable state. The alphabet, the events
-// and the invariants are in explore_model.go.
+// and the invariants are in model.go.
 
 // exploreStepRecord is one step of an ordering or of its drain: the
 // action, the timeline events it produced, and the violations it showed.

@@ -218,6 +218,11 @@ func laneText(e raceEvent, shared bool) string {
 		text = verb
 	case KindFenced:
 		text = "FENCED " + verb
+		if strings.Contains(e.Action, "refused") {
+			// A renewal a guard turned away (0 rows), perhaps by its
+			// deadline, not by a newer token: not a fence.
+			text = "REFUSED " + verb
+		}
 	case KindRejected:
 		text = "REJECTED " + verb
 	case KindCrash:

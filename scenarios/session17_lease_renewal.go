@@ -222,7 +222,7 @@ func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (step
 		switch c.Outcome {
 		case store.Claimed:
 			w.token, res.token = c.Token, c.Token
-			res.observed = fmt.Sprintf("claimed: 1 row, token %d, lease until %d", c.Token, c.LeaseUntil)
+			res.observed = fmt.Sprintf("claimed: %s, token %d, lease until %d", lab.Rows(c.Rows), c.Token, c.LeaseUntil)
 		case store.Blocked:
 			res.observed = fmt.Sprintf("refused: 0 rows (%s's lease live until %d)", c.HeldBy, c.LeaseUntil)
 		default:
@@ -287,6 +287,10 @@ func leaseRenewalVerdict(r *lab.Result, variant string) string {
 		return fmt.Sprintf("SAFE DESIGN held. %s of %d steps behaved as specified: only the current token's holder renewed, "+
 			"only while the lease was live and only to a later deadline, and a claim succeeded only once the lease had expired. "+
 			"Renewal narrows the post-send window; it does not close it.", m("steps_as_expected"), len(leaseRenewalSteps))
+	}
+	if variant == "" {
+		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v; %s of %d steps as expected.",
+			r.FailedChecks(), m("steps_as_expected"), len(leaseRenewalSteps))
 	}
 	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %d steps as expected; failed checks %v.",
 		variant, m("steps_as_expected"), len(leaseRenewalSteps), r.FailedChecks())

@@ -230,6 +230,10 @@ func failureClassesVerdict(r *lab.Result, env *Env, table lab.Table) string {
 			failed = append(failed, "row "+row[0])
 		}
 	}
+	if env.Variant == "" {
+		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v; %s of %s rows passed; FAIL in %s.",
+			r.FailedChecks(), m("rows_passed"), m("rows"), strings.Join(failed, ", "))
+	}
 	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s rows passed; FAIL in %s.", env.Variant, m("rows_passed"), m("rows"), strings.Join(failed, ", "))
 }
 
@@ -477,6 +481,9 @@ func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string,
 	p.Concurrent = true
 	barrier := cast.NewBarrier(len(names))
 	instances := map[string]*cast.ConsumerInstance{}
+	// waited says the instance reached the barrier: it attempted an effect.
+	// Each flag is written and read by its own consumer's goroutine only.
+	waited := map[string]*bool{}
 	for _, name := range names {
 		c, err := p.StartConsumer(ctx, name, cast.CreditService, design)
 		if err != nil {
@@ -485,15 +492,20 @@ func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string,
 		defer c.Close()
 		// The wait runs on the consumer's own context: when another
 		// consumer fails, RunConcurrently cancels it and the wait ends.
-		c.BeforeEffect = barrier.Wait
-		instances[name] = c
+		reached := new(bool)
+		c.BeforeEffect = func(ctx context.Context) error {
+			*reached = true
+			return barrier.Wait(ctx)
+		}
+		instances[name], waited[name] = c, reached
 	}
 	p.Event("barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
 	return cast.RunConcurrently(ctx, names, func(ctx context.Context, name string) error {
-		found, err := instances[name].ConsumeNext(ctx)
-		if !found || err != nil {
-			// Found nothing, or failed before or after the barrier: never
-			// leave the others waiting for this one.
+		_, err := instances[name].ConsumeNext(ctx)
+		if !*waited[name] || err != nil {
+			// Found nothing, skipped the effect before the barrier, or
+			// failed before or after it: never leave the others waiting
+			// for this one.
 			barrier.Leave()
 		}
 		return err
