@@ -41,7 +41,7 @@ func (r *Result) BrokenInvariants() []string {
 	var out []string
 	for _, c := range r.Checks {
 		if !c.Passed {
-			out = append(out, fmt.Sprintf("Broken: %s (%s): expected %s, observed %s.", c.About, c.Name, c.Expected, c.Observed))
+			out = append(out, fmt.Sprintf("Did not hold: %s (%s): expected %s, observed %s.", c.About, c.Name, c.Expected, c.Observed))
 		}
 	}
 	return out

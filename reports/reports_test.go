@@ -168,12 +168,12 @@ func TestTextVariantExplainsItself(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Design: VARIANT: the lesson's design with one deliberate mistake.",
-		"== The mistake", "finalization marks the message Processed by Id alone.",
+		"== The mistake", "Finalization marks the message Processed by Id alone.",
 		`"complete by Id alone" in place of "finalize while I own it" (drops the ownership guard)`,
 		"== What this run shows", "overwrites the owner's result",
 		"== The lesson as designed (for comparison)",
 		"== What it does not solve", "Two claims by the same worker name.",
-		"Broken: no finalization committed by a non-owner (ownership_violations): expected 0, observed 1.",
+		"Did not hold: no finalization committed by a non-owner (ownership_violations): expected 0, observed 1.",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())

@@ -66,7 +66,7 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 
 	if r.Variant != "" {
 		p.section("The mistake")
-		p.paragraph(r.Mistake + ".")
+		p.paragraph(sentence(r.Mistake))
 		if changed := changedStatements(r.Statements); len(changed) > 0 {
 			p.paragraph("Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + ".")
 		} else {
@@ -261,6 +261,19 @@ func designLabel(r *lab.Result) string {
 	default:
 		return "AFTER: the safe design. It PASSES when every invariant held."
 	}
+}
+
+// sentence capitalizes s and ends it with a full stop unless it has one.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }
 
 // changedStatements names the mistake statements that ran (or were left
