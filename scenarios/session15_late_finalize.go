@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -202,6 +203,6 @@ func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 		result = "the message's ProcessedAtUtc is not the owner's finalization"
 	}
 	return fmt.Sprintf("%s: %s finalizations were rejected, %s committed by a worker that no longer owned the message, "+
-		"the message was worked on %s times, and %s (failed checks %v).",
-		who, m("rejected_finalizations"), m("ownership_violations"), m("processing_attempts"), result, r.FailedChecks())
+		"the message was worked on %s times, and %s (failed checks: %s).",
+		who, m("rejected_finalizations"), m("ownership_violations"), m("processing_attempts"), result, strings.Join(r.FailedChecks(), ", "))
 }

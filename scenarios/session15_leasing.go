@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -191,12 +192,12 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
 			m("processed_by_a"), m("processed_by_b"))
 	case env.Options.Claim != nil:
-		return fmt.Sprintf("YOUR CLAIM FAILED the lesson's invariants (from %s): failed checks %v. Compare the claim ledger and the recovery demo with the lesson's claim (`outboxlab describe %s`).",
-			env.Options.Claim.Source, r.FailedChecks(), env.Scenario.Name)
+		return fmt.Sprintf("YOUR CLAIM FAILED the lesson's invariants (from %s): failed checks %s. Compare the claim ledger and the recovery demo with the lesson's claim (`outboxlab describe %s`).",
+			env.Options.Claim.Source, strings.Join(r.FailedChecks(), ", "), env.Scenario.Name)
 	case env.Variant != "":
-		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", env.Variant, r.FailedChecks())
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", env.Variant, strings.Join(r.FailedChecks(), ", "))
 	default:
-		return fmt.Sprintf("THE DESIGN DID NOT HOLD in this run, as designed, without a mistake: failed checks %v. Read the claim ledger and the recovery demo.", r.FailedChecks())
+		return fmt.Sprintf("THE DESIGN DID NOT HOLD in this run, as designed, without a mistake: failed checks %s. Read the claim ledger and the recovery demo.", strings.Join(r.FailedChecks(), ", "))
 	}
 }
 
