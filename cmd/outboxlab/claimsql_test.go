@@ -96,15 +96,17 @@ func TestClaimSQLRunErrors(t *testing.T) {
 		}
 		return p
 	}
-	nullStatus := write("null-status.sql", okSelect+";\nUPDATE OutboxMessages SET Status = NULL WHERE Id = :id")
-	// abs() of the smallest integer overflows: an error only once a row is read.
-	overflow := write("overflow.sql", "SELECT Id FROM OutboxMessages WHERE abs(-9223372036854775807 - Id) > 0 ORDER BY Id LIMIT 1;\n"+okUpdate)
+	// Both statements fail only on message 5, which the run has and the
+	// claim file check's rows do not.
+	nullStatus := write("null-status.sql", okSelect+";\n"+strings.Replace(okUpdate, "Status = 'Processing',", "Status = CASE WHEN Id = 5 THEN NULL ELSE 'Processing' END,", 1))
+	// abs() of the smallest integer overflows; the sort reads every row.
+	overflow := write("overflow.sql", "SELECT Id FROM OutboxMessages WHERE abs(-9223372036854775803 - Id) > 0 ORDER BY CreatedAtUtc, Id LIMIT 1;\n"+okUpdate)
 	for _, tt := range []struct {
 		name, file string
 		want       string
 	}{
-		{"UpdateBreaksConstraint", nullStatus, "second statement"},
-		{"SelectOverflows", overflow, "first statement"},
+		{"UpdateBreaksConstraint", nullStatus, "its second statement failed in the run"},
+		{"SelectOverflows", overflow, "its first statement failed in the run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
