@@ -22,6 +22,22 @@ type ClaimFile struct {
 	Update string // must compile to an UPDATE of OutboxMessages that writes nothing else
 }
 
+// ClaimStatementTimeout bounds one run of a claim file's statement: a
+// claim takes a handful of rows and must be cheap, so a statement that
+// computes for longer (a cross join of a CTE, a sort spilling to disk) is
+// interrupted instead of pinning a CPU or filling TMPDIR.
+const ClaimStatementTimeout = 2 * time.Second
+
+// claimCheckRows gives the private copy a claim file is checked on one
+// message in each state a claim must tell apart, so the check runs the
+// statements over rows as the run will: Pending, Processing under an expired
+// lease, Processing under a live one, and Processed.
+const claimCheckRows = `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc, LockedBy, LockedUntilUtc, ProcessedAtUtc) VALUES
+ ('PaymentCreated', 'PAY-1', '{}', 'Pending',    '2026-01-15T08:59:00.000Z', NULL,       NULL,                       NULL),
+ ('PaymentCreated', 'PAY-2', '{}', 'Processing', '2026-01-15T08:59:01.000Z', 'Worker-B', '2026-01-15T08:59:30.000Z', NULL),
+ ('PaymentCreated', 'PAY-3', '{}', 'Processing', '2026-01-15T08:59:02.000Z', 'Worker-B', '2026-01-15T09:00:30.000Z', NULL),
+ ('PaymentCreated', 'PAY-4', '{}', 'Processed',  '2026-01-15T08:59:03.000Z', NULL,       NULL,                       '2026-01-15T08:59:10.000Z')`
+
 // MaxClaimFileSize is the most bytes a claim file may hold.
 const MaxClaimFileSize = 1 << 20
 
@@ -64,7 +80,7 @@ func statementFault(which string, err error) error {
 	}
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH,
-		sqlite3.SQLITE_RANGE, sqlite3.SQLITE_TOOBIG:
+		sqlite3.SQLITE_RANGE, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_INTERRUPT:
 		return &ClaimStatementError{Statement: which, Err: err}
 	}
 	return err
@@ -115,6 +131,11 @@ func CheckClaimFile(ctx context.Context, cf ClaimFile) error {
 	if err := db.Migrate(ctx, PaymentsOutbox, OutboxLeasing); err != nil {
 		return fmt.Errorf("store: claim file check: %w", err)
 	}
+	if _, err := sdb.ExecContext(ctx, claimCheckRows); err != nil {
+		return fmt.Errorf("store: claim file check: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ClaimStatementTimeout)
+	defer cancel()
 	conn, err := sdb.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("store: claim file check: %w", err)
@@ -153,7 +174,21 @@ func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, text string, arg
 	if err != nil {
 		return g.refusal("first statement", err)
 	}
-	for rows.Next() {
+	cols, err := rows.Columns()
+	if err == nil && len(cols) != 1 {
+		rows.Close()
+		return &ClaimFileError{"first statement", fmt.Sprintf("must select one column, the message's Id; it selects %d", len(cols))}
+	}
+	if rows.Next() { // the run reads one row, and so does the check
+		var id any
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return g.refusal("first statement", err)
+		}
+		if _, ok := id.(int64); !ok {
+			rows.Close()
+			return &ClaimFileError{"first statement", fmt.Sprintf("must select the message's Id, an integer; it selected %v", id)}
+		}
 	}
 	if err := rows.Close(); err != nil {
 		return g.refusal("first statement", err)
@@ -295,6 +330,9 @@ func (g *guardConn) refusal(which string, err error) error {
 		}
 		return &ClaimFileError{which, fmt.Sprintf("must be %s; SQLite's authorizer refused %s", want, g.denied)}
 	}
+	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "interrupted") {
+		return &ClaimFileError{which, fmt.Sprintf("took longer than %s on a table of four messages and was stopped: a claim must read a handful of rows", ClaimStatementTimeout)}
+	}
 	return &ClaimFileError{which, "SQLite could not run it: " + strings.TrimPrefix(err.Error(), "SQL logic error: ")}
 }
 
@@ -371,6 +409,11 @@ func (g *guardConn) ExecContext(ctx context.Context, query string, args []driver
 		return nil, driver.ErrSkip
 	}
 	defer g.enter(query)()
+	if g.mode != modeLab {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ClaimStatementTimeout)
+		defer cancel()
+	}
 	res, err := e.ExecContext(ctx, query, args)
 	return res, statementFault(g.statement(), err)
 }
@@ -381,26 +424,45 @@ func (g *guardConn) QueryContext(ctx context.Context, query string, args []drive
 		return nil, driver.ErrSkip
 	}
 	defer g.enter(query)()
-	return g.rows(q.QueryContext(ctx, query, args))
+	if g.mode == modeLab {
+		r, err := q.QueryContext(ctx, query, args)
+		return g.rows(r, err, nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ClaimStatementTimeout)
+	r, err := q.QueryContext(ctx, query, args)
+	if err != nil {
+		cancel()
+	}
+	return g.rows(r, err, cancel)
 }
 
 // rows marks a claim statement's rows, so an error stepping them is the
 // statement's own.
-func (g *guardConn) rows(r driver.Rows, err error) (driver.Rows, error) {
+func (g *guardConn) rows(r driver.Rows, err error, cancel context.CancelFunc) (driver.Rows, error) {
 	which := g.statement()
 	if err != nil {
 		return nil, statementFault(which, err)
 	}
-	if which == "" {
+	if which == "" && cancel == nil {
 		return r, nil
 	}
-	return guardRows{Rows: r, which: which}, nil
+	return guardRows{Rows: r, which: which, cancel: cancel}, nil
 }
 
-// guardRows are a claim statement's rows.
+// guardRows are a claim statement's rows; closing them ends the
+// statement's time bound.
 type guardRows struct {
 	driver.Rows
-	which string
+	which  string
+	cancel context.CancelFunc
+}
+
+func (r guardRows) Close() error {
+	err := r.Rows.Close()
+	if r.cancel != nil {
+		r.cancel()
+	}
+	return err
 }
 
 func (r guardRows) Next(dest []driver.Value) error {
@@ -453,6 +515,11 @@ func (s *guardStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 		return nil, errNoContextAPI
 	}
 	defer s.conn.enter(s.query)()
+	if s.conn.mode != modeLab {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ClaimStatementTimeout)
+		defer cancel()
+	}
 	res, err := e.ExecContext(ctx, args)
 	return res, statementFault(s.conn.statement(), err)
 }
@@ -463,7 +530,15 @@ func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 		return nil, errNoContextAPI
 	}
 	defer s.conn.enter(s.query)()
-	return s.conn.rows(q.QueryContext(ctx, args))
+	var cancel context.CancelFunc
+	if s.conn.mode != modeLab {
+		ctx, cancel = context.WithTimeout(ctx, ClaimStatementTimeout)
+	}
+	r, err := q.QueryContext(ctx, args)
+	if err != nil && cancel != nil {
+		cancel()
+	}
+	return s.conn.rows(r, err, cancel)
 }
 
 // setClaimLimits sets, on a driver connection, no attached databases and
