@@ -46,6 +46,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 	page := htmlPage{
 		Title: r.Title, Scenario: r.Scenario, Variant: r.Variant, Design: designLabel(r),
 		Result: resultLabel(r), Passed: r.Passed(), Lesson: r.Lesson, Mistake: r.Mistake,
+		MistakeShows: r.MistakeShows, DoesNotSolve: r.DoesNotSolve,
 		Started: info.Started.UTC().Format("2006-01-02 15:04:05Z"),
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
 		CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
@@ -57,6 +58,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 // htmlPage is what the page template shows.
 type htmlPage struct {
 	Title, Scenario, Variant, Design, Result, Lesson, Mistake, Started, Verdict string
+	MistakeShows, DoesNotSolve                                                  string
 	Passed, Concurrent                                                          bool
 	Broken                                                                      []string
 	Checks                                                                      []lab.Check
@@ -91,7 +93,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 <div class="picture">
 <div class="scroll">{{.SVG}}</div>
-<aside id="detail" aria-live="polite"><h3>Events</h3><p>Hover over or focus (Tab) an event to see what it did, the SQL it ran and the rows it changed.</p></aside>
+<aside id="detail" aria-live="polite"><h3>Events</h3><p>Hover over or focus (Tab) an event to see what it did, the rows it changed and the run's statements for that kind of event.</p></aside>
 </div>
 <h2>Checks</h2>
 <table id="checks">
@@ -101,9 +103,16 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </table>
 <h2>Verdict</h2>
 <div class="verdict" id="verdict"><p>{{.Verdict}}</p>{{range .Broken}}<p>{{.}}</p>{{end}}</div>
-<h2>What this lesson shows</h2>
-<p class="verdict">{{.Lesson}}</p>
-<script>{{.JS}}</script>
+{{if .Variant}}<h2>The mistake</h2>
+<p class="verdict">{{.Mistake}}</p>
+<h2>What this run shows</h2>
+<p class="verdict">{{.MistakeShows}}</p>
+<h2>The lesson as designed (for comparison)</h2>
+{{else}}<h2>What this lesson shows</h2>
+{{end}}<p class="verdict">{{.Lesson}}</p>
+{{if .DoesNotSolve}}<h2>What it does not solve</h2>
+<p class="verdict">{{.DoesNotSolve}}</p>
+{{end}}<script>{{.JS}}</script>
 </body>
 </html>
 `))

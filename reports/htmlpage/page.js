@@ -23,6 +23,8 @@
     try { sql = JSON.parse(d.sql || "[]"); } catch (e) { sql = []; }
     if (sql.length === 0) {
       panel.appendChild(text("p", "muted", "No statement of the ledger belongs to this kind of event."));
+    } else {
+      panel.appendChild(text("p", "muted", "The run's statements for this kind of event, with their totals over the whole run from the statement ledger (this event ran one or more of them):"));
     }
     sql.forEach(function (s) {
       panel.appendChild(text("div", "", s.name + " (ledger: ran " + s.runs + " times, " + s.rows + " rows in all)"));
