@@ -87,6 +87,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <span style="--c:#c81e1e">fenced, rejected or stale write</span>
 <span style="--c:#000">X crash</span>
 <span style="--c:#b7791f">claim blocked by a live lease</span>
+<span style="--c:#c81e1e">claim refused although the lease had ended (the claim's fault)</span>
 <span style="--c:#4a5568">offer to the broker</span>
 <span style="--c:#1f7a3d">delivery, effect</span>
 </div>
@@ -420,6 +421,8 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 			fmt.Fprintf(b, `<path class="dot" d="M%.1f,%.1f l6,6 l-6,6 l-6,-6 z"/>`, x, y-6)
 		case e.Kind == KindBlocked:
 			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="5.5"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#b7791f" stroke-width="2"/>`, x, y, x-4, y+4, x+4, y-4)
+		case e.Kind == KindRefused:
+			fmt.Fprintf(b, `<rect class="fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
 		case e.Stale:
 			fmt.Fprintf(b, `<rect class="dot fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
 		case e.Kind == KindClaim || e.Kind == KindFinalize || e.Kind == KindRenew || e.Kind == KindOffer:
@@ -437,6 +440,7 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 var statementKeys = map[string][]string{
 	KindClaim:    {"claim"},
 	KindBlocked:  {"claim"},
+	KindRefused:  {"claim"},
 	KindRenew:    {"renew"},
 	KindFinalize: {"finalize", "complete", "relay: ack", "mark processed", "apply the provider"},
 	KindRejected: {"finalize"},

@@ -17,7 +17,8 @@ const LaneLegend = "One column per actor, one row per timeline event (the # colu
 	"A lease is a bar in its owner's column: '+' where a claim took it, '|' while it is held, " +
 	"'=' where the owner finalized it, '~ expired' where it ran out. " +
 	"XX marks a crash, !! a write a guard turned away (0 rows) or a rejected finalize, " +
-	"!S a write that succeeded after its writer's lease ended, '#' a claim a live lease blocked."
+	"!S a write that succeeded after its writer's lease ended, '#' a claim a live lease blocked, ?R a claim refused although " +
+	"the lease had ended (the claim's own fault)."
 
 // Lanes writes the lane view of r's timeline: one column per actor, one row
 // per event, leases as bars. It fits [laneWidth] columns, merging the
@@ -195,6 +196,8 @@ func laneMark(e raceEvent) string {
 		return "!S"
 	case e.Kind == KindBlocked:
 		return "#"
+	case e.Kind == KindRefused:
+		return "?R"
 	}
 	return ""
 }
@@ -212,6 +215,8 @@ func laneText(e raceEvent, shared bool) string {
 		text = "claim"
 	case KindBlocked:
 		text = "claim blocked"
+	case KindRefused:
+		text = "claim REFUSED"
 	case KindRenew:
 		text = "renew"
 	case KindFinalize, KindOffer:

@@ -16,6 +16,8 @@ func TestEventKind(t *testing.T) {
 		{"Worker-A", "claim claimed", "claimed message 1 (PAY-001), lease until 2026-01-15T09:00:00.500Z", KindClaim},
 		{"Worker-B", "claim blocked", "message 1 (PAY-001) is Processing under Worker-A's live lease", KindBlocked},
 		{"Worker-B", "claims, lease until 210", "refused: 0 rows (Worker-A's lease live until 200)", KindBlocked},
+		{"Worker-B", "claim refused", "REFUSED although Worker-A's lease on message 1 (PAY-001) ended at 2026-01-15T09:00:00.500Z", KindRefused},
+		{"Relay-A", "complete", "e1 WHERE claim_token = 1: published (10 rows)", KindFinalize},
 		{"Worker-A", "claim empty", "nothing claimable", KindNote},
 		{"Worker-A", "CRASH", "died before processing PAY-001", KindCrash},
 		{"clock", "lease expiry", "the clock reaches 09:00:31", KindExpiry},

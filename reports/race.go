@@ -10,11 +10,15 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 )
 
+// zeroRows finds "0 rows" as a count of its own, not the end of "10 rows".
+var zeroRows = regexp.MustCompile(`(^|[^0-9])0 rows`)
+
 // The kinds of event the lane view and the HTML timeline draw. A lesson may
 // set lab.Event.Kind; otherwise [EventKind] infers it from Action and Detail.
 const (
 	KindClaim    = "claim"    // a claim that took a lease
 	KindBlocked  = "blocked"  // a claim turned away by a live lease
+	KindRefused  = "refused"  // a claim that did not take a message whose lease had ended: the claim's own fault
 	KindRenew    = "renew"    // a renewal or heartbeat that extended a lease
 	KindFinalize = "finalize" // the owner's last write: finalize, complete, ack
 	KindExpiry   = "expiry"   // the clock ran a lease out
@@ -37,7 +41,7 @@ func EventKind(e lab.Event) string {
 	}
 	a, d := strings.ToLower(e.Action), strings.ToLower(e.Detail)
 	consumer := isConsumer(e.Actor)
-	zero := strings.Contains(d, "0 rows") && !strings.Contains(d, "1 row")
+	zero := zeroRows.MatchString(d) && !strings.Contains(d, "1 row")
 	switch {
 	case strings.Contains(a, "crash"):
 		return KindCrash
@@ -50,8 +54,10 @@ func EventKind(e lab.Event) string {
 		return KindRejected
 	case strings.HasPrefix(a, "claim"):
 		switch {
-		case strings.Contains(a, "blocked") || strings.Contains(a, "refused") || strings.HasPrefix(d, "refused"):
-			return KindBlocked
+		case strings.Contains(a, "blocked") || strings.Contains(d, "live"):
+			return KindBlocked // turned away by a live lease, as it should be
+		case strings.Contains(a, "refused") || strings.HasPrefix(d, "refused"):
+			return KindRefused
 		case strings.Contains(a, "empty") || strings.Contains(a, "done") || strings.Contains(d, "nothing claimable"):
 			return KindNote
 		}
