@@ -24,10 +24,10 @@ func (p *printer) statements(all []lab.Statement, concurrent bool) {
 		p.line(CountsVaryNote)
 		p.line("")
 	}
-	var lab2 []lab.Statement
+	var labReads []lab.Statement
 	for _, s := range all {
 		if s.Audit || s.Name == "" {
-			lab2 = append(lab2, s)
+			labReads = append(labReads, s)
 			continue
 		}
 		if s.Omitted {
@@ -57,13 +57,13 @@ func (p *printer) statements(all []lab.Statement, concurrent bool) {
 	for _, n := range leaseNotes(all) {
 		p.paragraph(n)
 	}
-	if len(lab2) == 0 {
+	if len(labReads) == 0 {
 		return
 	}
 	p.line("The lab's own statements (schema, and the reads behind this report's figures):")
 	p.line("")
 	t := lab.Table{Interleaved: concurrent, Columns: []string{"Statement", "Runs", "Rows", "Failed"}}
-	for _, s := range lab2 {
+	for _, s := range labReads {
 		name := s.Name
 		if name == "" {
 			name = firstLine(s.SQL)

@@ -265,7 +265,7 @@ func (l *Ledger) Saw(text string) bool {
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " …"
+		return s[:i] + " ..."
 	}
 	return s
 }
