@@ -1,8 +1,6 @@
 package scenarios
 
-import (
-	"github.com/outboxlab/outboxlab/store"
-)
+import "github.com/outboxlab/outboxlab/store"
 
 // Statements no variant runs, for breaking the checks no variant breaks.
 var (
