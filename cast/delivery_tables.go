@@ -260,21 +260,11 @@ func FaultTable(plans map[string]*failpoint.Plan) lab.Table {
 	return t
 }
 
-// DescribeSQL lists statements for `describe`: the SQL a lesson teaches.
-// A run's report shows instead what its ledger saw.
-func DescribeSQL(stmts ...store.Stmt) []lab.Statement {
-	out := make([]lab.Statement, len(stmts))
-	for i, s := range stmts {
-		out[i] = lab.Statement{Name: s.Name, SQL: s.SQL}
-	}
-	return out
-}
-
 // PipelineSQL is the SQL of the relay → broker → consumer pipeline.
-func PipelineSQL(extra ...store.Stmt) []lab.Statement {
+func PipelineSQL(extra ...store.Stmt) []store.Stmt {
 	rel, b, c := store.RelayLesson, store.BrokerLesson, store.ConsumerLesson
-	return DescribeSQL(append([]store.Stmt{rel.SelectNext, rel.Claim, rel.Complete, b.Offer, b.SelectNext, b.MarkDelivered,
-		b.Ack, b.Redeliver, c.Record, c.Credit}, extra...)...)
+	return append([]store.Stmt{rel.SelectNext, rel.Claim, rel.Complete, b.Offer, b.SelectNext, b.MarkDelivered,
+		b.Ack, b.Redeliver, c.Record, c.Credit}, extra...)
 }
 
 // FinishDelivery fills in what every report of sessions 18 to 20 shows:

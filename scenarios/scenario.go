@@ -31,8 +31,10 @@ type Scenario struct {
 	Teaches      string
 	DoesNotSolve string
 
-	// Statements is the SQL the lesson runs, for `describe`.
-	Statements []lab.Statement
+	// Statements is the SQL the lesson runs, for `describe`: the store's
+	// own statement values, not copies. A run's report prints what its
+	// ledger recorded instead.
+	Statements []store.Stmt
 	// Checks documents every check a run reports, in report order.
 	Checks []CheckDoc
 	// Variants are the mistake variants; each makes at least one check fail.

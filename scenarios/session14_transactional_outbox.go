@@ -39,10 +39,10 @@ var transactionalOutbox = Scenario{
 	DoesNotSolve: "The outbox makes the intent durable; it says nothing about who processes it. Two workers " +
 		"that both read the Pending messages process everything twice (session 15), and a relay that publishes " +
 		"a message may still crash before recording it, so the message is offered at least once, not exactly once.",
-	Statements: []lab.Statement{
-		{Name: store.InsertPayment.Name, SQL: store.InsertPayment.SQL},
-		{Name: store.InsertOutbox.Name, SQL: store.InsertOutbox.SQL},
-		{Name: store.OrphanPayments.Name, SQL: store.OrphanPayments.SQL},
+	Statements: []store.Stmt{
+		store.InsertPayment,
+		store.InsertOutbox,
+		store.OrphanPayments,
 	},
 	Checks: []CheckDoc{
 		{"orphans_before", "BEFORE: two transactions + a crash between them left 1 payment with no outbox message (counted only if the crash really killed the instance)"},

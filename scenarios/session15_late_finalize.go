@@ -40,11 +40,11 @@ var lateFinalize = Scenario{
 		"second side effect). And LockedBy names a worker, not a claim: if Worker-A itself had reclaimed the " +
 		"message, its stale finalize would pass the guard. Session 16's fencing token, incremented by every " +
 		"claim, tells the two claims apart.",
-	Statements: []lab.Statement{
-		{Name: store.ClaimSelectNext.Name, SQL: store.ClaimSelectNext.SQL},
-		{Name: store.ClaimUpdate.Name, SQL: store.ClaimUpdate.SQL},
-		{Name: store.FinalizeOwned.Name, SQL: store.FinalizeOwned.SQL},
-		{Name: store.ApplyPaymentOutcome.Name, SQL: store.ApplyPaymentOutcome.SQL},
+	Statements: []store.Stmt{
+		store.ClaimSelectNext,
+		store.ClaimUpdate,
+		store.FinalizeOwned,
+		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
 		{"rejected_finalizations", "the stalled worker's finalization changed 0 rows and rolled back"},

@@ -40,11 +40,11 @@ var outboxLeasing = Scenario{
 	DoesNotSolve: "A lease is not a lock: a slow owner whose lease expires can still act after another worker " +
 		"took over (the post-send ambiguity). LockedBy alone cannot tell the old owner's late write from the " +
 		"new owner's when the same worker name comes back; fencing tokens (session 16) fix that.",
-	Statements: []lab.Statement{
-		{Name: store.ClaimSelectNext.Name, SQL: store.ClaimSelectNext.SQL},
-		{Name: store.ClaimUpdate.Name, SQL: store.ClaimUpdate.SQL},
-		{Name: store.FinalizeOwned.Name, SQL: store.FinalizeOwned.SQL},
-		{Name: store.ApplyPaymentOutcome.Name, SQL: store.ApplyPaymentOutcome.SQL},
+	Statements: []store.Stmt{
+		store.ClaimSelectNext,
+		store.ClaimUpdate,
+		store.FinalizeOwned,
+		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
 		{"processing_attempts", "6 processing attempts for 6 messages"},

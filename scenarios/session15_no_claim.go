@@ -24,10 +24,10 @@ var competingWorkersNoClaim = Scenario{
 		"that every message was processed twice.",
 	DoesNotSolve: "Nothing: this is the broken design. A read is not a claim; the fix is the lease of " +
 		"session-15-outbox-leasing.",
-	Statements: []lab.Statement{
-		{Name: store.LoadPending.Name, SQL: store.LoadPending.SQL},
-		{Name: store.CompleteByID.Name, SQL: store.CompleteByID.SQL},
-		{Name: store.ApplyPaymentOutcome.Name, SQL: store.ApplyPaymentOutcome.SQL},
+	Statements: []store.Stmt{
+		store.LoadPending,
+		store.CompleteByID,
+		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
 		{"loaded_a", "Worker-A loaded all 6 Pending messages"},

@@ -59,10 +59,10 @@ var staleAckFencing = Scenario{
 		"published E-41 before its lease ran out, the broker holds that message and Worker-B publishes it " +
 		"again. The token rejects A's late write; it cannot un-send A's message. The duplicate broker " +
 		"message is expected, and consumers must absorb it (the inbox, session 18).",
-	Statements: []lab.Statement{
-		{Name: store.ClaimEvent.Name, SQL: store.ClaimEvent.SQL},
-		{Name: store.CompleteWithToken.Name, SQL: store.CompleteWithToken.SQL},
-		{Name: store.EventByID.Name, SQL: store.EventByID.SQL},
+	Statements: []store.Stmt{
+		store.ClaimEvent,
+		store.CompleteWithToken,
+		store.EventByID,
 	},
 	Checks: []CheckDoc{
 		{"stale_ack_rows", "Worker-A's ack with its stale token changed 0 rows"},

@@ -89,9 +89,9 @@ var leaseRenewal = Scenario{
 		"deadline after it has sent the event and before it records completion (the post-send ambiguity). " +
 		"Another worker then sends it again. The lease decides who may write to the row; only an idempotent " +
 		"consumer (the inbox, session 18) makes the resend harmless.",
-	Statements: []lab.Statement{
-		{Name: store.ClaimEvent.Name, SQL: store.ClaimEvent.SQL},
-		{Name: store.RenewLease.Name, SQL: store.RenewLease.SQL},
+	Statements: []store.Stmt{
+		store.ClaimEvent,
+		store.RenewLease,
 	},
 	Checks: leaseRenewalChecks(),
 	Variants: []Variant{

@@ -64,11 +64,11 @@ var claimsAtScale = Scenario{
 		"messages in flight (workers × batch), not with the backlog. And SQLite still runs one write transaction " +
 		"at a time: throughput stays under the ceiling of a single-row write transaction, whatever the claim. " +
 		"`outboxlab bench` measures that ceiling and how close claims, workers and batches get to it.",
-	Statements: []lab.Statement{
-		{Name: store.LessonSelectNext.Name, SQL: store.LessonSelectNext.SQL},
-		{Name: store.IndexedSelectNext.Name, SQL: store.IndexedSelectNext.SQL},
-		{Name: store.IndexedClaimOne.Name, SQL: store.IndexedClaimOne.SQL},
-		{Name: store.ScaleFinalize.Name, SQL: store.ScaleFinalize.SQL},
+	Statements: []store.Stmt{
+		store.LessonSelectNext,
+		store.IndexedSelectNext,
+		store.IndexedClaimOne,
+		store.ScaleFinalize,
 		{Name: "migration " + store.ClaimsAtScale.Name + ": the index the indexed claim walks",
 			SQL: strings.TrimSuffix(strings.TrimSpace(store.ClaimsAtScale.SQL), ";")},
 	},

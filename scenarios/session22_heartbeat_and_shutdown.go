@@ -67,10 +67,10 @@ var heartbeatAndShutdown = Scenario{
 		"also refuse to start an effect when its last confirmed lease has less than the margin left. Either way duplicates " +
 		"remain possible, so consumers still need the inbox (session 18). An event whose work never ends is freed by the " +
 		"deadline but will hang its next relay too: parking it is the dead-letter queue's job (sessions 19 and 20).",
-	Statements: []lab.Statement{
-		{Name: store.ClaimStampingClaimedAt.Name, SQL: store.ClaimStampingClaimedAt.SQL},
-		{Name: store.RenewWithinDeadline.Name, SQL: store.RenewWithinDeadline.SQL},
-		{Name: store.CompleteWithToken.Name, SQL: store.CompleteWithToken.SQL},
+	Statements: []store.Stmt{
+		store.ClaimStampingClaimedAt,
+		store.RenewWithinDeadline,
+		store.CompleteWithToken,
 	},
 	Checks: []CheckDoc{
 		{"stale_sends", "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
