@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/outboxlab/outboxlab/runfolder/runfoldertest"
 )
 
 // deadPid is above the kernel's largest pid (at most 2^22), so no process
@@ -106,38 +108,12 @@ func TestNewMarksAndRemoves(t *testing.T) {
 func TestRemoveWarns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	unremovable(t, dir)
+	runfoldertest.Unremovable(t, dir)
 	var got []error
 	Remove(dir, func(err error) { got = append(got, err) })
 	if len(got) != 1 || !strings.Contains(got[0].Error(), "could not remove the temporary folder "+dir) {
 		t.Fatalf("warnings %v", got)
 	}
-}
-
-// unremovable puts a file in dir that cannot be deleted until the test
-// ends: a read-only subfolder for a normal user, an immutable file (chattr
-// +i) for root. It skips the test where neither works.
-func unremovable(t testing.TB, dir string) {
-	t.Helper()
-	sub := filepath.Join(dir, "locked")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(sub, "f")
-	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(sub, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(sub, 0o755) })
-		return
-	}
-	if out, err := exec.Command("chattr", "+i", file).CombinedOutput(); err != nil {
-		t.Skipf("root, and chattr +i does not work here: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("chattr", "-i", file).Run() })
 }
 
 // TestAliveZombie: a child that has exited but is not yet reaped counts as

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outboxlab/outboxlab/runfolder/runfoldertest"
 
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/runfolder"
@@ -70,7 +71,7 @@ func TestRunFolderRemovalFailureIsLogged(t *testing.T) {
 	var runDir string
 	sc := &scenarios.Scenario{Name: "stuck", Run: func(_ context.Context, env *scenarios.Env) (*lab.Result, error) {
 		runDir = env.Dir
-		unremovable(t, env.Dir)
+		runfoldertest.Unremovable(t, env.Dir)
 		return &lab.Result{}, nil
 	}}
 	if _, err := scenarios.Execute(context.Background(), sc, "", s.options(), false); err != nil {
@@ -80,30 +81,4 @@ func TestRunFolderRemovalFailureIsLogged(t *testing.T) {
 	if !strings.HasPrefix(stderr.String(), want) {
 		t.Fatalf("stderr %q, want %q", stderr.String(), want)
 	}
-}
-
-// unremovable puts a file in dir that cannot be deleted until the test
-// ends: a read-only subfolder for a normal user, an immutable file (chattr
-// +i) for root. It skips the test where neither works.
-func unremovable(t testing.TB, dir string) {
-	t.Helper()
-	sub := filepath.Join(dir, "locked")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(sub, "f")
-	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(sub, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(sub, 0o755) })
-		return
-	}
-	if out, err := exec.Command("chattr", "+i", file).CombinedOutput(); err != nil {
-		t.Skipf("root, and chattr +i does not work here: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("chattr", "-i", file).Run() })
 }
