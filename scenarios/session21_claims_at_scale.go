@@ -105,10 +105,10 @@ var claimsAtScale = Scenario{
 		{Name: variantDevSizedBacklog, Mistake: fmt.Sprintf("measure both claims on the backlog a developer has at hand (%d messages, "+
 			"twice) instead of one ten times larger: the lesson claim looks as flat as the indexed one", s21SmallBacklog),
 			Breaks: []string{"lesson_cost_growth"},
-			Shows: "Measured on 50 messages twice, the lesson claim's cost per message does not grow (about 1x), so a scan " +
-				"whose cost grows about 4x at 10x the backlog stays invisible. A cost that grows with the backlog " +
-				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim " +
-				"looks as good as an indexed one."},
+			Shows: fmt.Sprintf("Measured on %d messages twice, the lesson claim's cost per message does not grow (about 1x), so a scan "+
+				"whose cost grows about 4x at %dx the backlog stays invisible. A cost that grows with the backlog "+
+				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim "+
+				"looks as good as an indexed one.", s21SmallBacklog, s21Growth)},
 	},
 	Run: runClaimsAtScale,
 }
