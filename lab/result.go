@@ -67,7 +67,8 @@ type Result struct {
 	Mistake      string
 	MistakeShows string
 
-	Database     string // path of the SQLite file the run used
+	Database     string // path of the SQLite file the run used, or the server and schema on PostgreSQL
+	Engine       string // "sqlite" or "postgres"
 	DatabaseKept bool   // true when --keep-db left it for students
 
 	Schema []string // CREATE statements in force at the end, from sqlite_schema

@@ -23,6 +23,7 @@ type JSONResult struct {
 	// HTML is the run's page beside its report, with `run --html`.
 	HTML     string `json:"html,omitempty"`
 	Database string `json:"database"`
+	Engine   string `json:"engine"`
 	Kept     bool   `json:"database_kept"`
 	// Statements is the run's statement ledger: every statement executed.
 	Statements []JSONStatement `json:"statements"`
@@ -54,7 +55,7 @@ type JSONCheck struct {
 func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	j := JSONResult{
 		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), ClaimSQL: r.CustomSQL, Passed: r.Passed(), Report: reportPath,
-		Database: r.Database, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
+		Database: r.Database, Engine: r.Engine, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
 		Statements: []JSONStatement{},
 	}
 	for _, s := range r.Statements {

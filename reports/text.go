@@ -57,9 +57,12 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	p.kv("Design", designLabel(r))
 	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")
 	p.kv("Elapsed", info.Elapsed.Round(time.Millisecond).String())
-	if r.DatabaseKept {
+	switch {
+	case r.DatabaseKept && r.Engine == "postgres":
+		p.kv("Database", r.Database+" (kept: in psql, SET search_path TO the schema)")
+	case r.DatabaseKept:
 		p.kv("Database", r.Database+" (kept: open it with `sqlite3 "+r.Database+"`)")
-	} else {
+	default:
 		p.kv("Database", r.Database+" (removed after the run; use --keep-db to keep it)")
 	}
 	p.kv("Result", resultLabel(r))
@@ -85,7 +88,11 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		p.paragraph(r.DoesNotSolve)
 	}
 
-	p.section("Schema in force (read back from sqlite_schema)")
+	if r.Engine == "postgres" {
+		p.section("Schema in force (read back from PostgreSQL's catalog)")
+	} else {
+		p.section("Schema in force (read back from sqlite_schema)")
+	}
 	for _, s := range r.Schema {
 		p.line(strings.TrimSpace(s) + ";")
 		p.line("")

@@ -105,6 +105,11 @@ type Options struct {
 	// as a temporary folder that could not be removed.
 	Warn func(error)
 
+	// Database, when set, is a postgres:// URL: the run creates a schema
+	// of its own on that server (see [Env.Open]) instead of an SQLite file
+	// in its folder. "" is the embedded SQLite default.
+	Database string
+
 	// swap, set only by tests, replaces a lesson's statement set before the
 	// run (see [swapped]): a test runs the scenario with one statement
 	// replaced and asserts which check fails, as a variant would.
@@ -132,16 +137,35 @@ type Env struct {
 	// Ledger records every statement the run's connections execute; the
 	// report's SQL section is rendered from it.
 	Ledger *store.Ledger
+
+	server *serverSchemas // with Options.Database: the run's schemas on the server
+}
+
+// Engine is the database engine the run uses.
+func (e *Env) Engine() store.Engine {
+	if e.server != nil {
+		return store.Postgres
+	}
+	return store.SQLite
 }
 
 // Open opens one application instance's own connection to the database at
-// path, recording into the run's statement ledger.
+// path, recording into the run's statement ledger. On PostgreSQL, path
+// names one of the run's schemas: the main database file is the run's
+// schema, and each extra database file a schema of its own beside it.
 func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 	cfg := store.DefaultConfig
 	cfg.Ledger = e.Ledger
 	if c := e.Options.Claim; c != nil {
 		// An engineer's claim file is untrusted input: guard every connection.
 		cfg.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
+	}
+	if e.server != nil {
+		schema, err := e.server.schemaFor(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		return store.OpenPostgres(ctx, e.Options.Database, schema, cfg)
 	}
 	return store.Open(ctx, path, cfg)
 }
@@ -178,6 +202,10 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	defer done()
 	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts, Ledger: &store.Ledger{}}
+	if opts.Database != "" {
+		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath())
+		defer env.server.drop(keepDB, opts.Warn)
+	}
 	res, err := sc.Run(ctx, env)
 	if err != nil {
 		if keepDB {
@@ -194,9 +222,13 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		}
 		exposeMistake(res, v)
 	}
-	res.Statements, res.Transactions = ledgerStatements(env.Ledger), ledgerTransactions(env.Ledger)
+	res.Statements, res.Transactions = ledgerStatements(env.Ledger, env.Engine()), ledgerTransactions(env.Ledger)
 	if res.Database == "" {
 		res.Database = env.DatabasePath()
+	}
+	res.Engine = string(env.Engine())
+	if env.server != nil {
+		res.Database = env.server.describe(res.Database)
 	}
 	res.DatabaseKept = keepDB
 	if opts.Claim != nil {
@@ -307,15 +339,15 @@ func closest(name string, all []*Scenario) []string {
 
 // ledgerStatements turns the run's statement ledger into the result's
 // statements, the only source of a report's SQL section.
-func ledgerStatements(l *store.Ledger) []lab.Statement {
+func ledgerStatements(l *store.Ledger, engine store.Engine) []lab.Statement {
 	var out []lab.Statement
 	for _, e := range l.Entries() {
 		s := lab.Statement{
-			Name: e.Stmt.Name, SQL: e.Stmt.SQL, Runs: e.Runs, Rows: e.Rows, Failed: e.Failed,
+			Name: e.Stmt.Name, SQL: e.Text, Runs: e.Runs, Rows: e.Rows, Failed: e.Failed,
 			Mistake: e.Stmt.Mistake, Audit: e.Stmt.Audit, Omitted: e.Stmt.Omitted(), Skipped: e.Skipped,
 		}
 		if r := e.Stmt.Replaces; r != nil {
-			s.Replaces, s.ReplacedSQL = r.Name, r.SQL
+			s.Replaces, s.ReplacedSQL = r.Name, r.Text(engine)
 		}
 		out = append(out, s)
 	}

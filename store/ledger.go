@@ -24,6 +24,13 @@ type Stmt struct {
 	// Audit marks a read the lab makes to measure a run (the figures of a
 	// report), not a statement one of the lesson's actors runs.
 	Audit bool
+	// Postgres is the statement's own PostgreSQL text where the lesson
+	// writes it differently there (a claim that takes a row lock); ""
+	// means SQL runs on PostgreSQL as it is, parameters numbered (see
+	// [Stmt.Text]).
+	Postgres string
+
+	pg string // the text PostgreSQL runs, set when the statement is registered
 }
 
 // catalogue maps a statement's text to the Stmt that names it, so the
@@ -57,20 +64,45 @@ func omitted(lesson *Stmt, change, name string) Stmt {
 // Omitted reports whether s is a step a mistake leaves out: it has no text.
 func (s Stmt) Omitted() bool { return s.SQL == "" && s.Replaces != nil }
 
+// namedOn is [named] for a statement the lesson writes differently on
+// PostgreSQL: it runs there as pgText, not as sqliteText with its
+// parameters numbered.
+func namedOn(name, sqliteText, pgText string) Stmt {
+	return register(Stmt{Name: name, SQL: sqliteText, Postgres: pgText})
+}
+
+// auditOn is [audit] with a PostgreSQL text of its own (see [namedOn]).
+func auditOn(name, sqliteText, pgText string) Stmt {
+	return register(Stmt{Name: name, SQL: sqliteText, Postgres: pgText, Audit: true})
+}
+
+// mistakeOn is [mistake] with a PostgreSQL text of its own (see [namedOn]).
+func mistakeOn(lesson *Stmt, change, name, sqliteText, pgText string) Stmt {
+	return register(Stmt{Name: name, SQL: sqliteText, Postgres: pgText, Replaces: lesson, Mistake: change})
+}
+
 func register(s Stmt) Stmt {
-	if prev, dup := catalogue[s.SQL]; dup {
-		panic(fmt.Sprintf("store: statements %q and %q have the same text", prev.Name, s.Name))
+	s.pg = postgresText(s.SQL, s.Postgres)
+	for _, text := range []string{s.SQL, s.pg} {
+		if prev, dup := catalogue[text]; dup {
+			panic(fmt.Sprintf("store: statements %q and %q have the same text", prev.Name, s.Name))
+		}
 	}
 	c := s
 	catalogue[s.SQL] = &c
+	catalogue[s.pg] = &c
 	return s
 }
 
 // Catalogue returns every statement this package declares, by name.
 func Catalogue() []Stmt {
 	out := make([]Stmt, 0, len(catalogue))
+	seen := map[*Stmt]bool{}
 	for _, s := range catalogue {
-		out = append(out, *s)
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, *s)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -93,7 +125,8 @@ type Ledger struct {
 
 // LedgerEntry is one statement text and what it did over a run.
 type LedgerEntry struct {
-	Stmt   Stmt  // named from the catalogue, or Name "" for text the catalogue does not hold
+	Stmt   Stmt   // named from the catalogue, or Name "" for text the catalogue does not hold
+	Text   string // the text that ran, in the engine's dialect ("" for an omitted step)
 	Runs   int   // executions, including failed ones
 	Rows   int64 // rows affected by writes, or returned by reads
 	Failed int   // executions that returned an error (SQLITE_BUSY included)
@@ -147,7 +180,7 @@ func (l *Ledger) record(text string, rows int64, err error) {
 	}
 	e, ok := l.byKey[text]
 	if !ok {
-		e = &LedgerEntry{Stmt: l.lookup(text)}
+		e = &LedgerEntry{Stmt: l.lookup(text), Text: text}
 		l.byKey[text] = e
 		l.order = append(l.order, text)
 	}

@@ -21,7 +21,7 @@ func mustMigration(name string) Migration {
 	if err != nil {
 		panic("store: missing embedded schema " + name) // a build mistake, caught by every test
 	}
-	register(Stmt{Name: "schema: " + name, SQL: string(b), Audit: true})
+	register(Stmt{Name: "schema: " + name, SQL: string(b), Postgres: postgresDDL(string(b)), Audit: true})
 	return Migration{Name: name, SQL: string(b)}
 }
 

@@ -323,8 +323,10 @@ func (o *Outbox) LoadPending(ctx context.Context) ([]Message, error) {
 
 // The reads behind the reports' message tables.
 var (
-	hasLeaseColumnsSQL = audit("audit: does OutboxMessages have Day 15's lease columns?",
-		`SELECT count(*) FROM pragma_table_info('OutboxMessages') WHERE name = 'LockedBy'`)
+	hasLeaseColumnsSQL = auditOn("audit: does OutboxMessages have Day 15's lease columns?",
+		`SELECT count(*) FROM pragma_table_info('OutboxMessages') WHERE name = 'LockedBy'`,
+		`SELECT count(*) FROM information_schema.columns
+WHERE table_schema = current_schema() AND table_name = 'outboxmessages' AND column_name = 'lockedby'`)
 	messagesSQL = audit("audit: read every outbox message", `SELECT Id, MessageType, AggregateKey, Payload, Status, CreatedAtUtc, ProcessedAtUtc, LockedBy, LockedUntilUtc
 FROM OutboxMessages ORDER BY CreatedAtUtc, Id`)
 	messagesBeforeLeasingSQL = audit("audit: read every outbox message (before Day 15's lease columns)", `SELECT Id, MessageType, AggregateKey, Payload, Status, CreatedAtUtc, ProcessedAtUtc, NULL, NULL

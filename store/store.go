@@ -66,6 +66,15 @@ type DB struct {
 	sql    *sql.DB
 	ledger *Ledger // the run's statement ledger, or nil
 	onBusy func()  // see Config.OnBusy
+	engine Engine
+}
+
+// Engine is the database engine behind the connection.
+func (db *DB) Engine() Engine {
+	if db.engine == "" {
+		return SQLite
+	}
+	return db.engine
 }
 
 // Open opens (creating if needed) the SQLite database at path with exactly
@@ -160,9 +169,10 @@ func code(err error) int {
 	return 0
 }
 
-// IsBusy reports whether err is SQLITE_BUSY (including its extended codes):
-// a normal event under contention, to be retried and counted.
-func IsBusy(err error) bool { return code(err) == codeBusy }
+// IsBusy reports whether err is SQLITE_BUSY (including its extended codes),
+// or on PostgreSQL a serialization failure, a deadlock victim or a lock not
+// available: a normal event under contention, to be retried and counted.
+func IsBusy(err error) bool { return code(err) == codeBusy || pgRetryable(err) }
 
 // TxStats is what one call of [DB.InTx] cost.
 type TxStats struct {
@@ -232,6 +242,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Schema returns the CREATE statements in force, in creation order, read
 // from sqlite_schema so the report shows what the database really holds.
 func (db *DB) Schema(ctx context.Context) ([]string, error) {
+	if db.Engine() == Postgres {
+		return db.postgresSchema(ctx)
+	}
 	rows, err := db.sql.QueryContext(ctx, schemaSQL.SQL)
 	if err != nil {
 		return nil, fmt.Errorf("store: read schema: %w", err)

@@ -124,7 +124,8 @@ func runCommand(s *settings) *cli.Command {
 			&cli.BoolFlag{Name: "all", Usage: "run every scenario"},
 			&cli.StringFlag{Name: "variant", Usage: "run with the known mistake `NAME` (outboxlab describe SCENARIO lists them)"},
 			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "the `FOLDER` for the reports"},
-			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell"},
+			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell (with --db: its schema on the server)"},
+			dbFlag,
 			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
@@ -170,7 +171,7 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
-	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim} {
+	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim, p.parseDB} {
 		if err := part(c); err != nil {
 			return nil, err
 		}
@@ -278,6 +279,38 @@ func (p *runPlan) parseBound(c *cli.Context) error {
 	}
 	p.options.ExploreBound = b
 	return nil
+}
+
+// dbFlag chooses PostgreSQL instead of the embedded SQLite file.
+var dbFlag = &cli.StringFlag{Name: "db", Usage: "run on the PostgreSQL server at `URL` (postgres://...), each run in a schema of its own, instead of an SQLite file"}
+
+// parseDB reads --db and checks, before any run, that the server answers.
+func (p *runPlan) parseDB(c *cli.Context) error {
+	dsn, err := serverURL(c)
+	if err != nil || dsn == "" {
+		return err
+	}
+	if p.options.Claim != nil {
+		return usagef("--claim-sql is checked by SQLite's authorizer and runs on SQLite only; leave out --db")
+	}
+	p.options.Database = dsn
+	return nil
+}
+
+// serverURL reads --db: "" without it, else a postgres:// URL of a server
+// that answered within [store.ConnectTimeout].
+func serverURL(c *cli.Context) (string, error) {
+	if !c.IsSet("db") {
+		return "", nil
+	}
+	dsn := c.String("db")
+	if !store.IsPostgresURL(dsn) {
+		return "", usagef("--db takes a postgres:// URL, not %q (without --db the lab uses an SQLite file)", dsn)
+	}
+	if err := store.CheckServer(c.Context, dsn); err != nil {
+		return "", &usageError{err}
+	}
+	return dsn, nil
 }
 
 // parseClaim reads and checks the --claim-sql file, for the scenarios that

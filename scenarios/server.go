@@ -1,0 +1,93 @@
+package scenarios
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// serverSchemas are the schemas one run creates on a PostgreSQL server: the
+// run's own (for its main database file) and one beside it for each extra
+// database file a lesson opens, named outboxlab_<scenario>_<random>[_<n>].
+type serverSchemas struct {
+	url, main, base string
+
+	mu      sync.Mutex
+	byPath  map[string]string // database file -> schema
+	created []string          // in creation order
+	extras  int               // schemas made for extra database files
+}
+
+// maxSchemaName is PostgreSQL's identifier limit (NAMEDATALEN - 1).
+const maxSchemaName = 63
+
+func newServerSchemas(url, scenario, mainPath string) *serverSchemas {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := strings.ReplaceAll(scenario, "-", "_")
+	base := "outboxlab_" + name
+	if limit := maxSchemaName - 1 - 8 - 4; len(base) > limit { // room for _<random> and _<n>
+		base = base[:limit]
+	}
+	base += "_" + hex.EncodeToString(b[:])
+	return &serverSchemas{url: url, main: mainPath, base: base, byPath: map[string]string{}}
+}
+
+// schemaFor returns the schema that stands for the database file path,
+// creating it on first use.
+func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if schema, ok := s.byPath[path]; ok {
+		return schema, nil
+	}
+	schema := s.base
+	if path != s.main {
+		s.extras++
+		schema = fmt.Sprintf("%s_%d", s.base, s.extras)
+	}
+	if err := store.CreateSchema(ctx, s.url, schema, store.Config{}); err != nil {
+		return "", err
+	}
+	s.byPath[path] = schema
+	s.created = append(s.created, schema)
+	return schema, nil
+}
+
+// describe is the report's Database line: the server without its password,
+// and the run's schemas, with the file each stands for.
+func (s *serverSchemas) describe(string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var parts []string
+	for _, schema := range s.created {
+		for path, sc := range s.byPath {
+			if sc == schema && path != s.main {
+				parts = append(parts, schema+" (for "+filepath.Base(path)+")")
+			} else if sc == schema {
+				parts = append(parts, schema)
+			}
+		}
+	}
+	return store.RedactURL(s.url) + ", schema " + strings.Join(parts, ", ")
+}
+
+// drop removes the run's schemas unless keep; a failure goes to warn.
+func (s *serverSchemas) drop(keep bool, warn func(error)) {
+	if keep {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, schema := range s.created {
+		if err := store.DropSchema(context.Background(), s.url, schema, store.Config{}); err != nil && warn != nil {
+			warn(err)
+		}
+	}
+}

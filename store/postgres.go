@@ -1,0 +1,359 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// ErrUnreachable means a PostgreSQL server could not be reached or refused
+// the connection; the error wraps the server's (or the network's) reason.
+var ErrUnreachable = errors.New("store: cannot reach the PostgreSQL server")
+
+// ConnectTimeout is how long opening a PostgreSQL connection may take when
+// the URL sets no connect_timeout: an unreachable server is reported in
+// seconds, not after the operating system gives up.
+const ConnectTimeout = 5 * time.Second
+
+// PostgreSQL error codes the lab tells apart (SQLSTATE).
+const (
+	pgSerializationFailure = "40001"
+	pgDeadlockDetected     = "40P01"
+	pgLockNotAvailable     = "55P03"
+)
+
+// IsPostgresURL reports whether dsn names a PostgreSQL server rather than
+// an SQLite file.
+func IsPostgresURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// RedactURL returns the URL without its password, for reports and errors.
+func RedactURL(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(a PostgreSQL URL that does not parse)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// OpenPostgres opens one application instance's connection to the
+// PostgreSQL server at dsn, with schema first on its search path, so the
+// lesson's unqualified table names are the run's own tables. Write
+// transactions run at READ COMMITTED, PostgreSQL's default; a claim that
+// must not race takes a row lock (SELECT ... FOR UPDATE). Every statement
+// is written in the lesson's SQLite text and numbered for PostgreSQL at
+// the driver, where the ledger records the text that ran.
+func OpenPostgres(ctx context.Context, dsn, schema string, cfg Config) (*DB, error) {
+	if cfg.ClaimFile != nil {
+		return nil, errors.New("store: claim files are checked by SQLite's authorizer; grade them without --db")
+	}
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", RedactURL(dsn), err)
+	}
+	if pc.ConnectTimeout == 0 {
+		pc.ConnectTimeout = ConnectTimeout
+	}
+	if schema != "" {
+		pc.RuntimeParams["search_path"] = schema
+	}
+	pc.RuntimeParams["application_name"] = "outboxlab"
+	var connector driver.Connector = stdlib.GetConnector(*pc)
+	if cfg.Ledger != nil {
+		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
+	}
+	connector = &dialectConnector{base: connector}
+	sdb := sql.OpenDB(connector)
+	sdb.SetMaxOpenConns(1)
+	sdb.SetMaxIdleConns(1)
+	sdb.SetConnMaxLifetime(0)
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres}
+	var one int
+	if err := sdb.QueryRowContext(ctx, pingSQL.SQL).Scan(&one); err != nil {
+		sdb.Close()
+		return nil, unreachable(dsn, err)
+	}
+	return db, nil
+}
+
+// CheckServer reports whether the server at dsn accepts a connection, with
+// the server's own reason when it does not.
+func CheckServer(ctx context.Context, dsn string) error {
+	db, err := OpenPostgres(ctx, dsn, "", Config{})
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+var pingSQL = audit("lab: check the server answers", "SELECT 1")
+
+// unreachable wraps a failure to connect with the server's own reason.
+func unreachable(dsn string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%w at %s: %s (SQLSTATE %s)", ErrUnreachable, RedactURL(dsn), pe.Message, pe.Code)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, RedactURL(dsn), ce.Unwrap())
+	}
+	return fmt.Errorf("%w at %s: %v", ErrUnreachable, RedactURL(dsn), err)
+}
+
+// pgCode is the SQLSTATE of a PostgreSQL error, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// pgRetryable reports the PostgreSQL errors that, like SQLITE_BUSY, mean
+// "another transaction was in the way; run yours again": a serialization
+// failure, a deadlock victim, a lock not available.
+func pgRetryable(err error) bool {
+	switch pgCode(err) {
+	case pgSerializationFailure, pgDeadlockDetected, pgLockNotAvailable:
+		return true
+	}
+	return false
+}
+
+// Schemas: each PostgreSQL run gets a schema of its own on the server.
+var (
+	createSchemaSQL = audit("lab: create the run's schema", "CREATE SCHEMA IF NOT EXISTS %s")
+	dropSchemaSQL   = audit("lab: drop the run's schema", "DROP SCHEMA IF EXISTS %s CASCADE")
+	pgSchemaSQL     = audit("lab: read the schema back for the report", `SELECT c.relname,
+       'CREATE ' || CASE c.relkind WHEN 'r' THEN 'TABLE' ELSE 'INDEX' END || ' ' || c.relname || CASE c.relkind
+         WHEN 'r' THEN ' (' || (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) ||
+                 CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum)
+               FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) || ')'
+         ELSE '' END,
+       c.relkind
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = current_schema() AND c.relkind = 'r'
+ORDER BY c.oid`)
+	pgIndexesSQL = audit("lab: read the indexes back for the report",
+		`SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`)
+)
+
+// CreateSchema creates schema on the server at dsn (a run's own tables).
+func CreateSchema(ctx context.Context, dsn, schema string, cfg Config) error {
+	return schemaDDL(ctx, dsn, schema, createSchemaSQL, cfg)
+}
+
+// DropSchema drops schema and everything in it.
+func DropSchema(ctx context.Context, dsn, schema string, cfg Config) error {
+	return schemaDDL(ctx, dsn, schema, dropSchemaSQL, cfg)
+}
+
+func schemaDDL(ctx context.Context, dsn, schema string, s Stmt, cfg Config) error {
+	db, err := OpenPostgres(ctx, dsn, "", Config{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.sql.ExecContext(ctx, fmt.Sprintf(s.SQL, pgx.Identifier{schema}.Sanitize()))
+	if err != nil {
+		return fmt.Errorf("store: %s %s: %w", s.Name, schema, err)
+	}
+	return nil
+}
+
+// postgresSchema is [DB.Schema] on PostgreSQL: each table with its columns
+// as the catalog holds them, then each index's definition.
+func (db *DB) postgresSchema(ctx context.Context) ([]string, error) {
+	var out []string
+	rows, err := db.sql.QueryContext(ctx, pgSchemaSQL.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("store: read schema: %w", err)
+	}
+	for rows.Next() {
+		var name, def, kind string
+		if err := rows.Scan(&name, &def, &kind); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: read schema: %w", err)
+		}
+		out = append(out, def)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = db.sql.QueryContext(ctx, pgIndexesSQL.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("store: read indexes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var def string
+		if err := rows.Scan(&def); err != nil {
+			return nil, fmt.Errorf("store: read indexes: %w", err)
+		}
+		out = append(out, def)
+	}
+	return out, rows.Err()
+}
+
+// dialectConnector turns the lesson's statements into PostgreSQL's: a
+// text the catalogue knows runs as its PostgreSQL form ([Stmt.Text]), any
+// other text with its parameters numbered; :name arguments are bound in
+// the order the numbers want. It sits outside the ledger's connector, so
+// the ledger records the text the server ran.
+type dialectConnector struct{ base driver.Connector }
+
+func (c *dialectConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &dialectConn{base: conn}, nil
+}
+
+func (c *dialectConnector) Driver() driver.Driver { return c.base.Driver() }
+
+// translation is one statement text in PostgreSQL's form.
+type translation struct {
+	text   string
+	params []string
+}
+
+var translations sync.Map // text -> translation
+
+// translate returns text as PostgreSQL runs it.
+func translate(text string) translation {
+	if t, ok := translations.Load(text); ok {
+		return t.(translation)
+	}
+	src := text
+	if s, ok := catalogue[text]; ok && s.Postgres != "" {
+		src = s.Postgres
+	}
+	out, params := numberParams(src)
+	t := translation{text: out, params: params}
+	translations.Store(text, t)
+	return t
+}
+
+type dialectConn struct{ base driver.Conn }
+
+func (c *dialectConn) Unwrap() driver.Conn { return c.base }
+
+func (c *dialectConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *dialectConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	t := translate(query)
+	s, err := c.base.(driver.ConnPrepareContext).PrepareContext(ctx, t.text)
+	if err != nil {
+		return nil, err
+	}
+	return &dialectStmt{base: s, t: t}, nil
+}
+
+func (c *dialectConn) Close() error { return c.base.Close() }
+
+func (c *dialectConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *dialectConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.base.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *dialectConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	t := translate(query)
+	bound, err := bindArgs(t.params, args)
+	if err != nil {
+		return nil, err
+	}
+	return c.base.(driver.ExecerContext).ExecContext(ctx, t.text, bound)
+}
+
+func (c *dialectConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	t := translate(query)
+	bound, err := bindArgs(t.params, args)
+	if err != nil {
+		return nil, err
+	}
+	return c.base.(driver.QueryerContext).QueryContext(ctx, t.text, bound)
+}
+
+// CheckNamedValue accepts every argument as it is; binding is by position
+// after [bindArgs], so named arguments are allowed.
+func (c *dialectConn) CheckNamedValue(*driver.NamedValue) error { return nil }
+
+func (c *dialectConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.base.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *dialectConn) IsValid() bool {
+	if v, ok := c.base.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c *dialectConn) Ping(ctx context.Context) error {
+	if p, ok := c.base.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+type dialectStmt struct {
+	base driver.Stmt
+	t    translation
+}
+
+func (s *dialectStmt) Close() error  { return s.base.Close() }
+func (s *dialectStmt) NumInput() int { return -1 }
+
+func (s *dialectStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), ordinalArgs(args))
+}
+
+func (s *dialectStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), ordinalArgs(args))
+}
+
+func (s *dialectStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	bound, err := bindArgs(s.t.params, args)
+	if err != nil {
+		return nil, err
+	}
+	return s.base.(driver.StmtExecContext).ExecContext(ctx, bound)
+}
+
+func (s *dialectStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	bound, err := bindArgs(s.t.params, args)
+	if err != nil {
+		return nil, err
+	}
+	return s.base.(driver.StmtQueryContext).QueryContext(ctx, bound)
+}
