@@ -18,11 +18,27 @@ run-all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/outboxlab
 
-## test: vet, then every test under the race detector
+## test: vet, then every test under the race detector; the PostgreSQL tests
+## run against $$OUTBOXLAB_TEST_DATABASE_URL, else a throwaway cluster that
+## scripts/postgres.sh starts when PostgreSQL is installed (and always stops)
 test:
 	$(GO) vet ./...
 	@command -v chromium >/dev/null 2>&1 || [ -n "$$OUTBOXLAB_CHROMIUM" ] || echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH (apt-get install chromium to run it)"
-	$(GO) test -race -count=1 ./...
+	@set -e; \
+	if [ -n "$$OUTBOXLAB_TEST_DATABASE_URL" ]; then \
+	  echo "make test: PostgreSQL tests run against $$OUTBOXLAB_TEST_DATABASE_URL"; \
+	  $(GO) test -race -count=1 ./...; \
+	elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  pgdir="$$(mktemp -d "$${TMPDIR:-/tmp}/outboxlab-test-pg.XXXXXX")"; \
+	  trap 'scripts/postgres.sh stop "$$pgdir"' EXIT; \
+	  OUTBOXLAB_TEST_DATABASE_URL="$$(scripts/postgres.sh start "$$pgdir")"; \
+	  export OUTBOXLAB_TEST_DATABASE_URL; \
+	  echo "make test: PostgreSQL tests run against a throwaway cluster in $$pgdir"; \
+	  $(GO) test -race -count=1 ./...; \
+	else \
+	  echo "make test: SKIPPING the PostgreSQL tests: PostgreSQL is not installed (apt-get install postgresql, or set OUTBOXLAB_TEST_DATABASE_URL)"; \
+	  $(GO) test -race -count=1 ./...; \
+	fi
 
 ## lint: staticcheck, fetched through the Go module proxy
 lint:

@@ -1,0 +1,23 @@
+// Package pgtest gives tests the PostgreSQL server they may use: the one
+// OUTBOXLAB_TEST_DATABASE_URL names (make test starts a throwaway cluster
+// through scripts/postgres.sh and sets it), or none, and then the test is
+// skipped with one line that says how to get one.
+package pgtest
+
+import (
+	"os"
+	"testing"
+)
+
+// EnvVar names the server the PostgreSQL tests run against.
+const EnvVar = "OUTBOXLAB_TEST_DATABASE_URL"
+
+// URL returns the test server's URL, or skips t when there is none.
+func URL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(EnvVar)
+	if u == "" {
+		t.Skip("no PostgreSQL: set " + EnvVar + " or run `make test` where PostgreSQL is installed (apt-get install postgresql)")
+	}
+	return u
+}
