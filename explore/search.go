@@ -3,13 +3,13 @@ package explore
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // explorer enumerates orderings by a depth-first search over the enabled
@@ -33,10 +33,10 @@ type explorer struct {
 	bound    int
 	symmetry bool
 	design   Design
-	open     cast.Opener // opens every connection, into the run's ledger
-	template []byte      // the migrated, seeded database, copied before each ordering
-	paths    []string    // one scratch database per worker
-	drains   *drainCache // nil when every ordering runs its own drain
+	open     cast.Opener     // opens every connection, into the run's ledger
+	template *store.Template // the migrated, seeded database, copied before each ordering
+	paths    []string        // one scratch database per worker
+	drains   *drainCache     // nil when every ordering runs its own drain
 	// onOrdering, when set, sees every ordering's result as it is
 	// recorded, one at a time (tests use it).
 	onOrdering func(*orderingResult)
@@ -82,9 +82,9 @@ func newExplorer(ctx context.Context, open cast.Opener, templatePath string, scr
 	if err := seedExploreDatabase(ctx, open, templatePath, &tl); err != nil {
 		return nil, err
 	}
-	template, err := os.ReadFile(templatePath)
+	template, err := store.NewTemplate(ctx, open, templatePath)
 	if err != nil {
-		return nil, fmt.Errorf("explore: read template: %w", err)
+		return nil, fmt.Errorf("explore: %w", err)
 	}
 	workers := opts.Workers
 	if workers <= 0 {
@@ -116,6 +116,7 @@ func seedExploreDatabase(ctx context.Context, open cast.Opener, path string, tl 
 // own drain, each ordering the report prints step by step if it had taken
 // a reused drain verdict.
 func (x *explorer) run(ctx context.Context) error {
+	defer x.template.Close()
 	if err := x.explore(ctx); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package explore
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -633,12 +632,9 @@ func (c *drainCache) size() int {
 // template at path: its actions, then the drain, then the judgement. With
 // a cache, a drain whose key was drained before is not run again: the
 // ordering takes that drain's verdict (see [exploreWorld.drainKey]).
-func runExploreOrdering(ctx context.Context, open cast.Opener, path string, template []byte, design Design, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
-	if err := store.RemoveFiles(path); err != nil {
-		return nil, nil, err
-	}
-	if err := os.WriteFile(path, template, 0o644); err != nil {
-		return nil, nil, fmt.Errorf("explore: copy template: %w", err)
+func runExploreOrdering(ctx context.Context, open cast.Opener, path string, template *store.Template, design Design, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
+	if err := template.Restore(ctx, open, path); err != nil {
+		return nil, nil, fmt.Errorf("explore: %w", err)
 	}
 	w, err := newExploreWorld(ctx, open, path, design, tl)
 	if err != nil {

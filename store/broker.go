@@ -109,9 +109,16 @@ func (b *Broker) deliverNext(ctx context.Context, tx *sql.Tx, consumer string, n
 	if err != nil {
 		return err
 	}
-	if err := tx.QueryRowContext(ctx, b.sql.MarkDelivered.SQL,
+	err = tx.QueryRowContext(ctx, b.sql.MarkDelivered.SQL,
 		sql.Named("offer_id", d.OfferID), sql.Named("consumer", consumer), sql.Named("now", clock.Format(now)),
-	).Scan(&d.Receipt); err != nil {
+	).Scan(&d.Receipt)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Only on PostgreSQL, where the select takes no lock: another
+		// instance of this consumer marked the offer in flight after our
+		// select read it. Like SQLITE_BUSY, run the transaction again.
+		return errRaceLost
+	}
+	if err != nil {
 		return err
 	}
 	d.Found = true

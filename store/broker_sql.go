@@ -65,12 +65,20 @@ var BrokerLesson = BrokerSQL{
 // The broker's statements.
 var (
 	// OfferSend stores one send, dropped inside the dedup window.
-	OfferSend = named("broker: offer (dropped inside the dedup window)", `INSERT INTO broker_offers (event_id, payload, offered_by, offered_at, dropped)
+	// On PostgreSQL, EXISTS is a boolean and dropped an integer, so the
+	// statement says CASE WHEN EXISTS (...) THEN 1 ELSE 0 END.
+	OfferSend = namedOn("broker: offer (dropped inside the dedup window)", `INSERT INTO broker_offers (event_id, payload, offered_by, offered_at, dropped)
 VALUES (:event_id, :payload, :offered_by, :now,
         EXISTS (SELECT 1 FROM broker_offers
                 WHERE event_id = :event_id
                   AND dropped = 0
                   AND offered_at > :window_start))
+RETURNING offer_id, dropped`, `INSERT INTO broker_offers (event_id, payload, offered_by, offered_at, dropped)
+VALUES (:event_id, :payload, :offered_by, :now,
+        CASE WHEN EXISTS (SELECT 1 FROM broker_offers
+                          WHERE event_id = :event_id
+                            AND dropped = 0
+                            AND offered_at > :window_start) THEN 1 ELSE 0 END)
 RETURNING offer_id, dropped`)
 
 	// SelectNextDelivery picks the consumer's next offer.
@@ -83,11 +91,18 @@ ORDER BY o.offer_id
 LIMIT 1`)
 
 	// MarkDelivered marks the offer in flight under a new receipt.
-	MarkDelivered = named("broker: mark delivered (receipt = delivery_count)", `INSERT INTO broker_deliveries (offer_id, consumer, state, delivery_count, delivered_at)
+	// PostgreSQL wants the upsert's columns named with their table, where
+	// excluded.delivery_count would be as good a reading.
+	MarkDelivered = namedOn("broker: mark delivered (receipt = delivery_count)", `INSERT INTO broker_deliveries (offer_id, consumer, state, delivery_count, delivered_at)
 VALUES (:offer_id, :consumer, 'in_flight', 1, :now)
 ON CONFLICT (offer_id, consumer) DO UPDATE
 SET state = 'in_flight', delivery_count = delivery_count + 1, delivered_at = excluded.delivered_at
 WHERE state = 'ready'
+RETURNING delivery_count`, `INSERT INTO broker_deliveries (offer_id, consumer, state, delivery_count, delivered_at)
+VALUES (:offer_id, :consumer, 'in_flight', 1, :now)
+ON CONFLICT (offer_id, consumer) DO UPDATE
+SET state = 'in_flight', delivery_count = broker_deliveries.delivery_count + 1, delivered_at = excluded.delivered_at
+WHERE broker_deliveries.state = 'ready'
 RETURNING delivery_count`)
 
 	// AckDelivery acknowledges under the receipt of the delivery in flight.

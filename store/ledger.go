@@ -127,9 +127,9 @@ type Ledger struct {
 type LedgerEntry struct {
 	Stmt   Stmt   // named from the catalogue, or Name "" for text the catalogue does not hold
 	Text   string // the text that ran, in the engine's dialect ("" for an omitted step)
-	Runs   int   // executions, including failed ones
-	Rows   int64 // rows affected by writes, or returned by reads
-	Failed int   // executions that returned an error (SQLITE_BUSY included)
+	Runs   int    // executions, including failed ones
+	Rows   int64  // rows affected by writes, or returned by reads
+	Failed int    // executions that returned an error (SQLITE_BUSY included)
 	// Skipped counts the times an omitted step (see [Stmt.Omitted]) would
 	// have run: its Runs stay 0.
 	Skipped int

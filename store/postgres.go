@@ -86,7 +86,7 @@ func OpenPostgres(ctx context.Context, dsn, schema string, cfg Config) (*DB, err
 	sdb.SetMaxOpenConns(1)
 	sdb.SetMaxIdleConns(1)
 	sdb.SetConnMaxLifetime(0)
-	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres}
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres, schema: schema}
 	var one int
 	if err := sdb.QueryRowContext(ctx, pingSQL.SQL).Scan(&one); err != nil {
 		sdb.Close()

@@ -44,8 +44,14 @@ type Retry struct {
 // DefaultRetry is what the bench and session 21 use.
 var DefaultRetry = Retry{BusyHandler: BusyHandlerOff, Pause: time.Millisecond}
 
-// setBusyHandler runs r's busy-handler statement on db's connection.
+// setBusyHandler runs r's busy-handler statement on db's connection. On
+// PostgreSQL there is none to set: a claim waits for no lock (its select
+// skips locked rows), and a transaction that meets a serialization failure,
+// a deadlock or an unavailable lock comes back at once and is retried.
 func setBusyHandler(ctx context.Context, db *DB, r Retry) error {
+	if db.Engine() == Postgres {
+		return nil
+	}
 	s := r.BusyHandler
 	if s.SQL == "" {
 		s = BusyHandlerOff
@@ -151,11 +157,17 @@ func NewClaimer(ctx context.Context, db *DB, worker string, cfg ClaimerConfig) (
 	}
 	c := &Claimer{db: db, worker: worker, cfg: cfg}
 	s := cfg.SQL
+	if s.PostgresOnly && db.Engine() != Postgres {
+		return nil, fmt.Errorf("store: the %s claim runs on PostgreSQL only", s.Name)
+	}
 	for _, p := range []struct {
 		dst  **sql.Stmt
 		stmt Stmt
 	}{{&c.sel, s.SelectNext}, {&c.one, s.ClaimOne}, {&c.batch, s.ClaimBatch},
 		{&c.final, s.Finalize}, {&c.finals, s.FinalizeBatch}} {
+		if s.OneStatement && (p.dst == &c.sel || p.dst == &c.one) {
+			continue // never run: one message is a batch of one
+		}
 		if p.stmt.SQL == "" {
 			c.Close()
 			return nil, fmt.Errorf("store: %s claimer for %s: a statement of the design is missing", s.Name, worker)
@@ -183,8 +195,8 @@ func (c *Claimer) Close() error {
 
 // Claim takes up to limit of the oldest claimable messages in one
 // transaction with a lease until now+lease, each with a new fencing token.
-// With limit 1 it runs the design's SelectNext and ClaimOne, otherwise its
-// ClaimBatch.
+// With limit 1 it runs the design's SelectNext and ClaimOne (unless the
+// design claims in [ScaleSQL.OneStatement]), otherwise its ClaimBatch.
 func (c *Claimer) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (ClaimedBatch, error) {
 	if limit < 1 {
 		return ClaimedBatch{}, fmt.Errorf("store: claim for %s: limit %d, want at least 1", c.worker, limit)
@@ -197,7 +209,7 @@ func (c *Claimer) Claim(ctx context.Context, now time.Time, lease time.Duration,
 		sql.Named("limit", limit),
 	}
 	fn := c.claimBatch
-	if limit == 1 {
+	if limit == 1 && !c.cfg.SQL.OneStatement {
 		fn = c.claimOne
 	}
 	var b ClaimedBatch
@@ -232,10 +244,12 @@ func (c *Claimer) claimOne(ctx context.Context, tx *sql.Tx, args []any, b *Claim
 	if n, err := res.RowsAffected(); err != nil {
 		return err
 	} else if n != 1 {
-		// Impossible under BEGIN IMMEDIATE: nobody wrote since the select.
+		// Impossible under BEGIN IMMEDIATE, or under the row lock the
+		// select took on PostgreSQL: nobody wrote the row since the select.
 		return fmt.Errorf("message %d: take changed %d rows after select", m.ID, n)
 	}
-	// The write lock is held since BEGIN, so the token is the one we read + 1.
+	// The write lock (the row lock) is held since the select, so the token
+	// is the one we read + 1.
 	m.Token++
 	b.Messages = append(b.Messages, m)
 	return nil
@@ -364,7 +378,8 @@ type Backlog struct {
 
 // SeedBacklog inserts b.Messages Pending messages into db, streamed: one
 // prepared [SeedBacklogMessage] in transactions of b.Chunk rows, so memory
-// stays flat however long the backlog.
+// stays flat however long the backlog. On PostgreSQL it then runs
+// [AnalyzeBacklog].
 func SeedBacklog(ctx context.Context, db *DB, b Backlog) error {
 	if b.Chunk <= 0 {
 		b.Chunk = 50_000
@@ -395,6 +410,11 @@ func SeedBacklog(ctx context.Context, db *DB, b Backlog) error {
 		done = end
 		if b.Progress != nil {
 			b.Progress(done)
+		}
+	}
+	if db.Engine() == Postgres {
+		if _, err := db.sql.ExecContext(ctx, AnalyzeBacklog.SQL); err != nil {
+			return fmt.Errorf("store: seed backlog: %w", err)
 		}
 	}
 	return nil
@@ -452,8 +472,13 @@ func (p *CeilingProbe) Close() error { return p.stmt.Close() }
 
 // PageReads is how many pages this connection has fetched through its page
 // cache since it opened (hits plus misses): a deterministic measure of how
-// much of the database its statements read.
+// much of the database its statements read. SQLite only: on PostgreSQL,
+// whose statistics count pages per table, not per connection, see
+// [DB.SchemaPageReads].
 func (db *DB) PageReads(ctx context.Context) (int64, error) {
+	if db.Engine() == Postgres {
+		return 0, errors.New("store: page reads: a PostgreSQL connection does not count its own; read the schema's (SchemaPageReads)")
+	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: page reads: %w", err)
@@ -489,15 +514,20 @@ func (db *DB) PageReads(ctx context.Context) (int64, error) {
 	return total, nil
 }
 
-// ClaimPlan returns SQLite's EXPLAIN QUERY PLAN lines for s's SelectNext at
-// now (its PlanNext), indented by depth, so a report can show whether the
-// claim scans the table or walks an index.
+// ClaimPlan returns the query plan of s's SelectNext at now (its
+// PlanNext), one line a step, indented by depth, so a report can show
+// whether the claim scans the table or walks an index: SQLite's EXPLAIN
+// QUERY PLAN, or PostgreSQL's EXPLAIN (COSTS OFF) with the parameters
+// bound.
 func ClaimPlan(ctx context.Context, db *DB, s ScaleSQL, now time.Time) ([]string, error) {
 	rows, err := db.sql.QueryContext(ctx, s.PlanNext.SQL, sql.Named("now", clock.Format(now)), sql.Named("limit", 1))
 	if err != nil {
 		return nil, fmt.Errorf("store: query plan of the %s claim: %w", s.Name, err)
 	}
 	defer rows.Close()
+	if db.Engine() == Postgres {
+		return postgresPlan(rows, s)
+	}
 	depth := map[int]int{}
 	var out []string
 	for rows.Next() {
@@ -510,6 +540,74 @@ func ClaimPlan(ctx context.Context, db *DB, s ScaleSQL, now time.Time) ([]string
 		out = append(out, strings.Repeat("  ", depth[id]-1)+detail)
 	}
 	return out, rows.Err()
+}
+
+// postgresPlan reads EXPLAIN's lines: each plan node ("->  Limit") and
+// each of its details ("Filter: ..."), re-indented two spaces a level as
+// SQLite's plan is.
+func postgresPlan(rows *sql.Rows, s ScaleSQL) ([]string, error) {
+	var out []string
+	var indents []int // the text column of each open node level
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, fmt.Errorf("store: query plan of the %s claim: %w", s.Name, err)
+		}
+		text := strings.TrimLeft(line, " ")
+		col := len(line) - len(text)
+		node := strings.HasPrefix(text, "->  ")
+		if node {
+			text = strings.TrimPrefix(text, "->  ")
+			col += len("->  ")
+		}
+		for len(indents) > 0 && indents[len(indents)-1] >= col {
+			indents = indents[:len(indents)-1]
+		}
+		depth := len(indents)
+		if node || len(out) == 0 {
+			indents = append(indents, col)
+		}
+		out = append(out, strings.Repeat("  ", depth)+strings.TrimRight(text, " "))
+	}
+	return out, rows.Err()
+}
+
+// FlushStats makes a PostgreSQL connection hand the statistics it has
+// gathered to the server's counters now ([FlushStatistics]), so that
+// [DB.SchemaPageReads] counts its work so far. On SQLite it does nothing.
+func (db *DB) FlushStats(ctx context.Context) error {
+	if db.Engine() != Postgres {
+		return nil
+	}
+	if _, err := db.sql.ExecContext(ctx, FlushStatistics.SQL); err != nil {
+		return fmt.Errorf("store: flush statistics: %w", err)
+	}
+	return nil
+}
+
+// SchemaPageReads is how many pages the server's backends have read from
+// the tables and indexes of db's schema (shared-buffer hits plus reads,
+// from pg_statio_user_tables): the PostgreSQL measure of a drain's cost,
+// read before and after it. Every connection whose work counts must call
+// [DB.FlushStats] first. PostgreSQL only.
+func (db *DB) SchemaPageReads(ctx context.Context) (int64, error) {
+	if db.Engine() != Postgres {
+		return 0, errors.New("store: schema page reads: PostgreSQL only; SQLite counts per connection (PageReads)")
+	}
+	var n int64
+	if err := db.sql.QueryRowContext(ctx, SchemaPageReads.SQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: schema page reads: %w", err)
+	}
+	return n, nil
+}
+
+// ServerVersion is the version of the PostgreSQL server behind db.
+func (db *DB) ServerVersion(ctx context.Context) (string, error) {
+	var v string
+	if err := db.sql.QueryRowContext(ctx, ReadServerVersion.SQL).Scan(&v); err != nil {
+		return "", fmt.Errorf("store: server version: %w", err)
+	}
+	return v, nil
 }
 
 // SQLiteVersion is the version of the SQLite library behind db.

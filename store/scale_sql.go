@@ -14,6 +14,12 @@ package store
 //   - ClaimBatch: :now, :worker, :until, :limit
 //   - Finalize: :now, :worker, :id, :token
 //   - FinalizeBatch: :now, :worker, :claims (a JSON array of [id, token] pairs)
+//
+// On PostgreSQL every claim's select takes the row lock it claims, FOR
+// UPDATE SKIP LOCKED, so two workers inside their transactions never pick
+// the same message (SQLite's BEGIN IMMEDIATE serializes them instead); the
+// batch finalize reads :claims with jsonb_array_elements, and the plan is
+// PostgreSQL's EXPLAIN.
 type ScaleSQL struct {
 	// Name is "lesson", "indexed" or the mistake's name: what the bench's
 	// --claim flag and a report's rows call the design.
@@ -35,6 +41,12 @@ type ScaleSQL struct {
 	// FinalizeBatch completes a batch in one statement, each row under its
 	// own guard, RETURNING the Ids it completed.
 	FinalizeBatch Stmt
+	// OneStatement claims even a single message with ClaimBatch (limit 1),
+	// never with SelectNext then ClaimOne, which it may leave empty.
+	OneStatement bool
+	// PostgresOnly says the design's statements are written for
+	// PostgreSQL alone (a row lock SQLite has no syntax for).
+	PostgresOnly bool
 }
 
 // The claim designs session 21 compares, and the mistake it warns about.
@@ -81,12 +93,30 @@ var (
 		Finalize:      ScaleFinalize,
 		FinalizeBatch: ScaleFinalizeBatch,
 	}
+
+	// SkipLockedScale is the production claim of PostgreSQL, the shape
+	// River and MassTransit use: one UPDATE whose subquery picks and locks
+	// the oldest claimable messages, skipping rows another worker has
+	// locked, with the indexed claim's predicate and fencing token, and the
+	// same owner- and token-guarded finalize. It claims one message with
+	// the same statement (limit 1): one round trip, where the indexed
+	// claim's select-then-take makes two. PostgreSQL only.
+	SkipLockedScale = ScaleSQL{
+		Name:          "skip-locked",
+		ClaimBatch:    SkipLockedClaimBatch,
+		PlanNext:      SkipLockedPlanNext,
+		Finalize:      ScaleFinalize,
+		FinalizeBatch: ScaleFinalizeBatch,
+		OneStatement:  true,
+		PostgresOnly:  true,
+	}
 )
 
 // ScaleClaimNamed returns the claim design the bench names on its command
-// line: lesson or indexed. Mistakes are not selectable.
+// line: lesson, indexed or skip-locked (PostgreSQL only: see
+// [ScaleSQL.PostgresOnly]). Mistakes are not selectable.
 func ScaleClaimNamed(name string) (ScaleSQL, bool) {
-	for _, s := range []ScaleSQL{LessonScale, IndexedScale} {
+	for _, s := range []ScaleSQL{LessonScale, IndexedScale, SkipLockedScale} {
 		if s.Name == name {
 			return s, true
 		}
@@ -97,11 +127,18 @@ func ScaleClaimNamed(name string) (ScaleSQL, bool) {
 // The lesson claim's statements: Pending, or Processing with an expired lease.
 var (
 	// LessonSelectNext reads the whole table on every claim.
-	LessonSelectNext = named("lesson claim: select the oldest claimable (reads the whole table)", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+	// On PostgreSQL it locks the row it selects, skipping rows another
+	// worker has locked.
+	LessonSelectNext = namedOn("lesson claim: select the oldest claimable (reads the whole table)", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
 
 	// LessonClaimOne takes the selected message with the predicate repeated.
 	LessonClaimOne = named("lesson claim: take it only if still claimable, with a new fencing token", `UPDATE OutboxMessages
@@ -110,8 +147,10 @@ SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
 WHERE Id = :id
   AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))`)
 
-	// LessonClaimBatch takes up to :limit messages in one statement.
-	LessonClaimBatch = named("lesson claim: take up to :limit of the oldest claimable, each with a new fencing token", `UPDATE OutboxMessages
+	// LessonClaimBatch takes up to :limit messages in one statement. On
+	// PostgreSQL its subquery locks the rows it picks, skipping locked
+	// ones, and the take repeats the predicate, as ClaimOne does.
+	LessonClaimBatch = namedOn("lesson claim: take up to :limit of the oldest claimable, each with a new fencing token", `UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
     ClaimToken = ClaimToken + 1
 WHERE Id IN (
@@ -119,27 +158,51 @@ WHERE Id IN (
     WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
     ORDER BY CreatedAtUtc, Id
     LIMIT :limit)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`, `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED)
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
 
 	// LessonPlanNext shows the scan.
-	LessonPlanNext = audit("audit: query plan of the lesson claim's select", `EXPLAIN QUERY PLAN
+	LessonPlanNext = auditOn("audit: query plan of the lesson claim's select", `EXPLAIN QUERY PLAN
 SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `EXPLAIN (COSTS OFF)
+SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
 )
 
 // The indexed claim's statements: the lesson's predicate on the
 // unprocessed-messages index.
 var (
 	// IndexedSelectNext walks the partial index from the oldest entry.
-	IndexedSelectNext = named("indexed claim: select the oldest claimable on the unprocessed-messages index", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+	// On PostgreSQL it locks the row it selects, skipping rows another
+	// worker has locked.
+	IndexedSelectNext = namedOn("indexed claim: select the oldest claimable on the unprocessed-messages index", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE ProcessedAtUtc IS NULL
   AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
 
 	// IndexedClaimOne takes the selected message with the predicate repeated.
 	IndexedClaimOne = named("indexed claim: take it only if still claimable, with a new fencing token", `UPDATE OutboxMessages
@@ -149,8 +212,10 @@ WHERE Id = :id
   AND ProcessedAtUtc IS NULL
   AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))`)
 
-	// IndexedClaimBatch takes up to :limit messages in one statement.
-	IndexedClaimBatch = named("indexed claim: take up to :limit of the oldest claimable, each with a new fencing token", `UPDATE OutboxMessages
+	// IndexedClaimBatch takes up to :limit messages in one statement. On
+	// PostgreSQL its subquery locks the rows it picks, skipping locked
+	// ones, and the take repeats the predicate, as ClaimOne does.
+	IndexedClaimBatch = namedOn("indexed claim: take up to :limit of the oldest claimable, each with a new fencing token", `UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
     ClaimToken = ClaimToken + 1
 WHERE Id IN (
@@ -159,30 +224,84 @@ WHERE Id IN (
       AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
     ORDER BY CreatedAtUtc, Id
     LIMIT :limit)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`, `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE ProcessedAtUtc IS NULL
+      AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED)
+  AND ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
 
 	// IndexedPlanNext shows the index walk.
-	IndexedPlanNext = audit("audit: query plan of the indexed claim's select", `EXPLAIN QUERY PLAN
+	IndexedPlanNext = auditOn("audit: query plan of the indexed claim's select", `EXPLAIN QUERY PLAN
 SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE ProcessedAtUtc IS NULL
   AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `EXPLAIN (COSTS OFF)
+SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
+)
+
+// The skip-locked claim's statements, PostgreSQL only: the indexed
+// claim's predicate in one UPDATE whose subquery locks what it picks.
+var (
+	// SkipLockedClaimBatch takes up to :limit messages, one or more, in
+	// one statement. The row lock taken in the subquery is the whole
+	// guard: no other worker can pick a locked row, and a row that
+	// changed before its lock was granted is checked again by PostgreSQL.
+	SkipLockedClaimBatch = named("skip-locked claim: take up to :limit of the oldest claimable in one statement, locking them, each with a new fencing token", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE ProcessedAtUtc IS NULL
+      AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
+
+	// SkipLockedPlanNext shows the subquery's walk of the partial index.
+	SkipLockedPlanNext = audit("audit: query plan of the skip-locked claim's subquery", `EXPLAIN (COSTS OFF)
+SELECT Id FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT :limit
+FOR UPDATE SKIP LOCKED`)
 )
 
 // The pending-only mistake: each statement of the indexed claim without
 // the expired-lease half of its predicate.
 var (
 	// PendingOnlySelectNext never sees a message whose lease expired.
-	PendingOnlySelectNext = mistake(&IndexedSelectNext,
+	PendingOnlySelectNext = mistakeOn(&IndexedSelectNext,
 		"drops the expired-lease half OR (Status = 'Processing' AND LockedUntilUtc <= :now)",
 		"pending-only claim: select the oldest Pending (MISTAKE)", `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE ProcessedAtUtc IS NULL
   AND Status = 'Pending'
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND Status = 'Pending'
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
 
 	// PendingOnlyClaimOne takes a message only while it is Pending.
 	PendingOnlyClaimOne = mistake(&IndexedClaimOne,
@@ -195,7 +314,7 @@ WHERE Id = :id
   AND Status = 'Pending'`)
 
 	// PendingOnlyClaimBatch takes up to :limit Pending messages.
-	PendingOnlyClaimBatch = mistake(&IndexedClaimBatch,
+	PendingOnlyClaimBatch = mistakeOn(&IndexedClaimBatch,
 		"drops the expired-lease half OR (Status = 'Processing' AND LockedUntilUtc <= :now)",
 		"pending-only claim: take up to :limit of the oldest Pending (MISTAKE)", `UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
@@ -206,17 +325,36 @@ WHERE Id IN (
       AND Status = 'Pending'
     ORDER BY CreatedAtUtc, Id
     LIMIT :limit)
+RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`, `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until,
+    ClaimToken = ClaimToken + 1
+WHERE Id IN (
+    SELECT Id FROM OutboxMessages
+    WHERE ProcessedAtUtc IS NULL
+      AND Status = 'Pending'
+    ORDER BY CreatedAtUtc, Id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED)
+  AND ProcessedAtUtc IS NULL
+  AND Status = 'Pending'
 RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
 
 	// PendingOnlyPlanNext is the lab's read of the mistake's plan: the same
 	// index walk as the indexed claim's.
-	PendingOnlyPlanNext = audit("audit: query plan of the pending-only claim's select", `EXPLAIN QUERY PLAN
+	PendingOnlyPlanNext = auditOn("audit: query plan of the pending-only claim's select", `EXPLAIN QUERY PLAN
 SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE ProcessedAtUtc IS NULL
   AND Status = 'Pending'
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `EXPLAIN (COSTS OFF)
+SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
+FROM OutboxMessages
+WHERE ProcessedAtUtc IS NULL
+  AND Status = 'Pending'
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
 )
 
 // The finalizations of session 21: the lesson's, fenced, and the mistake.
@@ -231,9 +369,18 @@ WHERE Id = :id
   AND ClaimToken = :token`)
 
 	// ScaleFinalizeBatch completes a batch, each row under its own token.
-	ScaleFinalizeBatch = named("finalize a batch: each row only while I own it under its token", `UPDATE OutboxMessages
+	// PostgreSQL reads the pairs with jsonb_array_elements.
+	ScaleFinalizeBatch = namedOn("finalize a batch: each row only while I own it under its token", `UPDATE OutboxMessages
 SET Status = 'Processed', ProcessedAtUtc = :now
 FROM (SELECT value ->> 0 AS Id, value ->> 1 AS Token FROM json_each(:claims)) AS Claimed
+WHERE OutboxMessages.Id = Claimed.Id
+  AND OutboxMessages.Status = 'Processing'
+  AND OutboxMessages.LockedBy = :worker
+  AND OutboxMessages.ClaimToken = Claimed.Token
+RETURNING OutboxMessages.Id`, `UPDATE OutboxMessages
+SET Status = 'Processed', ProcessedAtUtc = :now
+FROM (SELECT (value ->> 0)::bigint AS Id, (value ->> 1)::bigint AS Token
+      FROM jsonb_array_elements(CAST(:claims AS jsonb)) AS value) AS Claimed
 WHERE OutboxMessages.Id = Claimed.Id
   AND OutboxMessages.Status = 'Processing'
   AND OutboxMessages.LockedBy = :worker
@@ -249,11 +396,14 @@ SET Status = 'Processed', ProcessedAtUtc = :now
 WHERE Id = :id`)
 
 	// ScaleFinalizeBatchByID is the same mistake for a batch.
-	ScaleFinalizeBatchByID = mistake(&ScaleFinalizeBatch,
+	ScaleFinalizeBatchByID = mistakeOn(&ScaleFinalizeBatch,
 		"drops the owner and token guard: completes every Id of :claims, whoever owns it under whatever token",
 		"finalize a batch by Id alone (MISTAKE)", `UPDATE OutboxMessages
 SET Status = 'Processed', ProcessedAtUtc = :now
 WHERE Id IN (SELECT value ->> 0 FROM json_each(:claims))
+RETURNING Id`, `UPDATE OutboxMessages
+SET Status = 'Processed', ProcessedAtUtc = :now
+WHERE Id IN (SELECT (value ->> 0)::bigint FROM jsonb_array_elements(CAST(:claims AS jsonb)) AS value)
 RETURNING Id`)
 )
 
@@ -279,6 +429,13 @@ var (
 	SeedBacklogMessage = audit("lab: seed one Pending backlog message", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
 VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 
+	// AnalyzeBacklog gathers the planner's statistics of a freshly seeded
+	// backlog on PostgreSQL, as autovacuum would within a minute of the
+	// inserts. Without them the planner guesses that few rows are
+	// claimable, reads them all through a bitmap and sorts them, instead
+	// of walking the partial index in order and stopping at the first.
+	AnalyzeBacklog = audit("lab: gather the planner's statistics of the seeded backlog (PostgreSQL)", `ANALYZE OutboxMessages`)
+
 	// CountUnprocessed counts messages a drain left behind.
 	CountUnprocessed = audit("audit: count the messages a drain left unprocessed", `SELECT count(*) FROM OutboxMessages WHERE Status <> 'Processed'`)
 
@@ -289,6 +446,27 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 
 	// ReadSQLiteVersion reads the version of the SQLite library.
 	ReadSQLiteVersion = audit("lab: read the SQLite library's version", `SELECT sqlite_version()`)
+
+	// ReadServerVersion reads the version of the PostgreSQL server.
+	ReadServerVersion = audit("lab: read the PostgreSQL server's version", `SHOW server_version`)
+
+	// FlushStatistics makes a PostgreSQL connection send the statistics it
+	// has gathered (its buffer reads, among others) to the server's
+	// counters when its statement ends, instead of up to a second later,
+	// so a read of [SchemaPageReads] after it counts that connection's
+	// work. PostgreSQL 15 and later.
+	FlushStatistics = audit("lab: flush this connection's statistics to the server's counters", `SELECT pg_stat_force_next_flush()`)
+
+	// SchemaPageReads is how many pages PostgreSQL's backends have read
+	// from the run schema's tables and indexes since they were created:
+	// shared-buffer hits plus reads into the buffer cache (TOAST
+	// included), as the server's statistics count them.
+	SchemaPageReads = audit("audit: pages read from the schema's tables and indexes (buffer hits plus reads)", `SELECT coalesce(sum(heap_blks_hit + heap_blks_read
+    + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0)
+    + coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0)
+    + coalesce(tidx_blks_hit, 0) + coalesce(tidx_blks_read, 0)), 0)
+FROM pg_statio_user_tables
+WHERE schemaname = current_schema()`)
 
 	// BusyHandlerOff turns SQLite's busy handler off on a claimer's
 	// connection: SQLITE_BUSY comes back at once and the claimer's own
@@ -301,8 +479,9 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 
 	// CeilingTable is the bench's reference table. The bench keeps it in a
 	// file of its own with the same settings as the drained backlogs.
-	CeilingTable = audit("bench: create the ceiling table and its one row", `CREATE TABLE IF NOT EXISTS BenchCeiling (Id INTEGER PRIMARY KEY, Hits INTEGER NOT NULL DEFAULT 0);
-INSERT OR IGNORE INTO BenchCeiling (Id) VALUES (1)`)
+	CeilingTable = auditOn("bench: create the ceiling table and its one row", `CREATE TABLE IF NOT EXISTS BenchCeiling (Id INTEGER PRIMARY KEY, Hits INTEGER NOT NULL DEFAULT 0);
+INSERT OR IGNORE INTO BenchCeiling (Id) VALUES (1)`, `CREATE TABLE IF NOT EXISTS BenchCeiling (Id BIGINT PRIMARY KEY, Hits BIGINT NOT NULL DEFAULT 0);
+INSERT INTO BenchCeiling (Id) VALUES (1) ON CONFLICT DO NOTHING`)
 
 	// CeilingUpdate is the cheapest useful write transaction: one row by
 	// primary key, one unindexed column. Its rate is the ceiling of any

@@ -67,6 +67,7 @@ type DB struct {
 	ledger *Ledger // the run's statement ledger, or nil
 	onBusy func()  // see Config.OnBusy
 	engine Engine
+	schema string // PostgreSQL: the schema first on the search path
 }
 
 // Engine is the database engine behind the connection.
@@ -172,7 +173,14 @@ func code(err error) int {
 // IsBusy reports whether err is SQLITE_BUSY (including its extended codes),
 // or on PostgreSQL a serialization failure, a deadlock victim or a lock not
 // available: a normal event under contention, to be retried and counted.
-func IsBusy(err error) bool { return code(err) == codeBusy || pgRetryable(err) }
+func IsBusy(err error) bool {
+	return code(err) == codeBusy || pgRetryable(err) || errors.Is(err, errRaceLost)
+}
+
+// errRaceLost means a transaction lost a race it can only see at its end
+// (a concurrent transaction committed the row it meant to write first): it
+// is retried like SQLITE_BUSY, and its next run reads the winner's commit.
+var errRaceLost = errors.New("store: another instance committed the same row first")
 
 // TxStats is what one call of [DB.InTx] cost.
 type TxStats struct {
