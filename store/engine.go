@@ -105,10 +105,18 @@ func numberParams(text string) (out string, params []string) {
 }
 
 // bindArgs orders a statement's arguments as its numbered parameters want
-// them: by name for :name parameters, by position for ?.
+// them: by name for :name parameters, by position for ?. A named argument
+// the statement does not use is dropped, as SQLite ignores it (a mistake
+// that drops a guard still runs with the lesson's arguments).
 func bindArgs(params []string, args []driver.NamedValue) ([]driver.NamedValue, error) {
 	if len(params) == 0 {
-		return args, nil
+		var positional []driver.NamedValue
+		for _, a := range args {
+			if a.Name == "" {
+				positional = append(positional, a)
+			}
+		}
+		return positional, nil
 	}
 	out := make([]driver.NamedValue, len(params))
 	for k, p := range params {
