@@ -73,12 +73,12 @@ var claimsAtScale = Scenario{
 			SQL: strings.TrimSuffix(strings.TrimSpace(store.ClaimsAtScale.SQL), ";")},
 	},
 	Checks: []CheckDoc{
-		{"lesson_cost_growth", fmt.Sprintf("the lesson claim's cost per message grows with the backlog: at least %.0fx at %dx the messages", s21LessonMin, s21Growth)},
-		{"indexed_cost_growth", fmt.Sprintf("the indexed claim's cost per message stays flat: under %.1fx at %dx the messages", s21IndexedMax, s21Growth)},
-		{"duplicates", "no message was finalized twice, in any of the four drains"},
-		{"lost", "no message was left unprocessed after any drain, the crashed worker's included"},
-		{"expired_reclaimed", "every forced-expiry message (the crashed and the stalled worker's, two per drain: 8) was claimed again by a drain worker under a new token"},
-		{"stale_finalizes_refused", "the stalled worker's late finalize with its stale token changed 0 rows, in each of the four drains: 4"},
+		{Name: "lesson_cost_growth", About: fmt.Sprintf("the lesson claim's cost per message grows with the backlog: at least %.0fx at %dx the messages", s21LessonMin, s21Growth)},
+		{Name: "indexed_cost_growth", About: fmt.Sprintf("the indexed claim's cost per message stays flat: under %.1fx at %dx the messages", s21IndexedMax, s21Growth)},
+		{Name: "duplicates", About: "no message was finalized twice, in any of the four drains"},
+		{Name: "lost", About: "no message was left unprocessed after any drain, the crashed worker's included"},
+		{Name: "expired_reclaimed", About: "every forced-expiry message (the crashed and the stalled worker's, two per drain: 8) was claimed again by a drain worker under a new token"},
+		{Name: "stale_finalizes_refused", About: "the stalled worker's late finalize with its stale token changed 0 rows, in each of the four drains: 4"},
 	},
 	Variants: []Variant{
 		{Name: variantUnindexedClaim, Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
@@ -308,6 +308,10 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	run.clk.Advance(s21Lease + time.Second)
 	run.event("clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
 
+	before, err := run.schemaPages(ctx, setup)
+	if err != nil {
+		return err
+	}
 	run.event("scenario", "drain", fmt.Sprintf("%s: %s and %s drain concurrently, each on its own connection", label, s21Drainers[0], s21Drainers[1]))
 	err = cast.RunConcurrently(ctx, s21Drainers, func(ctx context.Context, worker string) error {
 		return run.drainAs(ctx, path, worker, cfg, d)
@@ -315,14 +319,41 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err != nil {
 		return err
 	}
-	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d pages read, %d SQLITE_BUSY retries",
-		label, d.drained, d.pages, d.busy))
+	after, err := run.schemaPages(ctx, setup)
+	if err != nil {
+		return err
+	}
+	d.pages += after - before
+	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d pages read, %d %s",
+		label, d.drained, d.pages, d.busy, run.retriesWord()))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
 		return err
 	}
 	d.lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
 	return err
+}
+
+// schemaPages is, on PostgreSQL, the pages read so far from the drain's
+// schema by every connection, once setup has handed over its own
+// statistics; each worker hands over its own when its work ends. On
+// SQLite it is 0: each drain worker counts its own connection's reads.
+func (run *scaleRun) schemaPages(ctx context.Context, setup *store.DB) (int64, error) {
+	if run.env.Engine() != store.Postgres {
+		return 0, nil
+	}
+	if err := setup.FlushStats(ctx); err != nil {
+		return 0, err
+	}
+	return setup.SchemaPageReads(ctx)
+}
+
+// retriesWord names what the drains' retry counts count on the run's engine.
+func (run *scaleRun) retriesWord() string {
+	if run.env.Engine() == store.Postgres {
+		return "retried transactions (serialization failure, deadlock or lock not available)"
+	}
+	return "SQLITE_BUSY retries"
 }
 
 // seed migrates setup's fresh database (without the claim index in the
@@ -390,6 +421,11 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 	}
 	m := b.Messages[0]
 	d.expiries = append(d.expiries, scaleExpiry{holder: s21Crashed, id: m.ID, token: m.Token, late: "-"})
+	// The lab's instrument, not the worker's: on PostgreSQL its reads reach
+	// the server's counters before the drain is measured, not as it exits.
+	if err := w.db.FlushStats(ctx); err != nil {
+		return err
+	}
 	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s", m.ID, m.Token, m.LockedUntil))
 	return nil
 }
@@ -407,6 +443,10 @@ func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerCo
 		return nil, held, err
 	}
 	d.recordClaim(s21Stalled, held)
+	if err := w.db.FlushStats(ctx); err != nil { // see crash
+		w.Close()
+		return nil, held, err
+	}
 	if len(held.Messages) == 1 {
 		m := held.Messages[0]
 		run.event(s21Stalled, "claim, process, stall", fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil))
@@ -441,14 +481,19 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled *scaleWorker, hel
 }
 
 // drainAs is one drain worker: claim, process, finalize until nothing is
-// claimable, counting the pages its connection reads.
+// claimable. On SQLite it counts the pages its connection reads; on
+// PostgreSQL it hands its statistics over and the run reads the schema's.
 func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store.ClaimerConfig, d *scaleDrain) error {
 	w, err := run.openScaleWorker(ctx, path, worker, cfg)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	before, err := w.db.PageReads(ctx)
+	pages := w.db.PageReads
+	if run.env.Engine() == store.Postgres {
+		pages = func(context.Context) (int64, error) { return 0, nil }
+	}
+	before, err := pages(ctx)
 	if err != nil {
 		return err
 	}
@@ -470,7 +515,10 @@ func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store
 		d.recordFinal(worker, b.Messages[0].Token, f)
 		drained += len(f.Finalized)
 	}
-	after, err := w.db.PageReads(ctx)
+	if err := w.db.FlushStats(ctx); err != nil {
+		return err
+	}
+	after, err := pages(ctx)
 	if err != nil {
 		return err
 	}
@@ -592,21 +640,50 @@ func (run *scaleRun) measure(r *lab.Result) {
 	r.SetMetric("stale_finalizes_refused", float64(refused))
 }
 
+// s21Wording is what the drains and plans tables say on one engine: how
+// cost is counted, what a retry is, and how to read a plan.
+type s21Wording struct {
+	pagesNote, retries, plansTitle, plansNote string
+}
+
+// s21Words are the tables' words per engine.
+var s21Words = map[store.Engine]s21Wording{
+	store.SQLite: {
+		pagesNote: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
+			"drain workers' connections), near-repeatable: the checks compare it.",
+		retries:    "BUSY retries",
+		plansTitle: "Query plans (EXPLAIN QUERY PLAN of each claim's select, on its large backlog)",
+		plansNote:  "SCAN OutboxMessages reads every row; SCAN … USING INDEX walks the partial index from the oldest unprocessed message.",
+	},
+	store.Postgres: {
+		pagesNote: "Pages/msg is what PostgreSQL read per message (claim and finalize): the 8 kB pages of the drain's tables and " +
+			"indexes that its backends fetched through the shared buffers (hits plus reads), from pg_statio_user_tables, read " +
+			"before and after the drain once every connection had flushed its statistics (pg_stat_force_next_flush). It counts " +
+			"every backend on the schema, autovacuum's included, and the dead row versions an index walk passes until vacuum " +
+			"removes them, so it moves a little from run to run: the checks compare it.",
+		retries:    "Lock retries",
+		plansTitle: "Query plans (EXPLAIN (COSTS OFF) of each claim's select, parameters bound, on its large backlog)",
+		plansNote: "Seq Scan on outboxmessages reads every row and Sort orders them all; Index Scan using " +
+			"ix_outboxmessages_unprocessed_createdatutc walks the partial index from the oldest unprocessed message. " +
+			"LockRows is FOR UPDATE SKIP LOCKED: the claim locks the row it takes and skips rows other workers hold.",
+	},
+}
+
 // tables renders the drains, the query plans and the forced expiries.
 func (run *scaleRun) tables() []lab.Table {
+	words := s21Words[run.env.Engine()]
 	drains := lab.Table{
 		Title: "Drains: cost per message",
-		Note: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
-			"drain workers' connections), near-repeatable: the checks compare it. µs/msg is the median claim transaction " +
+		Note: words.pagesNote + " µs/msg is the median claim transaction " +
 			"plus the median finalize transaction, BEGIN to COMMIT of the committed attempt: real time, so it varies with the " +
 			"machine and what else runs on it.",
 		Interleaved:    true,
-		VaryingColumns: []string{"Pages/msg", "µs/msg", "BUSY retries", "Split"},
-		Columns:        []string{"Claim", "Backlog", "Messages", "Pages/msg", "µs/msg", "Claims", "Empty claims", "BUSY retries", "Split", "Duplicates", "Lost"},
+		VaryingColumns: []string{"Pages/msg", "µs/msg", words.retries, "Split"},
+		Columns:        []string{"Claim", "Backlog", "Messages", "Pages/msg", "µs/msg", "Claims", "Empty claims", words.retries, "Split", "Duplicates", "Lost"},
 	}
 	plans := lab.Table{
-		Title:   "Query plans (EXPLAIN QUERY PLAN of each claim's select, on its large backlog)",
-		Note:    "SCAN OutboxMessages reads every row; SCAN … USING INDEX walks the partial index from the oldest unprocessed message.",
+		Title:   words.plansTitle,
+		Note:    words.plansNote,
 		Columns: []string{"Claim", "Plan"},
 	}
 	expiries := lab.Table{
