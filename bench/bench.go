@@ -1,12 +1,15 @@
 // Package bench measures session 21's claim paths at scale: first the
 // ceiling of a write transaction on this machine, then a matrix of backlog
-// sizes × workers × claims × batch sizes, each worker its own connection.
+// sizes × workers × claims × batch sizes, each worker its own connection,
+// on SQLite files or on a PostgreSQL server (and there River beside them).
 package bench
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +60,13 @@ type Config struct {
 	// Progress receives a progress line (carriage returns, no newline until
 	// done) for long runs; nil for none. Meant for stderr.
 	Progress io.Writer
+	// Database, when set, is a postgres:// URL: every cell drains in a
+	// schema of its own on that server (dropped afterwards) instead of a
+	// file in Dir. Synchronous and Retry are SQLite's and do not apply.
+	Database string
+	// River also drains each backlog size with River (PostgreSQL only), for
+	// each worker count, beside the lab's claims.
+	River bool
 }
 
 // DefaultConfig is `outboxlab bench` without flags.
@@ -97,9 +107,19 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, name := range c.Claims {
-		if _, ok := store.ScaleClaimNamed(name); !ok {
-			return fmt.Errorf("bench: --claim %q: want lesson or indexed", name)
+		s, ok := store.ScaleClaimNamed(name)
+		if !ok {
+			return fmt.Errorf("bench: --claim %q: want lesson, indexed or skip-locked", name)
 		}
+		if s.PostgresOnly && c.Database == "" {
+			return fmt.Errorf("bench: --claim %s runs on PostgreSQL only: give --db postgres://...", name)
+		}
+	}
+	if c.River && c.Database == "" {
+		return errors.New("bench: --river runs River on PostgreSQL: give --db postgres://...")
+	}
+	if c.Database != "" && !store.IsPostgresURL(c.Database) {
+		return fmt.Errorf("bench: --db %q: want a postgres:// or postgresql:// URL", store.RedactURL(c.Database))
 	}
 	switch strings.ToUpper(c.Synchronous) {
 	case "NORMAL", "FULL":
@@ -133,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Dir == "" {
+	if cfg.Dir == "" && cfg.Database == "" {
 		return nil, errors.New("bench: no folder for the database files")
 	}
 	def := DefaultConfig()
@@ -150,7 +170,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.CeilingRound = def.CeilingRound
 	}
 	cfg.Synchronous = strings.ToUpper(cfg.Synchronous)
-	rep := &Report{Synchronous: cfg.Synchronous, Retry: cfg.Retry, RetryAbout: retryAbout(cfg.Retry), PeakMemory: peakMemorySource()}
+	rep := &Report{Engine: string(store.SQLite), Synchronous: cfg.Synchronous, Retry: cfg.Retry, RetryAbout: retryAbout(cfg.Retry), PeakMemory: peakMemorySource()}
+	if cfg.Database != "" {
+		rep.Engine, rep.Server, rep.Synchronous, rep.Retry = string(store.Postgres), store.RedactURL(cfg.Database), "", ""
+		rep.RetryAbout = postgresRetryAbout()
+	}
 
 	p := newProgress(cfg.Progress)
 	defer p.finish()
@@ -182,10 +206,43 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
+	if cfg.River {
+		if err := runRiver(ctx, cfg, rep, p); err != nil {
+			return rep, err
+		}
+	}
 	if rep.CeilingAfter, _, err = measureCeiling(ctx, cfg, p); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// source opens the connections of one cell's database: a file in cfg.Dir,
+// or a schema of its own on cfg.Database's server.
+type source struct {
+	open    func(ctx context.Context) (*store.DB, error)
+	cleanup func() // removes the file, or drops the schema
+}
+
+// newSource makes the database of the cell called name.
+func newSource(ctx context.Context, cfg Config, name string) (source, error) {
+	if cfg.Database == "" {
+		path := filepath.Join(cfg.Dir, name+".db")
+		return source{
+			open:    func(ctx context.Context) (*store.DB, error) { return store.Open(ctx, path, openConfig(cfg)) },
+			cleanup: func() { _ = store.RemoveFiles(path) },
+		}, nil
+	}
+	schema := randomSchema()
+	if err := store.CreateSchema(ctx, cfg.Database, schema, store.Config{}); err != nil {
+		return source{}, err
+	}
+	return source{
+		open: func(ctx context.Context) (*store.DB, error) {
+			return store.OpenPostgres(ctx, cfg.Database, schema, store.Config{})
+		},
+		cleanup: func() { _ = store.DropSchema(context.Background(), cfg.Database, schema, store.Config{}) },
+	}, nil
 }
 
 // retryFor is the store retry a bench worker uses.
@@ -194,6 +251,20 @@ func retryFor(mode string) store.Retry {
 		return store.Retry{BusyHandler: store.BusyHandlerOneSecond, Pause: time.Millisecond}
 	}
 	return store.DefaultRetry
+}
+
+// randomSchema names a bench cell's schema on the server:
+// outboxlab_bench_<random>.
+func randomSchema() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "outboxlab_bench_" + hex.EncodeToString(b[:])
+}
+
+func postgresRetryAbout() string {
+	return fmt.Sprintf("PostgreSQL, READ COMMITTED: a claim waits for no row lock (it skips locked rows); a transaction that "+
+		"fails with a serialization failure, a deadlock or an unavailable lock is retried after a jittered pause of at most %v",
+		store.DefaultRetry.Pause)
 }
 
 func retryAbout(mode string) string {
@@ -210,12 +281,15 @@ func openConfig(cfg Config) store.Config {
 }
 
 // measureCeiling runs the ceiling transaction for CeilingRounds rounds on
-// its own file in cfg.Dir, migrated like the bench files, and keeps the
-// median round.
+// its own file in cfg.Dir (or its own schema on the server), migrated like
+// the bench's, and keeps the median round.
 func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Machine, error) {
-	path := filepath.Join(cfg.Dir, "ceiling.db")
-	defer func() { _ = store.RemoveFiles(path) }()
-	db, err := store.Open(ctx, path, openConfig(cfg))
+	src, err := newSource(ctx, cfg, "ceiling")
+	if err != nil {
+		return Ceiling{}, Machine{}, err
+	}
+	defer src.cleanup()
+	db, err := src.open(ctx)
 	if err != nil {
 		return Ceiling{}, Machine{}, err
 	}
@@ -224,7 +298,12 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 		return Ceiling{}, Machine{}, err
 	}
 	m := machine()
-	if m.SQLite, err = db.SQLiteVersion(ctx); err != nil {
+	if db.Engine() == store.Postgres {
+		m.Postgres, err = db.ServerVersion(ctx)
+	} else {
+		m.SQLite, err = db.SQLiteVersion(ctx)
+	}
+	if err != nil {
 		return Ceiling{}, Machine{}, err
 	}
 	probe, err := store.NewCeilingProbe(ctx, db, retryFor(cfg.Retry))
@@ -284,20 +363,23 @@ const maxConsecutiveErrors = 20
 // runCell seeds a fresh file and drains it with cell.workers workers.
 func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) {
 	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
-	path := filepath.Join(cfg.Dir, fmt.Sprintf("bench-%s-b%d-%d-w%d.db", c.claim, c.batch, c.messages, c.workers))
-	defer func() { _ = store.RemoveFiles(path) }()
+	src, err := newSource(ctx, cfg, fmt.Sprintf("bench-%s-b%d-%d-w%d", c.claim, c.batch, c.messages, c.workers))
+	if err != nil {
+		return row, err
+	}
+	defer src.cleanup()
 
 	runtime.GC()
 	debug.FreeOSMemory()
 	_ = resetPeakRSS() // a refusal is said in the report header (peakMemorySource)
 
-	setup, err := seedCell(ctx, cfg, c, path, p)
+	setup, err := seedCell(ctx, c, src, p)
 	if err != nil {
 		return row, err
 	}
 	defer setup.Close()
 	claims := make([]atomic.Uint32, c.messages+1) // successful claims per message Id (1..n)
-	tallies, drained, err := drainCell(ctx, cfg, c, path, claims, p)
+	tallies, drained, err := drainCell(ctx, cfg, c, src, claims, p)
 	row.Drain = drained.elapsed
 	if err != nil {
 		return row, err
@@ -328,10 +410,10 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	return row, nil
 }
 
-// seedCell opens the cell's file, migrates it and seeds its backlog; the
-// caller closes the connection, which later counts the outcome.
-func seedCell(ctx context.Context, cfg Config, c cell, path string, p *progress) (*store.DB, error) {
-	setup, err := store.Open(ctx, path, openConfig(cfg))
+// seedCell opens the cell's database, migrates it and seeds its backlog;
+// the caller closes the connection, which later counts the outcome.
+func seedCell(ctx context.Context, c cell, src source, p *progress) (*store.DB, error) {
+	setup, err := src.open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -357,10 +439,10 @@ type cellDrain struct {
 	finalized int64
 }
 
-// drainCell drains the cell's file with c.workers workers. Every worker
+// drainCell drains the cell's database with c.workers workers. Every worker
 // opens its connection and prepares its statements before the clock
 // starts; then all start together.
-func drainCell(ctx context.Context, cfg Config, c cell, path string, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
+func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
 	design, _ := store.ScaleClaimNamed(c.claim)
 	tallies := make([]workerTally, c.workers)
 	var finalized atomic.Int64
@@ -373,7 +455,7 @@ func drainCell(ctx context.Context, cfg Config, c cell, path string, claims []at
 		go func() {
 			defer wg.Done()
 			t := &tallies[i]
-			db, err := store.Open(ctx, path, openConfig(cfg))
+			db, err := src.open(ctx)
 			if err != nil {
 				ready <- err
 				return

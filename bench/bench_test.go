@@ -131,3 +131,32 @@ func TestRunNeedsFolder(t *testing.T) {
 		t.Fatal("Run without a folder must fail")
 	}
 }
+
+// TestValidatePostgresSettings: skip-locked and River need a PostgreSQL
+// server, and --db takes only a postgres:// URL.
+func TestValidatePostgresSettings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(*bench.Config)
+		msg  string // "" when valid
+	}{
+		{"SkipLockedOnSQLite", func(c *bench.Config) { c.Claims = []string{"skip-locked"} }, "runs on PostgreSQL only"},
+		{"RiverOnSQLite", func(c *bench.Config) { c.River = true }, "--river runs River on PostgreSQL"},
+		{"NotPostgres", func(c *bench.Config) { c.Database = "file:bench.db" }, "want a postgres:// or postgresql:// URL"},
+		{"SkipLockedOnPostgres", func(c *bench.Config) {
+			c.Database, c.Claims, c.River = "postgres://localhost/lab", []string{"indexed", "skip-locked"}, true
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := bench.DefaultConfig()
+			tt.edit(&cfg)
+			err := cfg.Validate()
+			if tt.msg == "" && err != nil || tt.msg != "" && (err == nil || !strings.Contains(err.Error(), tt.msg)) {
+				t.Fatalf("Validate = %v, want %q", err, tt.msg)
+			}
+		})
+	}
+}

@@ -7,7 +7,11 @@ import "time"
 
 // BenchReport is everything one bench run measured, as plain data.
 type BenchReport struct {
-	Machine     BenchMachine
+	Machine BenchMachine
+	// Engine is "sqlite" or "postgres"; Server, on PostgreSQL, is the
+	// server's URL without its password.
+	Engine      string
+	Server      string
 	Synchronous string
 	Retry       string       // "lab" or "sqlite"
 	RetryAbout  string       // what that retry does, with its figures
@@ -18,6 +22,8 @@ type BenchReport struct {
 	Rows         []BenchRow
 	// PeakMemory says how peak_rss_mb was measured.
 	PeakMemory string
+	// RiverAbout, when River ran beside the lab's claims, says how.
+	RiverAbout string
 }
 
 // BenchMachine is what the run ran on.
@@ -27,6 +33,7 @@ type BenchMachine struct {
 	GoVersion string
 	OSArch    string
 	SQLite    string // SQLite library version
+	Postgres  string // PostgreSQL server version, on PostgreSQL
 }
 
 // BenchCeiling is the reference rate: a prepared single-row UPDATE of an

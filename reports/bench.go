@@ -19,24 +19,44 @@ func BenchText(w io.Writer, rep *lab.BenchReport) error {
 		cpu = " (" + m.CPU + ")"
 	}
 	fmt.Fprintf(&b, "outboxlab bench\n%s\n", strings.Repeat("=", 78))
-	fmt.Fprintf(&b, "%-9s %d CPUs%s, %s %s, SQLite %s\n", "Machine:", m.CPUs, cpu, m.GoVersion, m.OSArch, m.SQLite)
-	fmt.Fprintf(&b, "%-9s WAL, synchronous %s, BEGIN IMMEDIATE, prepared statements, one connection per worker\n", "Settings:", rep.Synchronous)
+	begin := "BEGIN IMMEDIATE"
+	if rep.Engine == "postgres" {
+		begin = "BEGIN"
+		fmt.Fprintf(&b, "%-9s %d CPUs%s, %s %s, PostgreSQL %s\n", "Machine:", m.CPUs, cpu, m.GoVersion, m.OSArch, m.Postgres)
+		fmt.Fprintf(&b, "%-9s %s, each cell in a schema of its own\n", "Server:", rep.Server)
+		fmt.Fprintf(&b, "%-9s READ COMMITTED, prepared statements, one connection per worker\n", "Settings:")
+	} else {
+		fmt.Fprintf(&b, "%-9s %d CPUs%s, %s %s, SQLite %s\n", "Machine:", m.CPUs, cpu, m.GoVersion, m.OSArch, m.SQLite)
+		fmt.Fprintf(&b, "%-9s WAL, synchronous %s, BEGIN IMMEDIATE, prepared statements, one connection per worker\n", "Settings:", rep.Synchronous)
+	}
 	fmt.Fprintf(&b, "%-9s %s\n", "Retry:", rep.RetryAbout)
 	c := rep.Ceiling
 	fmt.Fprintf(&b, "%-9s %.0f transactions/s (median of %d rounds, %d transactions): a prepared single-row UPDATE\n", "Ceiling:", c.TxPerS, len(c.Rounds), c.Transactions)
-	fmt.Fprintf(&b, "%-9s of an unindexed column by primary key, one BEGIN IMMEDIATE each, one connection.\n", "")
+	fmt.Fprintf(&b, "%-9s of an unindexed column by primary key, one %s each, one connection.\n", "", begin)
 	fmt.Fprintf(&b, "%-9s A message needs two transactions (claim, finalize): ceiling %.0f msgs/s.\n", "", c.MsgsPerS)
 	if a := rep.CeilingAfter; a.TxPerS > 0 {
 		fmt.Fprintf(&b, "%-9s Measured again after the matrix: %.0f transactions/s (%+.0f%%); ratios use the first.\n", "", a.TxPerS, 100*(a.TxPerS/c.TxPerS-1))
 	}
-	fmt.Fprintf(&b, "%-9s %s\n\n", "Memory:", rep.PeakMemory)
+	fmt.Fprintf(&b, "%-9s %s\n", "Memory:", rep.PeakMemory)
+	if rep.RiverAbout != "" {
+		fmt.Fprintf(&b, "%-9s %s\n", "River:", rep.RiverAbout)
+	}
+	b.WriteString("\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
 
 	t := lab.Table{Columns: []string{"Messages", "Workers", "Claim", "Batch", "msgs/s", "x ceiling",
 		"Claim p50 ms", "Claim p99 ms", "BUSY retries", "Longest wait ms", "Worker split", "Errors", "Dup", "Lost", "Peak MB"}}
+	if rep.Engine == "postgres" {
+		t.Columns[8] = "Lock retries"
+	}
 	for _, r := range rep.Rows {
+		if r.Batch == 0 { // River: no batch, claim latency or split of its own
+			t.AddRow(r.Messages, r.Workers, r.Claim, "-", fmt.Sprintf("%.0f", r.MsgsPerS), fmt.Sprintf("%.2f", r.CeilingRatio),
+				"-", "-", "-", "-", "-", r.Errors, r.Duplicates, r.Lost, fmt.Sprintf("%.0f", r.PeakRSSMB))
+			continue
+		}
 		t.AddRow(r.Messages, r.Workers, r.Claim, r.Batch, fmt.Sprintf("%.0f", r.MsgsPerS), fmt.Sprintf("%.2f", r.CeilingRatio),
 			fmt.Sprintf("%.3f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms), r.BusyRetries, fmt.Sprintf("%.1f", r.LongestWaitMs),
 			workerSplit(r.WorkerShares), r.Errors, r.Duplicates, r.Lost, fmt.Sprintf("%.0f", r.PeakRSSMB))
@@ -44,14 +64,18 @@ func BenchText(w io.Writer, rep *lab.BenchReport) error {
 	if err := WriteTable(w, t); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, `
+	retries := "SQLITE_BUSY"
+	if rep.Engine == "postgres" {
+		retries = "lock"
+	}
+	_, err := fmt.Fprintf(w, `
 msgs/s: messages claimed, processed (no work) and finalized per second of the drain.
 x ceiling: msgs/s over the ceiling's msgs/s. Claim p50/p99: one claim transaction,
-first BEGIN to COMMIT, SQLITE_BUSY retries included. Longest wait: the slowest claim
+first BEGIN to COMMIT, %s retries included. Longest wait: the slowest claim
 or finalize. Worker split: each worker's share of the messages. Dup: claims beyond
 the first of a message (must be 0). Lost: messages not Processed after the drain,
 counted in the database (must be 0).
-`)
+`, retries)
 	return err
 }
 

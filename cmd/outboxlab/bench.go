@@ -22,15 +22,19 @@ func benchCommand(s *settings) *cli.Command {
 		Description: "Measures, on this machine, the ceiling (a prepared single-row UPDATE by primary key, one\n" +
 			"BEGIN IMMEDIATE transaction each) and then drains a fresh backlog for every combination of\n" +
 			"--messages, --workers, --claim and --batch, each worker on its own connection. Lists are\n" +
-			"comma-separated. Databases live in a temporary folder that is removed afterwards. Exit 1\n" +
-			"if any cell had errors, duplicates or lost messages.",
+			"comma-separated. Databases live in a temporary folder that is removed afterwards. With --db the\n" +
+			"ceiling and every cell run on that PostgreSQL server, each in a schema of its own that is dropped\n" +
+			"afterwards, and --river drains the same backlogs with River beside them. Exit 1 if any cell had\n" +
+			"errors, duplicates or lost messages.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "messages", Value: joinInts(def.Messages), Usage: "backlog sizes, a `LIST` such as 1000,10000,100000"},
 			&cli.StringFlag{Name: "workers", Value: joinInts(def.Workers), Usage: "worker counts, a `LIST`; each worker is its own connection"},
-			&cli.StringFlag{Name: "claim", Value: strings.Join(def.Claims, ","), Usage: "claim statement: lesson or indexed, or a `LIST` of both"},
+			&cli.StringFlag{Name: "claim", Value: strings.Join(def.Claims, ","), Usage: "claim statement: lesson, indexed or skip-locked (PostgreSQL), or a `LIST` of them"},
 			&cli.StringFlag{Name: "batch", Value: joinInts(def.Batches), Usage: "messages per claim and per finalize transaction, a `LIST` such as 1,16"},
 			&cli.StringFlag{Name: "synchronous", Value: "normal", Usage: "SQLite synchronous `SETTING`: normal or full"},
 			&cli.StringFlag{Name: "retry", Value: bench.RetryLab, Usage: "lock waiting `MODE`: lab (short jittered retries) or sqlite (SQLite's busy handler)"},
+			dbFlag,
+			&cli.BoolFlag{Name: "river", Usage: "with --db: also drain each backlog with River (riverqueue/river), for each worker count"},
 			formatFlag,
 			&cli.StringFlag{Name: "out", Usage: "also file the output under this `FOLDER` (never overwriting)"},
 		},
@@ -59,6 +63,10 @@ func benchAction(c *cli.Context, s *settings) error {
 	cfg.Claims = splitList(c.String("claim"))
 	cfg.Synchronous = c.String("synchronous")
 	cfg.Retry = c.String("retry")
+	cfg.River = c.Bool("river")
+	if cfg.Database, err = serverURL(c); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return &usageError{err}
 	}

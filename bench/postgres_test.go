@@ -1,0 +1,41 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/bench"
+	"github.com/outboxlab/outboxlab/internal/pgtest"
+)
+
+// TestRunOnPostgres runs a tiny bench on the test server: both of
+// PostgreSQL's claims at batch 1 and 8, and River, two workers each; every
+// row drains its backlog with no error, duplicate or lost message, all
+// counted in the database. Rates are measured, never asserted.
+func TestRunOnPostgres(t *testing.T) {
+	url := pgtest.URL(t)
+	cfg := bench.DefaultConfig()
+	cfg.Database, cfg.River = url, true
+	cfg.Messages, cfg.Workers, cfg.Batches = []int{200}, []int{2}, []int{1, 8}
+	cfg.Claims = []string{"indexed", "skip-locked"}
+	cfg.CeilingRounds, cfg.CeilingRound = 2, 20*time.Millisecond
+	rep, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Engine != "postgres" || rep.Machine.Postgres == "" || rep.RiverAbout == "" || rep.Ceiling.TxPerS <= 0 {
+		t.Fatalf("report header %+v", rep)
+	}
+	if len(rep.Rows) != 5 {
+		t.Fatalf("%d rows, want 2 claims × 2 batches and River", len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		if r.Errors != 0 || r.Duplicates != 0 || r.Lost != 0 || r.Rejected != 0 || r.MsgsPerS <= 0 {
+			t.Errorf("%+v: want every message drained once, without errors", r)
+		}
+	}
+	if last := rep.Rows[4]; last.Claim != bench.RiverClaim || last.Batch != 0 {
+		t.Errorf("last row %+v, want River's", last)
+	}
+}

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// This file runs River (riverqueue/river with its pgx v5 driver) on the
+// bench's server, so the lab's claims can be read beside a production
+// job queue measured in the same run: the same backlogs, the same worker
+// counts, no-op work, and the outcome counted in River's own table.
+
+// RiverClaim is the Claim of a River row.
+const RiverClaim = "river"
+
+// riverVersion is the River release the bench runs (go.mod's).
+const riverVersion = "v0.51.2"
+
+// riverIdle is how long a River drain may go without completing a job
+// before the bench stops it and counts what is left as lost.
+const riverIdle = 30 * time.Second
+
+// noopArgs is a River job that does nothing: the bench measures the queue.
+type noopArgs struct{}
+
+func (noopArgs) Kind() string { return "outboxlab_noop" }
+
+func riverAbout() string {
+	return fmt.Sprintf("River %s (riverpgxv5): one client (one process) with one pgxpool of workers+2 connections "+
+		"(River's notifier holds one for LISTEN), queue %q with MaxWorkers = workers, FetchCooldown %v (River's minimum; "+
+		"its default is 100 ms), jobs of a kind that does nothing, inserted with InsertManyFast (COPY) before the client "+
+		"starts, in a schema of their own. msgs/s: jobs completed from Start to the last JobCompleted event. Dup: attempts "+
+		"beyond a job's first, Lost: jobs not completed, Errors: jobs with an error recorded, all from river_job. River "+
+		"completes a job by id and state, without a fencing token.", riverVersion, river.QueueDefault, river.FetchCooldownMin)
+}
+
+// runRiver drains every backlog size with River for every worker count,
+// after the lab's cells, and adds one row each to rep.
+func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress) error {
+	rep.RiverAbout = riverAbout()
+	for _, n := range cfg.Messages {
+		for _, w := range cfg.Workers {
+			p.setCell(fmt.Sprintf("River, %d messages, %d workers", n, w))
+			row, err := riverCell(ctx, cfg.Database, n, w, p)
+			if err == nil {
+				err = ctx.Err()
+			}
+			if err != nil {
+				return err
+			}
+			row.CeilingMsgsPerS = rep.Ceiling.MsgsPerS
+			if rep.Ceiling.MsgsPerS > 0 {
+				row.CeilingRatio = row.MsgsPerS / rep.Ceiling.MsgsPerS
+			}
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	return nil
+}
+
+// riverCell migrates River into a fresh schema, inserts n no-op jobs and
+// works them with one client of w workers, then counts the outcome.
+func riverCell(ctx context.Context, url string, n, w int, p *progress) (Row, error) {
+	row := Row{Messages: n, Workers: w, Claim: RiverClaim}
+	schema := randomSchema()
+	if err := store.CreateSchema(ctx, url, schema, store.Config{}); err != nil {
+		return row, err
+	}
+	defer func() { _ = store.DropSchema(context.Background(), url, schema, store.Config{}) }()
+
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return row, fmt.Errorf("bench: river: %w", err)
+	}
+	pc.MaxConns = int32(w + 2)
+	pc.ConnConfig.RuntimeParams["application_name"] = "outboxlab-river"
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return row, fmt.Errorf("bench: river: %w", err)
+	}
+	defer pool.Close()
+	quiet := slog.New(slog.DiscardHandler)
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: quiet})
+	if err != nil {
+		return row, fmt.Errorf("bench: river migrate: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return row, fmt.Errorf("bench: river migrate: %w", err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
+	client, err := river.NewClient(driver, &river.Config{
+		Schema: schema, Logger: quiet, Workers: workers, FetchCooldown: river.FetchCooldownMin,
+		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: w}},
+	})
+	if err != nil {
+		return row, fmt.Errorf("bench: river client: %w", err)
+	}
+	if err := insertRiverJobs(ctx, client, n, p); err != nil {
+		return row, err
+	}
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 16,
+		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
+	defer cancel()
+
+	p.phase("draining", 0, int64(n))
+	began := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return row, fmt.Errorf("bench: river start: %w", err)
+	}
+	completed, failed := waitRiver(ctx, events, n, p)
+	row.Drain = time.Since(began)
+	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	if err := client.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return row, fmt.Errorf("bench: river stop: %w", err)
+	}
+	row.MsgsPerS = float64(completed) / row.Drain.Seconds()
+
+	db, err := store.OpenPostgres(ctx, url, schema, store.Config{})
+	if err != nil {
+		return row, err
+	}
+	defer db.Close()
+	o, err := db.RiverOutcome(ctx)
+	if err != nil {
+		return row, err
+	}
+	row.Duplicates, row.Lost, row.Errors = o.Retried, o.NotCompleted, max(o.Errored, failed)
+	row.PeakRSSMB = peakRSSMB()
+	return row, nil
+}
+
+// insertRiverJobs inserts n no-op jobs in chunks, with COPY.
+func insertRiverJobs(ctx context.Context, client *river.Client[pgx.Tx], n int, p *progress) error {
+	const chunk = 10_000
+	p.phase("inserting", 0, int64(n))
+	params := make([]river.InsertManyParams, 0, min(n, chunk))
+	for done := 0; done < n; {
+		params = params[:0]
+		for range min(chunk, n-done) {
+			params = append(params, river.InsertManyParams{Args: noopArgs{}})
+		}
+		if _, err := client.InsertManyFast(ctx, params); err != nil {
+			return fmt.Errorf("bench: river insert: %w", err)
+		}
+		done += len(params)
+		p.set(int64(done))
+	}
+	return nil
+}
+
+// waitRiver counts River's events until n jobs completed, ctx ends, or no
+// job completes for riverIdle.
+func waitRiver(ctx context.Context, events <-chan *river.Event, n int, p *progress) (completed, failed int64) {
+	idle := time.NewTimer(riverIdle)
+	defer idle.Stop()
+	for completed < int64(n) {
+		select {
+		case <-ctx.Done():
+			return completed, failed
+		case <-idle.C:
+			return completed, failed
+		case e, ok := <-events:
+			if !ok {
+				return completed, failed
+			}
+			if e.Kind == river.EventKindJobCompleted {
+				completed++
+				p.set(completed)
+			} else {
+				failed++
+			}
+			idle.Reset(riverIdle)
+		}
+	}
+	return completed, failed
+}
