@@ -75,6 +75,8 @@ type claimEntry struct {
 	until   string // lease expiry on success
 	heldBy  string // holder when blocked
 	busy    int
+	// lockWaiters: other workers seen waiting for the claim's row lock
+	lockWaiters int
 }
 
 type attemptEntry struct {
@@ -305,8 +307,11 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 	case store.Overreach:
 		detail = fmt.Sprintf("the claim's UPDATE changed %s, not 1: rolled back, nothing claimed", lab.Rows(c.Rows))
 	}
+	if c.LockWaiters > 0 {
+		detail += fmt.Sprintf("; %d other worker(s) waited for this claim's row lock", c.LockWaiters)
+	}
 	if c.Stats.BusyRetries > 0 {
-		detail += fmt.Sprintf(" (after %d SQLITE_BUSY retries)", c.Stats.BusyRetries)
+		detail += fmt.Sprintf(" (after %d busy retries)", c.Stats.BusyRetries)
 	}
 	seq := d.Event(worker, "claim "+string(c.Outcome), detail)
 	d.mu.Lock()
@@ -314,7 +319,22 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 	d.claims = append(d.claims, claimEntry{
 		seq: seq, at: d.Now(), worker: worker, phase: phase, target: target, outcome: c.Outcome,
 		id: c.Message.ID, key: c.Message.AggregateKey, until: c.Message.LockedUntil, heldBy: c.HeldBy, busy: c.Stats.BusyRetries,
+		lockWaiters: c.LockWaiters,
 	})
+}
+
+// ClaimLockWaits counts the claims that another worker was seen waiting on
+// (PostgreSQL row locks; see [store.Outbox.WatchLockWaits]).
+func (d *Day15) ClaimLockWaits() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, c := range d.claims {
+		if c.lockWaiters > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // RecordFinal notes one finalization (committed) or its rejection.

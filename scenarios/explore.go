@@ -34,7 +34,7 @@ var interleavingExplorer = Scenario{
 		"bound: every ordering of at most %d actions from the alphabet claim, send and complete for two relays (Relay-A and "+
 		"Relay-B), lease expiry, one relay crash, broker delivery and redelivery, consume, and the consumer's acknowledgement "+
 		"or its loss. An action is chosen only where it makes sense (send after that relay's claim, complete after its send, "+
-		"consume after a delivery, expiry while a lease is live). Each ordering runs against a fresh copy of one seeded SQLite "+
+		"consume after a delivery, expiry while a lease is live). Each ordering runs against a fresh copy of one seeded "+
 		"database, through the same store code as sessions 18 and 19: event e1 awards 1000 cents to ACC-1 and puts it at "+
 		"version 1 (active); e2 freezes ACC-1 at version 2. When the ordering ends, every instance stops for good and what it "+
 		"held in memory is lost; a recovery relay publishes whatever is left (letting leases expire on the scenario clock) and "+
@@ -45,15 +45,15 @@ var interleavingExplorer = Scenario{
 		"each mistake variant shows how many orderings break its invariant and the shortest one that does.", explore.DefaultBound),
 	DoesNotSolve: "Bounded exploration proves nothing beyond its bound: a longer ordering, a second crash, a third event or a " +
 		"second consumer may still break an invariant the explorer found intact. It checks this model (the lab's relay, broker " +
-		"and consumer on SQLite, each action one atomic step) and not a real broker, whose redelivery, ordering and " +
+		"and consumer on the lab's database, each action one atomic step) and not a real broker, whose redelivery, ordering and " +
 		"deduplication rules differ, nor races inside one step, which sessions 15 and 19 run with real goroutines. The " +
 		"symmetry pruning holds only because the two relays are identical instances.",
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Project),
 	Checks: []CheckDoc{
-		{explore.CheckAtLeastOnce, "orderings after whose drain a committed event has no accepted broker offer or is not published"},
-		{explore.CheckEffectAtMostOnce, "orderings after whose drain e1's credit committed more than once for account-service"},
-		{explore.CheckStaleCompletion, "orderings in which a completion published a row with a token other than the row's latest"},
-		{explore.CheckProjectionBackward, "orderings in which ACC-1's projected version decreased after a consume"},
+		{Name: explore.CheckAtLeastOnce, About: "orderings after whose drain a committed event has no accepted broker offer or is not published"},
+		{Name: explore.CheckEffectAtMostOnce, About: "orderings after whose drain e1's credit committed more than once for account-service"},
+		{Name: explore.CheckStaleCompletion, About: "orderings in which a completion published a row with a token other than the row's latest"},
+		{Name: explore.CheckProjectionBackward, About: "orderings in which ACC-1's projected version decreased after a consume"},
 	},
 	Variants: []Variant{
 		{Name: xCompleteBeforeSend, Mistake: "the relay marks the row published before it sends: an instance that stops between " +

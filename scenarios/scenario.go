@@ -30,6 +30,9 @@ type Scenario struct {
 	// and the problem it leaves for a later lesson.
 	Teaches      string
 	DoesNotSolve string
+	// OnPostgres, when set, is what the lesson does differently on
+	// PostgreSQL; a run there prints it after Teaches.
+	OnPostgres string
 
 	// Statements is the SQL the lesson runs, for `describe`: the store's
 	// own statement values, not copies. A run's report prints what its
@@ -52,6 +55,9 @@ type Scenario struct {
 type CheckDoc struct {
 	Name  string
 	About string
+	// Engine, when set, is the only engine on which the check is made
+	// (a PostgreSQL row lock has no SQLite counterpart).
+	Engine store.Engine
 }
 
 // Variant is a known mistake the scenario can run with.
@@ -62,6 +68,9 @@ type Variant struct {
 	// Shows is what running the mistake demonstrates, for the report's
 	// "What this run shows"; "" falls back to a sentence built from Mistake.
 	Shows string
+	// Engine, when set, is the only engine the mistake can be made on
+	// (SQLite has no FOR UPDATE, say).
+	Engine store.Engine
 }
 
 // Variant returns the named variant, or false.
@@ -110,6 +119,7 @@ type Options struct {
 	// in its folder. "" is the embedded SQLite default.
 	Database string
 
+
 	// swap, set only by tests, replaces a lesson's statement set before the
 	// run (see [swapped]): a test runs the scenario with one statement
 	// replaced and asserts which check fails, as a variant would.
@@ -139,6 +149,15 @@ type Env struct {
 	Ledger *store.Ledger
 
 	server *serverSchemas // with Options.Database: the run's schemas on the server
+
+}
+
+// engineOf is the engine opts choose.
+func engineOf(opts Options) store.Engine {
+	if opts.Database != "" {
+		return store.Postgres
+	}
+	return store.SQLite
 }
 
 // Engine is the database engine the run uses.
@@ -161,11 +180,7 @@ func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 		cfg.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
 	}
 	if e.server != nil {
-		schema, err := e.server.schemaFor(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		return store.OpenPostgres(ctx, e.Options.Database, schema, cfg)
+		return e.server.open(ctx, path, cfg)
 	}
 	return store.Open(ctx, path, cfg)
 }
@@ -187,6 +202,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		if _, ok := sc.Variant(variant); !ok {
 			return nil, &UnknownVariantError{Scenario: sc.Name, Variant: variant, Known: sc.VariantNames()}
 		}
+	}
+	if v, ok := sc.Variant(variant); ok && v.Engine != "" && v.Engine != engineOf(opts) {
+		return nil, &EngineVariantError{Scenario: sc.Name, Variant: variant, Engine: v.Engine}
 	}
 	if opts.Claim != nil && !sc.AcceptsClaimSQL {
 		return nil, fmt.Errorf("scenario %s does not take claim SQL; %s", sc.Name, claimSQLScenarios())
@@ -215,6 +233,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
 	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve
+	if env.Engine() == store.Postgres && sc.OnPostgres != "" {
+		res.Lesson += " " + sc.OnPostgres
+	}
 	if v, ok := sc.Variant(variant); ok {
 		res.Mistake, res.MistakeShows = v.Mistake, v.Shows
 		if res.MistakeShows == "" {
@@ -265,6 +286,20 @@ func claimSQLScenarios() string {
 		}
 	}
 	return "these do: " + strings.Join(names, ", ")
+}
+
+// EngineVariantError is returned for a variant of another engine's: a
+// mistake only that engine lets one make.
+type EngineVariantError struct {
+	Scenario, Variant string
+	Engine            store.Engine
+}
+
+func (e *EngineVariantError) Error() string {
+	if e.Engine == store.Postgres {
+		return fmt.Sprintf("variant %s of %s is a PostgreSQL mistake (SQLite has no row locks): run it with --db postgres://...", e.Variant, e.Scenario)
+	}
+	return fmt.Sprintf("variant %s of %s runs on %s only", e.Variant, e.Scenario, e.Engine)
 }
 
 // UnknownVariantError is returned for a variant the scenario does not have.

@@ -17,6 +17,7 @@ import (
 // database file a lesson opens, named outboxlab_<scenario>_<random>[_<n>].
 type serverSchemas struct {
 	url, main, base string
+	server          *store.Server
 
 	mu      sync.Mutex
 	byPath  map[string]string // database file -> schema
@@ -36,7 +37,7 @@ func newServerSchemas(url, scenario, mainPath string) *serverSchemas {
 		base = base[:limit]
 	}
 	base += "_" + hex.EncodeToString(b[:])
-	return &serverSchemas{url: url, main: mainPath, base: base, byPath: map[string]string{}}
+	return &serverSchemas{url: url, main: mainPath, base: base, byPath: map[string]string{}, server: store.NewServer(url)}
 }
 
 // schemaFor returns the schema that stands for the database file path,
@@ -78,8 +79,20 @@ func (s *serverSchemas) describe(string) string {
 	return store.RedactURL(s.url) + ", schema " + strings.Join(parts, ", ")
 }
 
-// drop removes the run's schemas unless keep; a failure goes to warn.
+// open opens one application instance's connection to the schema that
+// stands for path.
+func (s *serverSchemas) open(ctx context.Context, path string, cfg store.Config) (*store.DB, error) {
+	schema, err := s.schemaFor(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return s.server.Open(ctx, schema, cfg)
+}
+
+// drop closes the run's connections and removes its schemas unless keep;
+// a failure goes to warn.
 func (s *serverSchemas) drop(keep bool, warn func(error)) {
+	s.server.Close()
 	if keep {
 		return
 	}

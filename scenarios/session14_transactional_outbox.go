@@ -32,7 +32,7 @@ var transactionalOutbox = Scenario{
 		"connection mid-step), and the committed payment is left with no message, so no worker will ever act on it: an " +
 		"orphan. That half passes when the orphan is reproduced (orphans_before = 1); it shows the two-transaction design " +
 		"is unsafe. AFTER, the design this lesson teaches (hence \"safe\" above): both inserts in one transaction; the same " +
-		"crash leaves neither row, because SQLite discards the uncommitted transaction. Both orphan counts are taken only " +
+		"crash leaves neither row, because the database discards the uncommitted transaction. Both orphan counts are taken only " +
 		"when the failpoint really fired and killed the instance. A crash-free run then shows exactly one outbox row per " +
 		"payment, and the fake provider's create payment called once per key by checkout, only after the commit (a crashed " +
 		"write never reaches the provider).",
@@ -45,12 +45,12 @@ var transactionalOutbox = Scenario{
 		store.OrphanPayments,
 	},
 	Checks: []CheckDoc{
-		{"orphans_before", "BEFORE: two transactions + a crash between them left 1 payment with no outbox message (counted only if the crash really killed the instance)"},
-		{"orphans_after", "AFTER: one transaction + the same crash left no orphan (counted only if the crash really killed the instance)"},
-		{"rows_after_crash", "AFTER: the crash left neither row: payments + outbox messages a restarted instance finds"},
-		{"crashes_injected", "the failpoint fired and killed the checkout instance in both phases (connection closed, no more queries answered)"},
-		{"outbox_rows_per_payment", "after the crash-free run, every payment has exactly one outbox row (the fewest and the most per payment are both 1)"},
-		{"keys_not_created_exactly_once", "the provider's create payment ran exactly once per key, by checkout after each commit, never for a crashed write"},
+		{Name: "orphans_before", About: "BEFORE: two transactions + a crash between them left 1 payment with no outbox message (counted only if the crash really killed the instance)"},
+		{Name: "orphans_after", About: "AFTER: one transaction + the same crash left no orphan (counted only if the crash really killed the instance)"},
+		{Name: "rows_after_crash", About: "AFTER: the crash left neither row: payments + outbox messages a restarted instance finds"},
+		{Name: "crashes_injected", About: "the failpoint fired and killed the checkout instance in both phases (connection closed, no more queries answered)"},
+		{Name: "outbox_rows_per_payment", About: "after the crash-free run, every payment has exactly one outbox row (the fewest and the most per payment are both 1)"},
+		{Name: "keys_not_created_exactly_once", About: "the provider's create payment ran exactly once per key, by checkout after each commit, never for a crashed write"},
 	},
 	Variants: []Variant{
 		{Name: variantTwoTransactions, Mistake: "the \"after\" still commits the payment and the outbox row in two transactions, so the same crash leaves an orphan",

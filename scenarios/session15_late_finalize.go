@@ -47,10 +47,10 @@ var lateFinalize = Scenario{
 		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
-		{"rejected_finalizations", "the stalled worker's finalization changed 0 rows and rolled back"},
-		{"ownership_violations", "no finalization committed by a worker that no longer owned the message"},
-		{"processing_attempts", "the message was still worked on twice: a lease bounds duplicate work, it does not prevent it"},
-		{"owner_result_kept", "the message's ProcessedAtUtc is the owner's finalization, not the stalled worker's"},
+		{Name: "rejected_finalizations", About: "the stalled worker's finalization changed 0 rows and rolled back"},
+		{Name: "ownership_violations", About: "no finalization committed by a worker that no longer owned the message"},
+		{Name: "processing_attempts", About: "the message was still worked on twice: a lease bounds duplicate work, it does not prevent it"},
+		{Name: "owner_result_kept", About: "the message's ProcessedAtUtc is the owner's finalization, not the stalled worker's"},
 	},
 	Variants: []Variant{
 		{Name: variantFinalizeWithoutOwnerGuard,

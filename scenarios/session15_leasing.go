@@ -17,7 +17,17 @@ const (
 	variantUnguardedClaim = "unguarded-claim"
 	variantPaidWithoutTxn = "paid-without-transaction"
 	variantWorkerCreates  = "worker-creates-payment"
+
+	// PostgreSQL's mistakes, made on its row locks under READ COMMITTED.
+	variantForUpdateWaits      = "for-update-without-skip-locked"
+	variantReadCommittedUpdate = "select-then-update-read-committed"
 )
+
+// lockWatch is how long a claim, on PostgreSQL, keeps its transaction open
+// looking for another worker waiting on its row lock: every claim of the
+// concurrent phase does, lesson and variants alike, so the waits a claim
+// without SKIP LOCKED causes are seen in pg_stat_activity, not guessed.
+const lockWatch = 250 * time.Millisecond
 
 // claimBound is the most claim attempts the concurrent phase may make: 8
 // per seeded message. The lesson's claim needs about one each.
@@ -37,6 +47,9 @@ var outboxLeasing = Scenario{
 		"claim holds only if exactly one row changed. Finalization updates the payment and marks the message " +
 		"Processed only WHERE LockedBy = me, and rolls back otherwise. A crashed worker's lease expires on the " +
 		"scenario clock and another worker recovers the message.",
+	OnPostgres: "On PostgreSQL, whose transactions run at READ COMMITTED and take no database-wide write lock, the " +
+		"claim's SELECT takes the row's lock and skips rows another claim holds (FOR UPDATE SKIP LOCKED), in the " +
+		"transaction of the UPDATE; production claims do the same in one statement (`outboxlab describe` shows it).",
 	DoesNotSolve: "A lease is not a lock: a slow owner whose lease expires can still act after another worker " +
 		"took over (the post-send ambiguity). LockedBy alone cannot tell the old owner's late write from the " +
 		"new owner's when the same worker name comes back; fencing tokens (session 16) fix that.",
@@ -45,25 +58,28 @@ var outboxLeasing = Scenario{
 		store.ClaimUpdate,
 		store.FinalizeOwned,
 		store.ApplyPaymentOutcome,
+		store.ProductionClaim,
 	},
 	Checks: []CheckDoc{
-		{"processing_attempts", "6 processing attempts for 6 messages"},
-		{"unique_messages", "6 distinct messages were processed"},
-		{"processed_more_than_once", "no message was processed twice"},
-		{"status_checks", "the provider saw 6 status checks"},
-		{"ownership_violations", "no finalization committed by a worker that no longer owned the message (Day 15's ownership violations)"},
-		{"claims_of_owned_messages", "no claim took a message another worker still owned, or one already processed"},
-		{"paid", "4 payments Paid"},
-		{"failed", "2 payments Failed"},
-		{"outbox_processed", "6 messages Processed"},
-		{"outbox_pending", "none left Pending"},
-		{"outbox_processing", "none stuck in Processing"},
-		{"duplicate_rows", "no duplicate payment or outbox rows"},
-		{"worker_creation_calls", "workers never call the provider's create"},
-		{"keys_not_created_exactly_once", "the provider created each key exactly once"},
-		{"fake_successes", "every Paid payment carries the transaction id the provider assigned to its key, and no other payment carries one"},
-		{"recovery_ok", "Worker-B was blocked before expiry, reclaimed PAY-001 after it, and it was processed once"},
-		{"claims_bounded", "the workers drained the backlog within 8 claim attempts per message"},
+		{Name: "processing_attempts", About: "6 processing attempts for 6 messages"},
+		{Name: "unique_messages", About: "6 distinct messages were processed"},
+		{Name: "processed_more_than_once", About: "no message was processed twice"},
+		{Name: "status_checks", About: "the provider saw 6 status checks"},
+		{Name: "ownership_violations", About: "no finalization committed by a worker that no longer owned the message (Day 15's ownership violations)"},
+		{Name: "claims_of_owned_messages", About: "no claim took a message another worker still owned, or one already processed"},
+		{Name: "paid", About: "4 payments Paid"},
+		{Name: "failed", About: "2 payments Failed"},
+		{Name: "outbox_processed", About: "6 messages Processed"},
+		{Name: "outbox_pending", About: "none left Pending"},
+		{Name: "outbox_processing", About: "none stuck in Processing"},
+		{Name: "duplicate_rows", About: "no duplicate payment or outbox rows"},
+		{Name: "worker_creation_calls", About: "workers never call the provider's create"},
+		{Name: "keys_not_created_exactly_once", About: "the provider created each key exactly once"},
+		{Name: "fake_successes", About: "every Paid payment carries the transaction id the provider assigned to its key, and no other payment carries one"},
+		{Name: "recovery_ok", About: "Worker-B was blocked before expiry, reclaimed PAY-001 after it, and it was processed once"},
+		{Name: "claims_bounded", About: "the workers drained the backlog within 8 claim attempts per message"},
+		{Name: "claim_lock_waits", Engine: store.Postgres,
+			About: "no claim of the concurrent phase made another worker wait for its row lock (seen by the holder in pg_stat_activity)"},
 	},
 	Variants: []Variant{
 		{Name: variantPermanentLock, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",
@@ -91,6 +107,22 @@ var outboxLeasing = Scenario{
 				"at checkout and once by a worker (6 worker creation calls); with a real provider that is a second " +
 				"charge. Creation happens exactly once per key, at checkout; a worker only asks for the status of " +
 				"what checkout created."},
+		{Name: variantForUpdateWaits, Engine: store.Postgres,
+			Mistake: "the claim's SELECT takes the row lock with FOR UPDATE but without SKIP LOCKED",
+			Breaks:  []string{"claim_lock_waits"},
+			Shows: "Correct, but the workers queue: each claim keeps its transaction open until it sees the other worker " +
+				"wait for its row lock, and with FOR UPDATE alone the other worker's claim does wait, on the same oldest " +
+				"row, until the first claim commits; only then does PostgreSQL re-check the row, find it taken and move to " +
+				"the next. Every message is still processed once (the invariants hold); the cost is that claims run one " +
+				"after another. SKIP LOCKED lets the second claim take the next message at once."},
+		{Name: variantReadCommittedUpdate, Engine: store.Postgres,
+			Mistake: "the claim's SELECT takes no row lock and its UPDATE changes the row by Id alone, trusting the read, in one READ COMMITTED transaction",
+			Breaks:  []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
+			Shows: "One transaction is not enough on PostgreSQL: at READ COMMITTED a plain SELECT takes no lock, so both " +
+				"workers read the same oldest message (a barrier holds each after its select until both have read). " +
+				"Worker-A's UPDATE takes it; Worker-B's UPDATE waits for Worker-A's commit, then, with no claimable " +
+				"predicate to re-check, takes it too: a double claim, and both process the message. The lesson's " +
+				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
 	},
 	AcceptsClaimSQL: true,
 	Run:             runOutboxLeasing,
@@ -104,6 +136,10 @@ func leasingSQL(variant string) store.OutboxSQL {
 		s.Claim = store.ExpiryBlindClaim
 	case variantUnguardedClaim:
 		s.Claim = store.UnguardedClaim
+	case variantForUpdateWaits:
+		s.Claim = store.QueuingClaim
+	case variantReadCommittedUpdate:
+		s.Claim = store.ReadCommittedClaim
 	}
 	return s
 }
@@ -147,7 +183,7 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := concurrentPhase(ctx, d, env.Open, env.DatabasePath(), statements); err != nil {
+	if err := concurrentPhase(ctx, d, env.Open, env.DatabasePath(), statements, env.Is(variantReadCommittedUpdate)); err != nil {
 		return nil, err
 	}
 	r.SetFlag("claims_bounded", !d.ClaimBoundReached())
@@ -166,17 +202,22 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	claimsA, claimsB := d.ConcurrentClaims()
 	r.SetMetric("concurrent_claims_a", float64(claimsA))
 	r.SetMetric("concurrent_claims_b", float64(claimsB))
+	want := map[string]float64{
+		"processing_attempts": 6, "unique_messages": 6, "processed_more_than_once": 0, "status_checks": 6,
+		"ownership_violations": 0, "claims_of_owned_messages": 0, "paid": 4, "failed": 2, "outbox_processed": 6, "outbox_pending": 0,
+		"outbox_processing": 0, "duplicate_rows": 0, "worker_creation_calls": 0, "keys_not_created_exactly_once": 0,
+		"fake_successes": 0, "recovery_ok": 1, "claims_bounded": 1,
+	}
+	if env.Engine() == store.Postgres {
+		r.SetMetric("claim_lock_waits", float64(d.ClaimLockWaits()))
+		want["claim_lock_waits"] = 0
+	}
 	if err := d.Finish(ctx, setup, r); err != nil {
 		return nil, err
 	}
 	r.Tables = append(r.Tables, rec.table())
 
-	expectDocumented(r, env.Scenario.Checks, map[string]float64{
-		"processing_attempts": 6, "unique_messages": 6, "processed_more_than_once": 0, "status_checks": 6,
-		"ownership_violations": 0, "claims_of_owned_messages": 0, "paid": 4, "failed": 2, "outbox_processed": 6, "outbox_pending": 0,
-		"outbox_processing": 0, "duplicate_rows": 0, "worker_creation_calls": 0, "keys_not_created_exactly_once": 0,
-		"fake_successes": 0, "recovery_ok": 1, "claims_bounded": 1,
-	})
+	expectDocumented(r, env.Scenario.Checks, want)
 	r.Verdict = leasingVerdict(env, r)
 	return r, nil
 }
@@ -311,10 +352,13 @@ func claimObserved(c store.Claim) string {
 
 // concurrentPhase runs both workers, each on its own connection, looping
 // claim, process, finalize until nothing is claimable. Worker-A is a fresh
-// instance after its crash.
-func concurrentPhase(ctx context.Context, d *cast.Day15, open cast.Opener, path string, statements store.OutboxSQL) error {
+// instance after its crash. On PostgreSQL every claim watches for workers
+// waiting on its row lock ([lockWatch]). With readWindow (PostgreSQL's
+// read-committed mistake) a barrier holds each claim after its select, in
+// its transaction, until both have read.
+func concurrentPhase(ctx context.Context, d *cast.Day15, open cast.Opener, path string, statements store.OutboxSQL, readWindow bool) error {
 	var barrier *cast.Barrier
-	if statements.Claim.Split {
+	if statements.Claim.Split || readWindow {
 		// The mistake's window made deterministic: both workers have
 		// selected before either updates.
 		barrier = cast.NewBarrier(2)
@@ -332,6 +376,6 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, open cast.Opener, path 
 			defer barrier.Leave()
 			between = func() { _ = barrier.Wait(ctx) }
 		}
-		return d.WorkLeased(ctx, store.NewOutbox(db, statements), worker, leaseLength, between)
+		return d.WorkLeased(ctx, store.NewOutbox(db, statements).WatchLockWaits(lockWatch), worker, leaseLength, between)
 	})
 }

@@ -17,7 +17,7 @@ var competingWorkersNoClaim = Scenario{
 	FileTag: "Competing-Workers-No-Claim",
 	Title:   "Day 15 before: two workers, no claim",
 	Design:  lab.Broken,
-	Teaches: "Two workers, each its own application instance on its own SQLite connection, bulk-load every " +
+	Teaches: "Two workers, each its own application instance on its own database connection, bulk-load every " +
 		"Pending outbox message with a plain SELECT. A barrier of two holds both until both have the full " +
 		"snapshot, then each processes everything it loaded: a provider status check, the payment update, " +
 		"and a completion by Id alone. The final database looks perfect; only the separate ledgers show " +
@@ -30,18 +30,18 @@ var competingWorkersNoClaim = Scenario{
 		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
-		{"loaded_a", "Worker-A loaded all 6 Pending messages"},
-		{"loaded_b", "Worker-B loaded the same 6 messages"},
-		{"barrier_held", "the barrier held: by the ledgers' order, both workers had finished loading before either processed anything"},
-		{"processing_attempts", "12 attempts: the race was reproduced, every message done twice"},
-		{"status_checks", "the provider saw 12 status checks for 6 payments"},
-		{"unique_messages", "6 distinct messages were worked on"},
-		{"processed_more_than_once", "all 6 messages were processed more than once"},
-		{"outbox_processed", "the final state looks perfect: 6 Processed"},
-		{"outbox_pending", "no message left Pending"},
-		{"paid", "4 payments Paid"},
-		{"failed", "2 payments Failed"},
-		{"duplicate_rows", "no duplicate payment or outbox rows: the database alone hides the race"},
+		{Name: "loaded_a", About: "Worker-A loaded all 6 Pending messages"},
+		{Name: "loaded_b", About: "Worker-B loaded the same 6 messages"},
+		{Name: "barrier_held", About: "the barrier held: by the ledgers' order, both workers had finished loading before either processed anything"},
+		{Name: "processing_attempts", About: "12 attempts: the race was reproduced, every message done twice"},
+		{Name: "status_checks", About: "the provider saw 12 status checks for 6 payments"},
+		{Name: "unique_messages", About: "6 distinct messages were worked on"},
+		{Name: "processed_more_than_once", About: "all 6 messages were processed more than once"},
+		{Name: "outbox_processed", About: "the final state looks perfect: 6 Processed"},
+		{Name: "outbox_pending", About: "no message left Pending"},
+		{Name: "paid", About: "4 payments Paid"},
+		{Name: "failed", About: "2 payments Failed"},
+		{Name: "duplicate_rows", About: "no duplicate payment or outbox rows: the database alone hides the race"},
 	},
 	Variants: []Variant{{
 		Name: variantSequential,

@@ -65,11 +65,11 @@ var staleAckFencing = Scenario{
 		store.EventByID,
 	},
 	Checks: []CheckDoc{
-		{"stale_ack_rows", "Worker-A's ack with its stale token changed 0 rows"},
-		{"current_ack_rows", "Worker-B's ack with the current token changed 1 row"},
-		{"reclaim_after_delivery_rows", "a claim of the delivered event changed 0 rows"},
-		{"distinct_tokens", "the two successful claims got two distinct tokens"},
-		{"failed_acks_lease_lost", "the failed-ack ledger has 1 entry, reason lease-lost"},
+		{Name: "stale_ack_rows", About: "Worker-A's ack with its stale token changed 0 rows"},
+		{Name: "current_ack_rows", About: "Worker-B's ack with the current token changed 1 row"},
+		{Name: "reclaim_after_delivery_rows", About: "a claim of the delivered event changed 0 rows"},
+		{Name: "distinct_tokens", About: "the two successful claims got two distinct tokens"},
+		{Name: "failed_acks_lease_lost", About: "the failed-ack ledger has 1 entry, reason lease-lost"},
 	},
 	Variants: []Variant{
 		{Name: variantAckByEventID, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +

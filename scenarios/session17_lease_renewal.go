@@ -66,10 +66,10 @@ var leaseRenewalSteps = []renewalStep{
 
 func leaseRenewalChecks() []CheckDoc {
 	docs := []CheckDoc{
-		{"steps_as_expected", "every step changed what it should: its rows affected, and the owner and lease end read back from the database after it"},
+		{Name: "steps_as_expected", About: "every step changed what it should: its rows affected, and the owner and lease end read back from the database after it"},
 	}
 	for _, s := range leaseRenewalSteps {
-		docs = append(docs, CheckDoc{s.check, s.about})
+		docs = append(docs, CheckDoc{Name: s.check, About: s.about})
 	}
 	return docs
 }

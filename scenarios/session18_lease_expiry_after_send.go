@@ -39,7 +39,7 @@ var leaseExpiryAfterSend = Scenario{
 		"presents token 1 and is fenced out (0 rows); Relay-B's completion publishes the row. The broker now holds two " +
 		"offers of e42: the duplicate is the expected counterexample of at-least-once delivery, not a bug. Two consumers " +
 		"read both offers: the inbox consumer (INSERT INTO consumed_events ... ON CONFLICT DO NOTHING and the credit in one " +
-		"BEGIN IMMEDIATE transaction, the credit applied only when the insert added a row) ends at 1000 cents; the naive " +
+		"transaction, the credit applied only when the insert added a row) ends at 1000 cents; the naive " +
 		"consumer (an unconditional increment) ends at 2000. The broker and inbox tables store UTC clock text; outbox_events keeps " +
 		"logical ticks (milliseconds since 2026-01-15T09:00:00.000Z), shown beside their clock time.",
 	DoesNotSolve: "Fencing keeps the database honest (only the current token's completion counts) but cannot unsend: " +
@@ -48,12 +48,12 @@ var leaseExpiryAfterSend = Scenario{
 		"version check cannot replace it for additive effects such as a credit (session 19).",
 	Statements: cast.PipelineSQL(),
 	Checks: []CheckDoc{
-		{"broker_offers", "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
-		{"stale_completion_rows", "Relay-A's completion with the stale token 1 changed 0 rows"},
-		{"published", "the outbox row is published (delivered = 1), by Relay-B's completion"},
-		{"inbox_credit_cents", "the inbox consumer credited 1000 cents for two offers"},
-		{"consumed_event_rows", "the inbox holds one consumed_events row for e42"},
-		{"naive_credit_cents", "the naive consumer credited 2000 cents: the duplicate reached the business state"},
+		{Name: "broker_offers", About: "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
+		{Name: "stale_completion_rows", About: "Relay-A's completion with the stale token 1 changed 0 rows"},
+		{Name: "published", About: "the outbox row is published (delivered = 1), by Relay-B's completion"},
+		{Name: "inbox_credit_cents", About: "the inbox consumer credited 1000 cents for two offers"},
+		{Name: "consumed_event_rows", About: "the inbox holds one consumed_events row for e42"},
+		{Name: "naive_credit_cents", About: "the naive consumer credited 2000 cents: the duplicate reached the business state"},
 	},
 	Variants: []Variant{
 		{Name: variantCompleteWithoutToken, Mistake: "the relays complete by event id alone: Relay-A's late completion, after its lease expired, is accepted",

@@ -70,9 +70,9 @@ var failureRows = []failureRow{
 func failureClassChecks() []CheckDoc {
 	var docs []CheckDoc
 	for _, row := range failureRows {
-		docs = append(docs, CheckDoc{row.check, fmt.Sprintf("row %d (%s): %s", row.n, row.order, row.expected)})
+		docs = append(docs, CheckDoc{Name: row.check, About: fmt.Sprintf("row %d (%s): %s", row.n, row.order, row.expected)})
 	}
-	return append(docs, CheckDoc{"rows_passed", "every row's property held on durable state, read back from its own database after the row ran"})
+	return append(docs, CheckDoc{Name: "rows_passed", About: "every row's property held on durable state, read back from its own database after the row ran"})
 }
 
 var failureClasses = Scenario{

@@ -67,12 +67,12 @@ var inboxRetention = Scenario{
 		"covers only a relay's quick resends, never a replay days later. Exactly-once delivery is not claimed.",
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Purge, store.BrokerLesson.DeadLetter, store.BrokerLesson.PurgeDeadLetters, store.BrokerLesson.TakeDeadLetter),
 	Checks: []CheckDoc{
-		{"credit_short_retention_cents", "part 1: the inbox retention is shorter than the three-day replay while the DLQ still holds the message, " +
+		{Name: "credit_short_retention_cents", About: "part 1: the inbox retention is shorter than the three-day replay while the DLQ still holds the message, " +
 			"so the replay re-applies the effect: 2000 with the default flags (other flags: see the expected-values table)"},
-		{"credit_long_retention_cents", "part 1: with the inbox retention at least the longest redelivery interval, the replay has no second effect: 1000"},
-		{"broker_dropped_within_window", "part 2: the resend 30s after the first send falls inside the broker window and is dropped: 1 with the default flags"},
-		{"broker_passed_after_window", "part 2: the replay three days later falls outside the broker window (and the DLQ still holds it) and passes the broker: 1 with the default flags"},
-		{"credit_broker_window_cents", "part 2: whatever the broker window dropped or passed, only the inbox keeps the effect single: " +
+		{Name: "credit_long_retention_cents", About: "part 1: with the inbox retention at least the longest redelivery interval, the replay has no second effect: 1000"},
+		{Name: "broker_dropped_within_window", About: "part 2: the resend 30s after the first send falls inside the broker window and is dropped: 1 with the default flags"},
+		{Name: "broker_passed_after_window", About: "part 2: the replay three days later falls outside the broker window (and the DLQ still holds it) and passes the broker: 1 with the default flags"},
+		{Name: "credit_broker_window_cents", About: "part 2: whatever the broker window dropped or passed, only the inbox keeps the effect single: " +
 			"the resend and the replay credit nothing more, 1000 with any flags"},
 	},
 	Variants: []Variant{

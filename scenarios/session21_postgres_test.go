@@ -8,6 +8,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // executeOnPostgres runs sc's variant ("" as designed) on the test server,
@@ -37,7 +38,7 @@ func TestClaimsAtScaleOnPostgres(t *testing.T) {
 	t.Run("designed", func(t *testing.T) {
 		t.Parallel()
 		r := executeOnPostgres(t, url, sc, "")
-		checkDesigned(t, sc, r)
+		checkDesigned(t, sc, r, store.Postgres)
 		checkSQLTruth(t, r)
 		locked := 0
 		for _, s := range r.Statements {

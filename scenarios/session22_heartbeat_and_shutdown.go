@@ -73,14 +73,14 @@ var heartbeatAndShutdown = Scenario{
 		store.CompleteWithToken,
 	},
 	Checks: []CheckDoc{
-		{"stale_sends", "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
-		{"zero_row_renewals", "renewals that changed 0 rows because the lease was lost: 1, Relay-A's after its pause"},
-		{"cancelled_on_lease_loss", "works cancelled on a lost lease before their send: 1, Relay-A's on e2"},
-		{"completed_by_new_owner", "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
-		{"deadline_refusals", "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
-		{"lost_events", "events marked delivered that the broker never received: 0"},
-		{"completed_without_send", "completions that changed a row for an event the completing relay never sent: 0"},
-		{"recovered_after_restart", "events in flight at shutdown that the restarted relay recovered and delivered: 2 (e5, e6)"},
+		{Name: "stale_sends", About: "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
+		{Name: "zero_row_renewals", About: "renewals that changed 0 rows because the lease was lost: 1, Relay-A's after its pause"},
+		{Name: "cancelled_on_lease_loss", About: "works cancelled on a lost lease before their send: 1, Relay-A's on e2"},
+		{Name: "completed_by_new_owner", About: "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
+		{Name: "deadline_refusals", About: "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
+		{Name: "lost_events", About: "events marked delivered that the broker never received: 0"},
+		{Name: "completed_without_send", About: "completions that changed a row for an event the completing relay never sent: 0"},
+		{Name: "recovered_after_restart", About: "events in flight at shutdown that the restarted relay recovered and delivered: 2 (e5, e6)"},
 	},
 	Variants: []Variant{
 		{Name: variantRenewalFailureOnlyLogged, Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +

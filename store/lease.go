@@ -22,11 +22,19 @@ type ClaimSQL struct {
 
 // The lesson's claim, in one BEGIN IMMEDIATE transaction.
 var (
-	// ClaimSelectNext selects the oldest claimable message.
-	ClaimSelectNext = named("claim: select the oldest claimable message", `SELECT Id FROM OutboxMessages
+	// ClaimSelectNext selects the oldest claimable message. On PostgreSQL,
+	// whose transactions do not take the whole database's write lock as
+	// SQLite's BEGIN IMMEDIATE does, the select takes the row's lock and
+	// skips rows another claim holds (FOR UPDATE SKIP LOCKED): the same
+	// lesson, with the lock on the row.
+	ClaimSelectNext = namedOn("claim: select the oldest claimable message", `SELECT Id FROM OutboxMessages
 WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
 ORDER BY CreatedAtUtc, Id
-LIMIT 1`)
+LIMIT 1`, `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE SKIP LOCKED`)
 
 	// ClaimUpdate takes message :id only if it is still claimable.
 	ClaimUpdate = named("claim: take it only if still claimable", `UPDATE OutboxMessages
@@ -68,6 +76,39 @@ SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
 WHERE Id = :id`)
 )
 
+// The PostgreSQL claim mistakes. PostgreSQL runs a transaction at READ
+// COMMITTED: a plain SELECT takes no lock, and each statement sees what was
+// committed when it started. SQLite has no FOR UPDATE; these run on
+// PostgreSQL only.
+var (
+	// ClaimSelectForUpdate locks the row without SKIP LOCKED: correct, but
+	// a second worker's claim waits for the first claim's transaction.
+	ClaimSelectForUpdate = mistake(&ClaimSelectNext,
+		"takes the row lock without SKIP LOCKED, so a second worker's claim waits for the first claim's transaction to end instead of taking the next message",
+		"claim: select the oldest claimable message FOR UPDATE (MISTAKE: waits for the lock)", `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1
+FOR UPDATE`)
+
+	// ClaimSelectNoLock reads without a row lock: under READ COMMITTED two
+	// workers can both read the same message.
+	ClaimSelectNoLock = mistake(&ClaimSelectNext,
+		"drops FOR UPDATE SKIP LOCKED: under READ COMMITTED the select takes no lock, so two workers can both read the same message",
+		"claim: select the oldest claimable message (MISTAKE: no row lock)", `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1 /* no FOR UPDATE: a read, not a lock */`)
+
+	// ClaimUpdateTrustingRead takes the row by Id alone, in the select's
+	// transaction: it trusts what the select read.
+	ClaimUpdateTrustingRead = mistake(&ClaimUpdate,
+		"drops the claimable predicate from the UPDATE, trusting the select's read: under READ COMMITTED it waits for the other worker's claim to commit, then overwrites it",
+		"claim: take it by Id alone (MISTAKE: trusts the select's read)", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
+WHERE Id = :id /* the select said it was claimable */`)
+)
+
 // The claims a lesson chooses from.
 var (
 	// LeaseClaim is Day 15's atomic claim: in one BEGIN IMMEDIATE
@@ -82,6 +123,30 @@ var (
 	// UnguardedClaim is the select-then-update mistake: the update trusts
 	// the earlier read and changes the row by Id alone, in its own transaction.
 	UnguardedClaim = ClaimSQL{SelectNext: ClaimSelectNext, Update: ClaimUpdateByID, Split: true}
+
+	// QueuingClaim is the lesson's claim on PostgreSQL with FOR UPDATE but
+	// without SKIP LOCKED: no message is claimed twice, but the workers
+	// queue behind one another's row lock.
+	QueuingClaim = ClaimSQL{SelectNext: ClaimSelectForUpdate, Update: ClaimUpdate}
+
+	// ReadCommittedClaim is select-then-update in one transaction without
+	// a row lock and with an update that trusts the read: on PostgreSQL two
+	// workers both take the same message.
+	ReadCommittedClaim = ClaimSQL{SelectNext: ClaimSelectNoLock, Update: ClaimUpdateTrustingRead}
+
+	// ProductionClaim is how production outboxes and job queues (River,
+	// MassTransit) claim on PostgreSQL: one statement that selects with
+	// FOR UPDATE SKIP LOCKED and updates what it locked, returning the
+	// rows. `describe` shows it beside the lesson's two statements; the
+	// bench runs its batched form (see [ScaleSQL]).
+	ProductionClaim = named("claim in one statement (production form, PostgreSQL)", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
+WHERE Id = (SELECT Id FROM OutboxMessages
+            WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+            ORDER BY CreatedAtUtc, Id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED)
+RETURNING Id`)
 )
 
 // Finalization and the Day 15 "before".

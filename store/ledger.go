@@ -261,6 +261,50 @@ func (l *Ledger) recordTx(texts []string, committed bool) {
 	}
 }
 
+// Merge adds what another process's ledger recorded (its [Ledger.Entries]
+// and [Ledger.Transactions], sent over a pipe) to l, as if those
+// statements had run on one of l's connections: counts add up by text, and
+// each text is named from l's catalogue and names, not the sender's.
+func (l *Ledger) Merge(entries []LedgerEntry, txs []LedgerTx) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byKey == nil {
+		l.byKey = map[string]*LedgerEntry{}
+	}
+	for _, in := range entries {
+		key, stmt := in.Text, in.Stmt
+		if in.Text == "" {
+			key = "\x00omitted:" + in.Stmt.Name
+		} else {
+			stmt = l.lookup(in.Text)
+		}
+		e, ok := l.byKey[key]
+		if !ok {
+			e = &LedgerEntry{Stmt: stmt, Text: in.Text}
+			l.byKey[key] = e
+			l.order = append(l.order, key)
+		}
+		e.Runs += in.Runs
+		e.Rows += in.Rows
+		e.Failed += in.Failed
+		e.Skipped += in.Skipped
+	}
+	if l.txByKey == nil {
+		l.txByKey = map[string]*LedgerTx{}
+	}
+	for _, in := range txs {
+		key := strings.Join(in.Statements, "\x00")
+		tx, ok := l.txByKey[key]
+		if !ok {
+			tx = &LedgerTx{Statements: append([]string(nil), in.Statements...)}
+			l.txByKey[key] = tx
+			l.txOrder = append(l.txOrder, key)
+		}
+		tx.Committed += in.Committed
+		tx.RolledBack += in.RolledBack
+	}
+}
+
 // Entries returns every statement text the run executed, in the order each
 // first ran.
 func (l *Ledger) Entries() []LedgerEntry {

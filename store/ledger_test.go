@@ -12,7 +12,8 @@ import (
 // Statements of this test only: registered in the catalogue like the
 // lessons' own, so the ledger names them.
 var (
-	ledgerTestCreate = audit("ledger test: create the table", `CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)`)
+	ledgerTestCreate = auditOn("ledger test: create the table", `CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)`,
+		postgresDDL(`CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)`))
 	ledgerTestInsert = named("ledger test: insert a row", `INSERT INTO t (v) VALUES (:v)`)
 	ledgerTestGuard  = named("ledger test: bump a row only while v is 1", `UPDATE t SET v = v + 1 WHERE id = :id AND v = 1`)
 	ledgerTestBlind  = mistake(&ledgerTestGuard, "drops the guard AND v = 1", "ledger test: bump a row by id alone", `UPDATE t SET v = v + 1 WHERE id = :id`)

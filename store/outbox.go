@@ -15,6 +15,48 @@ import (
 type Outbox struct {
 	db  *DB
 	sql OutboxSQL
+	// watch, on PostgreSQL, is how long a claim holding a row lock looks
+	// for another worker waiting on it (see [Outbox.WatchLockWaits]).
+	watch time.Duration
+}
+
+// WatchLockWaits makes every claim that selected a message, on
+// PostgreSQL, keep its transaction (and so its row lock) open until it sees
+// another backend wait for that lock, or for d: the claim then reports the
+// waiters it saw ([Claim.LockWaiters]). It is how a lesson shows that a
+// claim without SKIP LOCKED makes workers queue, and that the lesson's does
+// not. On SQLite, whose BEGIN IMMEDIATE serializes whole transactions, it
+// does nothing.
+func (o *Outbox) WatchLockWaits(d time.Duration) *Outbox {
+	o.watch = d
+	return o
+}
+
+// watchLockWaitersSQL counts the backends waiting for a lock this
+// connection holds; a lock the claim's select took is one.
+// It runs on PostgreSQL only.
+var watchLockWaitersSQL = audit("lab: who waits for this claim's row lock? (PostgreSQL)",
+	`SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))`)
+
+// lockWaiters polls, inside the claim's transaction, until another backend
+// waits for one of its locks or o.watch has passed.
+func (o *Outbox) lockWaiters(ctx context.Context, tx *sql.Tx) (int, error) {
+	if o.watch <= 0 || o.db.Engine() != Postgres {
+		return 0, nil
+	}
+	deadline := time.Now().Add(o.watch)
+	for {
+		var n int
+		if err := tx.QueryRowContext(ctx, watchLockWaitersSQL.SQL).Scan(&n); err != nil {
+			return 0, err
+		}
+		if n > 0 || time.Now().After(deadline) {
+			return n, nil
+		}
+		if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // NewOutbox returns the outbox service of db running the statements s.
@@ -66,15 +108,21 @@ type Claim struct {
 	HeldBy    string  // with Blocked or Refused: the lease's owner
 	HeldUntil string  // with Blocked or Refused: when that lease ends (or ended)
 	Rows      int64   // rows the claim's UPDATE changed (rolled back unless exactly 1)
-	Stats     TxStats
+	// LockWaiters is how many other workers were seen waiting for this
+	// claim's row lock (PostgreSQL, with [Outbox.WatchLockWaits]).
+	LockWaiters int
+	Stats       TxStats
 }
 
 // Statements is the statement set this service runs.
 func (o *Outbox) Statements() OutboxSQL { return o.sql }
 
 // ClaimNext claims the oldest claimable message for worker with a lease of
-// the given length. With a split claim, between (if not nil) runs after the
-// select and before the update: the window the mistake leaves open.
+// the given length. between (if not nil) runs after the select and before
+// the update: between the two transactions of a split claim (the window the
+// mistake leaves open), inside the claim's transaction otherwise. Pass it
+// inside a transaction only on PostgreSQL: under SQLite's BEGIN IMMEDIATE
+// the other worker cannot begin its claim while this one waits.
 func (o *Outbox) ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (Claim, error) {
 	args := claimArgs(worker, now, lease)
 	if o.sql.Claim.Split {
@@ -86,6 +134,12 @@ func (o *Outbox) ClaimNext(ctx context.Context, worker string, now time.Time, le
 		id, found, err := o.selectNext(ctx, tx, args)
 		if err != nil || !found {
 			claim.Outcome = Empty
+			return err
+		}
+		if between != nil {
+			between()
+		}
+		if claim.LockWaiters, err = o.lockWaiters(ctx, tx); err != nil {
 			return err
 		}
 		return o.update(ctx, tx, id, args, &claim)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -63,35 +64,15 @@ func RedactURL(dsn string) string {
 // is written in the lesson's SQLite text and numbered for PostgreSQL at
 // the driver, where the ledger records the text that ran.
 func OpenPostgres(ctx context.Context, dsn, schema string, cfg Config) (*DB, error) {
-	if cfg.ClaimFile != nil {
-		return nil, errors.New("store: claim files are checked by SQLite's authorizer; grade them without --db")
-	}
-	pc, err := pgx.ParseConfig(dsn)
+	pc, err := postgresConfig(dsn, schema)
 	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", RedactURL(dsn), err)
+		return nil, err
 	}
-	if pc.ConnectTimeout == 0 {
-		pc.ConnectTimeout = ConnectTimeout
+	db, err := openPostgres(ctx, dsn, stdlib.GetConnector(*pc), cfg)
+	if err != nil {
+		return nil, err
 	}
-	if schema != "" {
-		pc.RuntimeParams["search_path"] = schema
-	}
-	pc.RuntimeParams["application_name"] = "outboxlab"
-	var connector driver.Connector = stdlib.GetConnector(*pc)
-	if cfg.Ledger != nil {
-		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
-	}
-	connector = &dialectConnector{base: connector}
-	sdb := sql.OpenDB(connector)
-	sdb.SetMaxOpenConns(1)
-	sdb.SetMaxIdleConns(1)
-	sdb.SetConnMaxLifetime(0)
-	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres, schema: schema}
-	var one int
-	if err := sdb.QueryRowContext(ctx, pingSQL.SQL).Scan(&one); err != nil {
-		sdb.Close()
-		return nil, unreachable(dsn, err)
-	}
+	db.schema = schema
 	return db, nil
 }
 
@@ -103,6 +84,112 @@ func CheckServer(ctx context.Context, dsn string) error {
 		return err
 	}
 	return db.Close()
+}
+
+// postgresConfig parses dsn and sets what every lab connection has: a
+// connect timeout, the schema first on the search path, and its name.
+func postgresConfig(dsn, schema string) (*pgx.ConnConfig, error) {
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", RedactURL(dsn), err)
+	}
+	if pc.ConnectTimeout == 0 {
+		pc.ConnectTimeout = ConnectTimeout
+	}
+	if schema != "" {
+		pc.RuntimeParams["search_path"] = schema
+	}
+	pc.RuntimeParams["application_name"] = "outboxlab"
+	return pc, nil
+}
+
+// openPostgres wraps connector with the ledger and the dialect, and checks
+// that the server answers.
+func openPostgres(ctx context.Context, dsn string, connector driver.Connector, cfg Config) (*DB, error) {
+	if cfg.ClaimFile != nil {
+		return nil, errors.New("store: claim files are checked by SQLite's authorizer; grade them without --db")
+	}
+	if cfg.Ledger != nil {
+		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
+	}
+	connector = &dialectConnector{base: connector}
+	sdb := sql.OpenDB(connector)
+	sdb.SetMaxOpenConns(1)
+	sdb.SetMaxIdleConns(1)
+	sdb.SetConnMaxLifetime(0)
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres}
+	var one int
+	if err := sdb.QueryRowContext(ctx, pingSQL.SQL).Scan(&one); err != nil {
+		sdb.Close()
+		return nil, unreachable(dsn, err)
+	}
+	return db, nil
+}
+
+// Server is a PostgreSQL server one run uses, with a pool of connections
+// for each of the run's schemas. Each [DB] it opens still holds one
+// connection of its own, as an application instance does; when the
+// instance closes, its connection goes back to the pool for the next
+// instance, the way PgBouncer hands connections to processes, instead of a
+// new server process being started for it (about 20 ms each). A
+// connection closed in the middle of a transaction, as a crash leaves it,
+// is not reused: the pool closes it, and the server rolls back.
+type Server struct {
+	dsn   string
+	mu    sync.Mutex
+	pools map[string]*pgxpool.Pool
+}
+
+// NewServer returns the server at dsn; it connects on first Open.
+func NewServer(dsn string) *Server { return &Server{dsn: dsn, pools: map[string]*pgxpool.Pool{}} }
+
+// Open opens one application instance's connection with schema first on
+// its search path (see [OpenPostgres]).
+func (s *Server) Open(ctx context.Context, schema string, cfg Config) (*DB, error) {
+	pool, err := s.pool(schema)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openPostgres(ctx, s.dsn, stdlib.GetPoolConnector(pool), cfg)
+	if err != nil {
+		return nil, err
+	}
+	db.schema = schema
+	return db, nil
+}
+
+func (s *Server) pool(schema string) (*pgxpool.Pool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.pools[schema]; ok {
+		return p, nil
+	}
+	pc, err := postgresConfig(s.dsn, schema)
+	if err != nil {
+		return nil, err
+	}
+	config, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	config.ConnConfig = pc
+	config.MaxConns = 32
+	p, err := pgxpool.NewWithConfig(context.Background(), config)
+	if err != nil {
+		return nil, unreachable(s.dsn, err)
+	}
+	s.pools[schema] = p
+	return p, nil
+}
+
+// Close closes every pooled connection; open a DB no more afterwards.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for schema, p := range s.pools {
+		p.Close()
+		delete(s.pools, schema)
+	}
 }
 
 var pingSQL = audit("lab: check the server answers", "SELECT 1")
@@ -144,7 +231,7 @@ func pgRetryable(err error) bool {
 var (
 	createSchemaSQL = audit("lab: create the run's schema", "CREATE SCHEMA IF NOT EXISTS %s")
 	dropSchemaSQL   = audit("lab: drop the run's schema", "DROP SCHEMA IF EXISTS %s CASCADE")
-	pgSchemaSQL     = audit("lab: read the schema back for the report", `SELECT c.relname,
+	pgSchemaSQL     = audit("lab: read the schema back for the report (PostgreSQL's catalog)", `SELECT c.relname,
        'CREATE ' || CASE c.relkind WHEN 'r' THEN 'TABLE' ELSE 'INDEX' END || ' ' || c.relname || CASE c.relkind
          WHEN 'r' THEN ' (' || (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) ||
                  CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END, ', ' ORDER BY a.attnum)

@@ -94,22 +94,36 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	fmt.Fprintf(&b, "Design: %s\n\n", design)
 	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", strings.Join(reports.Wrap(sc.Teaches, 76), "\n  "))
 	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", strings.Join(reports.Wrap(sc.DoesNotSolve, 76), "\n  "))
+	if sc.OnPostgres != "" {
+		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", strings.Join(reports.Wrap(sc.OnPostgres, 76), "\n  "))
+	}
 	if len(sc.Statements) > 0 {
 		b.WriteString("The SQL it runs\n")
 		for _, s := range sc.Statements {
 			fmt.Fprintf(&b, "  -- %s\n  %s;\n\n", s.Name, strings.ReplaceAll(strings.TrimSpace(s.SQL), "\n", "\n  "))
+			if s.Postgres != "" {
+				fmt.Fprintf(&b, "  -- the same, as PostgreSQL runs it (--db)\n  %s;\n\n", strings.ReplaceAll(strings.TrimSpace(s.Text(store.Postgres)), "\n", "\n  "))
+			}
 		}
 	}
 	b.WriteString("Checks (a run exits 0 only when all pass)\n")
 	for _, ch := range sc.Checks {
-		fmt.Fprintf(&b, "  %-34s %s\n", ch.Name, ch.About)
+		about := ch.About
+		if ch.Engine == store.Postgres {
+			about += " (PostgreSQL only)"
+		}
+		fmt.Fprintf(&b, "  %-34s %s\n", ch.Name, about)
 	}
 	b.WriteString("\nMistake variants (--variant NAME; each must make a check FAIL)\n")
 	if len(sc.Variants) == 0 {
 		b.WriteString("  (none)\n")
 	}
 	for _, v := range sc.Variants {
-		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", v.Name, strings.Join(reports.Wrap(v.Mistake, 72), "\n    "), strings.Join(v.Breaks, ", "))
+		name := v.Name
+		if v.Engine == store.Postgres {
+			name += " (PostgreSQL only: with --db)"
+		}
+		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", name, strings.Join(reports.Wrap(v.Mistake, 72), "\n    "), strings.Join(v.Breaks, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -224,8 +238,12 @@ func (p *runPlan) parseVariant(c *cli.Context) error {
 		p.scenarios = with
 	}
 	for _, sc := range p.scenarios {
-		if _, ok := sc.Variant(p.variant); !ok {
+		v, ok := sc.Variant(p.variant)
+		if !ok {
 			return &usageError{&scenarios.UnknownVariantError{Scenario: sc.Name, Variant: p.variant, Known: sc.VariantNames()}}
+		}
+		if v.Engine == store.Postgres && !c.IsSet("db") {
+			return &usageError{&scenarios.EngineVariantError{Scenario: sc.Name, Variant: p.variant, Engine: v.Engine}}
 		}
 	}
 	return nil
