@@ -430,7 +430,7 @@ func TestScaleClaimNamed(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		ok   bool
-	}{{"lesson", true}, {"indexed", true}, {"pending-only", false}, {"fastest", false}} {
+	}{{"lesson", true}, {"indexed", true}, {"skip-locked", true}, {"pending-only", false}, {"fastest", false}} {
 		c, ok := store.ScaleClaimNamed(tt.name)
 		if ok != tt.ok || (ok && c.Name != tt.name) {
 			t.Errorf("ScaleClaimNamed(%q) = %q, %v; want ok %v (the bench never selects a mistake)", tt.name, c.Name, ok, tt.ok)

@@ -1,0 +1,147 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// pgBacklog makes a schema of its own on the test server with session 21's
+// schema and n Pending messages; open opens another connection to it.
+func pgBacklog(t *testing.T, n int) (setup *store.DB, open func() *store.DB) {
+	t.Helper()
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "outboxlab_storetest_" + hex.EncodeToString(b[:])
+	if err := store.CreateSchema(ctx, url, schema, store.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.DropSchema(context.Background(), url, schema, store.Config{}) })
+	open = func() *store.DB {
+		db, err := store.OpenPostgres(ctx, url, schema, store.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	setup = open()
+	if err := setup.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SeedBacklog(ctx, setup, store.Backlog{Messages: n, First: benchStart, Spacing: time.Millisecond, PayloadBytes: 256}); err != nil {
+		t.Fatal(err)
+	}
+	return setup, open
+}
+
+// TestPostgresClaimsNeverRace: on PostgreSQL, four workers each on its own
+// connection drain a backlog with every claim design at batch 1 and 8;
+// every message is claimed once (its token is 1) and finalized.
+func TestPostgresClaimsNeverRace(t *testing.T) {
+	for _, s := range []store.ScaleSQL{store.LessonScale, store.IndexedScale, store.SkipLockedScale} {
+		for _, batch := range []int{1, 8} {
+			t.Run(fmt.Sprintf("%s/batch%d", s.Name, batch), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				setup, open := pgBacklog(t, 120)
+				var wg sync.WaitGroup
+				errs := make(chan error, 4)
+				for w := range 4 {
+					cl := newClaimer(t, open(), fmt.Sprintf("w%d", w+1), s)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							b, err := cl.Claim(ctx, benchStart, time.Hour, batch)
+							if err != nil || len(b.Messages) == 0 {
+								errs <- err
+								return
+							}
+							if f, err := cl.Finalize(ctx, b.Messages, benchStart); err != nil || len(f.Rejected) != 0 {
+								errs <- errors.Join(err, errors.New("a finalize was refused"))
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if n, err := setup.Count(ctx, store.CountReclaims.SQL); err != nil || n != 0 {
+					t.Fatalf("claims beyond the first: %d, %v", n, err)
+				}
+				if n, err := setup.Count(ctx, store.CountUnprocessed.SQL); err != nil || n != 0 {
+					t.Fatalf("unprocessed: %d, %v", n, err)
+				}
+			})
+		}
+	}
+}
+
+// TestPostgresSchemaPageReads: after a connection flushes its statistics,
+// the schema's page count includes its claim; the lesson claim reads more
+// on a larger table, the indexed one does not; and the plans show the
+// scan and the index walk.
+func TestPostgresSchemaPageReads(t *testing.T) {
+	ctx := context.Background()
+	pagesFor := func(s store.ScaleSQL, n int) int64 {
+		setup, open := pgBacklog(t, n)
+		db := open()
+		cl := newClaimer(t, db, "w", s)
+		if err := setup.FlushStats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before, err := setup.SchemaPageReads(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimN(t, cl, benchStart, time.Minute, 1, 1)
+		if err := db.FlushStats(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after, err := setup.SchemaPageReads(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name == store.IndexedScale.Name && n > 1000 {
+			p, err := store.ClaimPlan(ctx, setup, s, benchStart)
+			if err != nil || !strings.Contains(strings.Join(p, " / "), "Index Scan using ix_outboxmessages_unprocessed_createdatutc") {
+				t.Errorf("indexed plan %q, %v", p, err)
+			}
+		}
+		return after - before
+	}
+	lessonSmall, lessonLarge := pagesFor(store.LessonScale, 100), pagesFor(store.LessonScale, 3000)
+	indexedSmall, indexedLarge := pagesFor(store.IndexedScale, 100), pagesFor(store.IndexedScale, 3000)
+	if lessonSmall <= 0 || lessonLarge < 5*lessonSmall {
+		t.Errorf("lesson claim read %d then %d pages; want it to grow with the table", lessonSmall, lessonLarge)
+	}
+	if indexedSmall <= 0 || indexedLarge > indexedSmall+3 {
+		t.Errorf("indexed claim read %d then %d pages; want it flat", indexedSmall, indexedLarge)
+	}
+	if _, err := pgOnlyOnSQLite(t); err == nil {
+		t.Error("SchemaPageReads on SQLite: want an error")
+	}
+}
+
+// pgOnlyOnSQLite calls SchemaPageReads on an SQLite database.
+func pgOnlyOnSQLite(t *testing.T) (int64, error) {
+	db, _ := openBacklog(t, 1)
+	return db.SchemaPageReads(context.Background())
+}
