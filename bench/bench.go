@@ -112,11 +112,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("bench: --claim %q: want lesson, indexed or skip-locked", name)
 		}
 		if s.PostgresOnly && c.Database == "" {
-			return fmt.Errorf("bench: --claim %s runs on PostgreSQL only: give --db postgres://...", name)
+			return fmt.Errorf("bench: --claim %s runs on PostgreSQL only: give --db with a postgres:// URL", name)
 		}
 	}
 	if c.River && c.Database == "" {
-		return errors.New("bench: --river runs River on PostgreSQL: give --db postgres://...")
+		return errors.New("bench: --river runs River on PostgreSQL: give --db with a postgres:// URL")
 	}
 	if c.Database != "" && !store.IsPostgresURL(c.Database) {
 		return fmt.Errorf("bench: --db %q: want a postgres:// or postgresql:// URL", store.RedactURL(c.Database))
