@@ -1,0 +1,259 @@
+package proc_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// TestMain is also the child: started as `<test binary> worker --role
+// ROLE`, it serves one of testRoles, the standard helper-process pattern.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 4 && os.Args[1] == proc.Command && os.Args[2] == "--role" {
+		if err := proc.Serve(context.Background(), os.Args[3], os.Stdin, os.Stdout, testRoles); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The test payments: one the child commits, one it is writing when it
+// waits at the failpoint, its transaction open.
+var (
+	committed = store.NewPayment{Key: "PAY-A", AmountCents: 100, MessageType: "PaymentCreated", Payload: "{}"}
+	inFlight  = store.NewPayment{Key: "PAY-B", AmountCents: 200, MessageType: "PaymentCreated", Payload: "{}"}
+)
+
+var testRoles = map[string]proc.Role{
+	// checkout commits one payment with its outbox row, then writes the
+	// second in one transaction and waits at the failpoint between the
+	// payment insert and the outbox insert, the transaction open.
+	"checkout": func(ctx context.Context, w *proc.Worker) (any, error) {
+		var at time.Time
+		if err := w.Work(&at); err != nil {
+			return nil, err
+		}
+		db, err := w.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer db.Close()
+		pays := store.NewPayments(db, store.PaymentWriteLesson)
+		if _, err := pays.Create(ctx, committed, at, nil); err != nil {
+			return nil, err
+		}
+		var reachErr error
+		_, err = pays.Create(ctx, inFlight, at, func() bool {
+			reachErr = w.Reach(failpoint.BetweenOutboxWrites, inFlight.Key)
+			return reachErr != nil
+		})
+		if reachErr != nil {
+			return nil, reachErr
+		}
+		return "both committed", err
+	},
+	"exit-early": func(context.Context, *proc.Worker) (any, error) {
+		fmt.Fprintln(os.Stderr, "boom: the worker gave up")
+		os.Exit(3)
+		return nil, nil
+	},
+	"garbage": func(context.Context, *proc.Worker) (any, error) {
+		fmt.Println("hello, this is not JSON")
+		select {} // the parent must kill it
+	},
+	"silent": func(context.Context, *proc.Worker) (any, error) {
+		select {}
+	},
+	"fails": func(context.Context, *proc.Worker) (any, error) {
+		return nil, fmt.Errorf("no database today")
+	},
+}
+
+// engines are the targets a test runs on: an SQLite file in t's folder
+// (its WAL shared by the test's connections and the child's), and a schema
+// of its own on the test server (skipped without one).
+var engines = []struct {
+	name   string
+	target func(t *testing.T) proc.Target
+}{
+	{"SQLite", func(t *testing.T) proc.Target {
+		return proc.Target{Engine: store.SQLite, Path: filepath.Join(t.TempDir(), "shared.db")}
+	}},
+	{"PostgreSQL", func(t *testing.T) proc.Target {
+		url := pgtest.URL(t)
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		schema := "outboxlab_proc_test_" + hex.EncodeToString(b[:])
+		if err := store.CreateSchema(context.Background(), url, schema, store.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = store.DropSchema(context.Background(), url, schema, store.Config{}) })
+		return proc.Target{Engine: store.Postgres, URL: url, Schema: schema}
+	}},
+}
+
+// TestKilledChildLosesOnlyItsOpenTransaction: a child commits a payment,
+// then holds a second one's transaction open at a failpoint. Killed there
+// by SIGKILL, it leaves the committed payment and its outbox row, and
+// nothing of the open transaction, to a fresh connection; let go on, it
+// commits both. The parent's ledger holds the child's statements.
+func TestKilledChildLosesOnlyItsOpenTransaction(t *testing.T) {
+	for _, engine := range engines {
+		for _, tt := range []struct {
+			name string
+			kill bool
+			want []string
+		}{
+			{"Killed", true, []string{committed.Key}},
+			{"LetGoOn", false, []string{committed.Key, inFlight.Key}},
+		} {
+			t.Run(engine.name+"/"+tt.name, func(t *testing.T) {
+				ctx := context.Background()
+				target := engine.target(t)
+				ledger := &store.Ledger{}
+				parent, err := target.Open(ctx, ledger)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer parent.Close() // open throughout: the WAL file is shared
+				if err := parent.Migrate(ctx, store.PaymentsOutbox); err != nil {
+					t.Fatal(err)
+				}
+				c, err := proc.Start(ctx, proc.Spec{Role: "checkout", Target: target, Work: time.Unix(0, 0).UTC(), Ledger: ledger})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(c.Stop)
+				r, err := c.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.At != failpoint.BetweenOutboxWrites {
+					t.Fatalf("report %+v, want the child at %s", r, failpoint.BetweenOutboxWrites)
+				}
+				if tt.kill {
+					d, err := c.Kill(r.At)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d.Signal != "killed" || d.Status != "signal: killed" || d.Pid != c.Pid() || d.Role != "checkout" {
+						t.Errorf("death %+v, want checkout pid %d killed by SIGKILL", d, c.Pid())
+					}
+				} else {
+					if err := c.GoOn(); err != nil {
+						t.Fatal(err)
+					}
+					if r, err = c.Next(ctx); err != nil || !r.Done {
+						t.Fatalf("after go-on: %+v, %v; want done", r, err)
+					}
+					if err := c.Wait(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fresh, err := target.Open(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fresh.Close()
+				pays, err := store.NewPayments(fresh, store.PaymentWriteLesson).List(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var keys []string
+				for _, p := range pays {
+					keys = append(keys, p.Key)
+				}
+				msgs, err := fresh.Count(ctx, store.CountOutbox.SQL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(keys, tt.want) || msgs != len(tt.want) {
+					t.Errorf("a fresh connection finds payments %v and %d outbox rows, want %v and %d", keys, msgs, tt.want, len(tt.want))
+				}
+				if runs := ledgerRuns(ledger, store.InsertPayment.Text(target.Engine)); runs != 2 {
+					t.Errorf("the parent's ledger holds %d runs of the child's payment insert, want 2", runs)
+				}
+			})
+		}
+	}
+}
+
+func ledgerRuns(l *store.Ledger, text string) int {
+	for _, e := range l.Entries() {
+		if e.Text == text {
+			return e.Runs
+		}
+	}
+	return 0
+}
+
+// TestChildThatMisbehavesFailsClearly: a child that exits before it
+// reports, prints something that is not a report, says nothing, or fails
+// its role gives an error naming it and what happened, promptly.
+func TestChildThatMisbehavesFailsClearly(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		role string
+		want []string
+	}{
+		{"exit-early", []string{"worker exit-early (pid ", "exited before it reported", "exit status 3", "boom: the worker gave up"}},
+		{"garbage", []string{"worker garbage (pid ", "not a worker report", "hello, this is not JSON", "signal: killed"}},
+		{"silent", []string{"worker silent (pid ", "said nothing for 300ms", "signal: killed"}},
+		{"fails", []string{"worker fails (pid ", "failed: no database today", "exit status 1"}},
+		{"no-such-role", []string{"worker no-such-role (pid ", `no worker role "no-such-role"`}},
+	} {
+		t.Run(tt.role, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			target := proc.Target{Engine: store.SQLite, Path: filepath.Join(t.TempDir(), "unused.db")}
+			c, err := proc.Start(ctx, proc.Spec{Role: tt.role, Target: target, Work: 1, Timeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Stop)
+			r, err := c.Next(ctx)
+			if err == nil {
+				t.Fatalf("report %+v, want an error", r)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestContextEndKillsChild: a run that is cancelled while its child waits
+// at a failpoint kills the child; Next returns at once.
+func TestContextEndKillsChild(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	target := proc.Target{Engine: store.SQLite, Path: filepath.Join(t.TempDir(), "unused.db")}
+	c, err := proc.Start(ctx, proc.Spec{Role: "silent", Target: target, Work: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	cancel()
+	if _, err := c.Next(ctx); err != context.Canceled {
+		t.Fatalf("Next after cancel: %v, want context.Canceled", err)
+	}
+	if _, err := c.Kill(failpoint.AfterClaim); err == nil {
+		t.Error("Kill of a child the cancel already killed reported a death")
+	}
+}

@@ -1,0 +1,115 @@
+package proc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Role is what a child does: it decodes its work ([Worker.Work]), opens
+// its own connection ([Worker.Open]), stops at failpoints ([Worker.Reach])
+// and returns its result, which the parent reads from the Done report.
+type Role func(ctx context.Context, w *Worker) (result any, err error)
+
+// ErrParentGone means the parent closed the child's stdin: the child stops.
+var ErrParentGone = errors.New("proc: the parent closed the pipe")
+
+// Worker is the child's end of the pipe.
+type Worker struct {
+	job    job
+	in     *bufio.Reader
+	mu     sync.Mutex // one report line at a time
+	out    *json.Encoder
+	ledger *store.Ledger
+}
+
+// Work decodes the work the parent sent into v.
+func (w *Worker) Work(v any) error {
+	if err := json.Unmarshal(w.job.Work, v); err != nil {
+		return fmt.Errorf("proc: decode the work of role %s: %w", w.job.Role, err)
+	}
+	return nil
+}
+
+// Ledger is the child's own statement ledger: every report carries it to
+// the parent, which merges it into the run's.
+func (w *Worker) Ledger() *store.Ledger { return w.ledger }
+
+// Open opens the child's own connection to the parent's database,
+// recording into the child's ledger.
+func (w *Worker) Open(ctx context.Context) (*store.DB, error) {
+	return w.job.Target.Open(ctx, w.ledger)
+}
+
+// Reach reports that the child is at point, with state (what it has done
+// so far) and its ledger, and waits for the parent. It returns when the
+// parent lets it go on; a parent that kills the child there is never
+// answered. A closed pipe returns [ErrParentGone].
+func (w *Worker) Reach(point failpoint.Point, state any) error {
+	if err := w.report(Report{At: point}, state); err != nil {
+		return err
+	}
+	line, err := w.in.ReadBytes('\n')
+	if err != nil {
+		return ErrParentGone
+	}
+	var r reply
+	if err := json.Unmarshal(line, &r); err != nil || !r.Go {
+		return fmt.Errorf("proc: at %s the parent wrote %q, not a go-on", point, line)
+	}
+	return nil
+}
+
+func (w *Worker) report(r Report, state any) error {
+	if state != nil {
+		b, err := json.Marshal(state)
+		if err != nil {
+			return fmt.Errorf("proc: encode the state of role %s: %w", w.job.Role, err)
+		}
+		r.State = b
+	}
+	r.Ledger = snapshot(w.ledger)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Encode(r)
+}
+
+// Serve is the child's whole life: it reads its work from in, checks it is
+// for role, runs that role from roles and writes its reports to out, the
+// last one Done or Error. It returns the role's error, so the child exits
+// non-zero when the role failed.
+func Serve(ctx context.Context, role string, in io.Reader, out io.Writer, roles map[string]Role) error {
+	w := &Worker{in: bufio.NewReader(in), out: json.NewEncoder(out), ledger: &store.Ledger{}}
+	line, err := w.in.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("proc: worker %s read no work: %w", role, err)
+	}
+	if err := json.Unmarshal(line, &w.job); err != nil {
+		return w.fail(fmt.Errorf("proc: worker %s: its work is not a job line: %w", role, err))
+	}
+	if w.job.Role != role {
+		return w.fail(fmt.Errorf("proc: worker started as %s was sent the work of %s", role, w.job.Role))
+	}
+	run, ok := roles[role]
+	if !ok {
+		return w.fail(fmt.Errorf("proc: no worker role %q", role))
+	}
+	result, err := run(ctx, w)
+	if err != nil {
+		return w.fail(err)
+	}
+	return w.report(Report{Done: true}, result)
+}
+
+// fail reports err to the parent and returns it.
+func (w *Worker) fail(err error) error {
+	_ = w.report(Report{Error: err.Error()}, nil)
+	return err
+}
