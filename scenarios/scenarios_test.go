@@ -30,7 +30,7 @@ func testScenariosAndVariants(t *testing.T, db string) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel() // every check is on the database or the ledgers, never on wall-clock time
-			r := executeOn(t, db, sc, "", lessonBound(db, sc))
+			r := executeOn(t, db, sc, "", 0)
 			checkDesigned(t, sc, r, engine)
 			checkSQLTruth(t, r)
 			for _, v := range sc.Variants {
@@ -51,7 +51,7 @@ func testScenariosAndVariants(t *testing.T, db string) {
 					}
 					checkSQLTruth(t, vr)
 					lesson := r
-					if b := variantBound(sc, v.Name); b != 0 && b != lessonBound(db, sc) {
+					if b := variantBound(sc, v.Name); b != 0 && b != DefaultExploreBound {
 						// Compare with the lesson explored to the same bound.
 						lesson = executeOn(t, db, sc, "", b)
 					}
@@ -211,20 +211,6 @@ func mustExecute(t *testing.T, sc *Scenario, variant string) *lab.Result {
 func variantBound(sc *Scenario, variant string) int {
 	if b, ok := exploreVariantBound[variant]; ok && sc == &interleavingExplorer {
 		return b
-	}
-	return 0
-}
-
-// postgresExploreBound is the bound the explorer's lesson runs to in the
-// PostgreSQL tests: every ordering opens its instances' connections anew,
-// and the default bound's 293 orderings take about 10 s there, where
-// bound 4 takes a third of it. `run explore --db` explores to the default.
-const postgresExploreBound = 4
-
-// lessonBound is the bound the lesson as designed runs to on db.
-func lessonBound(db string, sc *Scenario) int {
-	if db != "" && sc == &interleavingExplorer {
-		return postgresExploreBound
 	}
 	return 0
 }
