@@ -119,6 +119,11 @@ type Options struct {
 	// in its folder. "" is the embedded SQLite default.
 	Database string
 
+	// Processes runs the lessons' crashing application instances as child
+	// processes of the lab (the hidden `worker` subcommand), each crash a
+	// real SIGKILL at its failpoint; the report's processes table names
+	// them, or says why a scenario's actors ran in-process.
+	Processes bool
 
 	// swap, set only by tests, replaces a lesson's statement set before the
 	// run (see [swapped]): a test runs the scenario with one statement
@@ -150,6 +155,7 @@ type Env struct {
 
 	server *serverSchemas // with Options.Database: the run's schemas on the server
 
+	processes processLog // with Options.Processes: the run's child processes
 }
 
 // engineOf is the engine opts choose.
@@ -230,6 +236,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: dir, Err: err})
 		}
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
+	}
+	if opts.Processes {
+		res.Tables = append(res.Tables, env.processesTable())
 	}
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
 	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve

@@ -291,10 +291,14 @@ func (run *session14Run) auditCrashFree(ctx context.Context, auditor *store.DB, 
 // tables builds the report's tables: the failpoints that fired, what each
 // crash left, the crash-free payments and the provider's creation ledger.
 func (run *session14Run) tables(states []durableState, pays []store.Payment, perPayment map[string][]store.Message) []lab.Table {
+	dead := "\"Instance dead\" from the crashed instance refusing a query afterwards"
+	if run.env.Options.Processes {
+		dead = "\"Instance dead\" from the checkout child's wait status (killed by SIGKILL)"
+	}
 	crashTable := lab.Table{Title: "After each crash: what a restarted instance finds (durable state only)",
 		Note: "Read on a fresh connection from session14-before.db and session14-after.db in the run folder. An orphan is a payment " +
 			"no outbox message will ever act on; \"Pending for a worker\" is what a worker's plain SELECT of Pending messages returns. " +
-			"\"Crash fired\" comes from the failpoint plan, \"Instance dead\" from the crashed instance refusing a query afterwards; " +
+			"\"Crash fired\" comes from the failpoint plan, " + dead + "; " +
 			"checkout calls the provider only after its write committed.",
 		Columns: []string{"Phase", "How checkout wrote", "Crash fired", "Instance dead", "Payments", "Outbox messages", "Orphans", "Pending for a worker", "Provider create calls"}}
 	for _, st := range states {
@@ -381,6 +385,9 @@ func (run *session14Run) crashPhase(ctx context.Context, phase string, design cr
 	defer setup.Close()
 	if err := setup.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		return st, err
+	}
+	if run.env.Options.Processes {
+		return run.crashPhaseInChild(ctx, st, design, path, plan)
 	}
 
 	app, err := run.env.Open(ctx, path)

@@ -1,0 +1,148 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// workerRoles are the application instances a lesson can run as a child
+// process with Options.Processes: the hidden `outboxlab worker --role
+// ROLE` serves them (see [ServeWorker]).
+var workerRoles = map[string]proc.Role{
+	checkoutRole: runCheckoutChild,
+}
+
+// ServeWorker is the child's side of Options.Processes: it plays role,
+// reading its work from in and writing its reports to out (see
+// [proc.Serve]). The program's hidden `worker` subcommand calls it.
+func ServeWorker(ctx context.Context, role string, in io.Reader, out io.Writer) error {
+	return proc.Serve(ctx, role, in, out, workerRoles)
+}
+
+// workerTarget is the database at path as a child opens it: what
+// [Env.Open] opens, the same file or the same schema on the server.
+func (e *Env) workerTarget(ctx context.Context, path string) (proc.Target, error) {
+	t := proc.Target{Engine: e.Engine(), Path: path}
+	if c := e.Options.Claim; c != nil {
+		t.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
+	}
+	if e.server != nil {
+		schema, err := e.server.schemaFor(ctx, path)
+		if err != nil {
+			return t, err
+		}
+		t.Path, t.URL, t.Schema = "", e.Options.Database, schema
+	}
+	return t, nil
+}
+
+// startChild starts role as a child process on the database at path, its
+// statements merged into the run's ledger when it ends. The caller stops
+// it on every path (defer child.Stop()).
+func (e *Env) startChild(ctx context.Context, role, path string, work any) (*proc.Child, error) {
+	target, err := e.workerTarget(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := proc.Start(ctx, proc.Spec{Role: role, Target: target, Work: work, Ledger: e.Ledger})
+	if err != nil {
+		return nil, err
+	}
+	e.processes.add(processEntry{role: role, pid: c.Pid()})
+	return c, nil
+}
+
+// killChild kills child with SIGKILL where it waits, at point, during
+// phase, and records its death for the report.
+func (e *Env) killChild(c *proc.Child, phase string, point failpoint.Point) (proc.Death, error) {
+	d, err := c.Kill(point)
+	if err != nil {
+		return d, err
+	}
+	e.processes.ended(c.Pid(), phase, string(d.Point), d.Signal, d.Status)
+	return d, nil
+}
+
+// waitChild waits for a child that reported its work done to exit with
+// status 0, during phase, and records that for the report.
+func (e *Env) waitChild(c *proc.Child, phase string) error {
+	if err := c.Wait(); err != nil {
+		return err
+	}
+	e.processes.ended(c.Pid(), phase, "(not killed: it finished its work)", "", "exit status 0")
+	return nil
+}
+
+// processLog is what a run's child processes did, for the report.
+type processLog struct {
+	mu      sync.Mutex
+	entries []processEntry
+}
+
+// processEntry is one child: its role and pid and how it ended, as the
+// lab saw it ("" while it runs).
+type processEntry struct {
+	role                         string
+	pid                          int
+	phase, point, signal, status string
+}
+
+func (l *processLog) add(e processEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, e)
+}
+
+func (l *processLog) ended(pid int, phase, point, signal, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.entries {
+		if e := &l.entries[i]; e.pid == pid && e.status == "" {
+			e.phase, e.point, e.signal, e.status = phase, point, signal, status
+		}
+	}
+}
+
+// processesTitle is the title of the report's table of child processes.
+const processesTitle = "Processes (run --processes)"
+
+// inProcessNote says why a run with --processes started no child.
+const inProcessNote = "No child process: this scenario's actors ran in-process, as goroutines of the lab each with its own " +
+	"connection, because they share the run's in-memory ledgers, fake services and scenario clock (or the lesson has no " +
+	"crash); --processes runs session 14's crashing checkout and session 15's crashing Worker-A as child processes."
+
+// processesNote explains the table of a run that started children.
+const processesNote = "Each row is a child process of the lab (`outboxlab worker --role ROLE`, the same program) with its " +
+	"own database connection, its work and the scenario clock sent on its stdin. Where the lesson crashes it, it reached " +
+	"the named failpoint, said so over its stdout pipe and blocked reading stdin, and the lab killed it there with SIGKILL. Pid, signal and wait status come from the operating system. Its " +
+	"statements were sent back over the pipe and are in the SQL section; a transaction it had open when it was killed " +
+	"never ended in the child, so the transactions section, which counts an in-process crash's transaction as rolled " +
+	"back, does not count it: what the database kept of it is what the fresh connection found."
+
+// processesTable is the report's account of --processes: the children
+// the run started and how each ended, or why it started none.
+func (e *Env) processesTable() lab.Table {
+	e.processes.mu.Lock()
+	defer e.processes.mu.Unlock()
+	t := lab.Table{Title: processesTitle, Note: processesNote,
+		Columns: []string{"#", "Phase", "Role", "Pid", "Killed at", "Signal", "Wait status"}}
+	if len(e.processes.entries) == 0 {
+		t.Note = inProcessNote
+	}
+	for i, p := range e.processes.entries {
+		t.AddRow(i+1, p.phase, p.role, p.pid, p.point, p.signal, p.status)
+	}
+	return t
+}
+
+// childDeath is how a timeline row names a killed child.
+func childDeath(d proc.Death) string {
+	return fmt.Sprintf("%s, process %d, killed by SIGKILL at %s (wait status: %s)", d.Role, d.Pid, d.Point, d.Status)
+}

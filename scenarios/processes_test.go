@@ -1,0 +1,141 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
+)
+
+// TestMain is also the lab's child process in these tests: a run with
+// Options.Processes starts this test binary as `<binary> worker --role
+// ROLE` (the standard helper-process pattern), and it serves the role as
+// the program's hidden worker subcommand does.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 4 && os.Args[1] == proc.Command && os.Args[2] == "--role" {
+		if err := ServeWorker(context.Background(), os.Args[3], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// executeProcesses runs sc's variant with Options.Processes on db ("" for
+// SQLite).
+func executeProcesses(t *testing.T, db string, sc *Scenario, variant string) *lab.Result {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.TempRoot = t.TempDir()
+	opts.Database = db
+	opts.Processes = true
+	r, err := Execute(context.Background(), sc, variant, opts, false)
+	if err != nil {
+		t.Fatalf("%s %s with processes: %v", sc.Name, variant, err)
+	}
+	return r
+}
+
+// killedProcess is one row of a run's processes table, as a test wants it.
+type killedProcess struct{ phase, role, point string }
+
+func TestProcesses(t *testing.T) { testProcesses(t, "") }
+
+func TestProcessesOnPostgres(t *testing.T) { testProcesses(t, pgtest.URL(t)) }
+
+// testProcesses runs the lessons whose crashing instance is a child
+// process with Options.Processes on db: each passes (or, as a variant,
+// fails by name), every crash is a child killed by SIGKILL at its point,
+// and each crash row of the timeline names the killed process.
+func testProcesses(t *testing.T, db string) {
+	t.Parallel()
+	for _, tt := range []struct {
+		sc      *Scenario
+		variant string
+		failed  []string
+		killed  []killedProcess
+	}{
+		{sc: &transactionalOutbox, killed: []killedProcess{
+			{"before", checkoutRole, "between-outbox-writes"}, {"after", checkoutRole, "between-outbox-writes"}}},
+		{sc: &transactionalOutbox, variant: variantTwoTransactions, failed: []string{"orphans_after", "rows_after_crash"}, killed: []killedProcess{
+			{"before", checkoutRole, "between-outbox-writes"}, {"after", checkoutRole, "between-outbox-writes"}}},
+	} {
+		t.Run(strings.TrimSpace(tt.sc.Name+" "+tt.variant), func(t *testing.T) {
+			t.Parallel()
+			r := executeProcesses(t, db, tt.sc, tt.variant)
+			if got := r.FailedChecks(); !slices.Equal(got, tt.failed) {
+				t.Errorf("failed checks %v, want %v", got, tt.failed)
+			}
+			procs := processesTableOf(t, r)
+			var got []killedProcess
+			for _, row := range procs.Rows {
+				got = append(got, killedProcess{row[1], row[2], row[4]})
+				if row[5] != "killed" || row[6] != "signal: killed" {
+					t.Errorf("process row %v: want killed by SIGKILL", row)
+				}
+				if !crashNames(r, row[3]) {
+					t.Errorf("no CRASH row of the timeline names process %s", row[3])
+				}
+			}
+			if !slices.Equal(got, tt.killed) {
+				t.Errorf("killed processes %v, want %v", got, tt.killed)
+			}
+		})
+	}
+}
+
+// processesTableOf is r's processes table; the test fails without one.
+func processesTableOf(t *testing.T, r *lab.Result) lab.Table {
+	t.Helper()
+	for _, tb := range r.Tables {
+		if tb.Title == processesTitle {
+			return tb
+		}
+	}
+	t.Fatalf("%s: no %q table", r.Scenario, processesTitle)
+	return lab.Table{}
+}
+
+// crashNames reports whether a CRASH row of r's timeline names process pid.
+func crashNames(r *lab.Result, pid string) bool {
+	for _, e := range r.Timeline {
+		if e.Action == "CRASH" && strings.Contains(e.Detail, "process "+pid+",") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestProcessesInProcessScenario: a scenario whose actors do not run as
+// child processes still passes with Options.Processes, and its report says
+// in its processes table that its actors ran in-process.
+func TestProcessesInProcessScenario(t *testing.T) {
+	t.Parallel()
+	r := executeProcesses(t, "", &staleAckFencing, "")
+	if !r.Passed() {
+		t.Fatalf("%s with processes failed: %v", r.Scenario, r.FailedChecks())
+	}
+	procs := processesTableOf(t, r)
+	if len(procs.Rows) != 0 || procs.Note != inProcessNote {
+		t.Errorf("processes table %+v, want no row and the in-process note", procs)
+	}
+}
+
+// TestNoProcessesNoTable: without Options.Processes a report has no
+// processes table, so the lessons' reports are unchanged.
+func TestNoProcessesNoTable(t *testing.T) {
+	t.Parallel()
+	r := mustExecute(t, &transactionalOutbox, "")
+	for _, tb := range r.Tables {
+		if tb.Title == processesTitle {
+			t.Fatalf("a run without processes has the table %q", processesTitle)
+		}
+	}
+}
