@@ -311,7 +311,7 @@ func (c *ConsumerInstance) RecordEffect(applied bool, result string, busy int) {
 	d := c.delivery
 	detail := fmt.Sprintf("offer %d delivery %d of %s: %s", d.OfferID, d.Receipt, d.EventID, result)
 	if busy > 0 {
-		detail += fmt.Sprintf(" (after %d SQLITE_BUSY retries)", busy)
+		detail += fmt.Sprintf(" (after %d %s retries)", busy, c.db.Engine().RetriedError())
 	}
 	seq := c.p.Event(c.name, map[bool]string{true: "effect", false: "no effect"}[applied], detail)
 	c.p.mu.Lock()

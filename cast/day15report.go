@@ -269,8 +269,9 @@ func (d *Day15) claimSummary() lab.Table {
 		}
 		return keys[i] < keys[j]
 	})
-	t := lab.Table{Title: "Ledger: claims per worker and phase", Columns: []string{"Phase", "Worker", "Attempts", "Successes", "Empty", "Blocked (live lease)", "Refused (lease expired)", "Lost/done", "SQLITE_BUSY retries"},
-		VaryingColumns: []string{"Worker", "Attempts", "Successes", "SQLITE_BUSY retries"}}
+	retries := d.engine.RetriedError() + " retries"
+	t := lab.Table{Title: "Ledger: claims per worker and phase", Columns: []string{"Phase", "Worker", "Attempts", "Successes", "Empty", "Blocked (live lease)", "Refused (lease expired)", "Lost/done", retries},
+		VaryingColumns: []string{"Worker", "Attempts", "Successes", retries}}
 	for _, k := range keys {
 		phase, worker, _ := strings.Cut(k, "\x00")
 		x := per[k]

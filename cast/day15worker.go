@@ -44,6 +44,7 @@ type Day15 struct {
 	// backlog then stops at the bound instead of looping forever.
 	ClaimBound int
 
+	engine       store.Engine // of the database Setup opened
 	timeline     lab.Timeline
 	claimCount   int  // claim attempts WorkLeased made
 	order        int  // the ledgers' own counter: loads finished, processing begun
@@ -139,6 +140,7 @@ func (d *Day15) Setup(ctx context.Context, open Opener, path string, steps ...st
 	if err != nil {
 		return nil, err
 	}
+	d.engine = db.Engine()
 	if err := db.Migrate(ctx, steps...); err != nil {
 		db.Close()
 		return nil, err
@@ -311,7 +313,7 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 		detail += fmt.Sprintf("; %d other worker(s) waited for this claim's row lock", c.LockWaiters)
 	}
 	if c.Stats.BusyRetries > 0 {
-		detail += fmt.Sprintf(" (after %d busy retries)", c.Stats.BusyRetries)
+		detail += fmt.Sprintf(" (after %d %s retries)", c.Stats.BusyRetries, d.engine.RetriedError())
 	}
 	seq := d.Event(worker, "claim "+string(c.Outcome), detail)
 	d.mu.Lock()

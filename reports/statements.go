@@ -8,21 +8,30 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 )
 
-// CountsVaryNote is printed above the statements of a run whose workers ran
-// concurrently: how often each statement ran (retries after SQLITE_BUSY,
-// claims that found nothing) depends on the interleaving.
-const CountsVaryNote = "(The workers ran concurrently: how often a statement ran, and how many of its runs failed with SQLITE_BUSY and were retried, vary from run to run.)"
+// CountsVaryMarker opens the note printed above the statements of a run
+// whose workers ran concurrently: how often each statement ran (retries
+// after SQLITE_BUSY, claims that found nothing) depends on the
+// interleaving (see countsVaryNote).
+const CountsVaryMarker = "(The workers ran concurrently:"
+
+// countsVaryNote is that note, naming the engine's retried error.
+func countsVaryNote(engine string) string {
+	busy := "SQLITE_BUSY"
+	if engine == "postgres" {
+		busy = "a serialization failure or a deadlock"
+	}
+	return CountsVaryMarker + " how often a statement ran, and how many of its runs failed with " + busy + " and were retried, vary from run to run.)"
+}
 
 // statementsNote opens the SQL section: where its statements come from.
 const statementsNote = "Every statement below is one the store executed in this run, recorded at the database driver with how often it ran and how many rows it changed or returned. A statement marked MISTAKE ran in place of the lesson's statement it names."
 
 // statements prints the lesson's statements in full, mistakes marked
 // against the statement they replaced, then the lab's own reads as a table.
-func (p *printer) statements(all []lab.Statement, concurrent bool) {
+func (p *printer) statements(all []lab.Statement, concurrent bool, engine string) {
 	p.paragraph(statementsNote)
 	if concurrent {
-		p.line(CountsVaryNote)
-		p.line("")
+		p.paragraph(countsVaryNote(engine))
 	}
 	var labReads []lab.Statement
 	for _, s := range all {

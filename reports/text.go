@@ -99,7 +99,7 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	}
 
 	p.section("SQL that ran (from the statement ledger)")
-	p.statements(r.Statements, r.Concurrent)
+	p.statements(r.Statements, r.Concurrent, r.Engine)
 	if len(r.Transactions) > 0 {
 		p.section("Transactions that ran (from the statement ledger)")
 		p.transactions(r.Transactions, r.Concurrent)

@@ -191,6 +191,34 @@ func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 	return store.Open(ctx, path, cfg)
 }
 
+// DatabaseLabel names, for a report, the database that stands for path: its
+// file name in the run folder, or on PostgreSQL the run's schema for it.
+func (e *Env) DatabaseLabel(path string) string {
+	if e.server != nil {
+		if schema, ok := e.server.schemaOf(path); ok {
+			return schema
+		}
+	}
+	return filepath.Base(path)
+}
+
+// DatabaseColumn is the heading of a report column of [Env.DatabaseLabel]s.
+func (e *Env) DatabaseColumn() string {
+	if e.server != nil {
+		return "Schema"
+	}
+	return "Database file"
+}
+
+// DatabaseWhere says, in a report's table note, where the run's databases
+// are and how to look into a kept one.
+func (e *Env) DatabaseWhere() string {
+	if e.server != nil {
+		return "Each is a schema of its own on the server; with --keep-db, SET search_path TO it in psql to check it yourself."
+	}
+	return "Each is a file in the run folder; with --keep-db, open one with the sqlite3 shell to check it yourself."
+}
+
 // DatabasePath is the run's main database file.
 func (e *Env) DatabasePath() string { return filepath.Join(e.Dir, "outboxlab.db") }
 

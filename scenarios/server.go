@@ -61,6 +61,14 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 	return schema, nil
 }
 
+// schemaOf is the schema that stands for path, once created.
+func (s *serverSchemas) schemaOf(path string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	schema, ok := s.byPath[path]
+	return schema, ok
+}
+
 // describe is the report's Database line: the server without its password,
 // and the run's schemas, with the file each stands for.
 func (s *serverSchemas) describe(string) string {

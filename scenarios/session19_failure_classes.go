@@ -140,7 +140,7 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 	var tl lab.Timeline
 	table := lab.Table{Title: "Failure classes", Note: "Each row ran against its own fresh database; Observed is read from that database afterwards, not from log lines.",
 		Columns: []string{"#", "Event order", "Expected property", "Observed (durable state)", "Result"}}
-	files := lab.Table{Title: "Row databases", Note: "Each file sits in the run folder beside the database named above; with --keep-db, open one with the sqlite3 shell to check a row yourself.", Columns: []string{"Row", "Database file"}}
+	files := lab.Table{Title: "Row databases", Note: "Each row ran against a database of its own, beside the one named above. " + env.DatabaseWhere(), Columns: []string{"Row", env.DatabaseColumn()}}
 	r := &lab.Result{}
 	var ps []*cast.Pipeline
 	plans := map[string]*failpoint.Plan{}
@@ -171,7 +171,7 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 			return nil, fmt.Errorf("row %d: %w", row.n, err)
 		}
 		table.AddRow(row.n, row.order, row.expected, out.observed, map[bool]string{true: "PASS", false: "FAIL"}[out.ok])
-		files.AddRow(label, filepath.Base(path))
+		files.AddRow(label, env.DatabaseLabel(path))
 		r.SetFlag(row.check, out.ok)
 		if out.ok {
 			passed++

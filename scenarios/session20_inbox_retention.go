@@ -175,7 +175,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 			p.Close()
 		}
 	}()
-	summary := retentionSummary(f)
+	summary := retentionSummary(env, f)
 	outs := map[string]retentionOutcome{}
 	for _, run := range runs {
 		path := env.ExtraDatabasePath(run.file)
@@ -195,7 +195,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 			return nil, fmt.Errorf("%s: %w", run.label, err)
 		}
 		outs[run.label] = out
-		addRetentionRow(&summary, run, f, out, path)
+		addRetentionRow(&summary, run, f, out, env.DatabaseLabel(path))
 		if r.Database == "" {
 			r.Database = path
 		}
@@ -217,15 +217,15 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 }
 
 // retentionSummary is the table of the three parts, one row each.
-func retentionSummary(f retentionFlags) lab.Table {
+func retentionSummary(env *Env, f retentionFlags) lab.Table {
 	return lab.Table{Title: "Deduplication windows",
-		Note: "One fresh database per part, each a file in the run folder. Credit and counts are read from each database after the replay. " +
+		Note: "One fresh database per part. " + env.DatabaseWhere() + " Credit and counts are read from each database after the replay. " +
 			"The long inbox retention (part 1 long and part 2) is " + f.longWhy() + ". Part 1 runs with no broker window (off).",
-		Columns: []string{"Part", "Inbox retention", "DLQ retention", "Broker window", "Dead-lettered at", "Replay at", "Inbox rows purged", "DLQ rows purged", "Replay at the broker", "Dropped before replay", "Credit (cents)", "Database file"}}
+		Columns: []string{"Part", "Inbox retention", "DLQ retention", "Broker window", "Dead-lettered at", "Replay at", "Inbox rows purged", "DLQ rows purged", "Replay at the broker", "Dropped before replay", "Credit (cents)", env.DatabaseColumn()}}
 }
 
 // addRetentionRow adds one part's row to the summary.
-func addRetentionRow(summary *lab.Table, run retentionRun, f retentionFlags, out retentionOutcome, path string) {
+func addRetentionRow(summary *lab.Table, run retentionRun, f retentionFlags, out retentionOutcome, database string) {
 	replay := "nothing to replay (DLQ purged)"
 	switch {
 	case out.replayed && out.replayDropped:
@@ -234,7 +234,7 @@ func addRetentionRow(summary *lab.Table, run retentionRun, f retentionFlags, out
 		replay = "passed"
 	}
 	summary.AddRow(run.label, cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow),
-		cast.TickClock(out.deadLetteredAt), cast.TickClock(out.replayAt), out.inboxPurged, out.dlqPurged, replay, out.droppedBefore, out.credit, filepath.Base(path))
+		cast.TickClock(out.deadLetteredAt), cast.TickClock(out.replayAt), out.inboxPurged, out.dlqPurged, replay, out.droppedBefore, out.credit, database)
 }
 
 // measureRetention sets session 20's figures from the three parts' outcomes

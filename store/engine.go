@@ -18,6 +18,15 @@ const (
 	Postgres Engine = "postgres"
 )
 
+// RetriedError names the error after which the engine's transactions are
+// run again (see [IsBusy]), for tables and timelines.
+func (e Engine) RetriedError() string {
+	if e == Postgres {
+		return "serialization/deadlock"
+	}
+	return "SQLITE_BUSY"
+}
+
 // Text returns the statement as engine runs it. A lesson statement is
 // written once, in SQLite's dialect with :name or ? parameters; on
 // PostgreSQL it runs as its [Stmt.Postgres] text when the lesson gives one

@@ -103,7 +103,7 @@ func normalizeReport(s string) string {
 	s = runFolder.ReplaceAllString(s, "<run folder>")
 	s = splitCounts.ReplaceAllString(s, "Worker-A${1}N,${2}Worker-B${3}N")
 	s = maskSession21(s) // golden_session21_test.go
-	if strings.Contains(s, reports.CountsVaryNote) {
+	if strings.Contains(s, reports.CountsVaryMarker) {
 		s = ranCounts.ReplaceAllString(s, "[ran <counts vary by run>]")
 	}
 	lines := strings.Split(s, "\n")

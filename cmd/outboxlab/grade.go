@@ -37,6 +37,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
+			&cli.StringFlag{Name: "db", Usage: "not taken: claim files are graded on SQLite only (see the error it gives)"},
 			formatFlag,
 		},
 		OnUsageError: onUsageError,
@@ -78,8 +79,22 @@ type gradePlan struct {
 	now      func() time.Time
 }
 
+// errGradeOnPostgres says why grade does not take --db: a claim file is
+// untrusted, and only SQLite lets the lab confine it (an authorizer that
+// allows reads and one UPDATE of OutboxMessages, no ATTACH, a time limit on
+// a private file). On a PostgreSQL server the file's statements would run
+// with the connection's privileges, and a superuser's can read files and
+// start programs on the server (COPY ... TO PROGRAM); SET ROLE is no
+// sandbox, since the statement could reset the role itself.
+var errGradeOnPostgres = usagef("grade runs claim files on SQLite only: SQLite's authorizer confines an untrusted file to " +
+	"reading and claiming OutboxMessages, while on a PostgreSQL server it would run with your connection's privileges " +
+	"(a superuser's can run programs on the server). Leave out --db; run the lesson itself on PostgreSQL with `outboxlab run session-15-outbox-leasing --db URL`")
+
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now}
+	if c.IsSet("db") {
+		return nil, errGradeOnPostgres
+	}
 	var err error
 	if p.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err

@@ -124,6 +124,8 @@ func TestCLI(t *testing.T) {
 			stderr: []string{"PostgreSQL mistake", "--db"}, noReport: true},
 		{name: "DescribePostgres", args: []string{"describe", leasing}, code: 0,
 			stdout: []string{"On PostgreSQL (--db)", "FOR UPDATE SKIP LOCKED", "for-update-without-skip-locked (PostgreSQL only: with --db)", "claim_lock_waits"}},
+		{name: "GradeOnPostgres", args: []string{"grade", "../../examples/claim-lesson.sql", "--db", "postgres://x@127.0.0.1:1/none"}, code: 2,
+			stderr: []string{"grade runs claim files on SQLite only"}, noReport: true},
 		{name: "RunAllUnknownVariant", args: []string{"run", "--all", "--variant", "nope"}, code: 2, stderr: []string{`no scenario has a variant "nope"`}, noReport: true},
 		{name: "RunHelp", args: []string{"run", leasing, "-h"}, code: 0, stdout: []string{"--claim-sql"}, noReport: true},
 		{name: "HelpCommand", args: []string{"help", "run"}, code: 0, stdout: []string{"--keep-db"}},
