@@ -258,8 +258,12 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath())
 		defer env.server.drop(keepDB, opts.Warn)
 	}
+	defer env.processes.stopAll()
 	res, err := sc.Run(ctx, env)
 	if err != nil {
+		if keepDB && env.server != nil {
+			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: env.server.describe(""), Err: err})
+		}
 		if keepDB {
 			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: dir, Err: err})
 		}

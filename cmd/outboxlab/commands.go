@@ -353,6 +353,15 @@ func (p *runPlan) parseClaim(c *cli.Context) error {
 	return nil
 }
 
+// keptPlace is where a run kept its database: its folder, or on
+// PostgreSQL the server and schema.
+func keptPlace(res *lab.Result) string {
+	if res.Engine == string(store.Postgres) {
+		return res.Database
+	}
+	return filepath.Dir(res.Database)
+}
+
 // reportPaths are where the plan's reports would go if they were written now.
 func (p *runPlan) reportPaths() []string {
 	var paths []string
@@ -393,7 +402,7 @@ func runAction(c *cli.Context, s *settings) error {
 				return err
 			}
 			if p.keepDB {
-				lastKept = filepath.Dir(res.Database)
+				lastKept = keptPlace(res)
 			}
 			tally.add(res)
 			if i == 0 {
@@ -459,7 +468,7 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 	case ctx.Err() != nil && err != nil:
 		return nil, "", "", err // with --keep-db, a *runfolder.Kept naming the folder
 	case ctx.Err() != nil && p.keepDB:
-		return nil, "", "", &runfolder.Kept{Dir: filepath.Dir(res.Database), Err: ctx.Err()}
+		return nil, "", "", &runfolder.Kept{Dir: keptPlace(res), Err: ctx.Err()}
 	case ctx.Err() != nil:
 		return nil, "", "", ctx.Err()
 	case errors.As(err, &stmtErr) && p.options.Claim != nil:
