@@ -32,11 +32,11 @@ const ClaimStatementTimeout = 2 * time.Second
 // message in each state a claim must tell apart, so the check runs the
 // statements over rows as the run will: Pending, Processing under an expired
 // lease, Processing under a live one, and Processed.
-const claimCheckRows = `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc, LockedBy, LockedUntilUtc, ProcessedAtUtc) VALUES
+var claimCheckRows = audit("lab: the claim check's four messages, one in each state", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc, LockedBy, LockedUntilUtc, ProcessedAtUtc) VALUES
  ('PaymentCreated', 'PAY-1', '{}', 'Pending',    '2026-01-15T08:59:00.000Z', NULL,       NULL,                       NULL),
  ('PaymentCreated', 'PAY-2', '{}', 'Processing', '2026-01-15T08:59:01.000Z', 'Worker-B', '2026-01-15T08:59:30.000Z', NULL),
  ('PaymentCreated', 'PAY-3', '{}', 'Processing', '2026-01-15T08:59:02.000Z', 'Worker-B', '2026-01-15T09:00:30.000Z', NULL),
- ('PaymentCreated', 'PAY-4', '{}', 'Processed',  '2026-01-15T08:59:03.000Z', NULL,       NULL,                       '2026-01-15T08:59:10.000Z')`
+ ('PaymentCreated', 'PAY-4', '{}', 'Processed',  '2026-01-15T08:59:03.000Z', NULL,       NULL,                       '2026-01-15T08:59:10.000Z')`).SQL
 
 // MaxClaimFileSize is the most bytes a claim file may hold.
 const MaxClaimFileSize = 1 << 20
@@ -228,9 +228,10 @@ func (c *guardConnector) Driver() driver.Driver { return c.base.Driver() }
 type claimMode int
 
 const (
-	modeLab    claimMode = iota // the lab's own statements: everything but ATTACH and DETACH
-	modeSelect                  // the claim file's SELECT: reads only
-	modeUpdate                  // the claim file's UPDATE: reads, and updates of OutboxMessages
+	modeLab     claimMode = iota // the lab's own statements: everything but ATTACH and DETACH
+	modeSelect                   // the claim file's SELECT: reads only
+	modeUpdate                   // the claim file's UPDATE: reads, and updates of OutboxMessages
+	modeUnknown                  // a text that is neither the claim's nor in the catalogue: nothing
 )
 
 // guardConn is one connection that may run a claim file. It applies the
@@ -268,7 +269,12 @@ func (g *guardConn) enter(query string) func() {
 	case g.claim.Update:
 		g.mode = modeUpdate
 	default:
-		g.mode = modeLab
+		// Only the lab's own statements, which the catalogue names, get
+		// the lab's policy: a text from anywhere else is allowed nothing.
+		g.mode = modeUnknown
+		if _, ok := catalogue[query]; ok {
+			g.mode = modeLab
+		}
 	}
 	g.denied = ""
 	return func() { g.mode = modeLab }
@@ -281,6 +287,10 @@ func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, _, dbNam
 			return sqlite.AuthorizerDeny
 		}
 		return sqlite.AuthorizerOK
+	}
+	if g.mode == modeUnknown {
+		g.denied = actionName(action, arg1) + " in a statement the lab does not know"
+		return sqlite.AuthorizerDeny
 	}
 	g.seen = append(g.seen, action)
 	switch action {

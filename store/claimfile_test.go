@@ -183,4 +183,11 @@ func TestUntrustedConnection(t *testing.T) {
 	if _, err := os.Stat(evil); err == nil {
 		t.Error("the ATTACH created a file")
 	}
+	// Only the catalogue's statements get the lab's policy: any other text
+	// on a guarded connection may do nothing at all.
+	for _, text := range []string{"CREATE TABLE planted (x)", "SELECT Payload FROM OutboxMessages LIMIT 1", "DELETE FROM OutboxMessages"} {
+		if _, err := db.sql.ExecContext(ctx, text); err == nil || !strings.Contains(err.Error(), "not authorized") {
+			t.Errorf("%q on a guarded connection: err = %v, want not authorized", text, err)
+		}
+	}
 }
