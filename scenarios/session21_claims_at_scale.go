@@ -60,6 +60,11 @@ var claimsAtScale = Scenario{
 		"finalizes late with its stale token): the expired messages are reclaimed, the stale finalize changes 0 " +
 		"rows, no message is finalized twice and none is left behind. Cost is counted as the pages SQLite reads per " +
 		"message (sqlite3_db_status), which is near-repeatable; the time per message is shown beside it.",
+	OnPostgres: "On PostgreSQL the same holds with its planner in place of SQLite's: the OR claim scans the table, " +
+		"the indexed claim walks the same partial index, and both selects lock the row they return with FOR UPDATE " +
+		"SKIP LOCKED, so concurrent claims skip each other's rows instead of serializing. Cost is then the 8 kB buffer " +
+		"pages the drain's backends read from its schema (pg_statio_user_tables, hits plus reads), not SQLite's pages; " +
+		"many writers commit at once, so the single-writer ceiling below is SQLite's, and `bench --db` measures the server's.",
 	DoesNotSolve: "The indexed claim skips the messages under live leases on every claim, so its cost grows with the " +
 		"messages in flight (workers × batch), not with the backlog. And SQLite still runs one write transaction " +
 		"at a time: throughput stays under the ceiling of a single-row write transaction, whatever the claim. " +
