@@ -73,6 +73,12 @@ type Death struct {
 	Status string          `json:"status"` // the wait status as Go prints it, e.g. "signal: killed"
 }
 
+// String names the killed process for a report: its role, pid, point and
+// wait status.
+func (d Death) String() string {
+	return fmt.Sprintf("%s, process %d, killed by SIGKILL at %s (wait status: %s)", d.Role, d.Pid, d.Point, d.Status)
+}
+
 // executable is the program a child runs: this one.
 var executable = os.Executable
 

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"sync"
 
@@ -12,18 +11,18 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// workerRoles are the application instances a lesson can run as a child
-// process with Options.Processes: the hidden `outboxlab worker --role
-// ROLE` serves them (see [ServeWorker]).
-var workerRoles = map[string]proc.Role{
-	checkoutRole: runCheckoutChild,
-}
-
 // ServeWorker is the child's side of Options.Processes: it plays role,
-// reading its work from in and writing its reports to out (see
-// [proc.Serve]). The program's hidden `worker` subcommand calls it.
+// one of the registered scenarios' [Scenario.Workers], reading its work
+// from in and writing its reports to out (see [proc.Serve]). The program's
+// hidden `worker` subcommand calls it.
 func ServeWorker(ctx context.Context, role string, in io.Reader, out io.Writer) error {
-	return proc.Serve(ctx, role, in, out, workerRoles)
+	roles := map[string]proc.Role{}
+	for _, sc := range registry {
+		for name, r := range sc.Workers {
+			roles[name] = r
+		}
+	}
+	return proc.Serve(ctx, role, in, out, roles)
 }
 
 // workerTarget is the database at path as a child opens it: what
@@ -55,7 +54,7 @@ func (e *Env) startChild(ctx context.Context, role, path string, work any) (*pro
 	if err != nil {
 		return nil, err
 	}
-	e.processes.add(processEntry{role: role, pid: c.Pid()})
+	e.processes.add(processEntry{role: role, pid: c.Pid(), child: c})
 	return c, nil
 }
 
@@ -92,6 +91,7 @@ type processEntry struct {
 	role                         string
 	pid                          int
 	phase, point, signal, status string
+	child                        *proc.Child
 }
 
 func (l *processLog) add(e processEntry) {
@@ -107,6 +107,20 @@ func (l *processLog) ended(pid int, phase, point, signal, status string) {
 		if e := &l.entries[i]; e.pid == pid && e.status == "" {
 			e.phase, e.point, e.signal, e.status = phase, point, signal, status
 		}
+	}
+}
+
+// stopAll kills and reaps every child still alive: no child outlives
+// its run, whatever path the run took.
+func (l *processLog) stopAll() {
+	l.mu.Lock()
+	children := make([]*proc.Child, 0, len(l.entries))
+	for _, e := range l.entries {
+		children = append(children, e.child)
+	}
+	l.mu.Unlock()
+	for _, c := range children {
+		c.Stop()
 	}
 }
 
@@ -140,9 +154,4 @@ func (e *Env) processesTable() lab.Table {
 		t.AddRow(i+1, p.phase, p.role, p.pid, p.point, p.signal, p.status)
 	}
 	return t
-}
-
-// childDeath is how a timeline row names a killed child.
-func childDeath(d proc.Death) string {
-	return fmt.Sprintf("%s, process %d, killed by SIGKILL at %s (wait status: %s)", d.Role, d.Pid, d.Point, d.Status)
 }

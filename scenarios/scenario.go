@@ -14,6 +14,7 @@ import (
 	"github.com/agnivade/levenshtein"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -45,6 +46,11 @@ type Scenario struct {
 	// AcceptsClaimSQL says the scenario can run an engineer's own claim
 	// statements (run --claim-sql FILE) in place of the lesson's.
 	AcceptsClaimSQL bool
+
+	// Workers are the application instances the scenario runs as child
+	// processes with Options.Processes, by role: what the hidden `worker`
+	// subcommand plays (see [ServeWorker]).
+	Workers map[string]proc.Role
 
 	// Run executes the scenario in env and returns its result. It must
 	// write only inside env.Dir.
