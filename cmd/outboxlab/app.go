@@ -98,7 +98,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runWith is run in the given settings.
 func runWith(ctx context.Context, s *settings, args []string, stdout, stderr io.Writer) int {
 	s.stderr = stderr
-	s.sweep()
+	if !isWorker(args) {
+		s.sweep()
+	}
 	unknownCommand := false
 	app := newApp(s, stdout, stderr)
 	app.CommandNotFound = func(c *cli.Context, name string) {
@@ -146,7 +148,7 @@ func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:      stderr,
 		HideVersion:    true,
 		Suggest:        true,
-		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s)},
+		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), workerCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run decides the exit code
 	}
@@ -156,7 +158,9 @@ func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 func commandNames(app *cli.App) []string {
 	var names []string
 	for _, c := range app.Commands {
-		names = append(names, c.Name)
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
 	}
 	return names
 }
