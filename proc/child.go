@@ -46,6 +46,7 @@ type Child struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	lines   chan line
+	reaped  chan struct{} // closed once the child is reaped: read stops handing lines over
 	stderr  *tail
 	timeout time.Duration
 	ledger  *store.Ledger
@@ -109,7 +110,7 @@ func Start(ctx context.Context, spec Spec) (*Child, error) {
 		return nil, fmt.Errorf("proc: pipe from worker %s: %w", spec.Role, err)
 	}
 	cmd.Stdout = in
-	c := &Child{role: spec.Role, cmd: cmd, stdin: stdin, lines: make(chan line, 4), stderr: &tail{max: 2048},
+	c := &Child{role: spec.Role, cmd: cmd, stdin: stdin, lines: make(chan line, 4), reaped: make(chan struct{}), stderr: &tail{max: 2048},
 		timeout: spec.Timeout, ledger: spec.Ledger}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -128,21 +129,28 @@ func Start(ctx context.Context, spec Spec) (*Child, error) {
 	return c, nil
 }
 
-// read hands the child's stdout to Next, one line at a time, until EOF.
+// read hands the child's stdout to Next, one line at a time, until EOF
+// or until the child is reaped and nobody will read any more.
 func (c *Child) read(out *os.File) {
 	defer out.Close()
 	defer close(c.lines)
 	r := bufio.NewReader(out)
 	for {
 		b, err := r.ReadBytes('\n')
-		if len(b) > 0 && err == nil {
-			c.lines <- line{b: b}
-			continue
+		l := line{b: b}
+		if err != nil {
+			l.err = io.ErrUnexpectedEOF
 		}
 		if len(b) > 0 {
-			c.lines <- line{b: b, err: io.ErrUnexpectedEOF}
+			select {
+			case c.lines <- l:
+			case <-c.reaped:
+				return
+			}
 		}
-		return
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -161,7 +169,7 @@ func (c *Child) Next(ctx context.Context) (Report, error) {
 	select {
 	case l, ok := <-c.lines:
 		if !ok {
-			return Report{}, c.fail(errors.New("exited before it reported"))
+			return Report{}, c.failExiting(errors.New("exited before it reported"))
 		}
 		var r Report
 		if l.err != nil || json.Unmarshal(l.b, &r) != nil || !r.valid() {
@@ -173,7 +181,7 @@ func (c *Child) Next(ctx context.Context) (Report, error) {
 			c.mu.Unlock()
 		}
 		if r.Error != "" {
-			return Report{}, c.fail(errors.New("failed: " + r.Error))
+			return Report{}, c.failExiting(errors.New("failed: " + r.Error))
 		}
 		return r, nil
 	case <-ctx.Done():
@@ -266,6 +274,7 @@ func (c *Child) wait() *os.ProcessState {
 	_ = c.stdin.Close()
 	c.waitEr = c.cmd.Wait()
 	c.state = c.cmd.ProcessState
+	close(c.reaped)
 	if c.ledger != nil && c.last != nil {
 		c.ledger.Merge(c.last.Entries, c.last.Transactions)
 	}
@@ -277,6 +286,24 @@ func (c *Child) waitErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.waitEr
+}
+
+// failExiting is fail for a child that is ending on its own (its stdout
+// closed, or it reported its error): it gets the timeout to exit, so its
+// own exit status is the one reported, and is killed only after that.
+func (c *Child) failExiting(err error) error {
+	exited := make(chan struct{})
+	go func() {
+		c.wait()
+		close(exited)
+	}()
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	select {
+	case <-exited:
+	case <-timer.C:
+	}
+	return c.fail(err)
 }
 
 // fail kills the child, reaps it and returns err naming it, with what it
