@@ -37,7 +37,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
-			&cli.StringFlag{Name: "db", Usage: "not taken: claim files are graded on SQLite only (see the error it gives)"},
+			&cli.StringFlag{Name: "db", Usage: "refused: a PostgreSQL `URL` is not taken, since claim files are graded on SQLite only (the error says why)"},
 			formatFlag,
 		},
 		OnUsageError: onUsageError,
