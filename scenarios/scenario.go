@@ -268,7 +268,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	res, err := sc.Run(ctx, env)
 	if err != nil {
 		if keepDB && env.server != nil {
-			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: env.server.describe(""), Err: err})
+			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: env.server.describe(), Err: err})
 		}
 		if keepDB {
 			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: dir, Err: err})
@@ -296,7 +296,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	res.Engine = string(env.Engine())
 	if env.server != nil {
-		res.Database = env.server.describe(res.Database)
+		res.Database = env.server.describe()
 	}
 	res.DatabaseKept = keepDB
 	if opts.Claim != nil {

@@ -21,7 +21,7 @@ type serverSchemas struct {
 
 	mu      sync.Mutex
 	byPath  map[string]string // database file -> schema
-	created []string          // in creation order
+	created []string          // schemas in creation order, each with the file it stands for in parentheses unless the main one
 	extras  int               // schemas made for extra database files
 }
 
@@ -57,7 +57,11 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 		return "", err
 	}
 	s.byPath[path] = schema
-	s.created = append(s.created, schema)
+	if path == s.main {
+		s.created = append(s.created, schema)
+	} else {
+		s.created = append(s.created, schema+" (for "+filepath.Base(path)+")")
+	}
 	return schema, nil
 }
 
@@ -70,21 +74,11 @@ func (s *serverSchemas) schemaOf(path string) (string, bool) {
 }
 
 // describe is the report's Database line: the server without its password,
-// and the run's schemas, with the file each stands for.
-func (s *serverSchemas) describe(string) string {
+// and the run's schemas, with the file each extra one stands for.
+func (s *serverSchemas) describe() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var parts []string
-	for _, schema := range s.created {
-		for path, sc := range s.byPath {
-			if sc == schema && path != s.main {
-				parts = append(parts, schema+" (for "+filepath.Base(path)+")")
-			} else if sc == schema {
-				parts = append(parts, schema)
-			}
-		}
-	}
-	return store.RedactURL(s.url) + ", schema " + strings.Join(parts, ", ")
+	return store.RedactURL(s.url) + ", schema " + strings.Join(s.created, ", ")
 }
 
 // open opens one application instance's connection to the schema that
@@ -106,7 +100,7 @@ func (s *serverSchemas) drop(keep bool, warn func(error)) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, schema := range s.created {
+	for _, schema := range s.byPath {
 		if err := store.DropSchema(context.Background(), s.url, schema, store.Config{}); err != nil && warn != nil {
 			warn(err)
 		}
