@@ -214,7 +214,7 @@ func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guardConn{base: conn, claim: c.claim}
+	g := &guardConn{connBase: connBase{conn}, claim: c.claim}
 	if err := g.install(ctx); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("store: guard a claim file connection: %w", err)
@@ -239,7 +239,7 @@ const (
 // the lab policy otherwise. database/sql uses a connection from one
 // goroutine at a time, so the mode needs no lock.
 type guardConn struct {
-	base   driver.Conn
+	connBase
 	claim  *ClaimFile
 	mode   claimMode
 	denied string                        // what the authorizer last refused, for the error
@@ -257,9 +257,6 @@ func (g *guardConn) install(ctx context.Context) error {
 	}
 	return setClaimLimits(ctx, g.base)
 }
-
-// Unwrap returns the driver's own connection.
-func (g *guardConn) Unwrap() driver.Conn { return g.base }
 
 // enter sets the mode for query and returns the function that resets it.
 func (g *guardConn) enter(query string) func() {
@@ -477,27 +474,6 @@ func (r guardRows) Close() error {
 
 func (r guardRows) Next(dest []driver.Value) error {
 	return statementFault(r.which, r.Rows.Next(dest))
-}
-
-func (g *guardConn) ResetSession(ctx context.Context) error {
-	if r, ok := g.base.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (g *guardConn) IsValid() bool {
-	if v, ok := g.base.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (g *guardConn) Ping(ctx context.Context) error {
-	if p, ok := g.base.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
 }
 
 // guardStmt keeps the claim policy on while a claim statement prepared

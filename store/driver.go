@@ -12,6 +12,35 @@ import (
 // relies on; modernc.org/sqlite has them all.
 var errNoContextAPI = errors.New("store: sqlite driver lacks a context-aware method")
 
+// connBase is what every wrapping connection of this package holds: the
+// driver's own connection, and the session methods that only pass through
+// to it. Unwrap lets the driver's helpers (limits, authorizers) look
+// through the wrappers.
+type connBase struct{ base driver.Conn }
+
+func (c connBase) Unwrap() driver.Conn { return c.base }
+
+func (c connBase) ResetSession(ctx context.Context) error {
+	if r, ok := c.base.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c connBase) IsValid() bool {
+	if v, ok := c.base.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c connBase) Ping(ctx context.Context) error {
+	if p, ok := c.base.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
 // recordingConnector opens the SQLite driver's connections wrapped so that
 // every statement they execute is written to a [Ledger]. It is the one
 // place every statement of a run passes, whatever code issued it.
@@ -25,7 +54,7 @@ func (c *recordingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recordingConn{base: conn, ledger: c.ledger}, nil
+	return &recordingConn{connBase: connBase{conn}, ledger: c.ledger}, nil
 }
 
 func (c *recordingConnector) Driver() driver.Driver { return c.base.Driver() }
@@ -33,15 +62,11 @@ func (c *recordingConnector) Driver() driver.Driver { return c.base.Driver() }
 // recordingConn is one connection: it records each statement and, while a
 // transaction is open, which statements ran in it.
 type recordingConn struct {
-	base   driver.Conn
+	connBase
 	ledger *Ledger
 	open   bool     // a transaction is open
 	inTx   []string // statement texts of the open transaction
 }
-
-// Unwrap returns the driver's own connection, for the driver's helpers
-// (limits, authorizers) that look through wrappers.
-func (c *recordingConn) Unwrap() driver.Conn { return c.base }
 
 func (c *recordingConn) note(query string) {
 	if c.open {
@@ -147,27 +172,6 @@ func (c *recordingConn) QueryContext(ctx context.Context, query string, args []d
 		return nil, err
 	}
 	return &countingRows{Rows: rows, ledger: c.ledger, query: query}, nil
-}
-
-func (c *recordingConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.base.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *recordingConn) IsValid() bool {
-	if v, ok := c.base.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (c *recordingConn) Ping(ctx context.Context) error {
-	if p, ok := c.base.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
 }
 
 // recordingTx tells the ledger how a transaction ended.

@@ -315,7 +315,7 @@ func (c *dialectConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dialectConn{base: conn}, nil
+	return &dialectConn{connBase{conn}}, nil
 }
 
 func (c *dialectConnector) Driver() driver.Driver { return c.base.Driver() }
@@ -343,9 +343,7 @@ func translate(text string) translation {
 	return t
 }
 
-type dialectConn struct{ base driver.Conn }
-
-func (c *dialectConn) Unwrap() driver.Conn { return c.base }
+type dialectConn struct{ connBase }
 
 func (c *dialectConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
@@ -391,27 +389,6 @@ func (c *dialectConn) QueryContext(ctx context.Context, query string, args []dri
 // CheckNamedValue accepts every argument as it is; binding is by position
 // after [bindArgs], so named arguments are allowed.
 func (c *dialectConn) CheckNamedValue(*driver.NamedValue) error { return nil }
-
-func (c *dialectConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.base.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *dialectConn) IsValid() bool {
-	if v, ok := c.base.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (c *dialectConn) Ping(ctx context.Context) error {
-	if p, ok := c.base.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
-}
 
 type dialectStmt struct {
 	base driver.Stmt
