@@ -106,8 +106,14 @@ func (c *ConsumerInstance) Close() {
 	}
 }
 
+// crash kills the instance mid-step: connection closed, delivery
+// forgotten. In a child process the pipeline's BeforeCrash reports it first.
 func (c *ConsumerInstance) crash(point failpoint.Point) error {
-	c.p.Event(c.name, "CRASH", fmt.Sprintf("at %s with offer %d (%s) in memory; connection closed, memory dropped", point, c.delivery.OfferID, c.delivery.EventID))
+	held := fmt.Sprintf("at %s with offer %d (%s) in memory", point, c.delivery.OfferID, c.delivery.EventID)
+	if err := c.p.beforeCrash(c.name, point, c.delivery.EventID, held); err != nil {
+		return err
+	}
+	c.p.Event(c.name, "CRASH", held+"; connection closed, memory dropped")
 	c.Close()
 	c.delivery = store.Delivery{}
 	return failpoint.ErrCrashed

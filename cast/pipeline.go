@@ -72,6 +72,12 @@ type Pipeline struct {
 	BrokerWindow   int64 // the broker's dedup window in ticks; 0: none
 	EventIDPerSend bool  // mistake: the relay mints a new message id per send
 
+	// BeforeCrash, when set, runs as an instance is about to crash at a
+	// failpoint, before its CRASH line: in a child process it reports the
+	// crash to the parent, which kills the child there, so it never
+	// returns. An error it returns ends the instance's step.
+	BeforeCrash func(CrashReport) error
+
 	mu          sync.Mutex
 	claims      []pipeClaimEntry
 	sends       []pipeSendEntry
@@ -121,8 +127,12 @@ func NewPipeline(ctx context.Context, open Opener, path, label string, tl *lab.T
 	return &Pipeline{Label: label, Path: path, Open: open, Audit: db, Clock: clock.NewManual(LessonStart), Faults: faults, Timeline: tl, SQL: DeliveryLesson}, nil
 }
 
-// Close closes the observer's connection.
-func (p *Pipeline) Close() { p.Audit.Close() }
+// Close closes the observer's connection, if it has one.
+func (p *Pipeline) Close() {
+	if p.Audit != nil {
+		p.Audit.Close()
+	}
+}
 
 // Broker is the broker's service on the observer's connection: its
 // redelivery job, and the reads of its tables.
@@ -268,4 +278,153 @@ func (p *Pipeline) AddAck(a AckEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.acks = append(p.acks, a)
+}
+
+// CrashReport is an instance about to crash at a failpoint, before it
+// closes its connection: what [Pipeline.BeforeCrash] receives. A child
+// process sends it to its parent, which kills the child there.
+type CrashReport struct {
+	Instance string          `json:"instance"`
+	Point    failpoint.Point `json:"point"`
+	Subject  string          `json:"subject"` // the event it worked on, as the plan's rule names it
+	// Held is where it crashes and what it held, as its CRASH line says:
+	// "at after-claim holding e6-v1 with token 1".
+	Held string `json:"held"`
+	// Record is what the pipeline's instances recorded until then.
+	Record Record `json:"record"`
+}
+
+// beforeCrash runs p.BeforeCrash, if set, for instance about to crash at
+// point.
+func (p *Pipeline) beforeCrash(instance string, point failpoint.Point, subject, held string) error {
+	if p.BeforeCrash == nil {
+		return nil
+	}
+	return p.BeforeCrash(CrashReport{Instance: instance, Point: point, Subject: subject, Held: held, Record: p.Record()})
+}
+
+// Record is what a pipeline's instances wrote to its timeline and ledgers:
+// what a child process's pipeline sends to its parent, which adds it to
+// its own ([Pipeline.Adopt]). Seq numbers are the sending timeline's.
+type Record struct {
+	Events      []lab.Event        `json:"events,omitempty"`
+	Claims      []ClaimRecord      `json:"claims,omitempty"`
+	Sends       []SendRecord       `json:"sends,omitempty"`
+	Completions []CompletionRecord `json:"completions,omitempty"`
+	Effects     []EffectEntry      `json:"effects,omitempty"`
+	Acks        []AckEntry         `json:"acks,omitempty"`
+}
+
+// ClaimRecord is one line of the relay claim ledger, as it crosses a pipe.
+type ClaimRecord struct {
+	Seq     int
+	Tick    int64
+	Relay   string
+	Event   string
+	Outcome store.ClaimOutcome
+	Token   int64
+	Until   int64
+	HeldBy  string
+}
+
+// SendRecord is one line of the relay send ledger, as it crosses a pipe.
+type SendRecord struct {
+	Seq     int
+	Tick    int64
+	Relay   string
+	Event   string
+	SentAs  string
+	Token   int64
+	OfferID int64
+	Answer  string
+}
+
+// CompletionRecord is one line of the relay completion ledger, as it
+// crosses a pipe.
+type CompletionRecord struct {
+	Seq    int
+	Tick   int64
+	Relay  string
+	Event  string
+	Token  int64
+	Guard  string
+	Rows   int64
+	Result string
+}
+
+// Record is everything p's instances recorded so far.
+func (p *Pipeline) Record() Record {
+	rec := Record{Events: p.Timeline.Events()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.claims {
+		rec.Claims = append(rec.Claims, ClaimRecord{c.seq, c.tick, c.relay, c.event, c.outcome, c.token, c.until, c.heldBy})
+	}
+	for _, s := range p.sends {
+		rec.Sends = append(rec.Sends, SendRecord{s.seq, s.tick, s.relay, s.event, s.sentAs, s.token, s.offerID, s.answer})
+	}
+	for _, c := range p.completions {
+		rec.Completions = append(rec.Completions, CompletionRecord{c.seq, c.tick, c.relay, c.event, c.token, c.guard, c.rows, c.result})
+	}
+	rec.Effects = append(rec.Effects, p.effects...)
+	rec.Acks = append(rec.Acks, p.acks...)
+	return rec
+}
+
+// Adopt adds what another pipeline's instances recorded on the same
+// database (a child process's) to p: its timeline lines after p's, and
+// its ledger entries, renumbered to the lines of p's timeline.
+func (p *Pipeline) Adopt(rec Record) {
+	seq := map[int]int{}
+	for _, e := range rec.Events {
+		seq[e.Seq] = p.Timeline.Add(e.At, e.Actor, e.Action, e.Detail)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range rec.Claims {
+		p.claims = append(p.claims, pipeClaimEntry{seq[c.Seq], c.Tick, c.Relay, c.Event, c.Outcome, c.Token, c.Until, c.HeldBy})
+	}
+	for _, s := range rec.Sends {
+		p.sends = append(p.sends, pipeSendEntry{seq[s.Seq], s.Tick, s.Relay, s.Event, s.SentAs, s.Token, s.OfferID, s.Answer})
+	}
+	for _, c := range rec.Completions {
+		p.completions = append(p.completions, pipeCompletionEntry{seq[c.Seq], c.Tick, c.Relay, c.Event, c.Token, c.Guard, c.Rows, c.Result})
+	}
+	for _, e := range rec.Effects {
+		e.Seq = seq[e.Seq]
+		p.effects = append(p.effects, e)
+	}
+	for _, a := range rec.Acks {
+		a.Seq = seq[a.Seq]
+		p.acks = append(p.acks, a)
+	}
+}
+
+// Settings is what instances acting on a pipeline's database from another
+// process need of the pipeline: its label, its database, the scenario
+// clock's tick, its statements and switches, and the faults to arm.
+type Settings struct {
+	Label          string           `json:"label"`
+	Path           string           `json:"path"`
+	Tick           int64            `json:"tick"`
+	SQL            DeliverySQL      `json:"sql"`
+	BrokerWindow   int64            `json:"brokerWindow,omitempty"`
+	EventIDPerSend bool             `json:"eventIdPerSend,omitempty"`
+	Rules          []failpoint.Rule `json:"rules,omitempty"`
+}
+
+// Settings is p as another process's pipeline needs it, with rules armed
+// there.
+func (p *Pipeline) Settings(rules ...failpoint.Rule) Settings {
+	return Settings{Label: p.Label, Path: p.Path, Tick: p.Now(), SQL: p.sql(), BrokerWindow: p.BrokerWindow,
+		EventIDPerSend: p.EventIDPerSend, Rules: rules}
+}
+
+// Attach is a pipeline on a database another process created (see
+// [NewPipeline]), for a child process's instances: they open their
+// connections with open, the clock is at the settings' tick, the plan arms
+// their rules, and the timeline is its own. It has no observer connection.
+func Attach(open Opener, s Settings) *Pipeline {
+	return &Pipeline{Label: s.Label, Path: s.Path, Open: open, Clock: clock.NewManual(LessonStart.Add(time.Duration(s.Tick) * time.Millisecond)),
+		Faults: failpoint.NewPlan(s.Rules...), Timeline: &lab.Timeline{}, SQL: s.SQL, BrokerWindow: s.BrokerWindow, EventIDPerSend: s.EventIDPerSend}
 }

@@ -39,8 +39,13 @@ func (r *RelayInstance) Close() {
 }
 
 // crash kills the instance mid-step: connection closed, claim forgotten.
+// In a child process the pipeline's BeforeCrash reports it first.
 func (r *RelayInstance) crash(point failpoint.Point) error {
-	r.Crash(fmt.Sprintf("at %s holding %s with token %d; connection closed, memory dropped", point, r.Claim.EventID, r.Claim.Token))
+	held := fmt.Sprintf("at %s holding %s with token %d", point, r.Claim.EventID, r.Claim.Token)
+	if err := r.p.beforeCrash(r.name, point, r.Claim.EventID, held); err != nil {
+		return err
+	}
+	r.Crash(held + "; connection closed, memory dropped")
 	return failpoint.ErrCrashed
 }
 

@@ -58,16 +58,30 @@ func testProcesses(t *testing.T, db string) {
 	t.Parallel()
 	checkout := []killedProcess{{"before", checkoutRole, "between-outbox-writes"}, {"after", checkoutRole, "between-outbox-writes"}}
 	workerA := []killedProcess{{"recovery", claimWorkerRole, "after-claim"}}
-	for _, tt := range []struct {
+	// Session 19's crash rows: Relay-A after its send (row 1), Consumer-1
+	// after its effect (row 4), Relay-A after its claim (row 6).
+	failureCrashes := []killedProcess{{"row 1", failureRelayRole, "after-send-before-complete"},
+		{"row 4", failureConsumerRole, "after-effect-before-ack"}, {"row 6", failureRelayRole, "after-claim"}}
+	type processesCase struct {
 		sc      *Scenario
 		variant string
 		killed  []killedProcess
-	}{
-		{&transactionalOutbox, "", checkout},
-		{&transactionalOutbox, variantTwoTransactions, checkout},
-		{&outboxLeasing, "", workerA},
-		{&outboxLeasing, variantPermanentLock, workerA},
-	} {
+		// same names a table whose rows must equal those of the run
+		// without Processes: the figures do not depend on where the
+		// instances ran.
+		same string
+	}
+	cases := []processesCase{
+		{&transactionalOutbox, "", checkout, ""},
+		{&transactionalOutbox, variantTwoTransactions, checkout, ""},
+		{&outboxLeasing, "", workerA, ""},
+		{&outboxLeasing, variantPermanentLock, workerA, ""},
+		{&failureClasses, "", failureCrashes, "Failure classes"},
+	}
+	for _, v := range failureClasses.Variants {
+		cases = append(cases, processesCase{&failureClasses, v.Name, failureCrashes, "Failure classes"})
+	}
+	for _, tt := range cases {
 		t.Run(strings.TrimSpace(tt.sc.Name+" "+tt.variant), func(t *testing.T) {
 			t.Parallel()
 			r := executeProcesses(t, db, tt.sc, tt.variant)
@@ -92,6 +106,18 @@ func testProcesses(t *testing.T, db string) {
 			if !slices.Equal(got, tt.killed) {
 				t.Errorf("killed processes %v, want %v", got, tt.killed)
 			}
+			if tt.same != "" {
+				opts := DefaultOptions()
+				opts.TempRoot = t.TempDir()
+				opts.Database = db
+				inProcess, err := Execute(context.Background(), tt.sc, tt.variant, opts, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := tableOf(t, r, tt.same).Rows, tableOf(t, inProcess, tt.same).Rows; !slices.EqualFunc(got, want, slices.Equal) {
+					t.Errorf("%q with processes:\n%v\nwithout:\n%v", tt.same, got, want)
+				}
+			}
 		})
 	}
 }
@@ -99,12 +125,18 @@ func testProcesses(t *testing.T, db string) {
 // processesTableOf is r's processes table; the test fails without one.
 func processesTableOf(t *testing.T, r *lab.Result) lab.Table {
 	t.Helper()
+	return tableOf(t, r, processesTitle)
+}
+
+// tableOf is r's table titled title; the test fails without one.
+func tableOf(t *testing.T, r *lab.Result, title string) lab.Table {
+	t.Helper()
 	for _, tb := range r.Tables {
-		if tb.Title == processesTitle {
+		if tb.Title == title {
 			return tb
 		}
 	}
-	t.Fatalf("%s: no %q table", r.Scenario, processesTitle)
+	t.Fatalf("%s: no %q table", r.Scenario, title)
 	return lab.Table{}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -39,10 +40,12 @@ type failureRow struct {
 	play     func(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error)
 }
 
-// rowDesign is what the variant under test changes in the consumers.
+// rowDesign is what the variant under test changes in the consumers, and
+// where the instances a row crashes run their step.
 type rowDesign struct {
 	credit     cast.ConsumerDesign
 	projection cast.ConsumerDesign
+	crashing   crashingSteps
 }
 
 // rowOutcome is a row's verdict, judged on durable state only.
@@ -127,7 +130,8 @@ var failureClasses = Scenario{
 				"(version 2) to open (version 1). After a crash and a lease expiry, delivery order is not commit " +
 				"order: a projection must apply an event only when its version is newer than the one it holds."},
 	},
-	Run: runFailureClasses,
+	Workers: map[string]proc.Role{failureRelayRole: runFailureRelayChild, failureConsumerRole: runFailureConsumerChild},
+	Run:     runFailureClasses,
 }
 
 func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -137,6 +141,9 @@ func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
 // playFailureClasses runs the given rows, each against its own database.
 func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.Result, error) {
 	d := rowDesignFor(env.Variant)
+	if env.Options.Processes {
+		d.crashing.env = env
+	}
 	var tl lab.Timeline
 	table := lab.Table{Title: "Failure classes", Note: "Each row ran against its own fresh database; Observed is read from that database afterwards, not from log lines.",
 		Columns: []string{"#", "Event order", "Expected property", "Observed (durable state)", "Result"}}
@@ -317,12 +324,13 @@ func consumeAll(ctx context.Context, p *cast.Pipeline, name, group string, desig
 // Row 1: Relay-A sends e1 and crashes before completing; its lease
 // expires; Relay-B claims, resends and completes.
 func playRowResendAfterCrash(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: "e1", Fault: failpoint.Crash})
+	crash := failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: "e1", Fault: failpoint.Crash}
+	plan.Arm(crash)
 	if err := setupCredit(ctx, p, "e1", "ACC-1"); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
+	if err := d.crashing.relayOnce(ctx, p, plan, crash); err != nil {
 		return rowOutcome{}, err
 	}
 	if _, err := p.ExpireLeases(ctx); err != nil {
@@ -418,7 +426,8 @@ func playRowLostBrokerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint
 // Row 4: the consumer commits its effect for e4 and dies before acking;
 // after the visibility timeout the broker redelivers to a restarted instance.
 func playRowLostConsumerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.Crash})
+	crash := failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.Crash}
+	plan.Arm(crash)
 	if err := setupCredit(ctx, p, "e4", "ACC-4"); err != nil {
 		return rowOutcome{}, err
 	}
@@ -427,13 +436,7 @@ func playRowLostConsumerAck(ctx context.Context, p *cast.Pipeline, plan *failpoi
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	c, err := p.StartConsumer(ctx, "Consumer-1", cast.CreditService, d.credit)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	_, err = c.ConsumeNext(ctx)
-	c.Close()
-	if err != nil && !cast.IsCrash(err) {
+	if err := d.crashing.consumeNext(ctx, p, plan, crash, cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	if err := consumeAll(ctx, p, "Consumer-1 (restarted)", cast.CreditService, d.credit); err != nil {
@@ -516,7 +519,8 @@ func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string,
 // then, after A's lease expires, version 1: the projection receives them in
 // the order v2, v1.
 func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: cast.RelayA, Subject: "e6-v1", Fault: failpoint.Crash})
+	crash := failpoint.Rule{Point: failpoint.AfterClaim, Actor: cast.RelayA, Subject: "e6-v1", Fault: failpoint.Crash}
+	plan.Arm(crash)
 	if err := p.CommitVersion(ctx, "e6-v1", "ACC-6", 1, "open"); err != nil {
 		return rowOutcome{}, err
 	}
@@ -525,7 +529,7 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 		return rowOutcome{}, err
 	}
 	p.SetNow(2 * cast.TickSecond)
-	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
+	if err := d.crashing.relayOnce(ctx, p, plan, crash); err != nil {
 		return rowOutcome{}, err
 	}
 	b, err := p.StartRelay(ctx, cast.RelayB)
@@ -587,4 +591,145 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 	observed := fmt.Sprintf("broker order %s; projection %s at version %d (%s); newest committed version %d",
 		strings.Join(order, ", "), pr.EntityID, pr.Version, pr.State, newest)
 	return rowOutcome{observed: observed, ok: late && pr.Version == newest}, nil
+}
+
+// crashingSteps runs the step of an instance a row's plan crashes (the
+// rule's actor): in-process, or, when env is set (Options.Processes), as
+// a child process that the lab kills by SIGKILL at the rule's failpoint.
+type crashingSteps struct{ env *Env }
+
+// relayOnce is one loop body of relay crash.Actor, which the plan crashes.
+func (s crashingSteps) relayOnce(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, crash failpoint.Rule) error {
+	if s.env == nil {
+		return runRelayOnce(ctx, p, crash.Actor)
+	}
+	return s.inChild(ctx, p, plan, failureRelayRole, failureStepWork{Pipeline: p.Settings(crash), Instance: crash.Actor})
+}
+
+// consumeNext is one delivery taken by consumer crash.Actor of group,
+// applying it by design; the plan crashes it.
+func (s crashingSteps) consumeNext(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, crash failpoint.Rule, group string, design cast.ConsumerDesign) error {
+	if s.env == nil {
+		c, err := p.StartConsumer(ctx, crash.Actor, group, design)
+		if err != nil {
+			return err
+		}
+		_, err = c.ConsumeNext(ctx)
+		c.Close()
+		return cast.UnlessCrash(err)
+	}
+	return s.inChild(ctx, p, plan, failureConsumerRole, failureStepWork{Pipeline: p.Settings(crash), Instance: crash.Actor, Group: group, Design: design})
+}
+
+// inChild runs an instance's step as child process role on p's database.
+// Where the instance is to crash the child reports what it did and holds;
+// the lab adds that to p, fires p's plan and kills the child there with
+// SIGKILL, and the CRASH line names the killed process.
+func (s crashingSteps) inChild(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, role string, work failureStepWork) error {
+	child, err := s.env.startChild(ctx, role, p.Path, work)
+	if err != nil {
+		return err
+	}
+	defer child.Stop()
+	p.Event(work.Instance, "process", fmt.Sprintf("runs its step as child process %d (outboxlab worker --role %s), on its own connection", child.Pid(), role))
+	r, err := child.Next(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Done {
+		var rec cast.Record
+		if err := r.Decode(&rec); err != nil {
+			return fmt.Errorf("session 19: %s process %d: its record: %w", work.Instance, child.Pid(), err)
+		}
+		p.Adopt(rec)
+		return s.env.waitChild(child, p.Label)
+	}
+	var c cast.CrashReport
+	if err := r.Decode(&c); err != nil || c.Point != r.At {
+		return fmt.Errorf("session 19: %s process %d reported %s %s, not a crash at a failpoint", work.Instance, child.Pid(), r.At, clipState(r.State))
+	}
+	p.Adopt(c.Record)
+	if f := plan.Fire(c.Point, c.Instance, c.Subject); f != failpoint.Crash {
+		return fmt.Errorf("session 19: %s process %d stopped to crash at %s on %s, where the run's plan has %q", c.Instance, child.Pid(), c.Point, c.Subject, f)
+	}
+	death, err := s.env.killChild(child, p.Label, c.Point)
+	if err != nil {
+		return err
+	}
+	p.Event(c.Instance, "CRASH", fmt.Sprintf("%s: %s; its connection and memory died with the process", c.Held, death))
+	return nil
+}
+
+// clipState shortens a child's report state for an error message.
+func clipState(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "..."
+	}
+	return string(b)
+}
+
+// Session 19's roles as child processes: a relay's or a consumer's step
+// on a row's database, which the row's plan crashes.
+const (
+	failureRelayRole    = "relay"
+	failureConsumerRole = "consumer"
+)
+
+// failureStepWork is what a session 19 child does: act as Instance (of
+// consumer Group, applying deliveries by Design) on the pipeline's
+// database, with its settings and the crash armed.
+type failureStepWork struct {
+	Pipeline cast.Settings       `json:"pipeline"`
+	Instance string              `json:"instance"`
+	Group    string              `json:"group,omitempty"`
+	Design   cast.ConsumerDesign `json:"design"`
+}
+
+// attachFailureStep is the child's pipeline: the parent's database on the
+// child's own connections, each crash reported to the parent at its
+// failpoint, where the parent kills the child.
+func attachFailureStep(w *proc.Worker) (*cast.Pipeline, failureStepWork, error) {
+	var work failureStepWork
+	if err := w.Work(&work); err != nil {
+		return nil, work, err
+	}
+	p := cast.Attach(func(ctx context.Context, _ string) (*store.DB, error) { return w.Open(ctx) }, work.Pipeline)
+	p.BeforeCrash = func(c cast.CrashReport) error { return w.Reach(c.Point, c) }
+	return p, work, nil
+}
+
+// runFailureRelayChild is a relay instance as a child process: one loop
+// body, its result what it recorded.
+func runFailureRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
+	p, work, err := attachFailureStep(w)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.StartRelay(ctx, work.Instance)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if _, err := r.RunOnce(ctx); cast.UnlessCrash(err) != nil {
+		return nil, err
+	}
+	return p.Record(), nil
+}
+
+// runFailureConsumerChild is a consumer instance as a child process: one
+// delivery taken, applied and acknowledged, its result what it recorded.
+func runFailureConsumerChild(ctx context.Context, w *proc.Worker) (any, error) {
+	p, work, err := attachFailureStep(w)
+	if err != nil {
+		return nil, err
+	}
+	c, err := p.StartConsumer(ctx, work.Instance, work.Group, work.Design)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if _, err := c.ConsumeNext(ctx); cast.UnlessCrash(err) != nil {
+		return nil, err
+	}
+	return p.Record(), nil
 }
