@@ -130,8 +130,8 @@ const processesTitle = "Processes (run --processes)"
 // inProcessNote says why a run with --processes started no child.
 const inProcessNote = "No child process: this scenario's actors ran in-process, as goroutines of the lab each with its own " +
 	"connection, because they share the run's in-memory ledgers, fake services and scenario clock (or the lesson has no " +
-	"crash); --processes runs session 14's crashing checkout, session 15's crashing Worker-A and session 19's crashing " +
-	"relays and consumer as child processes."
+	"crash); --processes runs session 14's crashing checkout, session 15's crashing Worker-A, session 19's crashing " +
+	"relays and consumer and session 21's crashing Worker-A as child processes."
 
 // processesNote explains the table of a run that started children.
 const processesNote = "Each row is a child process of the lab (`outboxlab worker --role ROLE`, the same program) with its " +

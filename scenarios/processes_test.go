@@ -11,6 +11,7 @@ import (
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // TestMain is also the lab's child process in these tests: a run with
@@ -81,16 +82,58 @@ func testProcesses(t *testing.T, db string) {
 	for _, v := range failureClasses.Variants {
 		cases = append(cases, processesCase{&failureClasses, v.Name, failureCrashes, "Failure classes"})
 	}
+	// Session 21's crash rows: Worker-A, holding the oldest message, before
+	// each of the four drains (each claim design on each backlog).
+	scaleCrashes := func(variant string) []killedProcess {
+		indexed := store.IndexedScale.Name
+		if variant == variantPendingOnly {
+			indexed = store.PendingOnlyScale.Name
+		}
+		var killed []killedProcess
+		for _, claim := range []string{store.LessonScale.Name, indexed} {
+			for _, size := range []string{"small", "large"} {
+				killed = append(killed, killedProcess{fmt.Sprintf("%s claim, %s backlog", claim, size), s21ClaimRole, "after-claim"})
+			}
+		}
+		return killed
+	}
+	cases = append(cases, processesCase{&claimsAtScale, "", scaleCrashes(""), ""})
+	for _, v := range claimsAtScale.Variants {
+		cases = append(cases, processesCase{&claimsAtScale, v.Name, scaleCrashes(v.Name), ""})
+	}
 	for _, tt := range cases {
+		// Session 21's runs go one at a time: each is four drains of up to
+		// 500 messages, and its costs on PostgreSQL are buffer pages that
+		// move with the machine's load (autovacuum, concurrent claims
+		// skipping each other's rows), in-process as much as with
+		// processes. There a run must fail the checks it names and may fail
+		// a cost check besides (TestClaimsAtScaleOnPostgres holds the costs
+		// to their bounds), never an invariant.
+		serial := tt.sc == &claimsAtScale
+		pageCosts := serial && db != ""
 		t.Run(strings.TrimSpace(tt.sc.Name+" "+tt.variant), func(t *testing.T) {
-			t.Parallel()
+			if !serial {
+				t.Parallel()
+			}
 			r := executeProcesses(t, db, tt.sc, tt.variant)
 			var want []string // the lesson passes; a variant fails the checks it breaks
 			if v, ok := tt.sc.Variant(tt.variant); ok {
 				want = slices.Sorted(slices.Values(v.Breaks))
 			}
-			if got := slices.Sorted(slices.Values(r.FailedChecks())); !slices.Equal(got, want) {
-				t.Errorf("failed checks %v, want %v", got, want)
+			failed := slices.Sorted(slices.Values(r.FailedChecks()))
+			if pageCosts {
+				for _, name := range want {
+					if !slices.Contains(failed, name) {
+						t.Errorf("check %s did not fail (failed: %v)", name, failed)
+					}
+				}
+				for _, name := range failed {
+					if !slices.Contains(want, name) && !strings.HasSuffix(name, "_cost_growth") {
+						t.Errorf("check %s failed (failed: %v, want %v and perhaps a cost check)", name, failed, want)
+					}
+				}
+			} else if !slices.Equal(failed, want) {
+				t.Errorf("failed checks %v, want %v", failed, want)
 			}
 			procs := processesTableOf(t, r)
 			var got []killedProcess

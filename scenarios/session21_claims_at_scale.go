@@ -12,7 +12,9 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -115,7 +117,8 @@ var claimsAtScale = Scenario{
 				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim "+
 				"looks as good as an indexed one.", s21SmallBacklog, s21Growth)},
 	},
-	Run: runClaimsAtScale,
+	Workers: map[string]proc.Role{s21ClaimRole: runScaleClaimChild},
+	Run:     runClaimsAtScale,
 }
 
 // s21Start is when the drains start on the scenario clock.
@@ -291,7 +294,7 @@ func (run *scaleRun) event(actor, action, detail string) {
 // drains the backlog with two workers, and lets the stalled worker finalize
 // late with its stale token.
 func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path string) error {
-	label := fmt.Sprintf("%s claim, %s backlog", d.claim.Name, d.size)
+	label := d.label()
 	setup, err := run.env.Open(ctx, path)
 	if err != nil {
 		return err
@@ -338,6 +341,9 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	d.lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
 	return err
 }
+
+// label names the drain: its claim and its backlog.
+func (d *scaleDrain) label() string { return fmt.Sprintf("%s claim, %s backlog", d.claim.Name, d.size) }
 
 // schemaPages is, on PostgreSQL, the pages read so far from the drain's
 // schema by every connection, once setup has handed over its own
@@ -407,32 +413,117 @@ func (run *scaleRun) openScaleWorker(ctx context.Context, path, worker string, c
 // holding a lease, the crash.
 func (w *scaleWorker) Close() error { return errors.Join(w.Claimer.Close(), w.db.Close()) }
 
-// crash is Worker-A: it claims the oldest message and dies with it.
+// crash is Worker-A: it claims the oldest message and dies with it. With
+// Options.Processes Worker-A is a child process, killed by SIGKILL once
+// its claim has committed; otherwise its crash closes its connection.
 func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) error {
-	w, err := run.openScaleWorker(ctx, path, s21Crashed, cfg)
-	if err != nil {
-		return err
+	claim := run.claimInProcess
+	if run.env.Options.Processes {
+		claim = run.claimInChild
 	}
-	defer w.Close()
-	b, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
+	b, death, err := claim(ctx, path, cfg, d)
 	if err != nil {
 		return err
 	}
 	d.recordClaim(s21Crashed, b)
 	if len(b.Messages) == 0 {
 		// Measured, not hidden: expired_reclaimed then falls short.
-		run.event(s21Crashed, "claim", "claimed nothing: no forced expiry of a crashed worker's message in this drain")
+		run.event(s21Crashed, "claim", "claimed nothing: no forced expiry of a crashed worker's message in this drain"+death)
 		return nil
 	}
 	m := b.Messages[0]
 	d.expiries = append(d.expiries, scaleExpiry{holder: s21Crashed, id: m.ID, token: m.Token, late: "-"})
+	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s%s", m.ID, m.Token, m.LockedUntil, death))
+	return nil
+}
+
+// claimInProcess is Worker-A's claim on a connection of the lab's own,
+// which its crash closes. death is "": the crash is the connection's close.
+func (run *scaleRun) claimInProcess(ctx context.Context, path string, cfg store.ClaimerConfig, _ *scaleDrain) (b store.ClaimedBatch, death string, err error) {
+	w, err := run.openScaleWorker(ctx, path, s21Crashed, cfg)
+	if err != nil {
+		return b, "", err
+	}
+	defer w.Close()
+	if b, err = w.Claim(ctx, run.clk.Now(), s21Lease, 1); err != nil || len(b.Messages) == 0 {
+		return b, "", err
+	}
 	// The lab's instrument, not the worker's: on PostgreSQL its reads reach
 	// the server's counters before the drain is measured, not as it exits.
-	if err := w.db.FlushStats(ctx); err != nil {
-		return err
+	return b, "", w.db.FlushStats(ctx)
+}
+
+// s21ClaimRole is Worker-A as a child process: it claims, reports its
+// claim at failpoint after-claim and waits there for its SIGKILL.
+const s21ClaimRole = "scale-claimer"
+
+// scaleClaimWork is what the scale-claimer child does: one claim of up to
+// Limit messages as Worker with Config, for Lease at Now (the scenario
+// clock).
+type scaleClaimWork struct {
+	Worker string              `json:"worker"`
+	Config store.ClaimerConfig `json:"config"`
+	Now    time.Time           `json:"now"`
+	Lease  time.Duration       `json:"lease"`
+	Limit  int                 `json:"limit"`
+}
+
+// runScaleClaimChild is the scale-claimer child: Worker-A's claim on its
+// own connection, committed, its statistics handed over as in-process
+// (see claimInProcess); then it reports the batch at after-claim and
+// waits for the parent's word, or its SIGKILL.
+func runScaleClaimChild(ctx context.Context, w *proc.Worker) (any, error) {
+	var work scaleClaimWork
+	if err := w.Work(&work); err != nil {
+		return nil, err
 	}
-	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s", m.ID, m.Token, m.LockedUntil))
-	return nil
+	db, err := w.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	cl, err := store.NewClaimer(ctx, db, work.Worker, work.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	b, err := cl.Claim(ctx, work.Now, work.Lease, work.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(b.Messages) > 0 {
+		if err := db.FlushStats(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Reach(failpoint.AfterClaim, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// claimInChild is Worker-A's claim as a child process, killed by SIGKILL
+// at after-claim, its claim committed. death names the killed process.
+func (run *scaleRun) claimInChild(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (b store.ClaimedBatch, death string, err error) {
+	work := scaleClaimWork{Worker: s21Crashed, Config: cfg, Now: run.clk.Now(), Lease: s21Lease, Limit: 1}
+	child, err := run.env.startChild(ctx, s21ClaimRole, path, work)
+	if err != nil {
+		return b, "", err
+	}
+	defer child.Stop()
+	run.event(s21Crashed, "process", fmt.Sprintf("claims as child process %d (outboxlab worker --role %s), on its own connection", child.Pid(), s21ClaimRole))
+	r, err := child.Next(ctx)
+	if err != nil {
+		return b, "", err
+	}
+	if err := r.Decode(&b); err != nil || r.At != failpoint.AfterClaim {
+		return b, "", fmt.Errorf("session 21: %s process %d reported %s %s, not its claim at %s", s21Crashed, child.Pid(), r.At, r.State, failpoint.AfterClaim)
+	}
+	dead, err := run.env.killChild(child, d.label(), failpoint.AfterClaim)
+	if err != nil {
+		return b, "", err
+	}
+	return b, fmt.Sprintf(": %s; its claim had committed", dead), nil
 }
 
 // stall is Worker-B: it claims the next message, processes it, and stalls
