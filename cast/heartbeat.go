@@ -78,6 +78,9 @@ type HeartbeatStage struct {
 	Sends         []HeartbeatSend
 	Completions   []HeartbeatCompletion
 	Cancellations []Cancellation
+
+	taken   int                        // the last timeline line TakeRecord took
+	adopted map[string]*HeartbeatRelay // relays of other processes, by name, for their adopted jobs
 }
 
 // HeartbeatClaim is one claim attempt (a poll) in the claim ledger.
@@ -269,14 +272,26 @@ func (r *HeartbeatRelay) Resume(ctx context.Context) error {
 }
 
 // Stop is the stop signal (SIGTERM, simulated in-process: the relay is a
-// goroutine; a real SIGTERM waits for --processes, issue 10): the relay
+// goroutine; with --processes see StopOnSignal): the relay
 // stops polling at once, and
 // cancels the work of every job whose send has not happened; those leases
 // are left to expire. A job already sent may finish within the grace period.
 func (r *HeartbeatRelay) Stop(grace int64) {
+	r.stop(grace, "simulated in-process (a Stop call; a real SIGTERM waits for --processes, issue 10)")
+}
+
+// StopOnSignal is Stop for a relay that is a process of its own (run
+// --processes): the lab sent process pid a real SIGTERM, which the relay
+// caught with signal.Notify.
+func (r *HeartbeatRelay) StopOnSignal(grace int64, pid int) {
+	r.stop(grace, fmt.Sprintf("a real SIGTERM from the lab to process %d, caught by its signal.Notify", pid))
+}
+
+// stop stops the relay; how says how the stop signal arrived.
+func (r *HeartbeatRelay) stop(grace int64, how string) {
 	r.stopping = true
-	r.stage.Event(r.Name, "SIGTERM", fmt.Sprintf("simulated in-process (a Stop call; a real SIGTERM waits for --processes, issue 10): stop polling now; in-flight sends may finish within the %s grace period (until %s)",
-		DurationText(grace), shortClock(r.stage.Now()+grace)))
+	r.stage.Event(r.Name, "SIGTERM", fmt.Sprintf("%s: stop polling now; in-flight sends may finish within the %s grace period (until %s)",
+		how, DurationText(grace), shortClock(r.stage.Now()+grace)))
 	for _, j := range append([]*HeartbeatJob(nil), r.held...) {
 		if !j.sent {
 			j.cancelWork(ErrShuttingDown, "not sent yet: the work stops; the lease is left to expire at "+shortClock(j.LeaseUntil))

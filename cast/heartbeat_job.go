@@ -2,7 +2,10 @@ package cast
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/outboxlab/outboxlab/lab"
 
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -232,4 +235,147 @@ func (j *HeartbeatJob) finish() {
 			break
 		}
 	}
+}
+
+// HeartbeatRecord is what a stage recorded, as it crosses the pipe from a
+// relay that ran as a child process (on a stage of its own) to the lab's
+// stage, which adopts it: its clock, timeline lines, ledgers and jobs.
+type HeartbeatRecord struct {
+	Now           int64                  `json:"now"`
+	Events        []lab.Event            `json:"events"`
+	Claims        []HeartbeatClaim       `json:"claims,omitempty"`
+	Renewals      []RenewalEntry         `json:"renewals,omitempty"`
+	Sends         []HeartbeatSend        `json:"sends,omitempty"`
+	Completions   []HeartbeatCompletion  `json:"completions,omitempty"`
+	Cancellations []RecordedCancellation `json:"cancellations,omitempty"`
+	Jobs          []RecordedJob          `json:"jobs,omitempty"`
+}
+
+// RecordedCancellation is a [Cancellation] with its cause as text.
+type RecordedCancellation struct {
+	Seq   int    `json:"seq"`
+	At    int64  `json:"at"`
+	Relay string `json:"relay"`
+	Event string `json:"event"`
+	Cause string `json:"cause"`
+	Sent  bool   `json:"sent"`
+}
+
+// RecordedJob is a job as the lanes draw it.
+type RecordedJob struct {
+	Relay      string `json:"relay"`
+	Event      string `json:"event"`
+	Token      int64  `json:"token"`
+	ClaimedAt  int64  `json:"claimedAt"`
+	LeaseUntil int64  `json:"leaseUntil"`
+}
+
+// TakeRecord is what the stage recorded since its last TakeRecord, and
+// every job it holds as it stands now.
+func (s *HeartbeatStage) TakeRecord() HeartbeatRecord {
+	events := s.timeline.Events()
+	from := func(seq int) bool { return seq > s.taken }
+	rec := HeartbeatRecord{Now: s.Now()}
+	for _, e := range events {
+		if from(e.Seq) {
+			rec.Events = append(rec.Events, e)
+		}
+	}
+	for _, c := range s.Claims {
+		if from(c.Seq) {
+			rec.Claims = append(rec.Claims, c)
+		}
+	}
+	for _, e := range s.Renewals {
+		if from(e.Seq) {
+			rec.Renewals = append(rec.Renewals, e)
+		}
+	}
+	for _, e := range s.Sends {
+		if from(e.Seq) {
+			rec.Sends = append(rec.Sends, e)
+		}
+	}
+	for _, e := range s.Completions {
+		if from(e.Seq) {
+			rec.Completions = append(rec.Completions, e)
+		}
+	}
+	for _, c := range s.Cancellations {
+		if from(c.Seq) {
+			rec.Cancellations = append(rec.Cancellations, RecordedCancellation{c.Seq, c.At, c.Relay, c.Event, c.Cause.Error(), c.Sent})
+		}
+	}
+	for _, j := range s.all {
+		rec.Jobs = append(rec.Jobs, RecordedJob{j.relay.Name, j.Event, j.Token, j.ClaimedAt, j.LeaseUntil})
+	}
+	if len(events) > 0 {
+		s.taken = events[len(events)-1].Seq
+	}
+	return rec
+}
+
+// Adopt appends rec, recorded by a relay in another process, to the stage:
+// its timeline lines (numbered on), its ledger entries and its jobs, whose
+// lanes are drawn with the others'. The clock moves on to rec's.
+func (s *HeartbeatStage) Adopt(rec HeartbeatRecord) {
+	seq := map[int]int{}
+	for _, e := range rec.Events {
+		seq[e.Seq] = s.timeline.Add(e.At, e.Actor, e.Action, e.Detail)
+	}
+	for _, c := range rec.Claims {
+		c.Seq = seq[c.Seq]
+		s.Claims = append(s.Claims, c)
+	}
+	for _, e := range rec.Renewals {
+		e.Seq = seq[e.Seq]
+		s.Renewals = append(s.Renewals, e)
+	}
+	for _, e := range rec.Sends {
+		e.Seq = seq[e.Seq]
+		s.Sends = append(s.Sends, e)
+	}
+	for _, e := range rec.Completions {
+		e.Seq = seq[e.Seq]
+		s.Completions = append(s.Completions, e)
+	}
+	for _, c := range rec.Cancellations {
+		s.Cancellations = append(s.Cancellations, Cancellation{Seq: seq[c.Seq], At: c.At, Relay: c.Relay, Event: c.Event, Cause: causeNamed(c.Cause), Sent: c.Sent})
+	}
+	for _, rj := range rec.Jobs {
+		s.adoptJob(rj)
+	}
+	s.setNow(max(s.Now(), rec.Now))
+}
+
+// adoptJob adds the job another process holds, or updates its lease: a
+// job whose heartbeat and work ran there, drawn here.
+func (s *HeartbeatStage) adoptJob(rj RecordedJob) {
+	for _, j := range s.all {
+		if j.relay.Name == rj.Relay && j.Event == rj.Event && j.Token == rj.Token {
+			j.LeaseUntil = rj.LeaseUntil
+			return
+		}
+	}
+	r := s.adopted[rj.Relay]
+	if r == nil {
+		r = &HeartbeatRelay{Name: rj.Relay, stage: s}
+		if s.adopted == nil {
+			s.adopted = map[string]*HeartbeatRelay{}
+		}
+		s.adopted[rj.Relay] = r
+	}
+	work, cancel := context.WithCancelCause(context.Background())
+	s.all = append(s.all, &HeartbeatJob{relay: r, Event: rj.Event, Token: rj.Token, ClaimedAt: rj.ClaimedAt, LeaseUntil: rj.LeaseUntil,
+		work: work, cancelCause: cancel})
+}
+
+// causeNamed is the cancellation cause whose text is text.
+func causeNamed(text string) error {
+	for _, err := range []error{ErrLeaseLost, ErrProcessingDeadline, ErrShuttingDown, errRunOver} {
+		if err.Error() == text {
+			return err
+		}
+	}
+	return errors.New(text)
 }

@@ -234,6 +234,42 @@ func (c *Child) Kill(point failpoint.Point) (Death, error) {
 	return d, nil
 }
 
+// Signal sends the child sig where it waits for it, at point (see
+// [Worker.AwaitSignal]): a signal it handles, such as SIGTERM, unlike
+// Kill's SIGKILL. The child goes on by itself: read its reports with
+// Next, then Wait for its own exit, which kills it only after the
+// timeout, and says so.
+func (c *Child) Signal(sig syscall.Signal, point failpoint.Point) error {
+	if err := c.cmd.Process.Signal(sig); err != nil {
+		return c.fail(fmt.Errorf("could not be sent %s at %s: %w", signalName(sig), point, err))
+	}
+	return nil
+}
+
+// Status is the child's wait status as Go prints it (e.g. "exit status
+// 0"), once it is reaped, or "" while it runs.
+func (c *Child) Status() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == nil {
+		return ""
+	}
+	return c.state.String()
+}
+
+// signalName is sig as people write it, e.g. SIGTERM.
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
+}
+
 // Wait waits for a child that reported Done to exit, and checks it exited
 // with status 0.
 func (c *Child) Wait() error {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,6 +75,23 @@ var testRoles = map[string]proc.Role{
 	"garbage": func(context.Context, *proc.Worker) (any, error) {
 		fmt.Println("hello, this is not JSON")
 		select {} // the parent must kill it
+	},
+	// term waits at after-claim for SIGTERM, handles it and finishes: it
+	// reports the signal it got and exits 0 by itself.
+	"term": func(_ context.Context, w *proc.Worker) (any, error) {
+		sig, err := w.AwaitSignal(failpoint.AfterClaim, "waiting", syscall.SIGTERM)
+		if err != nil {
+			return nil, err
+		}
+		return "handled " + sig.String(), nil
+	},
+	// term-then-hang handles SIGTERM, then never finishes: the parent
+	// must kill it.
+	"term-then-hang": func(_ context.Context, w *proc.Worker) (any, error) {
+		if _, err := w.AwaitSignal(failpoint.AfterClaim, nil, syscall.SIGTERM); err != nil {
+			return nil, err
+		}
+		select {}
 	},
 	"silent": func(context.Context, *proc.Worker) (any, error) {
 		select {}
@@ -212,7 +230,7 @@ func TestChildThatMisbehavesFailsClearly(t *testing.T) {
 	}{
 		{"exit-early", []string{"worker exit-early (pid ", "exited before it reported", "exit status 3", "boom: the worker gave up"}},
 		{"garbage", []string{"worker garbage (pid ", "not a worker report", "hello, this is not JSON", "signal: killed"}},
-		{"silent", []string{"worker silent (pid ", "said nothing for 300ms", "signal: killed"}},
+		{"silent", []string{"worker silent (pid ", "said nothing for 2s", "signal: killed"}},
 		{"fails", []string{"worker fails (pid ", "failed: no database today", "exit status 1"}},
 		{"no-such-role", []string{"worker no-such-role (pid ", `no worker role "no-such-role"`}},
 	} {
@@ -220,7 +238,9 @@ func TestChildThatMisbehavesFailsClearly(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			target := proc.Target{Engine: store.SQLite, Path: filepath.Join(t.TempDir(), "unused.db")}
-			c, err := proc.Start(ctx, proc.Spec{Role: tt.role, Target: target, Work: 1, Timeout: 300 * time.Millisecond})
+			// 2s, not less: a child of the race-built test binary on a
+			// loaded machine may take longer than that to start.
+			c, err := proc.Start(ctx, proc.Spec{Role: tt.role, Target: target, Work: 1, Timeout: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,5 +275,54 @@ func TestContextEndKillsChild(t *testing.T) {
 	}
 	if _, err := c.Kill(failpoint.AfterClaim); err == nil {
 		t.Error("Kill of a child the cancel already killed reported a death")
+	}
+}
+
+// TestSignalledChildExitsByItself: a child waiting at a failpoint for
+// SIGTERM gets it from Signal, handles it, reports done and exits 0 on its
+// own; one that handles it and then hangs is killed after the timeout,
+// and the error says so.
+func TestSignalledChildExitsByItself(t *testing.T) {
+	t.Parallel()
+	target := engines[0].target(t)
+	ctx := context.Background()
+	c, err := proc.Start(ctx, proc.Spec{Role: "term", Target: target, Work: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	r, err := c.Next(ctx)
+	if err != nil || r.At != failpoint.AfterClaim {
+		t.Fatalf("first report %+v, %v; want at %s", r, err, failpoint.AfterClaim)
+	}
+	if err := c.Signal(syscall.SIGTERM, failpoint.AfterClaim); err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.Next(ctx)
+	var said string
+	if err != nil || !r.Done || r.Decode(&said) != nil || said != "handled "+syscall.SIGTERM.String() {
+		t.Fatalf("report after SIGTERM %+v (%q), %v; want done, handled", r, said, err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Status(); got != "exit status 0" {
+		t.Errorf("wait status %q, want exit status 0", got)
+	}
+
+	h, err := proc.Start(ctx, proc.Spec{Role: "term-then-hang", Target: target, Work: 1, Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	if _, err := h.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Signal(syscall.SIGTERM, failpoint.AfterClaim); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Next(ctx)
+	if err == nil || !strings.Contains(err.Error(), "said nothing") || !strings.Contains(err.Error(), "signal: killed") {
+		t.Errorf("a child that hangs after SIGTERM: error %v, want it killed after saying nothing", err)
 	}
 }

@@ -8,7 +8,11 @@
 // child reports {"at":"<point>"}, with what it has done so far and its
 // statement ledger, then blocks reading stdin: the parent either lets it go
 // on ({"go":true}, the barrier) or kills it with SIGKILL there, a real
-// process death ([Child.Kill]). The scenario clock reaches the child the
+// process death ([Child.Kill]). A child that waits at its failpoint for a
+// signal instead ([Worker.AwaitSignal]) is sent one it handles, such as
+// SIGTERM ([Child.Signal]), and goes on by itself to its Done report and
+// its own exit ([Child.Wait] kills it if it does not exit in time, and
+// says so). The scenario clock reaches the child the
 // same way, as times in its work. A child that dies unexpectedly, prints
 // anything that is not a report, or says nothing for too long fails the run
 // with an error that names it; it never hangs the run.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"sync"
 
 	"github.com/outboxlab/outboxlab/failpoint"
@@ -65,6 +67,36 @@ func (w *Worker) Reach(point failpoint.Point, state any) error {
 		return fmt.Errorf("proc: at %s the parent wrote %q, not a go-on", point, line)
 	}
 	return nil
+}
+
+// AwaitSignal reports that the child is at point, with state and its
+// ledger, and waits there for one of sigs, which the parent sends with
+// [Child.Signal]; it returns the signal. The child handles it (it was
+// notified with signal.Notify before the report, so none is missed) and
+// goes on by itself: after AwaitSignal it reads its stdin no more. A
+// closed pipe returns [ErrParentGone], a line on stdin an error.
+func (w *Worker) AwaitSignal(point failpoint.Point, state any, sigs ...os.Signal) (os.Signal, error) {
+	got := make(chan os.Signal, 1)
+	signal.Notify(got, sigs...)
+	defer signal.Stop(got)
+	if err := w.report(Report{At: point}, state); err != nil {
+		return nil, err
+	}
+	said := make(chan error, 1)
+	go func() {
+		line, err := w.in.ReadBytes('\n')
+		if err != nil {
+			said <- ErrParentGone
+			return
+		}
+		said <- fmt.Errorf("proc: at %s the parent wrote %q, not a signal", point, line)
+	}()
+	select {
+	case sig := <-got:
+		return sig, nil
+	case err := <-said:
+		return nil, err
+	}
 }
 
 func (w *Worker) report(r Report, state any) error {

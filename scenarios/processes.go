@@ -2,8 +2,10 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
+	"syscall"
 
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
@@ -79,6 +81,32 @@ func (e *Env) waitChild(c *proc.Child, phase string) error {
 	return nil
 }
 
+// signalChild sends child sig (SIGTERM), which it waits for at point and
+// handles itself (see [proc.Worker.AwaitSignal]).
+func (e *Env) signalChild(c *proc.Child, sig syscall.Signal, point failpoint.Point) error {
+	return c.Signal(sig, point)
+}
+
+// waitSignalledChild waits for a child that was sent sig at point, and
+// then reported its work done, to exit by itself with status 0, during
+// phase, and records the signal and its wait status for the report.
+func (e *Env) waitSignalledChild(c *proc.Child, phase string, sig syscall.Signal, point failpoint.Point) error {
+	if err := c.Wait(); err != nil {
+		return err
+	}
+	e.processes.ended(c.Pid(), phase, fmt.Sprintf("(not killed: sent %s at %s, it exited by itself)", signalText(sig), point),
+		signalText(sig)+" (sent by the lab)", c.Status())
+	return nil
+}
+
+// signalText names sig as people write it, e.g. SIGTERM.
+func signalText(sig syscall.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
 // processLog is what a run's child processes did, for the report.
 type processLog struct {
 	mu      sync.Mutex
@@ -131,12 +159,14 @@ const processesTitle = "Processes (run --processes)"
 const inProcessNote = "No child process: this scenario's actors ran in-process, as goroutines of the lab each with its own " +
 	"connection, because they share the run's in-memory ledgers, fake services and scenario clock (or the lesson has no " +
 	"crash); --processes runs session 14's crashing checkout, session 15's crashing Worker-A, session 19's crashing " +
-	"relays and consumer and session 21's crashing Worker-A as child processes."
+	"relays and consumer and session 21's crashing Worker-A as child processes, and stops session 22's Relay-D with a real SIGTERM."
 
 // processesNote explains the table of a run that started children.
 const processesNote = "Each row is a child process of the lab (`outboxlab worker --role ROLE`, the same program) with its " +
 	"own database connection, its work and the scenario clock sent on its stdin. Where the lesson crashes it, it reached " +
-	"the named failpoint, said so over its stdout pipe and blocked reading stdin, and the lab killed it there with SIGKILL. Pid, signal and wait status come from the operating system. Its " +
+	"the named failpoint, said so over its stdout pipe and blocked reading stdin, and the lab killed it there with SIGKILL; " +
+	"where the lesson shuts it down (session 22), it waited at the failpoint for a signal and the lab sent it SIGTERM, which " +
+	"it handled and exited by itself. Pid, signal and wait status come from the operating system. Its " +
 	"statements were sent back over the pipe and are in the SQL section; a transaction it had open when it was killed " +
 	"never ended in the child, so the transactions section, which counts an in-process crash's transaction as rolled " +
 	"back, does not count it: what the database kept of it is what the fresh connection found."

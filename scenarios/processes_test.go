@@ -219,3 +219,70 @@ func TestNoProcessesNoTable(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessesShutdown(t *testing.T) { testProcessesShutdown(t, "") }
+
+func TestProcessesShutdownOnPostgres(t *testing.T) { testProcessesShutdown(t, pgtest.URL(t)) }
+
+// testProcessesShutdown runs session 22 and its variants with
+// Options.Processes on db: Relay-D is a child process that the lab stops
+// with a real SIGTERM, which it handles and exits 0 by itself; the
+// timeline's SIGTERM row names the process; every figure equals the
+// in-process run's, so the lesson passes and each variant (among them
+// shutdown-marks-complete) fails the checks it names.
+func testProcessesShutdown(t *testing.T, db string) {
+	t.Parallel()
+	variants := []string{""}
+	for _, v := range heartbeatAndShutdown.Variants {
+		variants = append(variants, v.Name)
+	}
+	if !slices.Contains(variants, variantShutdownMarksComplete) {
+		t.Fatalf("session 22 has no %s variant", variantShutdownMarksComplete)
+	}
+	for _, variant := range variants {
+		t.Run(strings.TrimSpace("session 22 "+variant), func(t *testing.T) {
+			t.Parallel()
+			r := executeProcesses(t, db, &heartbeatAndShutdown, variant)
+			var want []string
+			if v, ok := heartbeatAndShutdown.Variant(variant); ok {
+				want = slices.Sorted(slices.Values(v.Breaks))
+			}
+			if got := slices.Sorted(slices.Values(r.FailedChecks())); !slices.Equal(got, want) {
+				t.Errorf("failed checks %v, want %v", got, want)
+			}
+			procs := processesTableOf(t, r)
+			if len(procs.Rows) != 1 {
+				t.Fatalf("processes table rows %v, want Relay-D's alone", procs.Rows)
+			}
+			row := procs.Rows[0]
+			if row[2] != shutdownRelayRole || row[5] != "SIGTERM (sent by the lab)" || row[6] != "exit status 0" ||
+				!strings.Contains(row[4], "after-send-before-complete") {
+				t.Errorf("process row %v: want %s sent SIGTERM at after-send-before-complete, exit status 0", row, shutdownRelayRole)
+			}
+			if !sigtermNames(r, row[3]) {
+				t.Errorf("no SIGTERM row of the timeline names a real signal to process %s", row[3])
+			}
+			opts := DefaultOptions()
+			opts.TempRoot = t.TempDir()
+			opts.Database = db
+			inProcess, err := Execute(context.Background(), &heartbeatAndShutdown, variant, opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(r.Metrics, inProcess.Metrics) {
+				t.Errorf("figures with processes %v, without %v", r.Metrics, inProcess.Metrics)
+			}
+		})
+	}
+}
+
+// sigtermNames reports whether the SIGTERM row of r's timeline says it
+// was a real signal to process pid.
+func sigtermNames(r *lab.Result, pid string) bool {
+	for _, e := range r.Timeline {
+		if e.Action == "SIGTERM" && strings.Contains(e.Detail, "a real SIGTERM from the lab to process "+pid+",") {
+			return true
+		}
+	}
+	return false
+}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 
 	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -112,6 +116,7 @@ var heartbeatAndShutdown = Scenario{
 				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
 				"lost lease."},
 	},
+	Workers: map[string]proc.Role{shutdownRelayRole: runShutdownRelayChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runHeartbeatAndShutdown(ctx, env, swapped(env, heartbeatCastFor(env.Variant)))
 	},
@@ -417,24 +422,23 @@ func (run *heartbeatRun) shutdown(ctx context.Context) error {
 	if err := run.commit(ctx, "e4", "e5", "e6"); err != nil {
 		return err
 	}
-	db, err := run.open(ctx)
-	if err != nil {
-		return err
-	}
-	d := run.stage.NewRelay(hbRelayD, db, run.hc.sqls, run.hc.policy)
-	if err := run.at(ctx, 401); err != nil {
-		return err
-	}
-	var jobs []*cast.HeartbeatJob
-	for range 3 {
-		j, err := claimOne(ctx, d)
+	if run.env.Options.Processes {
+		if err := run.shutdownChild(ctx); err != nil {
+			return err
+		}
+	} else {
+		db, err := run.open(ctx)
 		if err != nil {
 			return err
 		}
-		jobs = append(jobs, j)
-	}
-	if err := run.stopAndExit(ctx, d, jobs[0]); err != nil {
-		return err
+		d := run.stage.NewRelay(hbRelayD, db, run.hc.sqls, run.hc.policy)
+		jobs, err := claimThree(ctx, run.stage, d)
+		if err != nil {
+			return err
+		}
+		if err := run.stopAndExit(ctx, d, jobs[0]); err != nil {
+			return err
+		}
 	}
 	if err := run.at(ctx, 410); err != nil {
 		return err
@@ -450,40 +454,180 @@ func (run *heartbeatRun) shutdown(ctx context.Context) error {
 	return run.pollAndDeliver(ctx, fresh, 432)
 }
 
-// stopAndExit sends Relay-D its stop signal after the send of sent, lets
-// it finish sent within the grace period, and ends its process.
-func (run *heartbeatRun) stopAndExit(ctx context.Context, d *cast.HeartbeatRelay, sent *cast.HeartbeatJob) error {
-	if err := run.at(ctx, 405); err != nil {
+// claimThree lets Relay-D, d, claim e4, e5 and e6 at second 401.
+func claimThree(ctx context.Context, stage *cast.HeartbeatStage, d *cast.HeartbeatRelay) ([]*cast.HeartbeatJob, error) {
+	if err := stage.AdvanceTo(ctx, 401*cast.TickSecond); err != nil {
+		return nil, err
+	}
+	var jobs []*cast.HeartbeatJob
+	for range 3 {
+		j, err := claimOne(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// sendFirst is Relay-D's send of sent at second 405, before the stop
+// signal at 406.
+func sendFirst(ctx context.Context, stage *cast.HeartbeatStage, sent *cast.HeartbeatJob) error {
+	if err := stage.AdvanceTo(ctx, 405*cast.TickSecond); err != nil {
 		return err
 	}
 	if _, err := sent.Send(ctx); err != nil {
 		return err
 	}
-	if err := run.at(ctx, 406); err != nil {
+	return stage.AdvanceTo(ctx, 406*cast.TickSecond)
+}
+
+// finishAfterStop is Relay-D after its stop signal: its poll at 407 is
+// skipped, it completes sent (already sent) at 408 within the grace
+// period, and at 409 its process ends, returning the events it held.
+func finishAfterStop(ctx context.Context, stage *cast.HeartbeatStage, d *cast.HeartbeatRelay, sent *cast.HeartbeatJob) ([]string, error) {
+	steps := []struct {
+		at int64
+		do func() error
+	}{
+		{407, func() error { _, err := d.Poll(ctx); return err }},
+		{408, func() error { _, err := sent.Complete(ctx); return err }},
+	}
+	for _, s := range steps {
+		if err := stage.AdvanceTo(ctx, s.at*cast.TickSecond); err != nil {
+			return nil, err
+		}
+		if err := s.do(); err != nil {
+			return nil, err
+		}
+	}
+	if err := stage.AdvanceTo(ctx, 409*cast.TickSecond); err != nil {
+		return nil, err
+	}
+	return d.Exit(ctx)
+}
+
+// stopAndExit sends Relay-D its stop signal after the send of sent, lets
+// it finish sent within the grace period, and ends its process.
+func (run *heartbeatRun) stopAndExit(ctx context.Context, d *cast.HeartbeatRelay, sent *cast.HeartbeatJob) error {
+	if err := sendFirst(ctx, run.stage, sent); err != nil {
 		return err
 	}
 	d.Stop(hbGrace)
 	if err := run.commit(ctx, "e7"); err != nil {
 		return err
 	}
-	if err := run.at(ctx, 407); err != nil {
-		return err
-	}
-	if _, err := d.Poll(ctx); err != nil {
-		return err
-	}
-	if err := run.at(ctx, 408); err != nil {
-		return err
-	}
-	if _, err := sent.Complete(ctx); err != nil {
-		return err
-	}
-	if err := run.at(ctx, 409); err != nil {
-		return err
-	}
-	held, err := d.Exit(ctx)
+	held, err := finishAfterStop(ctx, run.stage, d, sent)
 	run.heldAtExit = held
 	return err
+}
+
+// shutdownRelayRole is Relay-D as a child process (Options.Processes): it
+// claims e4, e5 and e6 and sends e4 on a stage of its own, then waits at
+// after-send-before-complete for a real SIGTERM, which it handles as the
+// lesson says and exits by itself.
+const shutdownRelayRole = "shutdown-relay"
+
+// shutdownRelayWork is what the shutdown-relay child does: Relay-D's
+// statements and policy, and the grace period after SIGTERM.
+type shutdownRelayWork struct {
+	SQLs   store.HeartbeatSQL   `json:"sqls"`
+	Policy cast.HeartbeatPolicy `json:"policy"`
+	Grace  int64                `json:"grace"`
+}
+
+// shutdownRelayResult is what the child reports when it is done: what its
+// stage recorded since its report at the failpoint, and the events it held
+// when it exited.
+type shutdownRelayResult struct {
+	Record cast.HeartbeatRecord `json:"record"`
+	Held   []string             `json:"held"`
+}
+
+// runShutdownRelayChild is the shutdown-relay child: Relay-D up to its
+// send of e4, on its own connection and stage (the scenario clock starts at
+// second 400), then the stop on a real SIGTERM, caught by signal.Notify,
+// the completion of e4 within the grace period and the exit.
+func runShutdownRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
+	var work shutdownRelayWork
+	if err := w.Work(&work); err != nil {
+		return nil, err
+	}
+	db, err := w.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var tl lab.Timeline
+	stage := cast.NewHeartbeatStage(&tl, store.NewBroker(db, store.BrokerLesson))
+	defer stage.Close()
+	if err := stage.AdvanceTo(ctx, 400*cast.TickSecond); err != nil {
+		return nil, err
+	}
+	d := stage.NewRelay(hbRelayD, db, work.SQLs, work.Policy)
+	jobs, err := claimThree(ctx, stage, d)
+	if err != nil {
+		return nil, err
+	}
+	if err := sendFirst(ctx, stage, jobs[0]); err != nil {
+		return nil, err
+	}
+	if _, err := w.AwaitSignal(failpoint.AfterSendBeforeComplete, stage.TakeRecord(), syscall.SIGTERM); err != nil {
+		return nil, err
+	}
+	d.StopOnSignal(work.Grace, os.Getpid())
+	held, err := finishAfterStop(ctx, stage, d, jobs[0])
+	if err != nil {
+		return nil, err
+	}
+	return shutdownRelayResult{Record: stage.TakeRecord(), Held: held}, nil
+}
+
+// shutdownChild is act 4's Relay-D as a child process: it claims and sends
+// e4 on its own; the producer commits e7; the lab sends it a real SIGTERM
+// at after-send-before-complete, and it finishes by itself and exits 0,
+// its timeline lines and ledgers adopted by the lab's stage.
+func (run *heartbeatRun) shutdownChild(ctx context.Context) error {
+	env := run.env
+	child, err := env.startChild(ctx, shutdownRelayRole, env.DatabasePath(),
+		shutdownRelayWork{SQLs: run.hc.sqls, Policy: run.hc.policy, Grace: hbGrace})
+	if err != nil {
+		return err
+	}
+	defer child.Stop()
+	r, err := child.Next(ctx)
+	if err != nil {
+		return err
+	}
+	var rec cast.HeartbeatRecord
+	if err := r.Decode(&rec); err != nil || r.At != failpoint.AfterSendBeforeComplete {
+		return fmt.Errorf("session 22: Relay-D process %d reported %s %s, not its send at %s", child.Pid(), r.At, shutdownReportText(r), failpoint.AfterSendBeforeComplete)
+	}
+	run.stage.Adopt(rec)
+	if err := run.commit(ctx, "e7"); err != nil {
+		return err
+	}
+	if err := env.signalChild(child, syscall.SIGTERM, failpoint.AfterSendBeforeComplete); err != nil {
+		return err
+	}
+	if r, err = child.Next(ctx); err != nil {
+		return err
+	}
+	var res shutdownRelayResult
+	if err := r.Decode(&res); err != nil || !r.Done {
+		return fmt.Errorf("session 22: Relay-D process %d, sent SIGTERM, reported %s %s, not its exit", child.Pid(), r.At, shutdownReportText(r))
+	}
+	run.stage.Adopt(res.Record)
+	run.heldAtExit = res.Held
+	return env.waitSignalledChild(child, "act 4: shutdown", syscall.SIGTERM, failpoint.AfterSendBeforeComplete)
+}
+
+// shutdownReportText is a report's state, shortened for an error message.
+func shutdownReportText(r proc.Report) string {
+	if s := string(r.State); len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return string(r.State)
 }
 
 // measure sets the lesson's figures from the ledgers and the database.

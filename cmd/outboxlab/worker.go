@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -24,7 +25,10 @@ func workerCommand() *cli.Command {
 			if c.String("role") == "" || c.Args().Present() {
 				return usagef("worker takes --role ROLE and nothing else; it is started by run --processes, not by hand")
 			}
-			return scenarios.ServeWorker(c.Context, c.String("role"), os.Stdin, c.App.Writer)
+			// The program's stop signals do not cancel a worker: its parent
+			// stops it (SIGKILL, or the end of its stdin), and a role may
+			// handle SIGTERM itself, as session 22's relay does.
+			return scenarios.ServeWorker(context.WithoutCancel(c.Context), c.String("role"), os.Stdin, c.App.Writer)
 		},
 	}
 }
