@@ -413,8 +413,10 @@ func SeedBacklog(ctx context.Context, db *DB, b Backlog) error {
 		}
 	}
 	if db.Engine() == Postgres {
-		if _, err := db.sql.ExecContext(ctx, AnalyzeBacklog.SQL); err != nil {
-			return fmt.Errorf("store: seed backlog: %w", err)
+		for _, s := range []Stmt{QuietBacklog, AnalyzeBacklog} {
+			if _, err := db.sql.ExecContext(ctx, s.SQL); err != nil {
+				return fmt.Errorf("store: seed backlog: %w", err)
+			}
 		}
 	}
 	return nil
