@@ -40,6 +40,15 @@ func (w *Worker) Work(v any) error {
 	return nil
 }
 
+// Begin decodes the parent's work into v and opens the child's own
+// connection: how every role starts.
+func (w *Worker) Begin(ctx context.Context, v any) (*store.DB, error) {
+	if err := w.Work(v); err != nil {
+		return nil, err
+	}
+	return w.Open(ctx)
+}
+
 // Ledger is the child's own statement ledger: every report carries it to
 // the parent, which merges it into the run's.
 func (w *Worker) Ledger() *store.Ledger { return w.ledger }

@@ -497,10 +497,7 @@ type checkoutAt struct {
 // for the parent's word, or its SIGKILL.
 func runCheckoutChild(ctx context.Context, w *proc.Worker) (any, error) {
 	var work checkoutWork
-	if err := w.Work(&work); err != nil {
-		return nil, err
-	}
-	db, err := w.Open(ctx)
+	db, err := w.Begin(ctx, &work)
 	if err != nil {
 		return nil, err
 	}

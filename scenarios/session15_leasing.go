@@ -456,15 +456,12 @@ type claimWork struct {
 // waits for the parent's word, or its SIGKILL.
 func runClaimWorkerChild(ctx context.Context, w *proc.Worker) (any, error) {
 	var work claimWork
-	if err := w.Work(&work); err != nil {
-		return nil, err
-	}
-	w.Ledger().Name(work.Names...)
-	db, err := w.Open(ctx)
+	db, err := w.Begin(ctx, &work)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
+	w.Ledger().Name(work.Names...)
 	c, err := store.NewOutbox(db, work.Statements).ClaimNext(ctx, work.Worker, work.Now, work.Lease, nil)
 	if err != nil {
 		return nil, err

@@ -474,10 +474,7 @@ type scaleClaimWork struct {
 // waits for the parent's word, or its SIGKILL.
 func runScaleClaimChild(ctx context.Context, w *proc.Worker) (any, error) {
 	var work scaleClaimWork
-	if err := w.Work(&work); err != nil {
-		return nil, err
-	}
-	db, err := w.Open(ctx)
+	db, err := w.Begin(ctx, &work)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ var heartbeatAndShutdown = Scenario{
 		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time), so Relay-C, whose " +
 		"work on e3 never ends, loses e3 and Relay-B delivers it. " +
 		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
-		"relay's Stop: a real SIGTERM to a worker process waits for --processes, issue 10): it stops polling at once, completes e4 (already sent) within " +
+		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
 		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
 		"recovers both. Peers differ on the lost lease: Hangfire's sliding lease only logs it (the renewal-failure-only-logged " +
 		"variant), goqite and River let the job run to its end, Temporal's heartbeat cancels the activity's context, as here.",
@@ -550,10 +550,7 @@ type shutdownRelayResult struct {
 // the completion of e4 within the grace period and the exit.
 func runShutdownRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 	var work shutdownRelayWork
-	if err := w.Work(&work); err != nil {
-		return nil, err
-	}
-	db, err := w.Open(ctx)
+	db, err := w.Begin(ctx, &work)
 	if err != nil {
 		return nil, err
 	}
