@@ -277,7 +277,7 @@ func (r *HeartbeatRelay) Resume(ctx context.Context) error {
 // cancels the work of every job whose send has not happened; those leases
 // are left to expire. A job already sent may finish within the grace period.
 func (r *HeartbeatRelay) Stop(grace int64) {
-	r.stop(grace, "simulated in-process (a Stop call; a real SIGTERM waits for --processes, issue 10)")
+	r.stop(grace, "simulated in-process (a Stop call; with run --processes the relay is a child process sent a real SIGTERM)")
 }
 
 // StopOnSignal is Stop for a relay that is a process of its own (run
