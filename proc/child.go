@@ -51,6 +51,12 @@ type Child struct {
 	timeout time.Duration
 	ledger  *store.Ledger
 
+	// An answering child (see [Child.Call]): whether it is known idle,
+	// and its last idle report.
+	idle      bool
+	lastIdle  Report
+	callError string
+
 	mu     sync.Mutex
 	last   *Ledger // the ledger of the last report
 	ended  bool
@@ -195,7 +201,7 @@ func (c *Child) Next(ctx context.Context) (Report, error) {
 // valid reports whether r says exactly one thing.
 func (r Report) valid() bool {
 	n := 0
-	for _, set := range []bool{r.At != "", r.Done, r.Error != ""} {
+	for _, set := range []bool{r.At != "", r.Idle, r.Done, r.Error != ""} {
 		if set {
 			n++
 		}
@@ -204,13 +210,7 @@ func (r Report) valid() bool {
 }
 
 // GoOn lets a child waiting at a failpoint carry on.
-func (c *Child) GoOn() error {
-	b, _ := json.Marshal(reply{Go: true})
-	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		return c.fail(fmt.Errorf("could not be told to go on: %w", err))
-	}
-	return nil
-}
+func (c *Child) GoOn() error { return c.write(reply{Go: true}) }
 
 // Kill kills the child with SIGKILL where it waits, at point, and waits
 // for its exit. The [Death] comes from the wait status; a child that

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,6 +94,23 @@ var testRoles = map[string]proc.Role{
 			return nil, err
 		}
 		select {}
+	},
+	// counter is an instance at the parent's command: it adds what it is
+	// called with, and reports its total when told to finish.
+	"counter": func(ctx context.Context, w *proc.Worker) (any, error) {
+		total := 0
+		err := w.Answer(ctx, map[string]proc.Op{
+			"add": func(_ context.Context, args json.RawMessage) (any, error) {
+				var n int
+				if err := json.Unmarshal(args, &n); err != nil {
+					return nil, err
+				}
+				total += n
+				return total, nil
+			},
+			"fail": func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("the database said no") },
+		})
+		return total, err
 	},
 	"silent": func(context.Context, *proc.Worker) (any, error) {
 		select {}
@@ -325,4 +344,75 @@ func TestSignalledChildExitsByItself(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "said nothing") || !strings.Contains(err.Error(), "signal: killed") {
 		t.Errorf("a child that hangs after SIGTERM: error %v, want it killed after saying nothing", err)
 	}
+}
+
+// TestAnsweringChildCanBeFrozen: a child at the parent's command performs
+// each call and stays alive when one fails; frozen by SIGSTOP it answers
+// nothing (the operating system shows it stopped) until SIGCONT, then
+// carries on with its memory intact; told to finish, it reports its
+// result and exits 0.
+func TestAnsweringChildCanBeFrozen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	var total int
+	if err := c.Call(ctx, "add", 2, &total); err != nil || total != 2 {
+		t.Fatalf("add 2: total %d, %v; want 2", total, err)
+	}
+	var callErr *proc.CallError
+	if err := c.Call(ctx, "fail", nil, nil); !errors.As(err, &callErr) || callErr.Message != "the database said no" {
+		t.Fatalf("a failing call returned %v, want a CallError with the child's message", err)
+	}
+
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if state := processState(t, c.Pid()); state != "T" && state != "" {
+		t.Errorf("a frozen child's state is %q, want T (stopped)", state)
+	}
+	answered := make(chan error, 1)
+	go func() { answered <- c.Call(ctx, "add", 3, &total) }()
+	select {
+	case err := <-answered:
+		t.Fatalf("a frozen child answered a call (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := c.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-answered; err != nil || total != 5 {
+		t.Fatalf("after SIGCONT, add 3: total %d, %v; want 5", total, err)
+	}
+	r, err := c.Finish(ctx)
+	if err != nil || r.Decode(&total) != nil || total != 5 {
+		t.Fatalf("finish: %+v (%d), %v; want done with 5", r, total, err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	u, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Stop()
+	if err := u.Call(ctx, "subtract", 1, nil); err == nil || !strings.Contains(err.Error(), `no operation "subtract"`) {
+		t.Errorf("a call of an unknown operation: %v, want the role to fail naming it", err)
+	}
+}
+
+// processState is the state letter of process pid in /proc/PID/stat, or
+// "" where /proc cannot be read (not Linux).
+func processState(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return strings.Fields(string(b[i+1:]))[0]
 }

@@ -15,23 +15,35 @@ type job struct {
 	Work   json.RawMessage `json:"work"`
 }
 
-// reply is a line the parent writes to a child waiting at a failpoint.
+// reply is a line the parent writes to a child waiting at a failpoint,
+// or to an idle child (see [Worker.Answer]): go on, or perform Call.
 type reply struct {
-	Go bool `json:"go"` // carry on past the point
+	Go   bool  `json:"go,omitempty"`   // carry on past the point; an idle child returns
+	Call *call `json:"call,omitempty"` // an idle child's next operation
 }
 
-// Report is one line a child writes. Exactly one of At, Done and Error
-// says what it is.
+// call is one operation the parent asks an idle child to perform.
+type call struct {
+	Op   string          `json:"op"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Report is one line a child writes. Exactly one of At, Idle, Done and
+// Error says what it is.
 type Report struct {
 	// At is the failpoint the child has reached; it now waits on stdin for
 	// the parent's word, or its death.
 	At failpoint.Point `json:"at,omitempty"`
+	// Idle says the child waits for the parent's next call (or its word
+	// to finish); State is the last call's result, CallError its error.
+	Idle      bool   `json:"idle,omitempty"`
+	CallError string `json:"call_error,omitempty"`
 	// Done says the role finished; State is its result.
 	Done bool `json:"done,omitempty"`
 	// Error is why the role failed; the child then exits with status 1.
 	Error string `json:"error,omitempty"`
-	// State is what the child has done so far (with At) or its result
-	// (with Done), in the role's own shape.
+	// State is what the child has done so far (with At), its last call's
+	// result (with Idle) or its result (with Done), in the role's own shape.
 	State json.RawMessage `json:"state,omitempty"`
 	// Ledger is every statement the child has executed so far.
 	Ledger *Ledger `json:"ledger,omitempty"`

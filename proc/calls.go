@@ -1,0 +1,202 @@
+package proc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// A child can also be an application instance at the parent's command:
+// its role calls [Worker.Answer] with the operations it offers, and the
+// parent performs them one at a time with [Child.Call]. Between two calls
+// the child is idle, blocked reading its stdin, and the parent may stall
+// it for real with [Child.Freeze] (SIGSTOP) and [Child.Thaw] (SIGCONT), or
+// kill it with [Child.Kill]. [Child.Finish] ends it.
+
+// Op is one operation an idle child performs when the parent calls it:
+// it decodes args and returns its result, which goes back to the parent
+// in the child's next report. An error is the call's, not the role's: the
+// parent gets it from Call as a [*CallError] and the child stays idle.
+type Op func(ctx context.Context, args json.RawMessage) (result any, err error)
+
+// Answer reports the child idle and performs the parent's calls with ops,
+// one at a time, each result (or error) reported with the child idle
+// again, until the parent says to finish: then Answer returns nil and the
+// role returns its result. A call of an op not in ops fails the role, as
+// does a closed pipe ([ErrParentGone]).
+func (w *Worker) Answer(ctx context.Context, ops map[string]Op) error {
+	idle := Report{Idle: true}
+	var state any
+	for {
+		if err := w.report(idle, state); err != nil {
+			return err
+		}
+		line, err := w.in.ReadBytes('\n')
+		if err != nil {
+			return ErrParentGone
+		}
+		var r reply
+		if err := json.Unmarshal(line, &r); err != nil || (r.Go == (r.Call != nil)) {
+			return fmt.Errorf("proc: idle, the parent wrote %q, not a call or a finish", line)
+		}
+		if r.Go {
+			return nil
+		}
+		op, ok := ops[r.Call.Op]
+		if !ok {
+			return fmt.Errorf("proc: role %s has no operation %q", w.job.Role, r.Call.Op)
+		}
+		idle, state = Report{Idle: true}, nil
+		result, err := op(ctx, r.Call.Args)
+		if err != nil {
+			idle.CallError = err.Error()
+		} else {
+			state = result
+		}
+	}
+}
+
+// CallError is an operation's error, as the child reported it: the call
+// failed, the child is idle and alive.
+type CallError struct {
+	Role, Op string
+	Pid      int
+	Message  string
+}
+
+func (e *CallError) Error() string {
+	return fmt.Sprintf("%s (process %d), %s: %s", e.Role, e.Pid, e.Op, e.Message)
+}
+
+// Call has the idle child perform op with args and decodes its result
+// into result (which may be nil). An operation that failed returns a
+// [*CallError]; a child that dies, misbehaves or says nothing within the
+// timeout is killed and Call returns an error naming it, as [Child.Next]
+// does.
+func (c *Child) Call(ctx context.Context, op string, args, result any) error {
+	if err := c.awaitIdle(ctx); err != nil {
+		return err
+	}
+	a, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Errorf("proc: encode the arguments of %s for worker %s: %w", op, c.role, err)
+	}
+	if err := c.write(reply{Call: &call{Op: op, Args: a}}); err != nil {
+		return err
+	}
+	c.idle = false
+	if err := c.awaitIdle(ctx); err != nil {
+		return err
+	}
+	if c.callError != "" {
+		return &CallError{Role: c.role, Op: op, Pid: c.Pid(), Message: c.callError}
+	}
+	if result == nil {
+		return nil
+	}
+	if err := c.lastIdle.Decode(result); err != nil {
+		return c.fail(fmt.Errorf("answered %s with a result that does not decode: %w", op, err))
+	}
+	return nil
+}
+
+// Finish tells the idle child its calls are over: its role returns, and
+// Finish returns its Done report. Then [Child.Wait] for its exit.
+func (c *Child) Finish(ctx context.Context) (Report, error) {
+	if err := c.awaitIdle(ctx); err != nil {
+		return Report{}, err
+	}
+	if err := c.GoOn(); err != nil {
+		return Report{}, err
+	}
+	c.idle = false
+	r, err := c.Next(ctx)
+	if err != nil {
+		return r, err
+	}
+	if !r.Done {
+		return r, c.fail(fmt.Errorf("was told to finish and reported %s instead of done", describe(r)))
+	}
+	return r, nil
+}
+
+// awaitIdle reads the child's next report unless it is known to be idle,
+// and checks that it is.
+func (c *Child) awaitIdle(ctx context.Context) error {
+	if c.idle {
+		return nil
+	}
+	r, err := c.Next(ctx)
+	if err != nil {
+		return err
+	}
+	if !r.Idle {
+		return c.fail(fmt.Errorf("reported %s where it should wait for a call", describe(r)))
+	}
+	c.idle, c.lastIdle, c.callError = true, r, r.CallError
+	return nil
+}
+
+// describe names what a report says, for an error.
+func describe(r Report) string {
+	switch {
+	case r.At != "":
+		return "reaching " + string(r.At)
+	case r.Done:
+		return "done"
+	case r.Idle:
+		return "idle"
+	}
+	return "an error"
+}
+
+// write sends the child one reply line.
+func (c *Child) write(r reply) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("proc: encode a reply to worker %s: %w", c.role, err)
+	}
+	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+		return c.fail(fmt.Errorf("could not be written to: %w", err))
+	}
+	return nil
+}
+
+// ErrNotStopped means the operating system did not show a frozen child
+// as stopped in time.
+var ErrNotStopped = errors.New("proc: the child was sent SIGSTOP but did not stop")
+
+// Freeze stalls the child for real: it sends SIGSTOP, which the child can
+// neither catch nor ignore, and returns once the operating system shows
+// the process stopped (Linux: state T in /proc/PID/stat; elsewhere the
+// signal's delivery is trusted). A frozen child runs no code at all, as in
+// a long GC pause or a VM suspended by its host, until [Child.Thaw]; it
+// keeps its connection and its memory.
+func (c *Child) Freeze() error {
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return c.fail(fmt.Errorf("could not be sent SIGSTOP: %w", err))
+	}
+	deadline := time.Now().Add(c.timeout)
+	for {
+		stopped, known := processStopped(c.Pid())
+		if stopped || !known {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return c.fail(ErrNotStopped)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Thaw lets a frozen child run again with SIGCONT; it carries on where
+// it stopped, unaware of the time it lost.
+func (c *Child) Thaw() error {
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return c.fail(fmt.Errorf("could not be sent SIGCONT: %w", err))
+	}
+	return nil
+}
