@@ -73,11 +73,12 @@ func (e *CallError) Error() string {
 
 // Call has the idle child perform op with args and decodes its result
 // into result (which may be nil). An operation that failed returns a
-// [*CallError]; a child that dies, misbehaves or says nothing within the
-// timeout is killed and Call returns an error naming it, as [Child.Next]
-// does.
+// [*CallError]; one that reached a failpoint (the child's role called
+// [Worker.Reach] during it) returns a [*Reached]. A child that dies,
+// misbehaves or says nothing within the timeout is killed and Call
+// returns an error naming it, as [Child.Next] does.
 func (c *Child) Call(ctx context.Context, op string, args, result any) error {
-	if err := c.awaitIdle(ctx); err != nil {
+	if err := c.awaitIdle(ctx, op); err != nil {
 		return err
 	}
 	a, err := json.Marshal(args)
@@ -88,7 +89,14 @@ func (c *Child) Call(ctx context.Context, op string, args, result any) error {
 		return err
 	}
 	c.idle = false
-	if err := c.awaitIdle(ctx); err != nil {
+	return c.Result(ctx, op, result)
+}
+
+// Result waits for the outcome of the call op the child is performing:
+// after a [*Reached], once the parent let the child go on with
+// [Child.GoOn]. It returns as Call does.
+func (c *Child) Result(ctx context.Context, op string, result any) error {
+	if err := c.awaitIdle(ctx, op); err != nil {
 		return err
 	}
 	if c.callError != "" {
@@ -103,10 +111,24 @@ func (c *Child) Call(ctx context.Context, op string, args, result any) error {
 	return nil
 }
 
+// Reached is what Call (or Result) returns when the child, performing
+// Op, reached a failpoint: Report says which (At) and what the child
+// sent with it (State). The child waits there, as at [Worker.Reach]: kill
+// it there ([Child.Kill]), or let it go on ([Child.GoOn]) and collect the
+// call's outcome with [Child.Result].
+type Reached struct {
+	Op     string
+	Report Report
+}
+
+func (r *Reached) Error() string {
+	return fmt.Sprintf("proc: performing %s, the child reached %s", r.Op, r.Report.At)
+}
+
 // Finish tells the idle child its calls are over: its role returns, and
 // Finish returns its Done report. Then [Child.Wait] for its exit.
 func (c *Child) Finish(ctx context.Context) (Report, error) {
-	if err := c.awaitIdle(ctx); err != nil {
+	if err := c.awaitIdle(ctx, ""); err != nil {
 		return Report{}, err
 	}
 	if err := c.GoOn(); err != nil {
@@ -124,14 +146,18 @@ func (c *Child) Finish(ctx context.Context) (Report, error) {
 }
 
 // awaitIdle reads the child's next report unless it is known to be idle,
-// and checks that it is.
-func (c *Child) awaitIdle(ctx context.Context) error {
+// and checks that it is; performing op (if not ""), the child may also
+// have reached a failpoint, which returns a [*Reached].
+func (c *Child) awaitIdle(ctx context.Context, op string) error {
 	if c.idle {
 		return nil
 	}
 	r, err := c.Next(ctx)
 	if err != nil {
 		return err
+	}
+	if r.At != "" && op != "" {
+		return &Reached{Op: op, Report: r}
 	}
 	if !r.Idle {
 		return c.fail(fmt.Errorf("reported %s where it should wait for a call", describe(r)))

@@ -109,6 +109,15 @@ var testRoles = map[string]proc.Role{
 				return total, nil
 			},
 			"fail": func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("the database said no") },
+			// pause stops at after-claim, as a lesson's fault point, and
+			// goes on when the parent says so.
+			"pause": func(context.Context, json.RawMessage) (any, error) {
+				if err := w.Reach(failpoint.AfterClaim, total); err != nil {
+					return nil, err
+				}
+				total *= 10
+				return total, nil
+			},
 		})
 		return total, err
 	},
@@ -387,9 +396,19 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	if err := <-answered; err != nil || total != 5 {
 		t.Fatalf("after SIGCONT, add 3: total %d, %v; want 5", total, err)
 	}
+	var reached *proc.Reached
+	if err := c.Call(ctx, "pause", nil, &total); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
+		t.Fatalf("a call that reaches a failpoint returned %v, want Reached at %s", err, failpoint.AfterClaim)
+	}
+	if err := c.GoOn(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Result(ctx, "pause", &total); err != nil || total != 50 {
+		t.Fatalf("after the failpoint, pause: total %d, %v; want 50", total, err)
+	}
 	r, err := c.Finish(ctx)
-	if err != nil || r.Decode(&total) != nil || total != 5 {
-		t.Fatalf("finish: %+v (%d), %v; want done with 5", r, total, err)
+	if err != nil || r.Decode(&total) != nil || total != 50 {
+		t.Fatalf("finish: %+v (%d), %v; want done with 50", r, total, err)
 	}
 	if err := c.Wait(); err != nil {
 		t.Fatal(err)
