@@ -39,7 +39,7 @@ func (e *Env) workerTarget(ctx context.Context, path string) (proc.Target, error
 		if err != nil {
 			return t, err
 		}
-		t.Path, t.URL, t.Schema = "", e.Options.Database, schema
+		t.Path, t.URL, t.Schema = "", e.server.connURL(), schema // a confined run's children log in as its role
 	}
 	return t, nil
 }

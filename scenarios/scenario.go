@@ -261,7 +261,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	defer done()
 	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts, Ledger: &store.Ledger{}}
 	if opts.Database != "" {
-		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath())
+		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.Claim != nil)
 		defer env.server.drop(keepDB, opts.Warn)
 	}
 	defer env.processes.stopAll()

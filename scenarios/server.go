@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -15,9 +17,18 @@ import (
 // serverSchemas are the schemas one run creates on a PostgreSQL server: the
 // run's own (for its main database file) and one beside it for each extra
 // database file a lesson opens, named outboxlab_<scenario>_<random>[_<n>].
+//
+// A run with an engineer's claim file is confined: before its first schema
+// the login in --db creates a throwaway login role for it
+// ([store.GraderRole]), grants it USAGE and CREATE on each of the run's
+// schemas and nothing else, and every connection of the run, a child
+// process's too, logs in as that role; the role is dropped with the
+// schemas, on every path.
 type serverSchemas struct {
 	url, main, base string
-	server          *store.Server
+	confine         bool              // the run takes a claim file: connect as role
+	role            *store.GraderRole // with confine, once the first schema exists
+	server          *store.Server     // the run's connections: as role when confined
 
 	mu      sync.Mutex
 	byPath  map[string]string // database file -> schema
@@ -28,7 +39,10 @@ type serverSchemas struct {
 // maxSchemaName is PostgreSQL's identifier limit (NAMEDATALEN - 1).
 const maxSchemaName = 63
 
-func newServerSchemas(url, scenario, mainPath string) *serverSchemas {
+// newServerSchemas names a run's schemas on the server at url; with
+// confine (the run takes a claim file) its connections log in as a grader
+// role made on first use.
+func newServerSchemas(url, scenario, mainPath string, confine bool) *serverSchemas {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := strings.ReplaceAll(scenario, "-", "_")
@@ -37,7 +51,7 @@ func newServerSchemas(url, scenario, mainPath string) *serverSchemas {
 		base = base[:limit]
 	}
 	base += "_" + hex.EncodeToString(b[:])
-	return &serverSchemas{url: url, main: mainPath, base: base, byPath: map[string]string{}, server: store.NewServer(url)}
+	return &serverSchemas{url: url, main: mainPath, base: base, confine: confine, byPath: map[string]string{}, server: store.NewServer(url)}
 }
 
 // schemaFor returns the schema that stands for the database file path,
@@ -53,10 +67,22 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 		s.extras++
 		schema = fmt.Sprintf("%s_%d", s.base, s.extras)
 	}
+	if s.confine && s.role == nil {
+		role, err := store.CreateGraderRole(ctx, s.url)
+		if err != nil {
+			return "", err
+		}
+		s.role, s.server = role, store.NewServer(role.URL())
+	}
 	if err := store.CreateSchema(ctx, s.url, schema, store.Config{}); err != nil {
 		return "", err
 	}
 	s.byPath[path] = schema
+	if s.role != nil {
+		if err := s.role.GrantSchema(ctx, schema); err != nil {
+			return "", err
+		}
+	}
 	if path == s.main {
 		s.created = append(s.created, schema)
 	} else {
@@ -74,11 +100,37 @@ func (s *serverSchemas) schemaOf(path string) (string, bool) {
 }
 
 // describe is the report's Database line: the server without its password,
-// and the run's schemas, with the file each extra one stands for.
+// and the run's schemas, with the file each extra one stands for; for a
+// confined run, the role its claim file ran as and that role's rights.
 func (s *serverSchemas) describe() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return store.RedactURL(s.url) + ", schema " + strings.Join(s.created, ", ")
+	d := store.RedactURL(s.url) + ", schema " + strings.Join(s.created, ", ")
+	if s.role != nil {
+		schemas := make([]string, 0, len(s.byPath))
+		for _, schema := range s.byPath {
+			schemas = append(schemas, schema)
+		}
+		sort.Strings(schemas)
+		noun := "schema"
+		if len(schemas) > 1 {
+			noun = "schemas"
+		}
+		d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only (the role is dropped after the run)",
+			s.role.Name, noun, strings.Join(schemas, ", "))
+	}
+	return d
+}
+
+// connURL is the URL the run's connections use: the login in --db's, or
+// for a confined run its role's (with the role's password: never print it).
+func (s *serverSchemas) connURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.role != nil {
+		return s.role.URL()
+	}
+	return s.url
 }
 
 // open opens one application instance's connection to the schema that
@@ -88,21 +140,41 @@ func (s *serverSchemas) open(ctx context.Context, path string, cfg store.Config)
 	if err != nil {
 		return nil, err
 	}
-	return s.server.Open(ctx, schema, cfg)
+	s.mu.Lock()
+	server := s.server
+	s.mu.Unlock()
+	return server.Open(ctx, schema, cfg)
 }
 
-// drop closes the run's connections and removes its schemas unless keep;
-// a failure goes to warn.
+// cleanupTimeout bounds dropping a run's schemas and role, which happens
+// after the run's own context may have ended.
+const cleanupTimeout = 30 * time.Second
+
+// drop closes the run's connections and removes its schemas unless keep,
+// and a confined run's role in any case (with keep, the role's tables in
+// the kept schemas pass to the login in --db first); a failure goes to
+// warn.
 func (s *serverSchemas) drop(keep bool, warn func(error)) {
-	s.server.Close()
-	if keep {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, schema := range s.byPath {
-		if err := store.DropSchema(context.Background(), s.url, schema, store.Config{}); err != nil && warn != nil {
+	s.server.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	report := func(err error) {
+		if err != nil && warn != nil {
 			warn(err)
 		}
+	}
+	if s.role != nil {
+		// A killed child's session may still hold locks on the schema.
+		report(s.role.Disconnect(ctx))
+	}
+	if !keep {
+		for _, schema := range s.byPath {
+			report(store.DropSchema(ctx, s.url, schema, store.Config{}))
+		}
+	}
+	if s.role != nil {
+		report(s.role.Drop(ctx, keep))
 	}
 }

@@ -311,7 +311,11 @@ func (p *runPlan) parseDB(c *cli.Context) error {
 		return err
 	}
 	if p.options.Claim != nil {
-		return usagef("--claim-sql is checked by SQLite's authorizer and runs on SQLite only; leave out --db")
+		// The claim file will run as a throwaway login role: check now
+		// that one can be made and can log in (exit 2 with the reason).
+		if err := store.CheckGraderServer(c.Context, dsn); err != nil {
+			return &usageError{err}
+		}
 	}
 	p.options.Database = dsn
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // gradeScenario is the lesson whose checks judge a claim file.
@@ -32,12 +33,15 @@ func gradeCommand(s *settings) *cli.Command {
 			"one table: file, verdict, and each failed check with its reason. Writes one report per file and\n" +
 			"a summary under --out. A file is untrusted input: it must be a regular file of at most 1 MiB whose\n" +
 			"first statement SQLite compiles to a read-only SELECT and second to an UPDATE of OutboxMessages.\n" +
+			"With --db the files run on that PostgreSQL server, each in a schema of its own and as a throwaway\n" +
+			"login role the lab creates for it (rights: USAGE, CREATE on that schema only) and drops afterwards;\n" +
+			"the URL's login needs CREATEROLE (or SUPERUSER) and pg_hba.conf must accept the role's password login.\n" +
 			"Exit code: 0 every file passed, 1 some file failed a check, 2 some file could not be judged.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
-			&cli.StringFlag{Name: "db", Usage: "refused: a PostgreSQL `URL` is not taken, since claim files are graded on SQLite only (the error says why)"},
+			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a schema of its own as a throwaway login role; the login needs CREATEROLE"},
 			formatFlag,
 		},
 		OnUsageError: onUsageError,
@@ -79,22 +83,8 @@ type gradePlan struct {
 	now      func() time.Time
 }
 
-// errGradeOnPostgres says why grade does not take --db: a claim file is
-// untrusted, and only SQLite lets the lab confine it (an authorizer that
-// allows reads and one UPDATE of OutboxMessages, no ATTACH, a time limit on
-// a private file). On a PostgreSQL server the file's statements would run
-// with the connection's privileges, and a superuser's can read files and
-// start programs on the server (COPY ... TO PROGRAM); SET ROLE is no
-// sandbox, since the statement could reset the role itself.
-var errGradeOnPostgres = usagef("grade runs claim files on SQLite only: SQLite's authorizer confines an untrusted file to " +
-	"reading and claiming OutboxMessages, while on a PostgreSQL server it would run with your connection's privileges " +
-	"(a superuser's can run programs on the server). Leave out --db; run the lesson itself on PostgreSQL with `outboxlab run session-15-outbox-leasing --db URL`")
-
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now}
-	if c.IsSet("db") {
-		return nil, errGradeOnPostgres
-	}
 	var err error
 	if p.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err
@@ -114,6 +104,17 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	p.jobs = min(p.jobs, runtime.NumCPU(), len(p.files))
 	if p.timeout, err = parseDuration("timeout", c.String("timeout")); err != nil {
 		return nil, err
+	}
+	if p.options.Database, err = serverURL(c); err != nil {
+		return nil, err
+	}
+	if p.options.Database != "" {
+		// Each file will run as a throwaway login role: check once that
+		// one can be made and can log in, so a missing right is exit 2
+		// with its reason rather than every file NOT JUDGED.
+		if err := store.CheckGraderServer(c.Context, p.options.Database); err != nil {
+			return nil, &usageError{err}
+		}
 	}
 	paths := []string{filepath.Join(p.out, "Grade", "Grade-Summary-"+p.now().UTC().Format("20060102T150405Z")+".txt")}
 	for _, f := range p.files {

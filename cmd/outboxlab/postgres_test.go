@@ -2,10 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	neturl "net/url"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/reports"
@@ -99,4 +107,238 @@ func schemaExists(t *testing.T, url, schema string) bool {
 		t.Fatal(err)
 	}
 	return n == 1
+}
+
+// graderPassword matches a grader role's password (24 random bytes in
+// hex), which must appear in no output.
+var graderPassword = regexp.MustCompile(`[0-9a-f]{48}`)
+
+// graderRoleLine reads the role and its rights from a report's Database line.
+var graderRoleLine = regexp.MustCompile(`claim file ran as login role (outboxlab_grader_[0-9a-f]{8}), rights: USAGE, CREATE on schema (outboxlab_session_15_outbox_leasing_[0-9a-f]{8}) only`)
+
+// TestGradeOnPostgres grades the examples and the class's claim files on
+// the test server, two at a time: every verdict is the one SQLite gives
+// (TestGradeHostileFiles), each judged file ran as a role of its own with
+// rights on its own schema only, and no role, schema or password is left
+// anywhere afterwards.
+func TestGradeOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	started := time.Now()
+	dir := t.TempDir()
+	files := hostileFiles(dir)
+	paths := writeHostileFiles(t, dir, files)
+	for _, ex := range []struct{ name, verdict, reason string }{{"claim-lesson.sql", "PASS", ""}, {"claim-pending-only.sql", "FAIL", "recovery_ok"}} {
+		files = append(files, hostileFile{name: ex.name, verdict: ex.verdict, reason: ex.reason})
+		paths = append(paths, filepath.Join("..", "..", "examples", ex.name))
+	}
+	// The one difference is the dialect's, not the sandbox's: this file's
+	// SELECT ends "ORDER BY CreatedAtUtc, Id AND Payload <> 'a;b'", an
+	// integer AND a boolean, which SQLite computes and PostgreSQL refuses.
+	onPostgres := map[string]hostileFile{"semicolons-quoted.sql": {verdict: "NOT JUDGED", reason: "argument of AND must be type boolean"}}
+	for i, f := range files {
+		if pg, ok := onPostgres[f.name]; ok {
+			files[i].verdict, files[i].reason = pg.verdict, pg.reason
+		}
+	}
+	out := filepath.Join(t.TempDir(), "reports")
+	o := runCLI(t, append([]string{"grade", "--db", url, "--jobs", "2", "--format", "json", "--out", out, "--timeout", "1m"}, paths...)...)
+	if o.code != exitUsage {
+		t.Errorf("exit %d, want %d (some files could not be judged); stderr %s", o.code, exitUsage, o.stderr)
+	}
+	got := map[string]grade{}
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got[filepath.Base(g.File)] = g
+	}
+	roles, schemas := map[string]bool{}, map[string]bool{}
+	texts := []string{o.stdout, o.stderr}
+	for _, f := range files {
+		g, ok := got[f.name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no JSON object", f.name)
+			continue
+		case g.verdict() != f.verdict:
+			t.Errorf("%s: verdict %s on PostgreSQL, want %s (error %q, failed %v)", f.name, g.verdict(), f.verdict, g.Error, g.FailedChecks)
+		case !strings.Contains(g.Error+" "+strings.Join(g.FailedChecks, " "), f.reason):
+			t.Errorf("%s: %q %v does not say %q", f.name, g.Error, g.FailedChecks, f.reason)
+		}
+		if g.Report == "" {
+			continue
+		}
+		report, err := os.ReadFile(g.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, string(report))
+		m := graderRoleLine.FindStringSubmatch(string(report))
+		if m == nil {
+			t.Errorf("%s: the report does not name the role it ran as:\n%s", f.name, report)
+			continue
+		}
+		if roles[m[1]] || schemas[m[2]] {
+			t.Errorf("%s: role %s or schema %s shared with another file", f.name, m[1], m[2])
+		}
+		roles[m[1]], schemas[m[2]] = true, true
+		if roleExists(t, url, m[1]) || schemaExists(t, url, m[2]) {
+			t.Errorf("%s: role %s or schema %s left after grade", f.name, m[1], m[2])
+		}
+	}
+	if len(roles) != 5 {
+		t.Errorf("%d roles named in reports, want one for each of the 5 files judged", len(roles))
+	}
+	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "*.txt"))
+	for _, s := range summaries {
+		b, _ := os.ReadFile(s)
+		texts = append(texts, string(b))
+	}
+	for _, text := range texts {
+		if pw := graderPassword.FindString(text); pw != "" {
+			t.Errorf("output holds what may be a role's password %s", pw)
+		}
+	}
+	noGraderRolesLeft(t, url, started)
+}
+
+// TestRunClaimOnPostgres runs a claim file with --processes (session 15's
+// Worker-A is a child process, which must log in as the role too) and
+// --keep-db: the schema stays, handed to the URL's login, and the role is
+// dropped all the same.
+func TestRunClaimOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	started := time.Now()
+	o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", filepath.Join("..", "..", "examples", "claim-lesson.sql"),
+		"--db", url, "--processes", "--keep-db", "--format", "json", "--out", t.TempDir())
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s %s", o.code, o.stdout, o.stderr)
+	}
+	var r reports.JSONResult
+	if err := json.Unmarshal([]byte(o.stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	m := graderRoleLine.FindStringSubmatch(r.Database)
+	if m == nil || !r.Passed || r.Engine != "postgres" {
+		t.Fatalf("database %q, passed %v, engine %q", r.Database, r.Passed, r.Engine)
+	}
+	t.Cleanup(func() { _ = store.DropSchema(context.Background(), url, m[2], store.Config{}) })
+	if roleExists(t, url, m[1]) || !schemaExists(t, url, m[2]) {
+		t.Errorf("after --keep-db: role %s exists %v (want false), schema %s exists %v (want true)", m[1], roleExists(t, url, m[1]), m[2], schemaExists(t, url, m[2]))
+	}
+	report, err := os.ReadFile(r.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(report), "SIGKILL") {
+		t.Errorf("the report shows no child process killed:\n%s", report)
+	}
+	if pw := graderPassword.FindString(o.stdout + o.stderr + string(report)); pw != "" {
+		t.Errorf("output holds what may be a role's password %s", pw)
+	}
+	noGraderRolesLeft(t, url, started)
+}
+
+// TestGradeOnPostgresTimeout: a file whose run outlasts --timeout leaves
+// no role behind.
+func TestGradeOnPostgresTimeout(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	started := time.Now()
+	o := runCLI(t, "grade", "--db", url, "--format", "json", "--timeout", "300ms", "--out", filepath.Join(t.TempDir(), "r"), filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	var g grade
+	if err := json.Unmarshal([]byte(o.stdout), &g); err != nil {
+		t.Fatalf("exit %d, %q: %v; stderr %s", o.code, o.stdout, err, o.stderr)
+	}
+	if o.code != exitUsage || !strings.Contains(g.Error, "gave up after 300ms") {
+		t.Errorf("exit %d, error %q; want 2 and a timeout", o.code, g.Error)
+	}
+	noGraderRolesLeft(t, url, started)
+}
+
+// TestGradeOnPostgresWithoutCreateRole: a login that may not create roles
+// gets exit 2 and an error naming the right it lacks, before any run.
+func TestGradeOnPostgresWithoutCreateRole(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "outboxlab_test_plain_" + hex.EncodeToString(b[:])
+	adminExec(t, url, "CREATE ROLE "+name+" LOGIN")
+	t.Cleanup(func() { adminExec(t, url, "DROP ROLE IF EXISTS "+name) })
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("user")
+	u.RawQuery, u.User = q.Encode(), neturl.User(name)
+	for _, args := range [][]string{
+		{"grade", "--db", u.String(), "--out", filepath.Join(t.TempDir(), "r"), filepath.Join("..", "..", "examples", "claim-lesson.sql")},
+		{"run", "session-15-outbox-leasing", "--db", u.String(), "--out", t.TempDir(), "--claim-sql", filepath.Join("..", "..", "examples", "claim-lesson.sql")},
+	} {
+		o := runCLI(t, args...)
+		if o.code != exitUsage || !strings.Contains(o.stderr, "CREATEROLE") || !strings.Contains(o.stderr, name) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and the missing CREATEROLE of %s", args[0], o.code, o.stderr, name)
+		}
+	}
+}
+
+// adminExec runs statements on the test server as its URL's login.
+func adminExec(t *testing.T, url string, stmts ...string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range stmts {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func roleExists(t *testing.T, url, role string) bool {
+	t.Helper()
+	db, err := store.OpenPostgres(context.Background(), url, "", store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.Count(context.Background(), "SELECT count(*) FROM pg_roles WHERE rolname = ?", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// noGraderRolesLeft fails t when a grader role made since started is
+// still there 30 s later. A role's VALID UNTIL is its creation time plus
+// store.GraderRoleLifetime; other tests' roles on the server come and go
+// within seconds, a leaked one stays.
+func noGraderRolesLeft(t *testing.T, url string, started time.Time) {
+	t.Helper()
+	db, err := store.OpenPostgres(context.Background(), url, "", store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	since := started.Add(store.GraderRoleLifetime - time.Second).UTC().Format(time.RFC3339)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		n, err := db.Count(context.Background(), "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'outboxlab\\_grader\\_%' AND rolvaliduntil >= ?::timestamptz", since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%d grader roles made since the test started are still there", n)
+			return
+		}
+	}
 }

@@ -1,0 +1,84 @@
+package scenarios
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// TestConfinedServerSchemas: a run that takes a claim file makes its role
+// with its first schema, grants it each schema it makes, connects as it
+// (children too: connURL), and drops it with the schemas; a run without
+// one makes no role and connects as the URL's login.
+func TestConfinedServerSchemas(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	main := filepath.Join(t.TempDir(), "outboxlab.db")
+	plain := newServerSchemas(url, "server-test", main, false)
+	if _, err := plain.schemaFor(ctx, main); err != nil {
+		t.Fatal(err)
+	}
+	if plain.role != nil || plain.connURL() != url {
+		t.Errorf("a run without a claim file made role %v or connects as %s", plain.role, store.RedactURL(plain.connURL()))
+	}
+	plain.drop(false, func(err error) { t.Error(err) })
+
+	s := newServerSchemas(url, "server-test", main, true)
+	dropped := false
+	t.Cleanup(func() {
+		if !dropped {
+			s.drop(false, nil)
+		}
+	})
+	schema, err := s.schemaFor(ctx, main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := s.schemaFor(ctx, filepath.Join(filepath.Dir(main), "extra.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.role == nil || s.connURL() == url {
+		t.Fatal("a run with a claim file made no role")
+	}
+	admin, err := store.OpenPostgres(ctx, url, "", store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	count := func(q string, args ...any) int {
+		t.Helper()
+		n, err := admin.Count(ctx, q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if count("SELECT count(*) FROM pg_roles WHERE rolname = ? AND rolcanlogin AND NOT rolsuper AND NOT rolinherit", s.role.Name) != 1 {
+		t.Fatalf("role %s is not there as a login role during the run", s.role.Name)
+	}
+	for _, sch := range []string{schema, extra} {
+		if count("SELECT count(*) FROM pg_namespace WHERE nspname = ? AND has_schema_privilege(?, oid, 'USAGE, CREATE')", sch, s.role.Name) != 1 {
+			t.Errorf("role %s has no USAGE, CREATE on %s", s.role.Name, sch)
+		}
+	}
+	db, err := s.open(ctx, main, store.Config{ClaimFile: &store.ClaimFile{Select: "SELECT 1", Update: "UPDATE x SET y = 1"}})
+	if err != nil {
+		t.Fatalf("a claim file connection as the role: %v", err)
+	}
+	db.Close()
+	if d := s.describe(); !strings.Contains(d, "claim file ran as login role "+s.role.Name) || !strings.Contains(d, "USAGE, CREATE on schemas "+schema+", "+extra+" only") {
+		t.Errorf("describe: %s", d)
+	}
+	name := s.role.Name
+	s.drop(false, func(err error) { t.Error(err) })
+	dropped = true
+	if count("SELECT count(*) FROM pg_roles WHERE rolname = ?", name) != 0 || count("SELECT count(*) FROM pg_namespace WHERE nspname IN (?, ?)", schema, extra) != 0 {
+		t.Errorf("role %s or schemas %s, %s left after drop", name, schema, extra)
+	}
+}
