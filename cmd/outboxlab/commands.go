@@ -97,6 +97,9 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	if sc.OnPostgres != "" {
 		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", strings.Join(reports.Wrap(sc.OnPostgres, 76), "\n  "))
 	}
+	if sc.AcceptsClaimSQL {
+		fmt.Fprintf(&b, "Your own claim (--claim-sql FILE, outboxlab grade)\n  %s\n\n", strings.Join(reports.Wrap(claimSQLConfinement, 76), "\n  "))
+	}
 	if len(sc.Statements) > 0 {
 		b.WriteString("The SQL it runs\n")
 		for _, s := range sc.Statements {
@@ -129,6 +132,14 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	return err
 }
 
+// claimSQLConfinement says how a claim file, untrusted input, is confined
+// on each engine.
+const claimSQLConfinement = "A claim file replaces the lesson's claim: a SELECT of the next claimable Id, then an UPDATE of :id. " +
+	"It is untrusted input. SQLite's authorizer first requires a read-only SELECT and an UPDATE of OutboxMessages, on a " +
+	"private copy and on every connection of the run. With --db it runs on PostgreSQL as a throwaway login role the lab " +
+	"creates for the run (no attribute, no membership, rights: USAGE and CREATE on the run's schema only) and drops " +
+	"afterwards; the URL's login needs CREATEROLE, and pg_hba.conf must accept the role's password login."
+
 func runCommand(s *settings) *cli.Command {
 	return &cli.Command{
 		Name:      "run",
@@ -147,7 +158,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages, a `DURATION`"},
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
 			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
-			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks"},
+			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' crashing instances (sessions 14, 15, 19 and 21) as child processes, each crash a real SIGKILL, and session 22's shut-down relay as one sent a real SIGTERM"},
 		},
 		OnUsageError: onUsageError,
