@@ -178,15 +178,18 @@ func CreateGraderRole(ctx context.Context, adminDSN string) (*GraderRole, error)
 	if _, err := db.sql.ExecContext(ctx, create); err != nil {
 		return nil, fmt.Errorf("store: %s %s: %w", createGraderSQL.Name, r.Name, err)
 	}
-	steps := []Stmt{graderTimeoutSQL, graderIdleSQL}
-	if !super {
-		steps = append(steps, memberOfGraderSQL)
-	}
-	for _, s := range steps {
+	for _, s := range []Stmt{graderTimeoutSQL, graderIdleSQL} {
 		if _, err := db.sql.ExecContext(ctx, fmt.Sprintf(s.SQL, ident)); err != nil {
 			err = fmt.Errorf("store: %s %s: %w", s.Name, r.Name, err)
 			return nil, errors.Join(err, r.dropWith(ctx, db, false))
 		}
+	}
+	if !super {
+		// Best effort: without the membership, DROP OWNED BY and REASSIGN
+		// OWNED BY are refused, but DROP ROLE still succeeds once the
+		// run's schemas, and with them all the role made, are dropped;
+		// only a role of a --keep-db run is then left, locked (NOLOGIN).
+		_, _ = db.sql.ExecContext(ctx, fmt.Sprintf(memberOfGraderSQL.SQL, ident))
 	}
 	if err := r.checkConfined(ctx, db); err != nil {
 		return nil, errors.Join(err, r.dropWith(ctx, db, false))
