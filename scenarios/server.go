@@ -146,9 +146,9 @@ func (s *serverSchemas) open(ctx context.Context, path string, cfg store.Config)
 	return server.Open(ctx, schema, cfg)
 }
 
-// cleanupTimeout bounds dropping a run's schemas and role, which happens
+// serverCleanupTimeout bounds dropping a run's schemas and role, which happens
 // after the run's own context may have ended.
-const cleanupTimeout = 30 * time.Second
+const serverCleanupTimeout = 30 * time.Second
 
 // drop closes the run's connections and removes its schemas unless keep,
 // and a confined run's role in any case (with keep, the role's tables in
@@ -158,7 +158,7 @@ func (s *serverSchemas) drop(keep bool, warn func(error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.server.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), serverCleanupTimeout)
 	defer cancel()
 	report := func(err error) {
 		if err != nil && warn != nil {

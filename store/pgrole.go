@@ -172,16 +172,22 @@ func CreateGraderRole(ctx context.Context, adminDSN string) (*GraderRole, error)
 	if r.url, err = withLogin(adminDSN, r.Name, r.password); err != nil {
 		return nil, err
 	}
+	// undo drops the role when making it fails, even when ctx has ended
+	// (a run's timeout): a cancelled CREATE ROLE may have committed.
+	undo := func(err error) error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		return errors.Join(err, r.dropWith(cctx, db, false))
+	}
 	ident := pgx.Identifier{r.Name}.Sanitize()
 	until := time.Now().Add(GraderRoleLifetime).UTC().Format("2006-01-02 15:04:05+00")
 	create := fmt.Sprintf(createGraderSQL.SQL, ident, quoteLiteral(scramVerifier(r.password, salt)), GraderRoleConnectionLimit, quoteLiteral(until))
 	if _, err := db.sql.ExecContext(ctx, create); err != nil {
-		return nil, fmt.Errorf("store: %s %s: %w", createGraderSQL.Name, r.Name, err)
+		return nil, undo(fmt.Errorf("store: %s %s: %w", createGraderSQL.Name, r.Name, err))
 	}
 	for _, s := range []Stmt{graderTimeoutSQL, graderIdleSQL} {
 		if _, err := db.sql.ExecContext(ctx, fmt.Sprintf(s.SQL, ident)); err != nil {
-			err = fmt.Errorf("store: %s %s: %w", s.Name, r.Name, err)
-			return nil, errors.Join(err, r.dropWith(ctx, db, false))
+			return nil, undo(fmt.Errorf("store: %s %s: %w", s.Name, r.Name, err))
 		}
 	}
 	if !super {
@@ -192,13 +198,17 @@ func CreateGraderRole(ctx context.Context, adminDSN string) (*GraderRole, error)
 		_, _ = db.sql.ExecContext(ctx, fmt.Sprintf(memberOfGraderSQL.SQL, ident))
 	}
 	if err := r.checkConfined(ctx, db); err != nil {
-		return nil, errors.Join(err, r.dropWith(ctx, db, false))
+		return nil, undo(err)
 	}
 	if err := r.checkLogin(ctx); err != nil {
-		return nil, errors.Join(err, r.dropWith(ctx, db, false))
+		return nil, undo(err)
 	}
 	return r, nil
 }
+
+// cleanupTimeout bounds dropping a grader role after its run's context
+// has ended.
+const cleanupTimeout = 30 * time.Second
 
 // URL is the URL the run's connections use: the server and database of
 // the login in --db, logging in as the role with its password. Never print
@@ -414,5 +424,7 @@ func CheckGraderServer(ctx context.Context, dsn string) error {
 	if err != nil {
 		return err
 	}
-	return r.Drop(ctx, false)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	return r.Drop(cctx, false)
 }

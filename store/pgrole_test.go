@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -256,6 +257,44 @@ func TestWithLogin(t *testing.T) {
 		got, err := withLogin(tt.in, "r", "pw")
 		if err != nil || got != tt.want {
 			t.Errorf("withLogin(%s) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestGraderRoleCancelled: a context that ends anywhere while the role is
+// being made (a grade's --timeout, Ctrl-C) leaves no role behind.
+func TestGraderRoleCancelled(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.URL(t)
+	started := time.Now()
+	for d := time.Millisecond; d < 400*time.Millisecond; d = d * 3 / 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		r, err := CreateGraderRole(ctx, admin)
+		cancel()
+		if err == nil {
+			if err := r.Drop(context.Background(), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db, err := OpenPostgres(context.Background(), admin, "", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Roles other tests make now come and go within seconds; a leaked one
+	// stays. VALID UNTIL tells the roles made since this test started.
+	since := started.Add(GraderRoleLifetime - time.Second).UTC().Format(time.RFC3339)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		names, err := strings1(context.Background(), db, `SELECT rolname FROM pg_roles WHERE rolname LIKE 'outboxlab\_grader\_%' AND rolvaliduntil >= $1::timestamptz`, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("roles left: %v", names)
 		}
 	}
 }
