@@ -83,6 +83,27 @@ func (p *Pipeline) OpenConsumer(ctx context.Context, name, group string, design 
 	return &ConsumerInstance{p: p, name: name, group: group, design: design, db: db}, nil
 }
 
+// Consumer is a consumer instance as a lesson's script drives it: a
+// [*ConsumerInstance] in the lab's process, or a stand-in for one that
+// acts in a child process on its own connection.
+type Consumer interface {
+	Name() string
+	Group() string
+	ConsumeNext(ctx context.Context) (bool, error)
+	Close()
+}
+
+// Name is the instance's name, e.g. Consumer-1.
+func (c *ConsumerInstance) Name() string { return c.name }
+
+// Group is the consumer group the instance belongs to.
+func (c *ConsumerInstance) Group() string { return c.group }
+
+// ConsumerStart is the timeline's word for a consumer instance's start.
+func ConsumerStart(group string, design ConsumerDesign) string {
+	return fmt.Sprintf("consumer %s, %s, on its own connection", group, design.Name)
+}
+
 // StartConsumer starts a consumer instance of group on its own connection,
 // applying deliveries by design.
 func (p *Pipeline) StartConsumer(ctx context.Context, name, group string, design ConsumerDesign) (*ConsumerInstance, error) {
@@ -90,7 +111,7 @@ func (p *Pipeline) StartConsumer(ctx context.Context, name, group string, design
 	if err != nil {
 		return nil, err
 	}
-	p.Event(name, "start", fmt.Sprintf("consumer %s, %s, on its own connection", group, design.Name))
+	p.Event(name, "start", ConsumerStart(group, design))
 	return c, nil
 }
 

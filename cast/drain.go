@@ -202,18 +202,18 @@ func (p *Pipeline) RedeliverInFlight(ctx context.Context, group string, visibili
 // while deliveries stay unacknowledged, it lets their visibility timeout run
 // out on the clock and the broker redeliver them (or dead-letter them after
 // maxDeliveries; 0 means no limit).
-func (p *Pipeline) DrainConsumer(ctx context.Context, c *ConsumerInstance, maxDeliveries int64) error {
-	return p.DrainConsumerBy(ctx, c.group, func(m ConsumerMove) error {
+func (p *Pipeline) DrainConsumer(ctx context.Context, c Consumer, maxDeliveries int64) error {
+	return p.DrainConsumerBy(ctx, c.Group(), func(m ConsumerMove) error {
 		if m == Take {
 			_, err := c.ConsumeNext(ctx)
 			return err
 		}
-		n, r, err := p.RedeliverInFlight(ctx, c.group, VisibilityTimeout, maxDeliveries)
+		n, r, err := p.RedeliverInFlight(ctx, c.Group(), VisibilityTimeout, maxDeliveries)
 		if err != nil {
 			return err
 		}
 		p.Event("broker", "redeliver", fmt.Sprintf("%s: visibility timeout (%s) ran out on %d unacknowledged deliveries: %d ready again, %d dead-lettered",
-			c.group, DurationText(VisibilityTimeout), n, r.Ready, r.DeadLettered))
+			c.Group(), DurationText(VisibilityTimeout), n, r.Ready, r.DeadLettered))
 		return nil
 	})
 }

@@ -77,6 +77,12 @@ type Pipeline struct {
 	// crash to the parent, which kills the child there, so it never
 	// returns. An error it returns ends the instance's step.
 	BeforeCrash func(CrashReport) error
+	// BeforeStall, when set, runs as a relay instance is about to stall
+	// past its lease at a failpoint (fault LeaseExpiry), with the same
+	// report: in a child process it reports the stall to the parent, which
+	// freezes the child there (SIGSTOP), tells the stall on its timeline,
+	// moves the clock, and lets the child go on later (SIGCONT).
+	BeforeStall func(CrashReport) error
 
 	mu          sync.Mutex
 	claims      []pipeClaimEntry
@@ -300,7 +306,13 @@ func (p *Pipeline) beforeCrash(instance string, point failpoint.Point, subject, 
 	if p.BeforeCrash == nil {
 		return nil
 	}
-	return p.BeforeCrash(CrashReport{Instance: instance, Point: point, Subject: subject, Held: held, Record: p.Record()})
+	return p.BeforeCrash(p.faultReport(instance, point, subject, held))
+}
+
+// faultReport is instance's report of a fault at point: what it recorded
+// since the last report ([Pipeline.TakeRecord]).
+func (p *Pipeline) faultReport(instance string, point failpoint.Point, subject, held string) CrashReport {
+	return CrashReport{Instance: instance, Point: point, Subject: subject, Held: held, Record: p.TakeRecord()}
 }
 
 // Record is what a pipeline's instances wrote to its timeline and ledgers:
@@ -368,6 +380,18 @@ func (p *Pipeline) Record() Record {
 	}
 	rec.Effects = append(rec.Effects, p.effects...)
 	rec.Acks = append(rec.Acks, p.acks...)
+	return rec
+}
+
+// TakeRecord is what p's instances recorded since the last TakeRecord,
+// which it forgets: a child process's pipeline sends it with each report,
+// so that the parent adopts every line once.
+func (p *Pipeline) TakeRecord() Record {
+	rec := p.Record()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Timeline = &lab.Timeline{}
+	p.claims, p.sends, p.completions, p.effects, p.acks = nil, nil, nil, nil, nil
 	return rec
 }
 

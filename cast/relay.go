@@ -11,6 +11,17 @@ import (
 // This file holds the relay instance of sessions 18 to 20 and the
 // explorer: claim, send and complete, each a step the failpoints can cut.
 
+// Relay is a relay instance as a lesson's script drives it: a
+// [*RelayInstance] in the lab's process, or a stand-in for one that acts
+// in a child process on its own connection.
+type Relay interface {
+	Name() string
+	ClaimNext(ctx context.Context) (store.ClaimOutcome, error)
+	Send(ctx context.Context) (acked bool, err error)
+	Complete(ctx context.Context) (int64, error)
+	Close()
+}
+
 // RelayInstance is one relay instance: its own connection and, in memory, its
 // current claim. A crash closes the one and drops the other.
 type RelayInstance struct {
@@ -18,17 +29,34 @@ type RelayInstance struct {
 	name  string
 	db    *store.DB
 	Claim store.EventClaim
+	sends int // offers this instance made, for the event-id-per-send mistake
 }
 
 // StartRelay starts a relay instance on its own connection.
 func (p *Pipeline) StartRelay(ctx context.Context, name string) (*RelayInstance, error) {
+	r, err := p.OpenRelay(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	p.Event(name, "start", RelayStart)
+	return r, nil
+}
+
+// RelayStart is the timeline's word for a relay instance's start.
+const RelayStart = "relay instance on its own connection"
+
+// OpenRelay opens a relay instance on its own connection, without a
+// timeline line: a child process's, whose start the lab tells.
+func (p *Pipeline) OpenRelay(ctx context.Context, name string) (*RelayInstance, error) {
 	db, err := p.Open(ctx, p.Path)
 	if err != nil {
 		return nil, err
 	}
-	p.Event(name, "start", "relay instance on its own connection")
 	return &RelayInstance{p: p, name: name, db: db}, nil
 }
+
+// Name is the instance's name, e.g. Relay-A.
+func (r *RelayInstance) Name() string { return r.name }
 
 // Close closes the instance's connection (once).
 func (r *RelayInstance) Close() {
@@ -41,7 +69,7 @@ func (r *RelayInstance) Close() {
 // crash kills the instance mid-step: connection closed, claim forgotten.
 // In a child process the pipeline's BeforeCrash reports it first.
 func (r *RelayInstance) crash(point failpoint.Point) error {
-	held := fmt.Sprintf("at %s holding %s with token %d", point, r.Claim.EventID, r.Claim.Token)
+	held := r.held(point)
 	if err := r.p.beforeCrash(r.name, point, r.Claim.EventID, held); err != nil {
 		return err
 	}
@@ -65,11 +93,31 @@ func (r *RelayInstance) fire(point failpoint.Point) (failpoint.Fault, error) {
 	case failpoint.Crash:
 		return f, r.crash(point)
 	case failpoint.LeaseExpiry:
-		r.p.Event(r.name, "stalls", fmt.Sprintf("at %s (a pause: GC, a slow network, a suspended VM) while holding %s with token %d", point, r.Claim.EventID, r.Claim.Token))
-		r.p.SetNow(r.Claim.LeaseUntil)
-		r.p.Event(ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: %s's lease on %s has expired; it does not know", TickClock(r.Claim.LeaseUntil), r.name, r.Claim.EventID))
+		if r.p.BeforeStall != nil {
+			// In a child process: the lab stalls it there and tells it.
+			return f, r.p.BeforeStall(r.p.faultReport(r.name, point, r.Claim.EventID, r.held(point)))
+		}
+		r.p.StallPastLease(r.name, point, r.Claim, "")
 	}
 	return f, nil
+}
+
+// held is where the instance stops and what it holds, for a CRASH line.
+func (r *RelayInstance) held(point failpoint.Point) string {
+	return fmt.Sprintf("at %s holding %s with token %d", point, r.Claim.EventID, r.Claim.Token)
+}
+
+// StallPastLease is relay name stalling at point, holding claim, until
+// its lease has expired: the timeline says so (with how, where the stall
+// is a real one: "" in-process) and the clock moves to the lease's end.
+func (p *Pipeline) StallPastLease(name string, point failpoint.Point, claim store.EventClaim, how string) {
+	detail := fmt.Sprintf("at %s (a pause: GC, a slow network, a suspended VM) while holding %s with token %d", point, claim.EventID, claim.Token)
+	if how != "" {
+		detail += "; " + how
+	}
+	p.Event(name, "stalls", detail)
+	p.SetNow(claim.LeaseUntil)
+	p.Event(ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: %s's lease on %s has expired; it does not know", TickClock(claim.LeaseUntil), name, claim.EventID))
 }
 
 // ClaimNext claims the oldest claimable event with a lease of RelayLease.
@@ -112,11 +160,12 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 	}
 	now := r.p.Now()
 	sentAs := r.Claim.EventID
-	r.p.mu.Lock()
+	r.sends++
 	if r.p.EventIDPerSend {
-		sentAs = fmt.Sprintf("%s-send-%d", r.Claim.EventID, len(r.p.sends)+1)
+		// A fresh id per send, as a relay minting a UUID would, from what
+		// the instance alone knows: its name and its own sends.
+		sentAs = fmt.Sprintf("%s-%s-send-%d", r.Claim.EventID, r.name, r.sends)
 	}
-	r.p.mu.Unlock()
 	o, err := store.NewBroker(r.db, r.p.sql().Broker).Offer(ctx, sentAs, r.Claim.Payload, r.name, r.p.Clock.Now(), TickSpan(r.p.BrokerWindow))
 	if err != nil {
 		return false, err
@@ -223,13 +272,13 @@ func (r *RelayInstance) RunOnce(ctx context.Context) (bool, error) {
 }
 
 // MustClaim has relay claim the next event and requires that it got it.
-func MustClaim(ctx context.Context, r *RelayInstance) error {
+func MustClaim(ctx context.Context, r Relay) error {
 	out, err := r.ClaimNext(ctx)
 	if err != nil {
 		return err
 	}
 	if out != store.Claimed {
-		return fmt.Errorf("%s: claim was %s, want claimed", r.name, out)
+		return fmt.Errorf("%s: claim was %s, want claimed", r.Name(), out)
 	}
 	return nil
 }

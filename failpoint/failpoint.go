@@ -25,6 +25,11 @@ const (
 	// BetweenOutboxWrites is session 14's point: the payment row has
 	// committed and the outbox row, written in a second transaction, has not.
 	BetweenOutboxWrites Point = "between-outbox-writes"
+	// BetweenClaimSelectAndUpdate is session 15's point: a worker's claim
+	// has selected the message and not yet updated it (in the claim's
+	// transaction, or between the split claim's two). The lesson holds
+	// both workers there with a barrier, to open the mistake's window.
+	BetweenClaimSelectAndUpdate Point = "between-claim-select-and-update"
 	// AfterClaim: the relay holds a fresh claim and has sent nothing.
 	AfterClaim Point = "after-claim"
 	// BrokerAck: the broker has stored the relay's send and its
@@ -132,6 +137,24 @@ func (p *Plan) Fire(point Point, actor, subject string) Fault {
 		return r.Fault
 	}
 	return None
+}
+
+// RulesFor returns the rules still armed for actor (those naming it, or
+// any actor), with the firings they have left: what an instance acting in
+// another process arms in a plan of its own.
+func (p *Plan) RulesFor(actor string) []Rule {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var rules []Rule
+	for _, r := range p.rules {
+		if r.Times > 0 && (r.Actor == "" || r.Actor == actor) {
+			rules = append(rules, r)
+		}
+	}
+	return rules
 }
 
 // Fired returns the faults that fired so far, in order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -99,6 +100,12 @@ func (e *Env) waitSignalledChild(c *proc.Child, phase string, sig syscall.Signal
 	return nil
 }
 
+// crashLine is the timeline's CRASH line of a child killed at a
+// failpoint, where it held held.
+func crashLine(held string, d proc.Death) string {
+	return fmt.Sprintf("%s: %s; its connection and memory died with the process", held, d)
+}
+
 // signalText names sig as people write it, e.g. SIGTERM.
 func signalText(sig syscall.Signal) string {
 	if sig == syscall.SIGTERM {
@@ -119,6 +126,7 @@ type processEntry struct {
 	role                         string
 	pid                          int
 	phase, point, signal, status string
+	stalls                       []string // each SIGSTOP and SIGCONT the lab sent it, when and why
 	child                        *proc.Child
 }
 
@@ -134,6 +142,17 @@ func (l *processLog) ended(pid int, phase, point, signal, status string) {
 	for i := range l.entries {
 		if e := &l.entries[i]; e.pid == pid && e.status == "" {
 			e.phase, e.point, e.signal, e.status = phase, point, signal, status
+		}
+	}
+}
+
+// stalled notes a SIGSTOP or SIGCONT the lab sent process pid.
+func (l *processLog) stalled(pid int, what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.entries {
+		if e := &l.entries[i]; e.pid == pid && e.status == "" {
+			e.stalls = append(e.stalls, what)
 		}
 	}
 }
@@ -156,20 +175,24 @@ func (l *processLog) stopAll() {
 const processesTitle = "Processes (run --processes)"
 
 // inProcessNote says why a run with --processes started no child.
-const inProcessNote = "No child process: this scenario's actors ran in-process, as goroutines of the lab each with its own " +
-	"connection, because they share the run's in-memory ledgers, fake services and scenario clock (or the lesson has no " +
-	"crash); --processes runs session 14's crashing checkout, session 15's crashing Worker-A, session 19's crashing " +
-	"relays and consumer and session 21's crashing Worker-A as child processes, and stops session 22's Relay-D with a real SIGTERM."
+const inProcessNote = "No child process: the interleaving explorer runs its model's instances in the lab's process, " +
+	"each on its own connection, thousands of steps on hundreds of fresh databases; every lesson runs its relays, " +
+	"workers and consumers as child processes with --processes."
 
 // processesNote explains the table of a run that started children.
 const processesNote = "Each row is a child process of the lab (`outboxlab worker --role ROLE`, the same program) with its " +
-	"own database connection, its work and the scenario clock sent on its stdin. Where the lesson crashes it, it reached " +
-	"the named failpoint, said so over its stdout pipe and blocked reading stdin, and the lab killed it there with SIGKILL; " +
-	"where the lesson shuts it down (session 22), it waited at the failpoint for a signal and the lab sent it SIGTERM, which " +
-	"it handled and exited by itself. Pid, signal and wait status come from the operating system. Its " +
-	"statements were sent back over the pipe and are in the SQL section; a transaction it had open when it was killed " +
-	"never ended in the child, so the transactions section, which counts an in-process crash's transaction as rolled " +
-	"back, does not count it: what the database kept of it is what the fresh connection found."
+	"own database connection; its work and the scenario clock reach it on its stdin as JSON lines, its reports come back " +
+	"on its stdout. Most are application instances at the lab's command: the lesson's script calls each step (claim, " +
+	"send, ack, renew, finalize, consume) and the child performs it on its connection, then waits on its stdin; the " +
+	"services outside every instance (the payment provider, the broker's redelivery, the observer's reads) stay in the " +
+	"lab. Where the lesson stalls one, the lab froze it with SIGSTOP (the operating system showed it stopped, so it ran " +
+	"no code at all) and let it go on with SIGCONT: the Stalled column says when. Where the lesson crashes one, it " +
+	"reached the named failpoint, said so and blocked reading stdin, and the lab killed it there with SIGKILL; where " +
+	"the lesson shuts it down (session 22), it waited at the failpoint for a signal and the lab sent it SIGTERM, which " +
+	"it handled and exited by itself. Pid, signals and wait status come from the operating system. Its statements came " +
+	"back over the pipe and are in the SQL section; a transaction it had open when it was killed never ended in the " +
+	"child, so the transactions section, which counts an in-process crash's transaction as rolled back, does not " +
+	"count it: what the database kept of it is what the fresh connection found."
 
 // processesTable is the report's account of --processes: the children
 // the run started and how each ended, or why it started none.
@@ -177,12 +200,12 @@ func (e *Env) processesTable() lab.Table {
 	e.processes.mu.Lock()
 	defer e.processes.mu.Unlock()
 	t := lab.Table{Title: processesTitle, Note: processesNote,
-		Columns: []string{"#", "Phase", "Role", "Pid", "Killed at", "Signal", "Wait status"}}
+		Columns: []string{"#", "Phase", "Role", "Pid", "Killed at", "Signal", "Wait status", "Stalled (SIGSTOP, SIGCONT)"}}
 	if len(e.processes.entries) == 0 {
 		t.Note = inProcessNote
 	}
 	for i, p := range e.processes.entries {
-		t.AddRow(i+1, p.phase, p.role, p.pid, p.point, p.signal, p.status)
+		t.AddRow(i+1, p.phase, p.role, p.pid, p.point, p.signal, p.status, strings.Join(p.stalls, "; "))
 	}
 	return t
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/proc"
@@ -44,63 +45,94 @@ func executeProcesses(t *testing.T, db string, sc *Scenario, variant string) *la
 	return r
 }
 
-// killedProcess is one row of a run's processes table, as a test wants it.
-type killedProcess struct{ phase, role, point string }
+// child is one row of a run's processes table, as a test wants it: its
+// phase and role, the failpoint where the lab killed it by SIGKILL ("": it
+// finished its work and exited 0), and whether the lab stalled it with
+// SIGSTOP and SIGCONT.
+type child struct {
+	phase, role, point string
+	stalled            bool
+}
 
 func TestProcesses(t *testing.T) { testProcesses(t, "") }
 
 func TestProcessesOnPostgres(t *testing.T) { testProcesses(t, pgtest.URL(t)) }
 
-// testProcesses runs the lessons whose crashing instance is a child
-// process with Options.Processes on db: each passes (or, as a variant,
-// fails the checks it names), every crash is a child killed by SIGKILL at
-// its point, and each crash row of the timeline names the killed process.
+// testProcesses runs every lesson with Options.Processes on db: each
+// passes (or, as a variant, fails exactly the checks it names), every
+// instance the lesson runs as a child process is in the processes table,
+// every crash is a child killed by SIGKILL at its point and named by a
+// CRASH row of the timeline, every stall a child frozen by SIGSTOP and
+// continued by SIGCONT, named by the timeline; and where the lesson is
+// deterministic its checks observe exactly what the in-process run's do.
 func testProcesses(t *testing.T, db string) {
 	t.Parallel()
-	checkout := []killedProcess{{"before", checkoutRole, "between-outbox-writes"}, {"after", checkoutRole, "between-outbox-writes"}}
-	workerA := []killedProcess{{"recovery", claimWorkerRole, "after-claim"}}
+	checkout := []child{{"before", checkoutRole, "between-outbox-writes", false}, {"after", checkoutRole, "between-outbox-writes", false}}
+	leasing := []child{{"recovery: Worker-A", claimWorkerRole, "after-claim", false}, {"recovery: Worker-B", outboxInstanceRole, "", false},
+		{"concurrent: Worker-A", outboxInstanceRole, "", false}, {"concurrent: Worker-B", outboxInstanceRole, "", false}}
+	racing := []child{{cast.WorkerA, outboxInstanceRole, "", false}, {cast.WorkerB, outboxInstanceRole, "", false}}
+	late := []child{{cast.WorkerA, outboxInstanceRole, "", true}, {cast.WorkerB, outboxInstanceRole, "", false}}
+	fencing := []child{{s16WorkerA, relayInstanceRole, "", true}, {s16WorkerB, relayInstanceRole, "", false}}
+	renewal := []child{{s17WorkerA, relayInstanceRole, "", false}, {s17WorkerB, relayInstanceRole, "", false}}
+	pastTheLease := []child{{cast.RelayA, pipelineRelayRole, "", true}, {cast.RelayB, pipelineRelayRole, "", false},
+		{"Inbox-Consumer", pipelineConsumerRole, "", false}, {"Naive-Consumer", pipelineConsumerRole, "", false}}
+	var retention []child
+	for _, part := range []string{"part 1 short", "part 1 long", "part 2"} {
+		retention = append(retention, child{part + ": " + cast.RelayA, pipelineRelayRole, "", part == "part 2"})
+		if part == "part 2" {
+			retention = append(retention, child{part + ": " + cast.RelayB, pipelineRelayRole, "", false})
+		}
+		retention = append(retention, child{part + ": Consumer-1", pipelineConsumerRole, "", false},
+			child{part + ": Consumer-2", pipelineConsumerRole, "", false})
+	}
 	// Session 19's crash rows: Relay-A after its send (row 1), Consumer-1
 	// after its effect (row 4), Relay-A after its claim (row 6).
-	failureCrashes := []killedProcess{{"row 1", failureRelayRole, "after-send-before-complete"},
-		{"row 4", failureConsumerRole, "after-effect-before-ack"}, {"row 6", failureRelayRole, "after-claim"}}
+	failureCrashes := []child{{"row 1", failureRelayRole, "after-send-before-complete", false},
+		{"row 4", failureConsumerRole, "after-effect-before-ack", false}, {"row 6", failureRelayRole, "after-claim", false}}
 	type processesCase struct {
-		sc      *Scenario
-		variant string
-		killed  []killedProcess
+		sc       *Scenario
+		variant  string
+		children []child
 		// same names a table whose rows must equal those of the run
-		// without Processes: the figures do not depend on where the
-		// instances ran.
-		same string
+		// without Processes; sameChecks says the checks must observe the
+		// same figures: they do not depend on where the instances ran.
+		same       string
+		sameChecks bool
 	}
-	cases := []processesCase{
-		{&transactionalOutbox, "", checkout, ""},
-		{&transactionalOutbox, variantTwoTransactions, checkout, ""},
-		{&outboxLeasing, "", workerA, ""},
-		{&outboxLeasing, variantPermanentLock, workerA, ""},
-		{&failureClasses, "", failureCrashes, "Failure classes"},
+	var cases []processesCase
+	add := func(sc *Scenario, children func(variant string) []child, same string, sameChecks bool) {
+		cases = append(cases, processesCase{sc, "", children(""), same, sameChecks})
+		for _, v := range sc.Variants {
+			if v.Engine == "" || (v.Engine == store.Postgres) == (db != "") {
+				cases = append(cases, processesCase{sc, v.Name, children(v.Name), same, sameChecks})
+			}
+		}
 	}
-	for _, v := range failureClasses.Variants {
-		cases = append(cases, processesCase{&failureClasses, v.Name, failureCrashes, "Failure classes"})
-	}
+	always := func(c []child) func(string) []child { return func(string) []child { return c } }
+	add(&transactionalOutbox, always(checkout), "", true)
+	add(&outboxLeasing, always(leasing), "", false)
+	add(&competingWorkersNoClaim, always(racing), "", true)
+	add(&lateFinalize, always(late), "", true)
+	add(&staleAckFencing, always(fencing), "", true)
+	add(&leaseRenewal, always(renewal), "", true)
+	add(&leaseExpiryAfterSend, always(pastTheLease), "", true)
+	add(&failureClasses, always(failureCrashes), "Failure classes", true)
+	add(&inboxRetention, always(retention), "", true)
 	// Session 21's crash rows: Worker-A, holding the oldest message, before
 	// each of the four drains (each claim design on each backlog).
-	scaleCrashes := func(variant string) []killedProcess {
+	add(&claimsAtScale, func(variant string) []child {
 		indexed := store.IndexedScale.Name
 		if variant == variantPendingOnly {
 			indexed = store.PendingOnlyScale.Name
 		}
-		var killed []killedProcess
+		var killed []child
 		for _, claim := range []string{store.LessonScale.Name, indexed} {
 			for _, size := range []string{"small", "large"} {
-				killed = append(killed, killedProcess{fmt.Sprintf("%s claim, %s backlog", claim, size), s21ClaimRole, "after-claim"})
+				killed = append(killed, child{fmt.Sprintf("%s claim, %s backlog", claim, size), s21ClaimRole, "after-claim", false})
 			}
 		}
 		return killed
-	}
-	cases = append(cases, processesCase{&claimsAtScale, "", scaleCrashes(""), ""})
-	for _, v := range claimsAtScale.Variants {
-		cases = append(cases, processesCase{&claimsAtScale, v.Name, scaleCrashes(v.Name), ""})
-	}
+	}, "", false)
 	for _, tt := range cases {
 		// Session 21's runs go one at a time: each is four drains of up to
 		// 500 messages, and its costs on PostgreSQL are buffer pages that
@@ -135,34 +167,69 @@ func testProcesses(t *testing.T, db string) {
 			} else if !slices.Equal(failed, want) {
 				t.Errorf("failed checks %v, want %v", failed, want)
 			}
-			procs := processesTableOf(t, r)
-			var got []killedProcess
-			for _, row := range procs.Rows {
-				got = append(got, killedProcess{row[1], row[2], row[4]})
-				if row[5] != "killed" || row[6] != "signal: killed" {
-					t.Errorf("process row %v: want killed by SIGKILL", row)
-				}
-				if !crashNames(r, row[3]) {
-					t.Errorf("no CRASH row of the timeline names process %s", row[3])
-				}
+			if got := childrenOf(t, r); !slices.Equal(sortedChildren(got), sortedChildren(tt.children)) {
+				t.Errorf("child processes\n%v\nwant\n%v", got, tt.children)
 			}
-			if !slices.Equal(got, tt.killed) {
-				t.Errorf("killed processes %v, want %v", got, tt.killed)
+			if !tt.sameChecks && tt.same == "" {
+				return
+			}
+			opts := DefaultOptions()
+			opts.TempRoot = t.TempDir()
+			opts.Database = db
+			inProcess, err := Execute(context.Background(), tt.sc, tt.variant, opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.sameChecks && !slices.Equal(r.Checks, inProcess.Checks) {
+				t.Errorf("checks with processes:\n%v\nwithout:\n%v", r.Checks, inProcess.Checks)
 			}
 			if tt.same != "" {
-				opts := DefaultOptions()
-				opts.TempRoot = t.TempDir()
-				opts.Database = db
-				inProcess, err := Execute(context.Background(), tt.sc, tt.variant, opts, false)
-				if err != nil {
-					t.Fatal(err)
-				}
 				if got, want := tableOf(t, r, tt.same).Rows, tableOf(t, inProcess, tt.same).Rows; !slices.EqualFunc(got, want, slices.Equal) {
 					t.Errorf("%q with processes:\n%v\nwithout:\n%v", tt.same, got, want)
 				}
 			}
 		})
 	}
+}
+
+// childrenOf reads r's processes table, checking each row against the
+// operating system's word and the timeline: a killed child was killed by
+// SIGKILL and a CRASH row names it, a finished one exited 0, and a stalled
+// one was frozen and continued, as timeline rows say.
+func childrenOf(t *testing.T, r *lab.Result) []child {
+	t.Helper()
+	var got []child
+	for _, row := range processesTableOf(t, r).Rows {
+		c := child{phase: row[1], role: row[2], stalled: row[7] != "-"}
+		pid := row[3]
+		switch {
+		case row[4] == "(not killed: it finished its work)":
+			if row[5] != "-" || row[6] != "exit status 0" {
+				t.Errorf("process row %v: want exit status 0", row)
+			}
+		case row[5] == "killed" && row[6] == "signal: killed":
+			c.point = row[4]
+			if !timelineSays(r, "CRASH", "process "+pid+",") {
+				t.Errorf("no CRASH row of the timeline names process %s", pid)
+			}
+		default:
+			t.Errorf("process row %v: want killed by SIGKILL or finished with exit status 0", row)
+		}
+		if c.stalled && (!strings.Contains(row[7], "SIGSTOP") || !strings.Contains(row[7], "SIGCONT") ||
+			!timelineSays(r, "", "process "+pid+" frozen") || !timelineSays(r, "wakes", "process "+pid+" continued by SIGCONT")) {
+			t.Errorf("process %s: stalls %q; want SIGSTOP and SIGCONT, and timeline rows that say so", pid, row[7])
+		}
+		got = append(got, c)
+	}
+	return got
+}
+
+// sortedChildren is cs in a stable order: concurrent instances start in
+// either order.
+func sortedChildren(cs []child) []child {
+	return slices.SortedFunc(slices.Values(cs), func(a, b child) int {
+		return strings.Compare(a.phase+"\x00"+a.role, b.phase+"\x00"+b.role)
+	})
 }
 
 // processesTableOf is r's processes table; the test fails without one.
@@ -183,10 +250,11 @@ func tableOf(t *testing.T, r *lab.Result, title string) lab.Table {
 	return lab.Table{}
 }
 
-// crashNames reports whether a CRASH row of r's timeline names process pid.
-func crashNames(r *lab.Result, pid string) bool {
+// timelineSays reports whether a row of r's timeline with action (any,
+// if "") has a detail holding text.
+func timelineSays(r *lab.Result, action, text string) bool {
 	for _, e := range r.Timeline {
-		if e.Action == "CRASH" && strings.Contains(e.Detail, "process "+pid+",") {
+		if (action == "" || e.Action == action) && strings.Contains(e.Detail, text) {
 			return true
 		}
 	}
@@ -198,7 +266,7 @@ func crashNames(r *lab.Result, pid string) bool {
 // in its processes table that its actors ran in-process.
 func TestProcessesInProcessScenario(t *testing.T) {
 	t.Parallel()
-	r := executeProcesses(t, "", &staleAckFencing, "")
+	r := executeProcesses(t, "", &interleavingExplorer, "")
 	if !r.Passed() {
 		t.Fatalf("%s with processes failed: %v", r.Scenario, r.FailedChecks())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -62,7 +63,8 @@ var lateFinalize = Scenario{
 				"quiet; the guard LockedBy = me, with a rollback on 0 rows, is what keeps a worker that outlived its " +
 				"lease from overwriting the owner's outcome."},
 	},
-	Run: runLateFinalize,
+	Workers: map[string]proc.Role{outboxInstanceRole: runOutboxInstanceChild},
+	Run:     runLateFinalize,
 }
 
 // lateFinalizeSQL is the statement set of the variant.
@@ -91,7 +93,7 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 		return nil, err
 	}
 	defer setup.Close()
-	run, err := playLateFinalize(ctx, d, env.Open, env.DatabasePath(), statements)
+	run, err := playLateFinalize(ctx, d, env, statements)
 	if err != nil {
 		return nil, err
 	}
@@ -107,35 +109,41 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 }
 
 // playLateFinalize runs the sequence: A claims and stalls, B reclaims at the
-// lease end and finalizes, A wakes and finalizes late.
-func playLateFinalize(ctx context.Context, d *cast.Day15, open cast.Opener, path string, statements store.OutboxSQL) (*lateRun, error) {
+// lease end and finalizes, A wakes and finalizes late. Each worker is an
+// application instance on its own connection; with Options.Processes a
+// child process, and Worker-A's stall a real SIGSTOP.
+func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL) (*lateRun, error) {
 	run := &lateRun{}
-	a, err := open(ctx, path)
+	var workers instances
+	defer workers.closeAll(ctx)
+	outA, err := env.openOutboxInstance(ctx, "", cast.WorkerA, statements, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer a.Close()
-	outA := store.NewOutbox(a, statements)
+	workers.add(outA)
 	ca, err := outA.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), lateLease, nil)
 	if err != nil {
 		return nil, err
 	}
 	d.RecordClaim(cast.WorkerA, "late finalize", "next", ca)
 	if ca.Outcome != store.Claimed {
-		return run, nil // nothing to stall on: the checks say what is missing
+		return run, workers.closeAll(ctx) // nothing to stall on: the checks say what is missing
 	}
 	run.messageID = ca.Message.ID
 	key := ca.Message.AggregateKey
-	d.Event(cast.WorkerA, "stall", fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil))
-
-	d.Clock.Set(cast.LessonStart.Add(lateLease))
-	d.Event("clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
-	b, err := open(ctx, path)
+	how, err := outA.stall(d.Now(), "its claim")
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	outB := store.NewOutbox(b, statements)
+	d.Event(cast.WorkerA, "stall", withHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
+
+	d.Clock.Set(cast.LessonStart.Add(lateLease))
+	d.Event("clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
+	outB, err := env.openOutboxInstance(ctx, "", cast.WorkerB, statements, 0)
+	if err != nil {
+		return nil, err
+	}
+	workers.add(outB)
 	cb, err := outB.ClaimMessage(ctx, run.messageID, cast.WorkerB, d.Clock.Now(), lateLease)
 	if err != nil {
 		return nil, err
@@ -151,11 +159,14 @@ func playLateFinalize(ctx context.Context, d *cast.Day15, open cast.Opener, path
 	}
 
 	d.Clock.Set(cast.LessonStart.Add(lateWake))
-	d.Event(cast.WorkerA, "wakes", fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil))
+	if how, err = outA.wake(d.Now(), "its provider check and finalization"); err != nil {
+		return nil, err
+	}
+	d.Event(cast.WorkerA, "wakes", withHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
 	if err := d.ProcessAndFinalize(ctx, outA, cast.WorkerA, ca.Message); err != nil {
 		return nil, err
 	}
-	return run, nil
+	return run, workers.closeAll(ctx)
 }
 
 // measureLateFinalize takes the figures: finalizations and attempts from the

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -127,7 +128,7 @@ var outboxLeasing = Scenario{
 				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
 	},
 	AcceptsClaimSQL: true,
-	Workers:         map[string]proc.Role{claimWorkerRole: runClaimWorkerChild},
+	Workers:         map[string]proc.Role{claimWorkerRole: runClaimWorkerChild, outboxInstanceRole: runOutboxInstanceChild},
 	Run:             runOutboxLeasing,
 }
 
@@ -182,11 +183,11 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	defer setup.Close()
 
-	rec, err := recoveryDemo(ctx, d, recoveryWorkerFor(env, statements), env.Open, env.DatabasePath(), statements)
+	rec, err := recoveryDemo(ctx, d, recoveryWorkerFor(env, statements), env, statements)
 	if err != nil {
 		return nil, err
 	}
-	if err := concurrentPhase(ctx, d, env.Open, env.DatabasePath(), statements, env.Is(variantReadCommittedUpdate)); err != nil {
+	if err := concurrentPhase(ctx, d, env, statements, env.Is(variantReadCommittedUpdate)); err != nil {
 		return nil, err
 	}
 	r.SetFlag("claims_bounded", !d.ClaimBoundReached())
@@ -272,7 +273,7 @@ func (rec *recovery) table() lab.Table {
 // recoveryDemo plays the fixed timeline: A claims PAY-001 at 09:00:00.000Z
 // with a 500 ms lease and crashes; B is blocked; at 09:00:00.600Z B reclaims
 // PAY-001 and processes it.
-func recoveryDemo(ctx context.Context, d *cast.Day15, a recoveryWorker, open cast.Opener, path string, statements store.OutboxSQL) (*recovery, error) {
+func recoveryDemo(ctx context.Context, d *cast.Day15, a recoveryWorker, env *Env, statements store.OutboxSQL) (*recovery, error) {
 	rec := &recovery{}
 	d.Clock.Set(cast.LessonStart)
 
@@ -299,12 +300,13 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, a recoveryWorker, open cas
 	d.Event(cast.WorkerA, "CRASH", crashed)
 	rec.add(d.Now(), cast.WorkerA, "crashes before processing", "row stays Processing, LockedBy Worker-A")
 
-	b, err := open(ctx, path)
+	outB, err := env.openOutboxInstance(ctx, "recovery", cast.WorkerB, statements, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	outB := store.NewOutbox(b, statements)
+	var workers instances
+	defer workers.closeAll(ctx)
+	workers.add(outB)
 	d.Event(cast.WorkerB, "start", "recovery demo: own connection")
 	cb, err := outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
 	if err != nil {
@@ -329,7 +331,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, a recoveryWorker, open cas
 		}
 		rec.add(d.Now(), cast.WorkerB, "processes and finalizes "+key, "see the ledgers")
 	}
-	return rec, nil
+	return rec, workers.closeAll(ctx)
 }
 
 func claimObserved(c store.Claim) string {
@@ -353,7 +355,7 @@ func claimObserved(c store.Claim) string {
 // waiting on its row lock ([lockWatch]). With readWindow (PostgreSQL's
 // read-committed mistake) a barrier holds each claim after its select, in
 // its transaction, until both have read.
-func concurrentPhase(ctx context.Context, d *cast.Day15, open cast.Opener, path string, statements store.OutboxSQL, readWindow bool) error {
+func concurrentPhase(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL, readWindow bool) error {
 	var barrier *cast.Barrier
 	if statements.Claim.Split || readWindow {
 		// The mistake's window made deterministic: both workers have
@@ -362,18 +364,25 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, open cast.Opener, path 
 	}
 	d.Concurrent = true
 	d.Event("scenario", "concurrent phase", "Worker-A (restarted) and Worker-B loop claim, process, finalize until nothing is claimable")
+	// Both instances are up before either claims: a child process takes
+	// longer to start than a claim takes to run.
+	started := cast.NewBarrier(2)
 	return cast.RunConcurrently(ctx, []string{cast.WorkerA, cast.WorkerB}, func(ctx context.Context, worker string) error {
-		db, err := open(ctx, path)
+		out, err := env.openOutboxInstance(ctx, "concurrent", worker, statements, lockWatch)
 		if err != nil {
+			started.Leave()
 			return err
 		}
-		defer db.Close()
+		if err := started.Wait(ctx); err != nil {
+			return errors.Join(err, out.close(ctx))
+		}
 		var between func()
 		if barrier != nil {
 			defer barrier.Leave()
 			between = func() { _ = barrier.Wait(ctx) }
 		}
-		return d.WorkLeased(ctx, store.NewOutbox(db, statements).WatchLockWaits(lockWatch), worker, leaseLength, between)
+		workErr := d.WorkLeased(ctx, out, worker, leaseLength, between)
+		return errors.Join(workErr, out.close(ctx))
 	})
 }
 
@@ -504,7 +513,7 @@ func (w *childRecoveryWorker) claim(ctx context.Context, d *cast.Day15) (store.C
 }
 
 func (w *childRecoveryWorker) crash(_ context.Context, key string) (string, error) {
-	death, err := w.env.killChild(w.child, "recovery", failpoint.AfterClaim)
+	death, err := w.env.killChild(w.child, instancePhase("recovery", cast.WorkerA), failpoint.AfterClaim)
 	if err != nil {
 		return "", err
 	}
@@ -523,5 +532,5 @@ func (w *childRecoveryWorker) stop(ctx context.Context) error {
 		w.child.Stop()
 		return fmt.Errorf("session 15: Worker-A process %d, told to go on after its claim, reported %s", w.child.Pid(), r.At)
 	}
-	return w.env.waitChild(w.child, "recovery")
+	return w.env.waitChild(w.child, instancePhase("recovery", cast.WorkerA))
 }

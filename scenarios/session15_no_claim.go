@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -53,7 +55,8 @@ var competingWorkersNoClaim = Scenario{
 			"same message. A race shows only when the test forces the overlap: without the barrier a clean run " +
 			"proves nothing about the design.",
 	}},
-	Run: runCompetingWorkersNoClaim,
+	Workers: map[string]proc.Role{outboxInstanceRole: runOutboxInstanceChild},
+	Run:     runCompetingWorkersNoClaim,
 }
 
 // noClaimSQL is the statement set of Day 15's "before": a plain load, and a
@@ -77,15 +80,16 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	statements := swapped(env, noClaimSQL())
 	barrier := cast.NewBarrier(2)
 	work := func(ctx context.Context, worker string) error {
-		db, err := env.Open(ctx, env.DatabasePath())
+		out, err := env.openOutboxInstance(ctx, "", worker, statements, 0)
 		if err != nil {
 			return err
 		}
-		defer db.Close()
+		wait := barrier.Wait
 		if env.Is(variantSequential) {
-			return d.WorkBefore(ctx, store.NewOutbox(db, statements), worker, nil)
+			wait = nil
 		}
-		return d.WorkBefore(ctx, store.NewOutbox(db, statements), worker, barrier.Wait)
+		workErr := d.WorkBefore(ctx, out, worker, wait)
+		return errors.Join(workErr, out.close(ctx))
 	}
 	workers := []string{cast.WorkerA, cast.WorkerB}
 	if env.Is(variantSequential) {

@@ -7,6 +7,7 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -96,9 +97,10 @@ var leaseRenewal = Scenario{
 	Checks: leaseRenewalChecks(),
 	Variants: []Variant{
 		{Name: variantRenewByEventID, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
-			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_8_stale_renew_refused"},
+			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_3_shorten_refused", "step_8_stale_renew_refused"},
 			Shows: "At t=110 Worker-B, holding no token, extends Worker-A's lease to 180, and at t=210 Worker-A, with a " +
-				"stale token, moves Worker-B's lease to 270: 3 of 9 steps change what they must not. Only the current " +
+				"stale token, moves Worker-B's lease to 270: 2 of 9 steps change what they must not, and step 3, refused " +
+				"as it should be, reads back the lease end 180 that Worker-B's renewal left instead of 150. Only the current " +
 				"token holder may renew, so the token belongs in the renewal's WHERE clause as much as in the ack's."},
 		{Name: variantAllowShortening, Mistake: "the renewal drops lease_until < :proposed: a \"renewal\" may move the deadline earlier",
 			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"},
@@ -112,6 +114,7 @@ var leaseRenewal = Scenario{
 				"event over (4 of 9 steps go wrong). An expired lease is over: only a new claim may take it, never a " +
 				"late renewal by the old owner."},
 	},
+	Workers: map[string]proc.Role{relayInstanceRole: runRelayInstanceChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runLeaseRenewal(ctx, env, swapped(env, renewalSQL(env.Variant)), leaseRenewalSteps)
 	},
@@ -136,7 +139,7 @@ func renewalSQL(variant string) store.RelaySQL {
 // connection and the only thing it remembers, the token of its last
 // successful claim (0: none).
 type renewalWorker struct {
-	relay *store.Relay
+	relay relayInstance
 	token int64
 }
 
@@ -164,13 +167,15 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		return nil, err
 	}
 	workers := map[string]*renewalWorker{}
+	var instances instances
+	defer instances.closeAll(ctx)
 	for _, name := range []string{s17WorkerA, s17WorkerB} {
-		db, err := env.Open(ctx, env.DatabasePath())
+		relay, err := env.openRelayInstance(ctx, name, sqls)
 		if err != nil {
 			return nil, err
 		}
-		defer db.Close()
-		workers[name] = &renewalWorker{relay: store.NewRelay(db, sqls)}
+		instances.add(relay)
+		workers[name] = &renewalWorker{relay: relay}
 	}
 	var results []stepResult
 	for _, s := range steps {
@@ -180,6 +185,9 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		}
 		timeline.Add(clock.Logical(s.at), s.actor, stepAction(s, res.token), res.observed)
 		results = append(results, res)
+	}
+	if err := instances.closeAll(ctx); err != nil {
+		return nil, err
 	}
 	r := &lab.Result{Timeline: timeline.Events()}
 	measureLeaseRenewal(r, results)

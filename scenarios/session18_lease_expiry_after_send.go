@@ -7,6 +7,7 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -77,7 +78,8 @@ var leaseExpiryAfterSend = Scenario{
 				"window covers only the resends inside it; session 20 replays the same event days later, and only the " +
 				"consumer's inbox keeps the effect single."},
 	},
-	Run: runLeaseExpiryAfterSend,
+	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild, pipelineConsumerRole: runPipelineConsumerChild},
+	Run:     runLeaseExpiryAfterSend,
 }
 
 func runLeaseExpiryAfterSend(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -105,10 +107,10 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 	if err := seedLeaseExpiryAfterSend(ctx, p); err != nil {
 		return nil, err
 	}
-	if err := playRelaysPastTheLease(ctx, p); err != nil {
+	if err := playRelaysPastTheLease(ctx, env, p); err != nil {
 		return nil, err
 	}
-	if err := playBothConsumers(ctx, p, env.Is(variantNaiveInbox)); err != nil {
+	if err := playBothConsumers(ctx, env, p, env.Is(variantNaiveInbox)); err != nil {
 		return nil, err
 	}
 
@@ -143,13 +145,13 @@ func seedLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline) error {
 // 2) and sends again. Relay-A wakes up and completes with token 1; then
 // Relay-B with token 2. A crash injected by a test is an expected outcome:
 // the script goes on without the dead relay.
-func playRelaysPastTheLease(ctx context.Context, p *cast.Pipeline) error {
-	a, err := p.StartRelay(ctx, cast.RelayA)
+func playRelaysPastTheLease(ctx context.Context, env *Env, p *cast.Pipeline) error {
+	a, err := env.openPipelineRelay(ctx, p, cast.RelayA)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	b, err := p.StartRelay(ctx, cast.RelayB)
+	b, err := env.openPipelineRelay(ctx, p, cast.RelayB)
 	if err != nil {
 		return err
 	}
@@ -175,12 +177,12 @@ func playRelaysPastTheLease(ctx context.Context, p *cast.Pipeline) error {
 			return err
 		}
 	}
-	return nil
+	return closeRelays(ctx, a, b)
 }
 
 // playBothConsumers has the inbox consumer (naive under the naive-inbox
 // variant) and the naive consumer each read every offer.
-func playBothConsumers(ctx context.Context, p *cast.Pipeline, naiveInbox bool) error {
+func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline, naiveInbox bool) error {
 	p.SetNow(p.Now() + 5*cast.TickSecond)
 	inboxDesignUsed := cast.InboxDesign
 	if naiveInbox {
@@ -190,13 +192,16 @@ func playBothConsumers(ctx context.Context, p *cast.Pipeline, naiveInbox bool) e
 		name, group string
 		design      cast.ConsumerDesign
 	}{{"Inbox-Consumer", inboxConsumer, inboxDesignUsed}, {"Naive-Consumer", naiveConsumer, cast.NaiveDesign}} {
-		c, err := p.StartConsumer(ctx, spec.name, spec.group, spec.design)
+		c, err := env.openPipelineConsumer(ctx, p, spec.name, spec.group, spec.design)
 		if err != nil {
 			return err
 		}
 		err = p.DrainConsumer(ctx, c, 0)
-		c.Close()
 		if err != nil {
+			c.Close()
+			return err
+		}
+		if err := closeConsumer(ctx, c); err != nil {
 			return err
 		}
 	}

@@ -656,7 +656,7 @@ func (s crashingSteps) inChild(ctx context.Context, p *cast.Pipeline, plan *fail
 	if err != nil {
 		return err
 	}
-	p.Event(c.Instance, "CRASH", fmt.Sprintf("%s: %s; its connection and memory died with the process", c.Held, death))
+	p.Event(c.Instance, "CRASH", crashLine(c.Held, death))
 	return nil
 }
 

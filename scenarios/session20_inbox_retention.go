@@ -8,6 +8,7 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -89,7 +90,8 @@ var inboxRetention = Scenario{
 				"cents for one 1000-cent award. Deduplication, at the broker or in the inbox, works only on the " +
 				"outbox event's own, stable id."},
 	},
-	Run: runInboxRetention,
+	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild, pipelineConsumerRole: runPipelineConsumerChild},
+	Run:     runInboxRetention,
 }
 
 // The lesson's figures with the default flags: LESSONS.md's four metric
@@ -190,7 +192,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 		p.EventIDPerSend = env.Is(s20EventIDPerSend)
 		p.Event("scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
 			cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow), filepath.Base(path)))
-		out, err := playRetention(ctx, p, plan, run, design, f.dlq)
+		out, err := playRetention(ctx, env, p, plan, run, design, f.dlq)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", run.label, err)
 		}
@@ -403,7 +405,7 @@ func replaySentence(retention, dlq int64, o retentionOutcome) string {
 // playRetention runs one part: send (and, in part 2, a resend after a lease
 // expiry), consumption whose acks are lost until the broker dead-letters the
 // offer, then three days later the purge jobs and the operator's replay.
-func playRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun, design cast.ConsumerDesign, dlqRetention int64) (retentionOutcome, error) {
+func playRetention(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun, design cast.ConsumerDesign, dlqRetention int64) (retentionOutcome, error) {
 	var out retentionOutcome
 	p.BrokerWindow = run.brokerWindow
 	if err := p.OpenAccount(ctx, cast.CreditService, s20Account); err != nil {
@@ -412,19 +414,19 @@ func playRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, 
 	if err := p.CommitCredit(ctx, run.event, s20Account, s20Credit); err != nil {
 		return out, err
 	}
-	if err := sendRetention(ctx, p, plan, run); err != nil {
+	if err := sendRetention(ctx, env, p, plan, run); err != nil {
 		return out, err
 	}
-	return consumeAndReplay(ctx, p, plan, run, design, dlqRetention)
+	return consumeAndReplay(ctx, env, p, plan, run, design, dlqRetention)
 }
 
 // sendRetention is the relays' part: Relay-A sends the event and, in part
 // 2, stalls past its lease while Relay-B resends and completes.
-func sendRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun) error {
+func sendRetention(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun) error {
 	if run.resend {
 		plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: run.event, Fault: failpoint.LeaseExpiry})
 	}
-	a, err := p.StartRelay(ctx, cast.RelayA)
+	a, err := env.openPipelineRelay(ctx, p, cast.RelayA)
 	if err != nil {
 		return err
 	}
@@ -437,7 +439,7 @@ func sendRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, 
 		return err
 	}
 	if run.resend {
-		b, err := p.StartRelay(ctx, cast.RelayB)
+		b, err := env.openPipelineRelay(ctx, p, cast.RelayB)
 		if err != nil {
 			return err
 		}
@@ -451,19 +453,22 @@ func sendRetention(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, 
 		if _, err := b.Complete(ctx); err != nil {
 			return err
 		}
+		if err := closeRelays(ctx, b); err != nil {
+			return err
+		}
 	}
 	if _, err := a.Complete(ctx); err != nil {
 		return err
 	}
-	return nil
+	return closeRelays(ctx, a)
 }
 
 // consumeAndReplay is the consumers' part: acks lost until the broker
 // dead-letters the offer, then, three days later, the purge jobs, the
 // operator's replay and a fresh consumer.
-func consumeAndReplay(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun, design cast.ConsumerDesign, dlqRetention int64) (retentionOutcome, error) {
+func consumeAndReplay(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpoint.Plan, run retentionRun, design cast.ConsumerDesign, dlqRetention int64) (retentionOutcome, error) {
 	var out retentionOutcome
-	if err := consumeUntilDeadLettered(ctx, p, plan, design, dlqRetention, &out); err != nil {
+	if err := consumeUntilDeadLettered(ctx, env, p, plan, design, dlqRetention, &out); err != nil {
 		return out, err
 	}
 	// Three days later: the nightly purge jobs have run, then an operator
@@ -478,13 +483,15 @@ func consumeAndReplay(ctx context.Context, p *cast.Pipeline, plan *failpoint.Pla
 	if err != nil {
 		return out, err
 	}
-	c2, err := p.StartConsumer(ctx, "Consumer-2", cast.CreditService, design)
+	c2, err := env.openPipelineConsumer(ctx, p, "Consumer-2", cast.CreditService, design)
 	if err != nil {
 		return out, err
 	}
-	err = p.DrainConsumer(ctx, c2, s20MaxDeliveries)
-	c2.Close()
-	if err != nil {
+	if err := p.DrainConsumer(ctx, c2, s20MaxDeliveries); err != nil {
+		c2.Close()
+		return out, err
+	}
+	if err := closeConsumer(ctx, c2); err != nil {
 		return out, err
 	}
 	for _, e := range p.Effects() {
@@ -497,16 +504,18 @@ func consumeAndReplay(ctx context.Context, p *cast.Pipeline, plan *failpoint.Pla
 
 // consumeUntilDeadLettered is the partition: Consumer-1's acks never reach
 // the broker, which redelivers the offer until it dead-letters it.
-func consumeUntilDeadLettered(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, design cast.ConsumerDesign, dlqRetention int64, out *retentionOutcome) error {
+func consumeUntilDeadLettered(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpoint.Plan, design cast.ConsumerDesign, dlqRetention int64, out *retentionOutcome) error {
 	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.AckLost, Times: 1000})
 	p.SetNow(s20ConsumeAt)
-	c1, err := p.StartConsumer(ctx, "Consumer-1", cast.CreditService, design)
+	c1, err := env.openPipelineConsumer(ctx, p, "Consumer-1", cast.CreditService, design)
 	if err != nil {
 		return err
 	}
-	err = p.DrainConsumer(ctx, c1, s20MaxDeliveries)
-	c1.Close()
-	if err != nil {
+	if err := p.DrainConsumer(ctx, c1, s20MaxDeliveries); err != nil {
+		c1.Close()
+		return err
+	}
+	if err := closeConsumer(ctx, c1); err != nil {
 		return err
 	}
 	for _, e := range p.Effects() {

@@ -159,7 +159,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
 			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
 			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role"},
-			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' crashing instances (sessions 14, 15, 19 and 21) as child processes, each crash a real SIGKILL, and session 22's shut-down relay as one sent a real SIGTERM"},
+			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
 		},
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return runAction(c, s) },

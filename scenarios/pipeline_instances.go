@@ -1,0 +1,405 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// The relays and consumers of a delivery pipeline (cast.Pipeline) as
+// instances: in the lab's process, or with Options.Processes child
+// processes at the lab's command, each step (claim, send, complete,
+// consume) a call it performs on its own connection. The pipeline's plan
+// holds for them as for in-process instances: where it stalls one past
+// its lease, the child stops at the failpoint and the lab freezes it with
+// SIGSTOP until its next step (SIGCONT); where it crashes one, the lab
+// kills it there with SIGKILL.
+
+// Session 18's instances as child processes.
+const (
+	pipelineRelayRole    = "pipeline-relay"
+	pipelineConsumerRole = "pipeline-consumer"
+)
+
+// pipelineInstanceWork is what a pipeline child is: Instance on the
+// pipeline's database, a relay or a consumer of Group applying
+// deliveries by Design, with the plan's rules for it armed.
+type pipelineInstanceWork struct {
+	Pipeline cast.Settings       `json:"pipeline"`
+	Instance string              `json:"instance"`
+	Group    string              `json:"group,omitempty"`
+	Design   cast.ConsumerDesign `json:"design"`
+}
+
+// pipelineStepArgs is a step's call: the scenario clock's tick.
+type pipelineStepArgs struct {
+	Now int64
+}
+
+// pipelineStep is a step's result, as it crosses the pipe: its value,
+// the relay's claim after it, and what the child recorded meanwhile.
+type pipelineStep struct {
+	Outcome store.ClaimOutcome `json:",omitempty"`
+	Acked   bool               `json:",omitempty"`
+	Rows    int64              `json:",omitempty"`
+	Found   bool               `json:",omitempty"`
+	Claim   store.EventClaim
+	Record  cast.Record
+	Fired   []failpoint.Firing // the faults the child's plan fired meanwhile
+}
+
+// pipelineFault is what a child sends where the plan stops it: the fault
+// report and the relay's claim (for a stall, its lease).
+type pipelineFault struct {
+	cast.CrashReport
+	Claim store.EventClaim   `json:"claim"`
+	Fired []failpoint.Firing `json:"fired"` // since the last report, this fault last
+}
+
+// openPipelineRelay starts relay name on p's database: in-process, or
+// with Options.Processes a child process.
+func (e *Env) openPipelineRelay(ctx context.Context, p *cast.Pipeline, name string) (cast.Relay, error) {
+	if !e.Options.Processes {
+		return p.StartRelay(ctx, name)
+	}
+	c, err := e.startPipelineChild(ctx, p, pipelineRelayRole, pipelineInstanceWork{Instance: name})
+	if err != nil {
+		return nil, err
+	}
+	return &childPipelineRelay{c}, nil
+}
+
+// openPipelineConsumer starts consumer name of group, applying
+// deliveries by design, on p's database: in-process, or with
+// Options.Processes a child process.
+func (e *Env) openPipelineConsumer(ctx context.Context, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) (cast.Consumer, error) {
+	if !e.Options.Processes {
+		return p.StartConsumer(ctx, name, group, design)
+	}
+	c, err := e.startPipelineChild(ctx, p, pipelineConsumerRole, pipelineInstanceWork{Instance: name, Group: group, Design: design})
+	if err != nil {
+		return nil, err
+	}
+	return &childPipelineConsumer{c, group}, nil
+}
+
+// startPipelineChild starts work's instance as child process role, with
+// p's settings and the rules of p's plan for it, and tells its start.
+func (e *Env) startPipelineChild(ctx context.Context, p *cast.Pipeline, role string, work pipelineInstanceWork) (*childPipelineInstance, error) {
+	work.Pipeline = p.Settings(p.Faults.RulesFor(work.Instance)...)
+	c, err := e.startChild(ctx, role, p.Path, work)
+	if err != nil {
+		return nil, err
+	}
+	start := cast.RelayStart
+	if role == pipelineConsumerRole {
+		start = cast.ConsumerStart(work.Group, work.Design)
+	}
+	p.Event(work.Instance, "start", fmt.Sprintf("%s: child process %d (outboxlab worker --role %s)", start, c.Pid(), role))
+	return &childPipelineInstance{env: e, child: c, p: p, name: work.Instance, phase: instancePhase(p.Label, work.Instance)}, nil
+}
+
+// childPipelineInstance is the lab's end of a pipeline child.
+type childPipelineInstance struct {
+	env   *Env
+	child *proc.Child
+	p     *cast.Pipeline
+	name  string
+	phase string // its phase in the processes table: the pipeline's label and its name
+
+	claim   store.EventClaim // the relay's claim, as its last step left it
+	stalled string           // the step it was frozen in, "" if none
+	at      failpoint.Point  // where it was frozen
+	dead    bool             // killed by the plan's crash
+}
+
+// step has the child perform op at the clock's tick, after waking it if
+// it is frozen; its record goes to the lab's pipeline.
+func (c *childPipelineInstance) step(ctx context.Context, op string) (pipelineStep, error) {
+	if c.dead {
+		return pipelineStep{}, failpoint.ErrCrashed
+	}
+	if err := c.wake(ctx); err != nil {
+		return pipelineStep{}, err
+	}
+	var s pipelineStep
+	err := c.child.Call(ctx, op, pipelineStepArgs{Now: c.p.Now()}, &s)
+	return s, c.settle(op, &s, err)
+}
+
+// settle takes a step's outcome: its record adopted, or the plan's
+// fault where the child stopped.
+func (c *childPipelineInstance) settle(op string, s *pipelineStep, err error) error {
+	var reached *proc.Reached
+	var failed *proc.CallError
+	switch {
+	case errors.As(err, &reached):
+		return c.fault(op, reached.Report)
+	case errors.As(err, &failed):
+		return errors.New(failed.Message) // the statement's own error, as in-process
+	case err != nil:
+		return err
+	}
+	c.p.Adopt(s.Record)
+	c.claim = s.Claim
+	_, err = c.replay(s.Fired)
+	return err
+}
+
+// replay fires, in the lab's plan, the faults the child's plan fired (its
+// copy of the lab's rules for it), so that the lab's plan and its table
+// of faults fired hold them, and checks the lab's plan agrees. It returns
+// the last one's fault (failpoint.None for none).
+func (c *childPipelineInstance) replay(fired []failpoint.Firing) (failpoint.Fault, error) {
+	last := failpoint.None
+	for _, f := range fired {
+		if last = c.p.Faults.Fire(f.Point, f.Actor, f.Subject); last != f.Fault {
+			return last, fmt.Errorf("%s process %d: its plan fired %s at %s on %s, where the run's plan has %q",
+				c.name, c.child.Pid(), f.Fault, f.Point, f.Subject, last)
+		}
+	}
+	return last, nil
+}
+
+// fault carries out, on the child stopped at a failpoint, what the plan
+// has there: a crash (SIGKILL) or a stall past the lease (SIGSTOP, until
+// its next step).
+func (c *childPipelineInstance) fault(op string, r proc.Report) error {
+	var f pipelineFault
+	if err := r.Decode(&f); err != nil || f.Point != r.At {
+		return fmt.Errorf("%s process %d reported %s %s, not a fault at a failpoint", c.name, c.child.Pid(), r.At, clipState(r.State))
+	}
+	c.p.Adopt(f.Record)
+	if n := len(f.Fired); n == 0 || f.Fired[n-1].Point != f.Point {
+		return fmt.Errorf("%s process %d stopped at %s, where its plan fired no fault", c.name, c.child.Pid(), f.Point)
+	}
+	fault, err := c.replay(f.Fired)
+	if err != nil {
+		return err
+	}
+	switch fault {
+	case failpoint.Crash:
+		death, err := c.env.killChild(c.child, c.phase, f.Point)
+		if err != nil {
+			return err
+		}
+		c.dead = true
+		c.p.Event(c.name, "CRASH", crashLine(f.Held, death))
+		return failpoint.ErrCrashed
+	case failpoint.LeaseExpiry:
+		if err := c.child.Freeze(); err != nil {
+			return err
+		}
+		c.env.processes.stalled(c.child.Pid(), fmt.Sprintf("SIGSTOP at %s, at %s", cast.TickClock(c.p.Now()), f.Point))
+		c.claim, c.stalled, c.at = f.Claim, op, f.Point
+		c.p.StallPastLease(c.name, f.Point, f.Claim, fmt.Sprintf("process %d frozen there by SIGSTOP (the operating system shows it stopped)", c.child.Pid()))
+		return nil
+	default:
+		return fmt.Errorf("%s process %d stopped at %s on %s, where the run's plan has %q", c.name, c.child.Pid(), f.Point, f.Subject, fault)
+	}
+}
+
+// wake lets a frozen child go on (SIGCONT) and finish the step it was
+// frozen in.
+func (c *childPipelineInstance) wake(ctx context.Context) error {
+	if c.stalled == "" {
+		return nil
+	}
+	op := c.stalled
+	c.stalled = ""
+	if err := c.child.Thaw(); err != nil {
+		return err
+	}
+	c.env.processes.stalled(c.child.Pid(), fmt.Sprintf("SIGCONT at %s", cast.TickClock(c.p.Now())))
+	c.p.Event(c.name, "wakes", fmt.Sprintf("process %d continued by SIGCONT: it goes on from %s, unaware that its lease on %s expired",
+		c.child.Pid(), c.at, c.claim.EventID))
+	if err := c.child.GoOn(); err != nil {
+		return err
+	}
+	var s pipelineStep
+	return c.settle(op, &s, c.child.Result(ctx, op, &s))
+}
+
+// Name is the instance's name.
+func (c *childPipelineInstance) Name() string { return c.name }
+
+// Close is close on a path that cannot report its error: the run's end
+// stops every child anyway.
+func (c *childPipelineInstance) Close() { _ = c.close(context.Background()) }
+
+// close ends the child: woken if frozen, told to finish, and reaped; a
+// killed child is already gone.
+func (c *childPipelineInstance) close(ctx context.Context) error {
+	if c.dead {
+		return nil
+	}
+	c.dead = true
+	if err := c.wake(ctx); err != nil {
+		return err
+	}
+	if _, err := c.child.Finish(ctx); err != nil {
+		return err
+	}
+	return c.env.waitChild(c.child, c.phase)
+}
+
+// childPipelineRelay is a relay in a child process.
+type childPipelineRelay struct{ *childPipelineInstance }
+
+// ClaimNext claims the oldest claimable event. A relay frozen in its
+// claim (the plan stalls it after a claim) got its claim.
+func (r *childPipelineRelay) ClaimNext(ctx context.Context) (store.ClaimOutcome, error) {
+	s, err := r.step(ctx, "claim")
+	if r.stalled != "" {
+		return store.Claimed, err
+	}
+	return s.Outcome, err
+}
+
+// Send offers the claimed event to the broker. A relay frozen in its send
+// (the plan stalls it at the broker's ack or after it) was acknowledged.
+func (r *childPipelineRelay) Send(ctx context.Context) (bool, error) {
+	s, err := r.step(ctx, "send")
+	if r.stalled != "" {
+		return true, err
+	}
+	return s.Acked, err
+}
+
+// Complete marks the claimed event published under its token.
+func (r *childPipelineRelay) Complete(ctx context.Context) (int64, error) {
+	s, err := r.step(ctx, "complete")
+	return s.Rows, err
+}
+
+// childPipelineConsumer is a consumer in a child process.
+type childPipelineConsumer struct {
+	*childPipelineInstance
+	group string
+}
+
+func (c *childPipelineConsumer) Group() string { return c.group }
+
+// ConsumeNext takes, applies and acknowledges the next delivery.
+func (c *childPipelineConsumer) ConsumeNext(ctx context.Context) (bool, error) {
+	s, err := c.step(ctx, "consume")
+	return s.Found, err
+}
+
+// pipelineChild is a pipeline child's side: its pipeline on the lab's
+// database, and how many of its plan's firings it has reported.
+type pipelineChild struct {
+	*cast.Pipeline
+	work     pipelineInstanceWork
+	reported int
+}
+
+// attachPipelineChild is a pipeline child's pipeline: the lab's database
+// on the child's own connections, each fault of its plan reported to the
+// lab at its failpoint with claim() (the relay's claim, if any), where the
+// lab kills or freezes the child.
+func attachPipelineChild(w *proc.Worker, claim func() store.EventClaim) (*pipelineChild, error) {
+	c := &pipelineChild{}
+	if err := w.Work(&c.work); err != nil {
+		return nil, err
+	}
+	c.Pipeline = cast.Attach(func(ctx context.Context, _ string) (*store.DB, error) { return w.Open(ctx) }, c.work.Pipeline)
+	report := func(r cast.CrashReport) error { return w.Reach(r.Point, pipelineFault{r, claim(), c.takeFired()}) }
+	c.BeforeCrash, c.BeforeStall = report, report
+	return c, nil
+}
+
+// takeFired is what the child's plan fired since it last said.
+func (c *pipelineChild) takeFired() []failpoint.Firing {
+	all := c.Faults.Fired()
+	fired := all[c.reported:]
+	c.reported = len(all)
+	return fired
+}
+
+// runPipelineRelayChild is a relay as a child process: claim, send and
+// complete at the lab's command.
+func runPipelineRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
+	var r *cast.RelayInstance
+	p, err := attachPipelineChild(w, func() store.EventClaim { return r.Claim })
+	if err != nil {
+		return nil, err
+	}
+	if r, err = p.OpenRelay(ctx, p.work.Instance); err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	step := func(do func(ctx context.Context, s *pipelineStep) error) proc.Op {
+		return op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
+			p.SetNow(a.Now)
+			var s pipelineStep
+			err := do(ctx, &s)
+			s.Claim, s.Record, s.Fired = r.Claim, p.TakeRecord(), p.takeFired()
+			return s, err
+		})
+	}
+	return nil, w.Answer(ctx, map[string]proc.Op{
+		"claim": step(func(ctx context.Context, s *pipelineStep) (err error) {
+			s.Outcome, err = r.ClaimNext(ctx)
+			return err
+		}),
+		"send": step(func(ctx context.Context, s *pipelineStep) (err error) {
+			s.Acked, err = r.Send(ctx)
+			return err
+		}),
+		"complete": step(func(ctx context.Context, s *pipelineStep) (err error) {
+			s.Rows, err = r.Complete(ctx)
+			return err
+		}),
+	})
+}
+
+// runPipelineConsumerChild is a consumer as a child process: each
+// delivery taken, applied and acknowledged at the lab's command.
+func runPipelineConsumerChild(ctx context.Context, w *proc.Worker) (any, error) {
+	p, err := attachPipelineChild(w, func() store.EventClaim { return store.EventClaim{} })
+	if err != nil {
+		return nil, err
+	}
+	c, err := p.OpenConsumer(ctx, p.work.Instance, p.work.Group, p.work.Design)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return nil, w.Answer(ctx, map[string]proc.Op{
+		"consume": op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
+			p.SetNow(a.Now)
+			found, err := c.ConsumeNext(ctx)
+			return pipelineStep{Found: found, Record: p.TakeRecord(), Fired: p.takeFired()}, err
+		}),
+	})
+}
+
+// closeRelays closes relays and returns the first error of a child's end
+// (a child that did not exit 0); an in-process relay's close has none.
+func closeRelays(ctx context.Context, relays ...cast.Relay) error {
+	var errs []error
+	for _, r := range relays {
+		if c, ok := r.(*childPipelineRelay); ok {
+			errs = append(errs, c.close(ctx))
+			continue
+		}
+		r.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// closeConsumer closes c and returns a child's end's error, as
+// closeRelays does.
+func closeConsumer(ctx context.Context, c cast.Consumer) error {
+	if cc, ok := c.(*childPipelineConsumer); ok {
+		return cc.close(ctx)
+	}
+	c.Close()
+	return nil
+}
