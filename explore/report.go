@@ -84,7 +84,7 @@ func replayShown(ctx context.Context, c Config, x *explorer, r *lab.Result) erro
 	if err := seedExploreDatabase(ctx, c.Open, c.Main, &tl); err != nil {
 		return err
 	}
-	w, err := newExploreWorld(ctx, c.Open, c.Main, c.Design, &tl)
+	w, err := newExploreWorld(ctx, c.Open, c.Main, c.Design, c.Options.Relays, &tl)
 	if err != nil {
 		return err
 	}

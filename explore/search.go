@@ -33,6 +33,7 @@ type explorer struct {
 	bound    int
 	symmetry bool
 	design   Design
+	relays   RelayStarter    // starts each relay instance (nil: in-process)
 	open     cast.Opener     // opens every connection, into the run's ledger
 	template *store.Template // the migrated, seeded database, copied before each ordering
 	paths    []string        // one scratch database per worker
@@ -64,6 +65,10 @@ type Options struct {
 	Bound       int  // most actions in one ordering
 	Symmetry    bool // prune the orderings that start with Relay-B (mirror images)
 	DedupDrains bool // drain each distinct drain key once (see [exploreWorld.drainKey])
+	// Relays starts each relay instance; nil starts it in the lab's
+	// process ([StartInProcess]). With run --processes it starts a child
+	// process, and the crash action kills it with SIGKILL.
+	Relays RelayStarter
 	// Workers is how many orderings run at the same time; 0 means one per
 	// CPU, at most maxExploreWorkers.
 	Workers int
@@ -90,7 +95,7 @@ func newExplorer(ctx context.Context, open cast.Opener, templatePath string, scr
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), maxExploreWorkers)
 	}
-	x := &explorer{bound: opts.Bound, symmetry: opts.Symmetry, design: design, open: open, template: template,
+	x := &explorer{bound: opts.Bound, symmetry: opts.Symmetry, design: design, relays: opts.Relays, open: open, template: template,
 		byFirst: map[exploreAction]int{}, byLength: make([]lengthStats, opts.Bound+1)}
 	for i := range workers {
 		x.paths = append(x.paths, scratchPath(i+1))
@@ -165,7 +170,7 @@ func (x *explorer) rerun(ctx context.Context, path string, res *orderingResult) 
 // database away.
 func (x *explorer) runOne(ctx context.Context, path string, actions []exploreAction, cache *drainCache) (*orderingResult, error) {
 	var tl lab.Timeline
-	res, w, err := runExploreOrdering(ctx, x.open, path, x.template, x.design, actions, &tl, cache)
+	res, w, err := runExploreOrdering(ctx, x.open, path, x.template, x.design, x.relays, actions, &tl, cache)
 	if err != nil {
 		return nil, err
 	}

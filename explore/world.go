@@ -49,11 +49,46 @@ type orderingResult struct {
 	drainReused bool
 }
 
+// Relay is a relay instance as the explorer drives it: in the lab's
+// process, or a child process (see [Options.Relays]).
+type Relay interface {
+	cast.Relay
+	// Holding is the claim the instance holds in memory.
+	Holding() store.EventClaim
+	// Crash kills the instance between two of its steps, holding what
+	// held says, with a CRASH line on the timeline.
+	Crash(held string) error
+}
+
+// RelayStarter starts relay name on p's database, with a start line on
+// p's timeline.
+type RelayStarter func(ctx context.Context, p *cast.Pipeline, name string) (Relay, error)
+
+// StartInProcess starts the relay in the lab's process: its crash closes
+// its connection and drops its memory.
+func StartInProcess(ctx context.Context, p *cast.Pipeline, name string) (Relay, error) {
+	inst, err := p.StartRelay(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return inProcessRelay{inst}, nil
+}
+
+// inProcessRelay is a relay instance in the lab's process.
+type inProcessRelay struct{ *cast.RelayInstance }
+
+func (r inProcessRelay) Holding() store.EventClaim { return r.Claim }
+
+func (r inProcessRelay) Crash(held string) error {
+	r.RelayInstance.Crash(held + "; connection closed, memory dropped")
+	return nil
+}
+
 // exploreRelay is a relay of the ordering: an instance (opened on its first
 // step) and what it holds in memory.
 type exploreRelay struct {
 	name    string
-	inst    *cast.RelayInstance
+	inst    Relay
 	holding bool // it holds a claim it has not finished
 	sent    bool
 	done    bool // completed
@@ -80,6 +115,7 @@ func (c *exploreConsumer) held() store.Delivery {
 // exploreWorld is one ordering's world.
 type exploreWorld struct {
 	p          *cast.Pipeline
+	startRelay RelayStarter
 	design     Design
 	relays     [2]*exploreRelay
 	consumer   *exploreConsumer
@@ -88,8 +124,9 @@ type exploreWorld struct {
 	maxVersion int64 // the highest projection version observed so far
 }
 
-// newExploreWorld opens the observer on a fresh database at path.
-func newExploreWorld(ctx context.Context, open cast.Opener, path string, design Design, tl *lab.Timeline) (*exploreWorld, error) {
+// newExploreWorld opens the observer on a fresh database at path; its
+// relays start with start (nil: in the lab's process).
+func newExploreWorld(ctx context.Context, open cast.Opener, path string, design Design, start RelayStarter, tl *lab.Timeline) (*exploreWorld, error) {
 	audit, err := open(ctx, path)
 	if err != nil {
 		return nil, err
@@ -98,12 +135,16 @@ func newExploreWorld(ctx context.Context, open cast.Opener, path string, design 
 	if design.CompleteWithoutToken {
 		p.SQL = cast.CompleteWithoutToken()
 	}
+	if start == nil {
+		start = StartInProcess
+	}
 	return &exploreWorld{
-		p:        p,
-		design:   design,
-		relays:   [2]*exploreRelay{{name: cast.RelayA}, {name: cast.RelayB}},
-		consumer: &exploreConsumer{name: exploreConsumerName},
-		res:      &orderingResult{},
+		p:          p,
+		startRelay: start,
+		design:     design,
+		relays:     [2]*exploreRelay{{name: cast.RelayA}, {name: cast.RelayB}},
+		consumer:   &exploreConsumer{name: exploreConsumerName},
+		res:        &orderingResult{},
 	}, nil
 }
 
@@ -245,7 +286,7 @@ func (w *exploreWorld) do(ctx context.Context, n int, a exploreAction) error {
 
 func (w *exploreWorld) claim(ctx context.Context, r *exploreRelay) error {
 	if r.inst == nil {
-		inst, err := w.p.StartRelay(ctx, r.name)
+		inst, err := w.startRelay(ctx, w.p, r.name)
 		if err != nil {
 			return err
 		}
@@ -275,7 +316,7 @@ func (w *exploreWorld) send(ctx context.Context, r *exploreRelay) error {
 // the stale-completion invariant is judged on durable state: the token the
 // row held just before, and whether the completion published it.
 func (w *exploreWorld) complete(ctx context.Context, r *exploreRelay) error {
-	id, token := r.inst.Claim.EventID, r.inst.Claim.Token
+	id, token := r.inst.Holding().EventID, r.inst.Holding().Token
 	before, _, err := store.NewRelay(w.p.Audit, store.RelayLesson).EventByID(ctx, id)
 	if err != nil {
 		return err
@@ -310,8 +351,10 @@ func (w *exploreWorld) crash(r *exploreRelay) error {
 	case r.done && !r.sent:
 		progress = "completed, not sent"
 	}
-	c := r.inst.Claim
-	r.inst.Crash(fmt.Sprintf("holding %s with token %d (%s); connection closed, memory dropped", c.EventID, c.Token, progress))
+	c := r.inst.Holding()
+	if err := r.inst.Crash(fmt.Sprintf("holding %s with token %d (%s)", c.EventID, c.Token, progress)); err != nil {
+		return err
+	}
 	r.holding, r.crashed = false, true
 	w.crashes++
 	return nil
@@ -632,11 +675,11 @@ func (c *drainCache) size() int {
 // template at path: its actions, then the drain, then the judgement. With
 // a cache, a drain whose key was drained before is not run again: the
 // ordering takes that drain's verdict (see [exploreWorld.drainKey]).
-func runExploreOrdering(ctx context.Context, open cast.Opener, path string, template *store.Template, design Design, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
+func runExploreOrdering(ctx context.Context, open cast.Opener, path string, template *store.Template, design Design, relays RelayStarter, actions []exploreAction, tl *lab.Timeline, cache *drainCache) (*orderingResult, *exploreWorld, error) {
 	if err := template.Restore(ctx, open, path); err != nil {
 		return nil, nil, fmt.Errorf("explore: %w", err)
 	}
-	w, err := newExploreWorld(ctx, open, path, design, tl)
+	w, err := newExploreWorld(ctx, open, path, design, relays, tl)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/explore"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -84,7 +85,8 @@ var interleavingExplorer = Scenario{
 				"(version 2) back to active (version 1). Crashes and lease expiry reorder deliveries, so a projection " +
 				"must apply only a version newer than the one it holds."},
 	},
-	Run: runExplore,
+	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild},
+	Run:     runExplore,
 }
 
 // runExplore explores every ordering up to the bound (package explore)
@@ -100,13 +102,17 @@ func runExplore(ctx context.Context, env *Env) (*lab.Result, error) {
 		NaiveConsumer:         env.Is(xNaiveConsumer),
 		UnversionedProjection: env.Is(xProjectionNoVersion),
 	}
+	opts := explore.Options{Bound: bound, Symmetry: true, DedupDrains: true}
+	if env.Options.Processes {
+		opts.Relays = env.startExploreRelay
+	}
 	return explore.Run(ctx, explore.Config{
 		Open:     env.Open,
 		Template: env.ExtraDatabasePath("explore-template"),
 		Scratch:  func(i int) string { return env.ExtraDatabasePath(fmt.Sprintf("explore-ordering-%d", i)) },
 		Main:     env.DatabasePath(),
 		Design:   design,
-		Options:  explore.Options{Bound: bound, Symmetry: true, DedupDrains: true},
+		Options:  opts,
 		Variant:  env.Variant,
 		Expect: func(r *lab.Result) {
 			expectDocumented(r, env.Scenario.Checks, map[string]float64{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/explore"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
@@ -250,6 +251,38 @@ func (c *childPipelineInstance) close(ctx context.Context) error {
 
 // childPipelineRelay is a relay in a child process.
 type childPipelineRelay struct{ *childPipelineInstance }
+
+// betweenSteps is where the explorer's crash action kills a relay: idle,
+// between two of its steps, not at a failpoint inside one.
+const betweenSteps failpoint.Point = "between its steps (the explorer's crash action)"
+
+// Holding is the claim the relay holds, as its last step left it.
+func (r *childPipelineRelay) Holding() store.EventClaim { return r.claim }
+
+// Crash kills the idle relay with SIGKILL between two of its steps, where
+// it held held, and says so on the timeline.
+func (r *childPipelineRelay) Crash(held string) error {
+	if r.dead {
+		return nil
+	}
+	death, err := r.env.killChild(r.child, r.phase, betweenSteps)
+	if err != nil {
+		return err
+	}
+	r.dead = true
+	r.p.Event(r.name, "CRASH", crashLine(held, death))
+	return nil
+}
+
+// startExploreRelay is the explorer's relay as a child process
+// ([explore.Options.Relays]).
+func (e *Env) startExploreRelay(ctx context.Context, p *cast.Pipeline, name string) (explore.Relay, error) {
+	c, err := e.startPipelineChild(ctx, p, pipelineRelayRole, pipelineInstanceWork{Instance: name})
+	if err != nil {
+		return nil, err
+	}
+	return &childPipelineRelay{c}, nil
+}
 
 // ClaimNext claims the oldest claimable event. A relay frozen in its
 // claim (the plan stalls it after a claim) got its claim.

@@ -175,9 +175,7 @@ func (l *processLog) stopAll() {
 const processesTitle = "Processes (run --processes)"
 
 // inProcessNote says why a run with --processes started no child.
-const inProcessNote = "No child process: the interleaving explorer runs its model's instances in the lab's process, " +
-	"each on its own connection, thousands of steps on hundreds of fresh databases; every lesson runs its relays, " +
-	"workers and consumers as child processes with --processes."
+const inProcessNote = "No child process: this run started no application instance, so it had nothing to run in one."
 
 // processesNote explains the table of a run that started children.
 const processesNote = "Each row is a child process of the lab (`outboxlab worker --role ROLE`, the same program) with its " +
@@ -194,18 +192,58 @@ const processesNote = "Each row is a child process of the lab (`outboxlab worker
 	"child, so the transactions section, which counts an in-process crash's transaction as rolled back, does not " +
 	"count it: what the database kept of it is what the fresh connection found."
 
+// maxProcessRows is the most children the processes table lists one per
+// row; a run with more (the explorer's, hundreds of orderings with their
+// own relays) gets one row per kind of child and how it ended.
+const maxProcessRows = 24
+
 // processesTable is the report's account of --processes: the children
 // the run started and how each ended, or why it started none.
 func (e *Env) processesTable() lab.Table {
 	e.processes.mu.Lock()
 	defer e.processes.mu.Unlock()
+	entries := e.processes.entries
 	t := lab.Table{Title: processesTitle, Note: processesNote,
 		Columns: []string{"#", "Phase", "Role", "Pid", "Killed at", "Signal", "Wait status", "Stalled (SIGSTOP, SIGCONT)"}}
-	if len(e.processes.entries) == 0 {
+	switch {
+	case len(entries) == 0:
 		t.Note = inProcessNote
+	case len(entries) > maxProcessRows:
+		return groupedProcessesTable(entries)
 	}
-	for i, p := range e.processes.entries {
+	for i, p := range entries {
 		t.AddRow(i+1, p.phase, p.role, p.pid, p.point, p.signal, p.status, strings.Join(p.stalls, "; "))
+	}
+	return t
+}
+
+// groupedProcessesTable is the processes table of a run with too many
+// children to list: one row per phase, role and way of ending, with how
+// many children ended so and their pids' range.
+func groupedProcessesTable(entries []processEntry) lab.Table {
+	t := lab.Table{Title: processesTitle,
+		Note: fmt.Sprintf("%d child processes, too many to list one per row: each row counts the children of one phase and "+
+			"role that ended the same way, with the range of their pids; the timeline names the pid of each child it shows. ",
+			len(entries)) + processesNote,
+		Columns: []string{"Phase", "Role", "Children", "Pids", "Killed at", "Signal", "Wait status", "Stalled"}}
+	type group struct {
+		phase, role, point, signal, status string
+		stalled                            bool
+	}
+	var order []group
+	count := map[group]int{}
+	low, high := map[group]int{}, map[group]int{}
+	for _, p := range entries {
+		g := group{p.phase, p.role, p.point, p.signal, p.status, len(p.stalls) > 0}
+		if count[g] == 0 {
+			order = append(order, g)
+			low[g], high[g] = p.pid, p.pid
+		}
+		count[g]++
+		low[g], high[g] = min(low[g], p.pid), max(high[g], p.pid)
+	}
+	for _, g := range order {
+		t.AddRow(g.phase, g.role, count[g], fmt.Sprintf("%d-%d", low[g], high[g]), g.point, g.signal, g.status, g.stalled)
 	}
 	return t
 }
