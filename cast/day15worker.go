@@ -371,7 +371,9 @@ func (d *Day15) RecordFinal(worker string, id int64, key string, committed, guar
 // ownerGuarded reports whether out finalizes with the lesson's
 // owner-guarded statement ([store.FinalizeOwned]), whose WHERE clause
 // names the finalizing worker as LockedBy.
-func ownerGuarded(out Finalizer) bool { return out.Statements().Finalize.SQL == store.FinalizeOwned.SQL }
+func ownerGuarded(out Finalizer) bool {
+	return out.Statements().Finalize.SQL == store.FinalizeOwned.SQL
+}
 
 // AttemptsByMessage lists the workers that processed each message, by id.
 func (d *Day15) AttemptsByMessage() map[int64][]string {

@@ -19,6 +19,7 @@ type Relay interface {
 	ClaimNext(ctx context.Context) (store.ClaimOutcome, error)
 	Send(ctx context.Context) (acked bool, err error)
 	Complete(ctx context.Context) (int64, error)
+	RunOnce(ctx context.Context) (bool, error)
 	Close()
 }
 

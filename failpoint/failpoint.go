@@ -38,6 +38,10 @@ const (
 	// AfterSendBeforeComplete: the relay has the broker's acknowledgement
 	// and has not completed (published) the outbox row.
 	AfterSendBeforeComplete Point = "after-send-before-complete"
+	// BeforeEffect is session 19's point: a consumer has decided to apply
+	// a delivery and has not begun its effect. The lesson holds two
+	// consumers there with a barrier, so their effects start together.
+	BeforeEffect Point = "before-effect"
 	// AfterEffectBeforeAck: the consumer's effect has committed and it has
 	// not acknowledged the delivery to the broker.
 	AfterEffectBeforeAck Point = "after-effect-before-ack"

@@ -176,7 +176,9 @@ func TestConsumeBehindBarrierSurvivesAFailingConsumer(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, cast.InboxDesign) }()
+	go func() {
+		done <- consumeBehindBarrier(ctx, &Env{}, p, []string{"Consumer-1", "Consumer-2"}, cast.InboxDesign)
+	}()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -219,7 +221,7 @@ func TestCrashAtEveryFailpointLosesNoEvent(t *testing.T) {
 				if err := p.DrainRelays(ctx, "Relay-R"); err != nil {
 					t.Fatal(err)
 				}
-				if err := consumeAll(ctx, p, "Consumer-R", cast.CreditService, cast.InboxDesign); err != nil {
+				if err := consumeAll(ctx, &Env{}, p, "Consumer-R", cast.CreditService, cast.InboxDesign); err != nil {
 					t.Fatal(err)
 				}
 				if fired := plan.Fired(); len(fired) != 1 || fired[0].Fault != failpoint.Crash {

@@ -37,9 +37,12 @@ type pipelineInstanceWork struct {
 	Design   cast.ConsumerDesign `json:"design"`
 }
 
-// pipelineStepArgs is a step's call: the scenario clock's tick.
+// pipelineStepArgs is a step's call: the scenario clock's tick, and for
+// a consumer whether to stop at failpoint before-effect (where the lab
+// holds it, e.g. at a barrier) before it applies a delivery.
 type pipelineStepArgs struct {
-	Now int64
+	Now              int64
+	HoldBeforeEffect bool `json:",omitempty"`
 }
 
 // pipelineStep is a step's result, as it crosses the pipe: its value,
@@ -117,6 +120,10 @@ type childPipelineInstance struct {
 	stalled string           // the step it was frozen in, "" if none
 	at      failpoint.Point  // where it was frozen
 	dead    bool             // killed by the plan's crash
+
+	// beforeEffect, for a consumer, holds it before each effect (see
+	// [childPipelineConsumer.HoldBeforeEffect]).
+	beforeEffect func(ctx context.Context) error
 }
 
 // step has the child perform op at the clock's tick, after waking it if
@@ -129,14 +136,24 @@ func (c *childPipelineInstance) step(ctx context.Context, op string) (pipelineSt
 		return pipelineStep{}, err
 	}
 	var s pipelineStep
-	err := c.child.Call(ctx, op, pipelineStepArgs{Now: c.p.Now()}, &s)
-	return s, c.settle(op, &s, err)
+	err := c.child.Call(ctx, op, pipelineStepArgs{Now: c.p.Now(), HoldBeforeEffect: c.beforeEffect != nil}, &s)
+	return s, c.settle(ctx, op, &s, err)
 }
 
 // settle takes a step's outcome: its record adopted, or the plan's
-// fault where the child stopped.
-func (c *childPipelineInstance) settle(op string, s *pipelineStep, err error) error {
+// fault where the child stopped. A consumer stopped before its effect is
+// held there by the lab's hook (see [childPipelineConsumer.HoldBeforeEffect])
+// and let go on first.
+func (c *childPipelineInstance) settle(ctx context.Context, op string, s *pipelineStep, err error) error {
 	var reached *proc.Reached
+	for errors.As(err, &reached) && reached.Report.At == failpoint.BeforeEffect && c.beforeEffect != nil {
+		if err := c.beforeEffect(ctx); err != nil {
+			return err
+		}
+		if err = c.child.GoOn(); err == nil {
+			err = c.child.Result(ctx, op, s)
+		}
+	}
 	var failed *proc.CallError
 	switch {
 	case errors.As(err, &reached):
@@ -223,7 +240,7 @@ func (c *childPipelineInstance) wake(ctx context.Context) error {
 		return err
 	}
 	var s pipelineStep
-	return c.settle(op, &s, c.child.Result(ctx, op, &s))
+	return c.settle(ctx, op, &s, c.child.Result(ctx, op, &s))
 }
 
 // Name is the instance's name.
@@ -310,6 +327,12 @@ func (r *childPipelineRelay) Complete(ctx context.Context) (int64, error) {
 	return s.Rows, err
 }
 
+// RunOnce is the relay's loop body (claim, send, complete), as one step.
+func (r *childPipelineRelay) RunOnce(ctx context.Context) (bool, error) {
+	s, err := r.step(ctx, "run-once")
+	return s.Found, err
+}
+
 // childPipelineConsumer is a consumer in a child process.
 type childPipelineConsumer struct {
 	*childPipelineInstance
@@ -317,6 +340,13 @@ type childPipelineConsumer struct {
 }
 
 func (c *childPipelineConsumer) Group() string { return c.group }
+
+// HoldBeforeEffect has the lab run hold whenever the consumer has decided
+// to apply a delivery, before its effect: the child stops at failpoint
+// before-effect, the lab runs hold, and the child goes on.
+func (c *childPipelineConsumer) HoldBeforeEffect(hold func(ctx context.Context) error) {
+	c.beforeEffect = hold
+}
 
 // ConsumeNext takes, applies and acknowledges the next delivery.
 func (c *childPipelineConsumer) ConsumeNext(ctx context.Context) (bool, error) {
@@ -389,6 +419,10 @@ func runPipelineRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 			s.Rows, err = r.Complete(ctx)
 			return err
 		}),
+		"run-once": step(func(ctx context.Context, s *pipelineStep) (err error) {
+			s.Found, err = r.RunOnce(ctx)
+			return err
+		}),
 	})
 }
 
@@ -407,6 +441,10 @@ func runPipelineConsumerChild(ctx context.Context, w *proc.Worker) (any, error) 
 	return nil, w.Answer(ctx, map[string]proc.Op{
 		"consume": op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
 			p.SetNow(a.Now)
+			c.BeforeEffect = nil
+			if a.HoldBeforeEffect {
+				c.BeforeEffect = func(context.Context) error { return w.Reach(failpoint.BeforeEffect, nil) }
+			}
 			found, err := c.ConsumeNext(ctx)
 			return pipelineStep{Found: found, Record: p.TakeRecord(), Fired: p.takeFired()}, err
 		}),
@@ -435,4 +473,24 @@ func closeConsumer(ctx context.Context, c cast.Consumer) error {
 	}
 	c.Close()
 	return nil
+}
+
+// holdBeforeEffect has consumer c run hold each time it has decided to
+// apply a delivery, before its effect: in the lab's process, or stopped
+// at failpoint before-effect in its child process.
+func holdBeforeEffect(c cast.Consumer, hold func(ctx context.Context) error) {
+	switch c := c.(type) {
+	case *cast.ConsumerInstance:
+		c.BeforeEffect = hold
+	case *childPipelineConsumer:
+		c.HoldBeforeEffect(hold)
+	}
+}
+
+// clipState shortens a child's report state for an error message.
+func clipState(b []byte) string {
+	if len(b) > 120 {
+		return string(b[:120]) + "..."
+	}
+	return string(b)
 }

@@ -86,10 +86,20 @@ func testProcesses(t *testing.T, db string) {
 		retention = append(retention, child{part + ": Consumer-1", pipelineConsumerRole, "", false},
 			child{part + ": Consumer-2", pipelineConsumerRole, "", false})
 	}
-	// Session 19's crash rows: Relay-A after its send (row 1), Consumer-1
-	// after its effect (row 4), Relay-A after its claim (row 6).
-	failureCrashes := []child{{"row 1", failureRelayRole, "after-send-before-complete", false},
-		{"row 4", failureConsumerRole, "after-effect-before-ack", false}, {"row 6", failureRelayRole, "after-claim", false}}
+	// Session 19's rows, each with its own instances: Relay-A crashes after
+	// its send (row 1) and after its claim (row 6), stalls past its lease
+	// after its claim (row 2); Consumer-1 crashes after its effect (row 4).
+	relay, consumer := pipelineRelayRole, pipelineConsumerRole
+	failureRows := []child{
+		{"row 1: Relay-A", relay, "after-send-before-complete", false}, {"row 1: Relay-B", relay, "", false}, {"row 1: Consumer-1", consumer, "", false},
+		{"row 2: Relay-A", relay, "", true}, {"row 2: Relay-B", relay, "", false}, {"row 2: Consumer-1", consumer, "", false},
+		{"row 3: Relay-A", relay, "", false}, {"row 3: Consumer-1", consumer, "", false},
+		{"row 4: Relay-A", relay, "", false}, {"row 4: Consumer-1", consumer, "after-effect-before-ack", false},
+		{"row 4: Consumer-1 (restarted)", consumer, "", false},
+		{"row 5: Relay-A", relay, "", false}, {"row 5: Consumer-1", consumer, "", false}, {"row 5: Consumer-2", consumer, "", false},
+		{"row 5: Consumer-3", consumer, "", false},
+		{"row 6: Relay-A", relay, "after-claim", false}, {"row 6: Relay-B", relay, "", false}, {"row 6: Projector-1", consumer, "", false},
+	}
 	type processesCase struct {
 		sc       *Scenario
 		variant  string
@@ -117,7 +127,7 @@ func testProcesses(t *testing.T, db string) {
 	add(&staleAckFencing, always(fencing), "", true)
 	add(&leaseRenewal, always(renewal), "", true)
 	add(&leaseExpiryAfterSend, always(pastTheLease), "", true)
-	add(&failureClasses, always(failureCrashes), "Failure classes", true)
+	add(&failureClasses, always(failureRows), "Failure classes", true)
 	add(&inboxRetention, always(retention), "", true)
 	// Session 21's crash rows: Worker-A, holding the oldest message, before
 	// each of the four drains (each claim design on each backlog).

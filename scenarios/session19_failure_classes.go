@@ -45,7 +45,7 @@ type failureRow struct {
 type rowDesign struct {
 	credit     cast.ConsumerDesign
 	projection cast.ConsumerDesign
-	crashing   crashingSteps
+	env        *Env // opens the rows' instances: in-process, or child processes
 }
 
 // rowOutcome is a row's verdict, judged on durable state only.
@@ -130,7 +130,7 @@ var failureClasses = Scenario{
 				"(version 2) to open (version 1). After a crash and a lease expiry, delivery order is not commit " +
 				"order: a projection must apply an event only when its version is newer than the one it holds."},
 	},
-	Workers: map[string]proc.Role{failureRelayRole: runFailureRelayChild, failureConsumerRole: runFailureConsumerChild},
+	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild, pipelineConsumerRole: runPipelineConsumerChild},
 	Run:     runFailureClasses,
 }
 
@@ -141,9 +141,7 @@ func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
 // playFailureClasses runs the given rows, each against its own database.
 func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.Result, error) {
 	d := rowDesignFor(env.Variant)
-	if env.Options.Processes {
-		d.crashing.env = env
-	}
+	d.env = env
 	var tl lab.Timeline
 	table := lab.Table{Title: "Failure classes", Note: "Each row ran against its own fresh database; Observed is read from that database afterwards, not from log lines.",
 		Columns: []string{"#", "Event order", "Expected property", "Observed (durable state)", "Result"}}
@@ -299,8 +297,8 @@ func setupCredit(ctx context.Context, p *cast.Pipeline, eventID, account string)
 
 // runRelayOnce starts a relay instance, runs one loop body and closes it;
 // an injected crash is an expected outcome.
-func runRelayOnce(ctx context.Context, p *cast.Pipeline, name string) error {
-	r, err := p.StartRelay(ctx, name)
+func runRelayOnce(ctx context.Context, env *Env, p *cast.Pipeline, name string) error {
+	r, err := env.openPipelineRelay(ctx, p, name)
 	if err != nil {
 		return err
 	}
@@ -308,17 +306,34 @@ func runRelayOnce(ctx context.Context, p *cast.Pipeline, name string) error {
 	if _, err := r.RunOnce(ctx); err != nil && !cast.IsCrash(err) {
 		return err
 	}
-	return nil
+	return closeRelays(ctx, r)
 }
 
 // consumeAll starts one consumer instance and drains the broker for it.
-func consumeAll(ctx context.Context, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) error {
-	c, err := p.StartConsumer(ctx, name, group, design)
+func consumeAll(ctx context.Context, env *Env, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) error {
+	c, err := env.openPipelineConsumer(ctx, p, name, group, design)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return p.DrainConsumer(ctx, c, 0)
+	if err := p.DrainConsumer(ctx, c, 0); err != nil {
+		return err
+	}
+	return closeConsumer(ctx, c)
+}
+
+// consumeOnce starts one consumer instance and has it take, apply and
+// acknowledge one delivery; an injected crash is an expected outcome.
+func consumeOnce(ctx context.Context, env *Env, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) error {
+	c, err := env.openPipelineConsumer(ctx, p, name, group, design)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.ConsumeNext(ctx); err != nil && !cast.IsCrash(err) {
+		return err
+	}
+	return closeConsumer(ctx, c)
 }
 
 // Row 1: Relay-A sends e1 and crashes before completing; its lease
@@ -330,17 +345,17 @@ func playRowResendAfterCrash(ctx context.Context, p *cast.Pipeline, plan *failpo
 		return rowOutcome{}, err
 	}
 	p.SetNow(1 * cast.TickSecond)
-	if err := d.crashing.relayOnce(ctx, p, plan, crash); err != nil {
+	if err := runRelayOnce(ctx, d.env, p, crash.Actor); err != nil {
 		return rowOutcome{}, err
 	}
 	if _, err := p.ExpireLeases(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := runRelayOnce(ctx, p, cast.RelayB); err != nil {
+	if err := runRelayOnce(ctx, d.env, p, cast.RelayB); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
+	if err := consumeAll(ctx, d.env, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-1")
@@ -354,12 +369,12 @@ func playRowStaleCompletion(ctx context.Context, p *cast.Pipeline, plan *failpoi
 	if err := setupCredit(ctx, p, "e2", "ACC-2"); err != nil {
 		return rowOutcome{}, err
 	}
-	a, err := p.StartRelay(ctx, cast.RelayA)
+	a, err := d.env.openPipelineRelay(ctx, p, cast.RelayA)
 	if err != nil {
 		return rowOutcome{}, err
 	}
 	defer a.Close()
-	b, err := p.StartRelay(ctx, cast.RelayB)
+	b, err := d.env.openPipelineRelay(ctx, p, cast.RelayB)
 	if err != nil {
 		return rowOutcome{}, err
 	}
@@ -394,8 +409,11 @@ func playRowStaleCompletion(ctx context.Context, p *cast.Pipeline, plan *failpoi
 	if err != nil {
 		return rowOutcome{}, err
 	}
+	if err := closeRelays(ctx, a, b); err != nil {
+		return rowOutcome{}, err
+	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
+	if err := consumeAll(ctx, d.env, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	observed := fmt.Sprintf("after A's completion with token 1: delivered=%d, claim_token=%d; at the end: delivered=%d at %s (B completed at %s)",
@@ -412,11 +430,11 @@ func playRowLostBrokerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint
 		return rowOutcome{}, err
 	}
 	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
+	if err := runRelayOnce(ctx, d.env, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
+	if err := consumeAll(ctx, d.env, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-3")
@@ -432,14 +450,14 @@ func playRowLostConsumerAck(ctx context.Context, p *cast.Pipeline, plan *failpoi
 		return rowOutcome{}, err
 	}
 	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
+	if err := runRelayOnce(ctx, d.env, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := d.crashing.consumeNext(ctx, p, plan, crash, cast.CreditService, d.credit); err != nil {
+	if err := consumeOnce(ctx, d.env, p, crash.Actor, cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := consumeAll(ctx, p, "Consumer-1 (restarted)", cast.CreditService, d.credit); err != nil {
+	if err := consumeAll(ctx, d.env, p, "Consumer-1 (restarted)", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-4")
@@ -456,14 +474,14 @@ func playRowConcurrentDuplicates(ctx context.Context, p *cast.Pipeline, plan *fa
 		return rowOutcome{}, err
 	}
 	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, p, cast.RelayA); err != nil {
+	if err := runRelayOnce(ctx, d.env, p, cast.RelayA); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeBehindBarrier(ctx, p, []string{"Consumer-1", "Consumer-2"}, d.credit); err != nil {
+	if err := consumeBehindBarrier(ctx, d.env, p, []string{"Consumer-1", "Consumer-2"}, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := consumeAll(ctx, p, "Consumer-3", cast.CreditService, d.credit); err != nil {
+	if err := consumeAll(ctx, d.env, p, "Consumer-3", cast.CreditService, d.credit); err != nil {
 		return rowOutcome{}, err
 	}
 	concurrent := 0
@@ -480,15 +498,15 @@ func playRowConcurrentDuplicates(ctx context.Context, p *cast.Pipeline, plan *fa
 // consumeBehindBarrier starts one consumer instance per name, each on its
 // own connection; each takes one delivery and waits at a barrier before its
 // effect, so the effects start at the same moment.
-func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string, design cast.ConsumerDesign) error {
+func consumeBehindBarrier(ctx context.Context, env *Env, p *cast.Pipeline, names []string, design cast.ConsumerDesign) error {
 	p.Concurrent = true
 	barrier := cast.NewBarrier(len(names))
-	instances := map[string]*cast.ConsumerInstance{}
+	instances := map[string]cast.Consumer{}
 	// waited says the instance reached the barrier: it attempted an effect.
 	// Each flag is written and read by its own consumer's goroutine only.
 	waited := map[string]*bool{}
 	for _, name := range names {
-		c, err := p.StartConsumer(ctx, name, cast.CreditService, design)
+		c, err := env.openPipelineConsumer(ctx, p, name, cast.CreditService, design)
 		if err != nil {
 			return err
 		}
@@ -496,14 +514,14 @@ func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string,
 		// The wait runs on the consumer's own context: when another
 		// consumer fails, RunConcurrently cancels it and the wait ends.
 		reached := new(bool)
-		c.BeforeEffect = func(ctx context.Context) error {
+		holdBeforeEffect(c, func(ctx context.Context) error {
 			*reached = true
 			return barrier.Wait(ctx)
-		}
+		})
 		instances[name], waited[name] = c, reached
 	}
 	p.Event("barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
-	return cast.RunConcurrently(ctx, names, func(ctx context.Context, name string) error {
+	err := cast.RunConcurrently(ctx, names, func(ctx context.Context, name string) error {
 		_, err := instances[name].ConsumeNext(ctx)
 		if !*waited[name] || err != nil {
 			// Found nothing, skipped the effect before the barrier, or
@@ -513,6 +531,15 @@ func consumeBehindBarrier(ctx context.Context, p *cast.Pipeline, names []string,
 		}
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := closeConsumer(ctx, instances[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Row 6: Relay-A claims version 1 and crashes; Relay-B publishes version 2,
@@ -529,10 +556,10 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 		return rowOutcome{}, err
 	}
 	p.SetNow(2 * cast.TickSecond)
-	if err := d.crashing.relayOnce(ctx, p, plan, crash); err != nil {
+	if err := runRelayOnce(ctx, d.env, p, crash.Actor); err != nil {
 		return rowOutcome{}, err
 	}
-	b, err := p.StartRelay(ctx, cast.RelayB)
+	b, err := d.env.openPipelineRelay(ctx, p, cast.RelayB)
 	if err != nil {
 		return rowOutcome{}, err
 	}
@@ -546,8 +573,11 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 	if _, err := b.RunOnce(ctx); err != nil {
 		return rowOutcome{}, err
 	}
+	if err := closeRelays(ctx, b); err != nil {
+		return rowOutcome{}, err
+	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, p, "Projector-1", projectionService, d.projection); err != nil {
+	if err := consumeAll(ctx, d.env, p, "Projector-1", projectionService, d.projection); err != nil {
 		return rowOutcome{}, err
 	}
 
@@ -591,145 +621,4 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 	observed := fmt.Sprintf("broker order %s; projection %s at version %d (%s); newest committed version %d",
 		strings.Join(order, ", "), pr.EntityID, pr.Version, pr.State, newest)
 	return rowOutcome{observed: observed, ok: late && pr.Version == newest}, nil
-}
-
-// crashingSteps runs the step of an instance a row's plan crashes (the
-// rule's actor): in-process, or, when env is set (Options.Processes), as
-// a child process that the lab kills by SIGKILL at the rule's failpoint.
-type crashingSteps struct{ env *Env }
-
-// relayOnce is one loop body of relay crash.Actor, which the plan crashes.
-func (s crashingSteps) relayOnce(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, crash failpoint.Rule) error {
-	if s.env == nil {
-		return runRelayOnce(ctx, p, crash.Actor)
-	}
-	return s.inChild(ctx, p, plan, failureRelayRole, failureStepWork{Pipeline: p.Settings(crash), Instance: crash.Actor})
-}
-
-// consumeNext is one delivery taken by consumer crash.Actor of group,
-// applying it by design; the plan crashes it.
-func (s crashingSteps) consumeNext(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, crash failpoint.Rule, group string, design cast.ConsumerDesign) error {
-	if s.env == nil {
-		c, err := p.StartConsumer(ctx, crash.Actor, group, design)
-		if err != nil {
-			return err
-		}
-		_, err = c.ConsumeNext(ctx)
-		c.Close()
-		return cast.UnlessCrash(err)
-	}
-	return s.inChild(ctx, p, plan, failureConsumerRole, failureStepWork{Pipeline: p.Settings(crash), Instance: crash.Actor, Group: group, Design: design})
-}
-
-// inChild runs an instance's step as child process role on p's database.
-// Where the instance is to crash the child reports what it did and holds;
-// the lab adds that to p, fires p's plan and kills the child there with
-// SIGKILL, and the CRASH line names the killed process.
-func (s crashingSteps) inChild(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, role string, work failureStepWork) error {
-	child, err := s.env.startChild(ctx, role, p.Path, work)
-	if err != nil {
-		return err
-	}
-	defer child.Stop()
-	p.Event(work.Instance, "process", fmt.Sprintf("runs its step as child process %d (outboxlab worker --role %s), on its own connection", child.Pid(), role))
-	r, err := child.Next(ctx)
-	if err != nil {
-		return err
-	}
-	if r.Done {
-		var rec cast.Record
-		if err := r.Decode(&rec); err != nil {
-			return fmt.Errorf("session 19: %s process %d: its record: %w", work.Instance, child.Pid(), err)
-		}
-		p.Adopt(rec)
-		return s.env.waitChild(child, p.Label)
-	}
-	var c cast.CrashReport
-	if err := r.Decode(&c); err != nil || c.Point != r.At {
-		return fmt.Errorf("session 19: %s process %d reported %s %s, not a crash at a failpoint", work.Instance, child.Pid(), r.At, clipState(r.State))
-	}
-	p.Adopt(c.Record)
-	if f := plan.Fire(c.Point, c.Instance, c.Subject); f != failpoint.Crash {
-		return fmt.Errorf("session 19: %s process %d stopped to crash at %s on %s, where the run's plan has %q", c.Instance, child.Pid(), c.Point, c.Subject, f)
-	}
-	death, err := s.env.killChild(child, p.Label, c.Point)
-	if err != nil {
-		return err
-	}
-	p.Event(c.Instance, "CRASH", crashLine(c.Held, death))
-	return nil
-}
-
-// clipState shortens a child's report state for an error message.
-func clipState(b []byte) string {
-	if len(b) > 120 {
-		return string(b[:120]) + "..."
-	}
-	return string(b)
-}
-
-// Session 19's roles as child processes: a relay's or a consumer's step
-// on a row's database, which the row's plan crashes.
-const (
-	failureRelayRole    = "relay"
-	failureConsumerRole = "consumer"
-)
-
-// failureStepWork is what a session 19 child does: act as Instance (of
-// consumer Group, applying deliveries by Design) on the pipeline's
-// database, with its settings and the crash armed.
-type failureStepWork struct {
-	Pipeline cast.Settings       `json:"pipeline"`
-	Instance string              `json:"instance"`
-	Group    string              `json:"group,omitempty"`
-	Design   cast.ConsumerDesign `json:"design"`
-}
-
-// attachFailureStep is the child's pipeline: the parent's database on the
-// child's own connections, each crash reported to the parent at its
-// failpoint, where the parent kills the child.
-func attachFailureStep(w *proc.Worker) (*cast.Pipeline, failureStepWork, error) {
-	var work failureStepWork
-	if err := w.Work(&work); err != nil {
-		return nil, work, err
-	}
-	p := cast.Attach(func(ctx context.Context, _ string) (*store.DB, error) { return w.Open(ctx) }, work.Pipeline)
-	p.BeforeCrash = func(c cast.CrashReport) error { return w.Reach(c.Point, c) }
-	return p, work, nil
-}
-
-// runFailureRelayChild is a relay instance as a child process: one loop
-// body, its result what it recorded.
-func runFailureRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
-	p, work, err := attachFailureStep(w)
-	if err != nil {
-		return nil, err
-	}
-	r, err := p.StartRelay(ctx, work.Instance)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	if _, err := r.RunOnce(ctx); cast.UnlessCrash(err) != nil {
-		return nil, err
-	}
-	return p.Record(), nil
-}
-
-// runFailureConsumerChild is a consumer instance as a child process: one
-// delivery taken, applied and acknowledged, its result what it recorded.
-func runFailureConsumerChild(ctx context.Context, w *proc.Worker) (any, error) {
-	p, work, err := attachFailureStep(w)
-	if err != nil {
-		return nil, err
-	}
-	c, err := p.StartConsumer(ctx, work.Instance, work.Group, work.Design)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	if _, err := c.ConsumeNext(ctx); cast.UnlessCrash(err) != nil {
-		return nil, err
-	}
-	return p.Record(), nil
 }
