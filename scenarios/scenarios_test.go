@@ -28,9 +28,6 @@ func TestScenariosAndVariantsOnPostgres(t *testing.T) { testScenariosAndVariants
 func testScenariosAndVariants(t *testing.T, db string) {
 	engine := engineOf(Options{Database: db})
 	for _, sc := range All() {
-		if engine == store.Postgres && sc == &claimsAtScale {
-			continue // its cost figures are load-sensitive there: TestClaimsAtScaleOnPostgres runs it
-		}
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel() // every check is on the database or the ledgers, never on wall-clock time
 			r := executeOn(t, db, sc, "", 0)

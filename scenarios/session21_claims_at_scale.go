@@ -28,8 +28,9 @@ const (
 
 // The session-21 drains. The backlogs are small because the registry tests
 // run every scenario under the race detector, which makes SQLite's scan
-// about forty times slower; cost is counted in pages, so the growth shows
-// at any size (`outboxlab bench` measures time at 1,000 to 1,000,000).
+// about forty times slower; cost is counted in pages (in rows on
+// PostgreSQL), so the growth shows at any size (`outboxlab bench`
+// measures time at 1,000 to 1,000,000).
 const (
 	s21SmallBacklog = 50
 	s21Growth       = 10 // the large backlog is ten times the small one
@@ -64,9 +65,11 @@ var claimsAtScale = Scenario{
 		"message (sqlite3_db_status), which is near-repeatable; the time per message is shown beside it.",
 	OnPostgres: "On PostgreSQL the same holds with its planner in place of SQLite's: the OR claim scans the table, " +
 		"the indexed claim walks the same partial index, and both selects lock the row they return with FOR UPDATE " +
-		"SKIP LOCKED, so concurrent claims skip each other's rows instead of serializing. Cost is then the 8 kB buffer " +
-		"pages the drain's backends read from its schema (pg_statio_user_tables, hits plus reads), not SQLite's pages; " +
-		"many writers commit at once, so the single-writer ceiling below is SQLite's, and `bench --db` measures the server's.",
+		"SKIP LOCKED, so concurrent claims skip each other's rows instead of serializing. Cost is then the live rows " +
+		"the drain's scans read from its schema (pg_stat_user_tables: rows sequential scans returned plus rows index scans " +
+		"fetched), not pages: the pages a PostgreSQL scan reads include dead row versions, and how many are left depends " +
+		"on when they can be pruned, which any transaction open on the server postpones. Many writers commit at once, " +
+		"so the single-writer ceiling below is SQLite's, and `bench --db` measures the server's.",
 	DoesNotSolve: "The indexed claim skips the messages under live leases on every claim, so its cost grows with the " +
 		"messages in flight (workers × batch), not with the backlog. And SQLite still runs one write transaction " +
 		"at a time: throughput stays under the ceiling of a single-row write transaction, whatever the claim. " +
@@ -142,16 +145,18 @@ type scaleDrain struct {
 	backlog int
 	plan    []string
 
-	mu       sync.Mutex
-	claims   []scaleClaimEntry
-	finals   []scaleFinalEntry
-	empty    int
-	busy     int
-	claimUs  []float64 // each successful claim's own transaction time
-	finalUs  []float64 // each finalize's own transaction time
-	pages    int64     // pages the drain workers read, claims and finalizes
-	drained  int       // messages the drain workers finalized
-	lost     int       // from the database, after the drain
+	mu      sync.Mutex
+	claims  []scaleClaimEntry
+	finals  []scaleFinalEntry
+	empty   int
+	busy    int
+	claimUs []float64 // each successful claim's own transaction time
+	finalUs []float64 // each finalize's own transaction time
+	// reads is what the drain workers' claims and finalizes read, in the
+	// engine's unit (s21Wording.unit): pages on SQLite, rows on PostgreSQL.
+	reads    int64
+	drained  int // messages the drain workers finalized
+	lost     int // from the database, after the drain
 	expiries []scaleExpiry
 }
 
@@ -256,15 +261,17 @@ func (run *scaleRun) check(r *lab.Result) {
 // verdict says what the run showed, in the figures the checks compared.
 func (run *scaleRun) verdict(r *lab.Result, large int) string {
 	m := metricsOf(r)
+	unit := run.words().unit
+	perMessage := "_" + unit + "_per_message_"
 	sizes := fmt.Sprintf("%d and %d messages", s21SmallBacklog, large)
 	switch {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN at scale. From %s, the lesson claim's cost per message grew %sx "+
-			"(%s to %s pages read per message): it scans. The indexed claim, same semantics and same fencing, grew %sx "+
-			"(%s to %s pages). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (the crashed and "+
+			"(%s to %s %s read per message): it scans. The indexed claim, same semantics and same fencing, grew %sx "+
+			"(%s to %s %s). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (the crashed and "+
 			"the stalled worker's), %s stale finalizes changed 0 rows, and the drains ended with %s duplicates and %s lost.",
-			sizes, m("lesson_cost_growth"), m("lesson_pages_per_message_small"), m("lesson_pages_per_message_large"),
-			m("indexed_cost_growth"), m("indexed_pages_per_message_small"), m("indexed_pages_per_message_large"),
+			sizes, m("lesson_cost_growth"), m("lesson"+perMessage+"small"), m("lesson"+perMessage+"large"), unit,
+			m("indexed_cost_growth"), m("indexed"+perMessage+"small"), m("indexed"+perMessage+"large"), unit,
 			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("duplicates"), m("lost"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", run.env.Variant, strings.Join(r.FailedChecks(), ", "))
@@ -316,7 +323,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	run.clk.Advance(s21Lease + time.Second)
 	run.event("clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
 
-	before, err := run.schemaPages(ctx, setup)
+	before, err := run.schemaReads(ctx, setup)
 	if err != nil {
 		return err
 	}
@@ -327,13 +334,13 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err != nil {
 		return err
 	}
-	after, err := run.schemaPages(ctx, setup)
+	after, err := run.schemaReads(ctx, setup)
 	if err != nil {
 		return err
 	}
-	d.pages += after - before
-	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d pages read, %d %s",
-		label, d.drained, d.pages, d.busy, run.retriesWord()))
+	d.reads += after - before
+	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
+		label, d.drained, d.reads, run.words().unit, d.busy, run.retriesWord()))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
 		return err
@@ -345,18 +352,18 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 // label names the drain: its claim and its backlog.
 func (d *scaleDrain) label() string { return fmt.Sprintf("%s claim, %s backlog", d.claim.Name, d.size) }
 
-// schemaPages is, on PostgreSQL, the pages read so far from the drain's
-// schema by every connection, once setup has handed over its own
+// schemaReads is, on PostgreSQL, the live rows read so far from the
+// drain's schema by every connection, once setup has handed over its own
 // statistics; each worker hands over its own when its work ends. On
-// SQLite it is 0: each drain worker counts its own connection's reads.
-func (run *scaleRun) schemaPages(ctx context.Context, setup *store.DB) (int64, error) {
+// SQLite it is 0: each drain worker counts its own connection's pages.
+func (run *scaleRun) schemaReads(ctx context.Context, setup *store.DB) (int64, error) {
 	if run.env.Engine() != store.Postgres {
 		return 0, nil
 	}
 	if err := setup.FlushStats(ctx); err != nil {
 		return 0, err
 	}
-	return setup.SchemaPageReads(ctx)
+	return setup.SchemaRowReads(ctx)
 }
 
 // retriesWord names what the drains' retry counts count on the run's engine.
@@ -575,7 +582,8 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled *scaleWorker, hel
 
 // drainAs is one drain worker: claim, process, finalize until nothing is
 // claimable. On SQLite it counts the pages its connection reads; on
-// PostgreSQL it hands its statistics over and the run reads the schema's.
+// PostgreSQL it hands its statistics over and the run reads the rows the
+// schema's scans read (see schemaReads).
 func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store.ClaimerConfig, d *scaleDrain) error {
 	w, err := run.openScaleWorker(ctx, path, worker, cfg)
 	if err != nil {
@@ -584,7 +592,7 @@ func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store
 	defer w.Close()
 	pages := w.db.PageReads
 	if run.env.Engine() == store.Postgres {
-		pages = func(context.Context) (int64, error) { return 0, nil }
+		pages = func(context.Context) (int64, error) { return 0, nil } // counted by drainBacklog
 	}
 	before, err := pages(ctx)
 	if err != nil {
@@ -616,7 +624,7 @@ func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store
 		return err
 	}
 	d.mu.Lock()
-	d.pages += after - before
+	d.reads += after - before
 	d.drained += drained
 	d.mu.Unlock()
 	return ctx.Err()
@@ -688,9 +696,10 @@ func (d *scaleDrain) duplicates() int {
 	return dup
 }
 
-// pagesPerMessage is the drain workers' page reads per message they finalized.
-func (d *scaleDrain) pagesPerMessage() float64 {
-	return round2(float64(d.pages) / float64(max(d.drained, 1)))
+// readsPerMessage is the drain workers' reads (pages or rows) per message
+// they finalized.
+func (d *scaleDrain) readsPerMessage() float64 {
+	return round2(float64(d.reads) / float64(max(d.drained, 1)))
 }
 
 // usPerMessage is the median claim transaction plus the median finalize
@@ -703,6 +712,7 @@ func (d *scaleDrain) usPerMessage() float64 {
 // invariants summed over the four drains.
 func (run *scaleRun) measure(r *lab.Result) {
 	dup, lost, forced, reclaimed, refused := 0, 0, 0, 0, 0
+	perMessage := "_" + run.words().unit + "_per_message_"
 	for _, d := range run.drains {
 		forced += len(d.expiries)
 		reclaimed += d.reclaimed()
@@ -711,15 +721,15 @@ func (run *scaleRun) measure(r *lab.Result) {
 		if key == store.PendingOnlyScale.Name {
 			key = store.IndexedScale.Name // the variant stands in for the indexed claim
 		}
-		r.SetMetric(key+"_pages_per_message_"+d.size, d.pagesPerMessage())
+		r.SetMetric(key+perMessage+d.size, d.readsPerMessage())
 		r.SetMetric(key+"_us_per_message_"+d.size, d.usPerMessage())
 		r.SetMetric("backlog_"+d.size, float64(d.backlog))
 		dup += d.duplicates()
 		lost += d.lost
 	}
 	for _, key := range []string{"lesson", "indexed"} {
-		small, _ := r.Metric(key + "_pages_per_message_small")
-		large, _ := r.Metric(key + "_pages_per_message_large")
+		small, _ := r.Metric(key + perMessage + "small")
+		large, _ := r.Metric(key + perMessage + "large")
 		r.SetMetric(key+"_cost_growth", round2(large/math.Max(small, 1e-9)))
 		smallUs, _ := r.Metric(key + "_us_per_message_small")
 		largeUs, _ := r.Metric(key + "_us_per_message_large")
@@ -733,27 +743,39 @@ func (run *scaleRun) measure(r *lab.Result) {
 	r.SetMetric("stale_finalizes_refused", float64(refused))
 }
 
-// s21Wording is what the drains and plans tables say on one engine: how
-// cost is counted, what a retry is, and how to read a plan.
+// s21Wording is what the drains and plans tables say on one engine: the
+// unit cost is counted in and how, what a retry is, and how to read a plan.
 type s21Wording struct {
-	pagesNote, retries, plansTitle, plansNote string
+	// unit is what a drain's cost counts ("pages" or "rows"); it names
+	// the per-message metrics (lesson_<unit>_per_message_small) and the
+	// drains table's cost column.
+	unit                                                 string
+	costColumn, costNote, retries, plansTitle, plansNote string
 }
 
 // s21Words are the tables' words per engine.
 var s21Words = map[store.Engine]s21Wording{
 	store.SQLite: {
-		pagesNote: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
+		unit:       "pages",
+		costColumn: "Pages/msg",
+		costNote: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
 			"drain workers' connections), near-repeatable: the checks compare it.",
 		retries:    "BUSY retries",
 		plansTitle: "Query plans (EXPLAIN QUERY PLAN of each claim's select, on its large backlog)",
 		plansNote:  "SCAN OutboxMessages reads every row; SCAN … USING INDEX walks the partial index from the oldest unprocessed message.",
 	},
 	store.Postgres: {
-		pagesNote: "Pages/msg is what PostgreSQL read per message (claim and finalize): the 8 kB pages of the drain's tables and " +
-			"indexes that its backends fetched through the shared buffers (hits plus reads), from pg_statio_user_tables, read " +
-			"before and after the drain once every connection had flushed its statistics (pg_stat_force_next_flush). It counts " +
-			"every backend on the schema, autovacuum's included, and the dead row versions an index walk passes until vacuum " +
-			"removes them, so it moves a little from run to run: the checks compare it.",
+		unit:       "rows",
+		costColumn: "Rows/msg",
+		costNote: "Rows/msg is what PostgreSQL's scans read per message: the live rows of the drain's tables that its " +
+			"sequential scans returned (seq_tup_read) plus those its index scans fetched (idx_tup_fetch), from " +
+			"pg_stat_user_tables, read before and after the drain once every connection had flushed its statistics " +
+			"(pg_stat_force_next_flush). It counts the drain workers' claims and finalizes, the empty claim that ends " +
+			"each worker's loop included, as each statement's plan read them: a table of a few pages may be scanned " +
+			"where an index lookup would cost more (an update by Id on the small backlog), and the indexed claim's " +
+			"Incremental Sort fetches a group of rows before it returns one. Rows, not pages: a scan's pages include dead row versions, and how many are left " +
+			"depends on when they can be pruned, which any transaction open on the server postpones, so pages move " +
+			"with the machine's load; live rows do not: the checks compare them.",
 		retries:    "Lock retries",
 		plansTitle: "Query plans (EXPLAIN (COSTS OFF) of each claim's select, parameters bound, on its large backlog)",
 		plansNote: "Seq Scan on outboxmessages reads every row and Sort orders them all; Index Scan using " +
@@ -762,17 +784,20 @@ var s21Words = map[store.Engine]s21Wording{
 	},
 }
 
+// words is s21Words for the run's engine.
+func (run *scaleRun) words() s21Wording { return s21Words[run.env.Engine()] }
+
 // tables renders the drains, the query plans and the forced expiries.
 func (run *scaleRun) tables() []lab.Table {
-	words := s21Words[run.env.Engine()]
+	words := run.words()
 	drains := lab.Table{
 		Title: "Drains: cost per message",
-		Note: words.pagesNote + " µs/msg is the median claim transaction " +
+		Note: words.costNote + " µs/msg is the median claim transaction " +
 			"plus the median finalize transaction, BEGIN to COMMIT of the committed attempt: real time, so it varies with the " +
 			"machine and what else runs on it.",
 		Interleaved:    true,
-		VaryingColumns: []string{"Pages/msg", "µs/msg", words.retries, "Split"},
-		Columns:        []string{"Claim", "Backlog", "Messages", "Pages/msg", "µs/msg", "Claims", "Empty claims", words.retries, "Split", "Duplicates", "Lost"},
+		VaryingColumns: []string{words.costColumn, "µs/msg", words.retries, "Split"},
+		Columns:        []string{"Claim", "Backlog", "Messages", words.costColumn, "µs/msg", "Claims", "Empty claims", words.retries, "Split", "Duplicates", "Lost"},
 	}
 	plans := lab.Table{
 		Title:   words.plansTitle,
@@ -794,7 +819,7 @@ func (run *scaleRun) tables() []lab.Table {
 				split[f.worker]++
 			}
 		}
-		drains.AddRow(d.claim.Name, fmt.Sprintf("%d (%s)", d.backlog, d.size), d.drained, lab.FormatNumber(d.pagesPerMessage()),
+		drains.AddRow(d.claim.Name, fmt.Sprintf("%d (%s)", d.backlog, d.size), d.drained, lab.FormatNumber(d.readsPerMessage()),
 			lab.FormatNumber(d.usPerMessage()), len(d.claims), d.empty, d.busy,
 			fmt.Sprintf("%s %d, %s %d", s21Drainers[0], split[s21Drainers[0]], s21Drainers[1], split[s21Drainers[1]]),
 			d.duplicates(), d.lost)

@@ -475,11 +475,11 @@ func (p *CeilingProbe) Close() error { return p.stmt.Close() }
 // PageReads is how many pages this connection has fetched through its page
 // cache since it opened (hits plus misses): a deterministic measure of how
 // much of the database its statements read. SQLite only: on PostgreSQL,
-// whose statistics count pages per table, not per connection, see
-// [DB.SchemaPageReads].
+// whose statistics count per table, not per connection, see
+// [DB.SchemaRowReads].
 func (db *DB) PageReads(ctx context.Context) (int64, error) {
 	if db.Engine() == Postgres {
-		return 0, errors.New("store: page reads: a PostgreSQL connection does not count its own; read the schema's (SchemaPageReads)")
+		return 0, errors.New("store: page reads: a PostgreSQL connection does not count its own; read the schema's rows (SchemaRowReads)")
 	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
@@ -576,7 +576,7 @@ func postgresPlan(rows *sql.Rows, s ScaleSQL) ([]string, error) {
 
 // FlushStats makes a PostgreSQL connection hand the statistics it has
 // gathered to the server's counters now ([FlushStatistics]), so that
-// [DB.SchemaPageReads] counts its work so far. On SQLite it does nothing.
+// [DB.SchemaRowReads] counts its work so far. On SQLite it does nothing.
 func (db *DB) FlushStats(ctx context.Context) error {
 	if db.Engine() != Postgres {
 		return nil
@@ -587,18 +587,19 @@ func (db *DB) FlushStats(ctx context.Context) error {
 	return nil
 }
 
-// SchemaPageReads is how many pages the server's backends have read from
-// the tables and indexes of db's schema (shared-buffer hits plus reads,
-// from pg_statio_user_tables): the PostgreSQL measure of a drain's cost,
-// read before and after it. Every connection whose work counts must call
-// [DB.FlushStats] first. PostgreSQL only.
-func (db *DB) SchemaPageReads(ctx context.Context) (int64, error) {
+// SchemaRowReads is how many live rows the server's scans have read from
+// the tables of db's schema ([SchemaRowReads]: rows sequential scans
+// returned plus rows index scans fetched, from pg_stat_user_tables): the
+// PostgreSQL measure of a drain's cost, read before and after it. Every
+// connection whose work counts must call [DB.FlushStats] first.
+// PostgreSQL only.
+func (db *DB) SchemaRowReads(ctx context.Context) (int64, error) {
 	if db.Engine() != Postgres {
-		return 0, errors.New("store: schema page reads: PostgreSQL only; SQLite counts per connection (PageReads)")
+		return 0, errors.New("store: schema row reads: PostgreSQL only; SQLite counts pages per connection (PageReads)")
 	}
 	var n int64
-	if err := db.sql.QueryRowContext(ctx, SchemaPageReads.SQL).Scan(&n); err != nil {
-		return 0, fmt.Errorf("store: schema page reads: %w", err)
+	if err := db.sql.QueryRowContext(ctx, SchemaRowReads.SQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: schema row reads: %w", err)
 	}
 	return n, nil
 }

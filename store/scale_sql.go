@@ -437,11 +437,12 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	AnalyzeBacklog = audit("lab: gather the planner's statistics of the seeded backlog (PostgreSQL)", `ANALYZE OutboxMessages`)
 
 	// QuietBacklog turns autovacuum off for the drain's table on
-	// PostgreSQL: the cost of a drain is the pages read from its schema,
-	// and an autovacuum pass that lands in one drain and not the other
-	// (as it does when the server is busy) would count its own reads as
-	// the claim's. The statistics come from AnalyzeBacklog instead.
-	QuietBacklog = audit("lab: keep autovacuum off the drained table, so its reads are not counted as the claims' (PostgreSQL)",
+	// PostgreSQL: an autovacuum or autoanalyze pass that lands in one
+	// drain and not the other (as it does when the server is busy) would
+	// change the table's statistics, and with them the plans whose rows
+	// a drain's cost counts ([SchemaRowReads]). The statistics come from
+	// AnalyzeBacklog instead.
+	QuietBacklog = audit("lab: keep autovacuum off the drained table, so no pass changes its statistics and plans during a drain (PostgreSQL)",
 		`ALTER TABLE OutboxMessages SET (autovacuum_enabled = false)`)
 
 	// CountUnprocessed counts messages a drain left behind.
@@ -459,21 +460,21 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	ReadServerVersion = audit("lab: read the PostgreSQL server's version", `SHOW server_version`)
 
 	// FlushStatistics makes a PostgreSQL connection send the statistics it
-	// has gathered (its buffer reads, among others) to the server's
-	// counters when its statement ends, instead of up to a second later,
-	// so a read of [SchemaPageReads] after it counts that connection's
-	// work. PostgreSQL 15 and later.
+	// has gathered (the rows its scans read, among others) to the server's
+	// counters before it reports itself idle, instead of up to a second
+	// later, so a read of [SchemaRowReads] after it counts that
+	// connection's work. PostgreSQL 15 and later.
 	FlushStatistics = audit("lab: flush this connection's statistics to the server's counters", `SELECT pg_stat_force_next_flush()`)
 
-	// SchemaPageReads is how many pages PostgreSQL's backends have read
-	// from the run schema's tables and indexes since they were created:
-	// shared-buffer hits plus reads into the buffer cache (TOAST
-	// included), as the server's statistics count them.
-	SchemaPageReads = audit("audit: pages read from the schema's tables and indexes (buffer hits plus reads)", `SELECT coalesce(sum(heap_blks_hit + heap_blks_read
-    + coalesce(idx_blks_hit, 0) + coalesce(idx_blks_read, 0)
-    + coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0)
-    + coalesce(tidx_blks_hit, 0) + coalesce(tidx_blks_read, 0)), 0)
-FROM pg_statio_user_tables
+	// SchemaRowReads is how many live rows PostgreSQL's scans have read
+	// from the run schema's tables since they were created: every row a
+	// sequential scan returned (seq_tup_read) plus every row an index scan
+	// fetched from its table (idx_tup_fetch), as the server's statistics
+	// count them. Unlike the pages a scan reads, it does not count the
+	// dead row versions a scan passes, whose number depends on when they
+	// can be pruned, and so on every transaction open on the server.
+	SchemaRowReads = audit("audit: live rows read from the schema's tables (sequential scans' rows plus index scans' fetches)", `SELECT coalesce(sum(seq_tup_read + coalesce(idx_tup_fetch, 0)), 0)
+FROM pg_stat_user_tables
 WHERE schemaname = current_schema()`)
 
 	// BusyHandlerOff turns SQLite's busy handler off on a claimer's
