@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
@@ -161,17 +162,56 @@ func (s *HeartbeatStage) setNow(t int64) { s.Clock.Set(LessonStart.Add(TickSpan(
 // moves after the relay resumed.
 func (s *HeartbeatStage) AdvanceTo(ctx context.Context, t int64) error {
 	for {
-		j := s.nextBeat(t)
-		if j == nil {
-			break
-		}
-		s.setNow(max(s.Now(), j.nextBeat))
-		if err := j.beat(ctx); err != nil {
+		fired, err := s.FireNextBeat(ctx, t)
+		if err != nil {
 			return err
+		}
+		if !fired {
+			break
 		}
 	}
 	s.setNow(max(s.Now(), t))
 	return nil
+}
+
+// FireNextBeat fires the one heartbeat AdvanceTo(t) would fire first, the
+// earliest due by t of a relay not frozen, and reports whether there was
+// one; the clock moves to its slot (if later than now) and no further.
+// A lab that plays relays in several processes fires their beats one at
+// a time with it, in the order one stage would (see [HeartbeatStage.NextBeat]).
+func (s *HeartbeatStage) FireNextBeat(ctx context.Context, t int64) (bool, error) {
+	j := s.nextBeat(t)
+	if j == nil {
+		return false, nil
+	}
+	s.setNow(max(s.Now(), j.nextBeat))
+	return true, j.beat(ctx)
+}
+
+// DueBeat is a job's next heartbeat: its slot and whose job it is.
+type DueBeat struct {
+	At    int64  `json:"at"`
+	Relay string `json:"relay"`
+	Event string `json:"event"`
+	Token int64  `json:"token"`
+}
+
+// NextBeat is the heartbeat the stage will fire next, the earliest of a
+// relay not frozen, if any.
+func (s *HeartbeatStage) NextBeat() (DueBeat, bool) {
+	j := s.nextBeat(math.MaxInt64)
+	if j == nil {
+		return DueBeat{}, false
+	}
+	return DueBeat{At: j.nextBeat, Relay: j.relay.Name, Event: j.Event, Token: j.Token}, true
+}
+
+// Wake is AdvanceTo(t) for a stage whose process was stopped until t (a
+// real SIGSTOP, then SIGCONT): the clock jumps to t first, so each beat
+// that fell due meanwhile fires now, overdue, as a resumed relay's does.
+func (s *HeartbeatStage) Wake(ctx context.Context, t int64) error {
+	s.setNow(max(s.Now(), t))
+	return s.AdvanceTo(ctx, t)
 }
 
 // nextBeat is the running job with the earliest beat due by t.
@@ -220,7 +260,13 @@ type HeartbeatRelay struct {
 // NewRelay starts a relay named name on db, running the statements sqls
 // with the heartbeat policy p.
 func (s *HeartbeatStage) NewRelay(name string, db *store.DB, sqls store.HeartbeatSQL, p HeartbeatPolicy) *HeartbeatRelay {
-	s.Event(name, "start", "relay process on its own connection; "+p.describe())
+	return s.NewRelayIn(name, "relay process on its own connection", db, sqls, p)
+}
+
+// NewRelayIn is NewRelay for a relay whose process is described by
+// process on the timeline, e.g. a child process and its pid.
+func (s *HeartbeatStage) NewRelayIn(name, process string, db *store.DB, sqls store.HeartbeatSQL, p HeartbeatPolicy) *HeartbeatRelay {
+	s.Event(name, "start", process+"; "+p.describe())
 	return &HeartbeatRelay{Name: name, stage: s, relay: store.NewRelay(db, sqls.Relay), keeper: store.NewLeaseKeeper(db, sqls), sqls: sqls, policy: p}
 }
 
@@ -265,9 +311,21 @@ func (r *HeartbeatRelay) Freeze(why string) {
 // Resume lets the frozen relay run again. Its overdue heartbeat fires at
 // once, before the work's next step.
 func (r *HeartbeatRelay) Resume(ctx context.Context) error {
+	return r.ResumeBy(ctx, "")
+}
+
+// ResumeBy is Resume, its timeline line saying also how the process was
+// let run again (e.g. by SIGCONT), unless how is "". For a relay of
+// another process (see [HeartbeatStage.AdoptedRelay]) it ends the freeze
+// here; its overdue heartbeat fires in its own process.
+func (r *HeartbeatRelay) ResumeBy(ctx context.Context, how string) error {
 	r.frozen = false
 	r.frozenSpans = append(r.frozenSpans, [2]int64{r.frozen0, r.stage.Now()})
-	r.stage.Event(r.Name, "resumes", "the process runs again; its overdue heartbeat fires first")
+	detail := "the process runs again; its overdue heartbeat fires first"
+	if how != "" {
+		detail += "; " + how
+	}
+	r.stage.Event(r.Name, "resumes", detail)
 	return r.stage.AdvanceTo(ctx, r.stage.Now())
 }
 

@@ -357,17 +357,26 @@ func (s *HeartbeatStage) adoptJob(rj RecordedJob) {
 			return
 		}
 	}
-	r := s.adopted[rj.Relay]
-	if r == nil {
-		r = &HeartbeatRelay{Name: rj.Relay, stage: s}
-		if s.adopted == nil {
-			s.adopted = map[string]*HeartbeatRelay{}
-		}
-		s.adopted[rj.Relay] = r
-	}
+	r := s.AdoptedRelay(rj.Relay)
 	work, cancel := context.WithCancelCause(context.Background())
 	s.all = append(s.all, &HeartbeatJob{relay: r, Event: rj.Event, Token: rj.Token, ClaimedAt: rj.ClaimedAt, LeaseUntil: rj.LeaseUntil,
 		work: work, cancelCause: cancel})
+}
+
+// AdoptedRelay is the relay named name of another process as the stage
+// draws it: the relay of its adopted jobs. Freeze and ResumeBy on it mark
+// its freeze on the lanes and the timeline, where the lab stops its
+// process for real.
+func (s *HeartbeatStage) AdoptedRelay(name string) *HeartbeatRelay {
+	r := s.adopted[name]
+	if r == nil {
+		r = &HeartbeatRelay{Name: name, stage: s}
+		if s.adopted == nil {
+			s.adopted = map[string]*HeartbeatRelay{}
+		}
+		s.adopted[name] = r
+	}
+	return r
 }
 
 // causeNamed is the cancellation cause whose text is text.

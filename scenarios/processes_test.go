@@ -344,10 +344,14 @@ func TestProcessesShutdown(t *testing.T) { testProcessesShutdown(t, "") }
 func TestProcessesShutdownOnPostgres(t *testing.T) { testProcessesShutdown(t, pgtest.URL(t)) }
 
 // testProcessesShutdown runs session 22 and its variants with
-// Options.Processes on db: Relay-D is a child process that the lab stops
-// with a real SIGTERM, which it handles and exits 0 by itself; the
-// timeline's SIGTERM row names the process; every figure equals the
-// in-process run's, so the lesson passes and each variant (among them
+// Options.Processes on db: Relay-A, Relay-B, Relay-C and the restarted
+// relay are child processes at the lab's command that finish and exit 0,
+// Relay-A stopped by a real SIGSTOP through its pause and continued by
+// SIGCONT, as the processes table and the timeline's rows naming its pid
+// say; Relay-D is a child process that the lab stops with a real SIGTERM,
+// which it handles and exits 0 by itself; the timeline's SIGTERM row
+// names the process; every check and figure equals the in-process run's,
+// so the lesson passes and each variant (among them
 // shutdown-marks-complete) fails the checks it names.
 func testProcessesShutdown(t *testing.T, db string) {
 	t.Parallel()
@@ -369,18 +373,7 @@ func testProcessesShutdown(t *testing.T, db string) {
 			if got := slices.Sorted(slices.Values(r.FailedChecks())); !slices.Equal(got, want) {
 				t.Errorf("failed checks %v, want %v", got, want)
 			}
-			procs := processesTableOf(t, r)
-			if len(procs.Rows) != 1 {
-				t.Fatalf("processes table rows %v, want Relay-D's alone", procs.Rows)
-			}
-			row := procs.Rows[0]
-			if row[2] != shutdownRelayRole || row[5] != "SIGTERM (sent by the lab)" || row[6] != "exit status 0" ||
-				!strings.Contains(row[4], "after-send-before-complete") {
-				t.Errorf("process row %v: want %s sent SIGTERM at after-send-before-complete, exit status 0", row, shutdownRelayRole)
-			}
-			if !sigtermNames(r, row[3]) {
-				t.Errorf("no SIGTERM row of the timeline names a real signal to process %s", row[3])
-			}
+			checkShutdownChildren(t, r)
 			opts := DefaultOptions()
 			opts.TempRoot = t.TempDir()
 			opts.Database = db
@@ -388,10 +381,69 @@ func testProcessesShutdown(t *testing.T, db string) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if !slices.Equal(r.Checks, inProcess.Checks) {
+				t.Errorf("checks with processes:\n%v\nwithout:\n%v", r.Checks, inProcess.Checks)
+			}
 			if !slices.Equal(r.Metrics, inProcess.Metrics) {
 				t.Errorf("figures with processes %v, without %v", r.Metrics, inProcess.Metrics)
 			}
 		})
+	}
+}
+
+// checkShutdownChildren checks session 22's processes table: its five
+// children in the order started, each ended as the lesson ends it, and
+// Relay-A's pause a real SIGSTOP and SIGCONT that the timeline names.
+func checkShutdownChildren(t *testing.T, r *lab.Result) {
+	t.Helper()
+	rows := processesTableOf(t, r).Rows
+	want := []struct {
+		phase, role string
+		sigterm     bool // sent SIGTERM at after-send-before-complete; else it finished its work
+		stalled     bool
+	}{
+		{hbRelayA, heartbeatRelayRole, false, true},
+		{hbRelayB, heartbeatRelayRole, false, false},
+		{hbRelayC, heartbeatRelayRole, false, false},
+		{"act 4: shutdown", shutdownRelayRole, true, false},
+		{hbRelayFresh, heartbeatRelayRole, false, false},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("processes table rows %v, want %d: Relay-A, Relay-B, Relay-C, Relay-D and the restarted relay", rows, len(want))
+	}
+	for i, w := range want {
+		row := rows[i]
+		if row[1] != w.phase || row[2] != w.role || row[6] != "exit status 0" {
+			t.Errorf("process row %v: want %s as %s, exit status 0", row, w.phase, w.role)
+			continue
+		}
+		pid := row[3]
+		if w.sigterm {
+			if row[5] != "SIGTERM (sent by the lab)" || !strings.Contains(row[4], "after-send-before-complete") {
+				t.Errorf("process row %v: want %s sent SIGTERM at after-send-before-complete", row, shutdownRelayRole)
+			}
+			if !sigtermNames(r, pid) {
+				t.Errorf("no SIGTERM row of the timeline names a real signal to process %s", pid)
+			}
+		} else if row[4] != "(not killed: it finished its work)" || row[5] != "-" {
+			t.Errorf("process row %v: want it to finish its work, no signal", row)
+		}
+		if !timelineSays(r, "start", "child process "+pid+" ") && !w.sigterm {
+			t.Errorf("no start row of the timeline names %s's process %s", w.phase, pid)
+		}
+		if !w.stalled {
+			if row[7] != "-" {
+				t.Errorf("process %s (%s): stalls %q, want none", pid, w.phase, row[7])
+			}
+			continue
+		}
+		if !strings.Contains(row[7], "SIGSTOP at "+cast.TickClock(105*cast.TickSecond)) ||
+			!strings.Contains(row[7], "SIGCONT at "+cast.TickClock(140*cast.TickSecond)) {
+			t.Errorf("process %s (%s): stalls %q, want SIGSTOP at 09:01:45 and SIGCONT at 09:02:20", pid, w.phase, row[7])
+		}
+		if !timelineSays(r, "frozen", "process "+pid+" frozen by SIGSTOP") || !timelineSays(r, "resumes", "process "+pid+" continued by SIGCONT") {
+			t.Errorf("process %s: no frozen and resumes rows of the timeline name its SIGSTOP and SIGCONT", pid)
+		}
 	}
 }
 

@@ -116,7 +116,7 @@ var heartbeatAndShutdown = Scenario{
 				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
 				"lost lease."},
 	},
-	Workers: map[string]proc.Role{shutdownRelayRole: runShutdownRelayChild},
+	Workers: map[string]proc.Role{shutdownRelayRole: runShutdownRelayChild, heartbeatRelayRole: runHeartbeatRelayChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runHeartbeatAndShutdown(ctx, env, swapped(env, heartbeatCastFor(env.Variant)))
 	},
@@ -159,8 +159,9 @@ type heartbeatRun struct {
 	producer *store.Relay
 	broker   *store.Broker
 	stage    *cast.HeartbeatStage
-	a, b, c  *cast.HeartbeatRelay
-	jb       *cast.HeartbeatJob // Relay-B's job on e2
+	relays   *heartbeatRelays // the relay instances and the clock that reaches them
+	a, b, c  heartbeatRelay
+	jb       heartbeatJob // Relay-B's job on e2
 
 	heldAtExit []string // events Relay-D still held when it exited
 }
@@ -173,6 +174,9 @@ func runHeartbeatAndShutdown(ctx context.Context, env *Env, hc heartbeatCast) (*
 		return nil, err
 	}
 	if err := run.play(ctx); err != nil {
+		return nil, err
+	}
+	if err := run.relays.closeAll(ctx); err != nil {
 		return nil, err
 	}
 	r := &lab.Result{}
@@ -198,6 +202,9 @@ func (run *heartbeatRun) open(ctx context.Context) (*store.DB, error) {
 }
 
 func (run *heartbeatRun) close() {
+	if run.relays != nil {
+		_ = run.relays.closeAll(context.Background())
+	}
 	if run.stage != nil {
 		run.stage.Close()
 	}
@@ -223,17 +230,16 @@ func (run *heartbeatRun) seed(ctx context.Context) error {
 	}
 	run.broker = store.NewBroker(brokerDB, store.BrokerLesson)
 	run.stage = cast.NewHeartbeatStage(&run.timeline, run.broker)
-	relays := []**cast.HeartbeatRelay{&run.a, &run.b, &run.c}
+	run.relays = &heartbeatRelays{env: run.env, stage: run.stage}
+	relays := []*heartbeatRelay{&run.a, &run.b, &run.c}
 	for i, name := range []string{hbRelayA, hbRelayB, hbRelayC} {
-		db, err := run.open(ctx)
-		if err != nil {
-			return err
-		}
 		p := run.hc.policy
 		if name == hbRelayA {
 			p = run.hc.policyA
 		}
-		*relays[i] = run.stage.NewRelay(name, db, run.hc.sqls, p)
+		if *relays[i], err = run.relays.open(ctx, name, run.hc.sqls, p, run.open); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -248,9 +254,10 @@ func (run *heartbeatRun) play(ctx context.Context) error {
 	return nil
 }
 
-// at moves the clock to second t of the lesson, firing due heartbeats.
+// at moves the clock to second t of the lesson, firing due heartbeats,
+// in the lab's process or in the relays' own (run --processes).
 func (run *heartbeatRun) at(ctx context.Context, t int64) error {
-	return run.stage.AdvanceTo(ctx, t*cast.TickSecond)
+	return run.relays.advanceTo(ctx, t*cast.TickSecond)
 }
 
 // commit inserts the outbox events ids at the current time, as the
@@ -275,6 +282,16 @@ func claimOne(ctx context.Context, relay *cast.HeartbeatRelay) (*cast.HeartbeatJ
 	return j, err
 }
 
+// claimWith polls once with the relay instance and insists it claimed
+// something.
+func claimWith(ctx context.Context, relay heartbeatRelay) (heartbeatJob, error) {
+	j, err := relay.Poll(ctx)
+	if err == nil && j == nil {
+		err = fmt.Errorf("session 22: %s found nothing to claim", relay.relayName())
+	}
+	return j, err
+}
+
 // heartbeat is act 1: Relay-A works on e1 for 75 s; its heartbeat renews
 // three times, each 1 row, and the completion is accepted.
 func (run *heartbeatRun) heartbeat(ctx context.Context) error {
@@ -284,7 +301,7 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 	if err := run.at(ctx, 1); err != nil {
 		return err
 	}
-	j, err := claimOne(ctx, run.a)
+	j, err := claimWith(ctx, run.a)
 	if err != nil {
 		return err
 	}
@@ -306,7 +323,7 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 
 // pollAndDeliver lets relay poll at second t, and send and complete each
 // event it claims, until nothing is claimable.
-func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay *cast.HeartbeatRelay, t int64) error {
+func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay heartbeatRelay, t int64) error {
 	for {
 		if err := run.at(ctx, t); err != nil {
 			return err
@@ -343,7 +360,7 @@ func (run *heartbeatRun) pause(ctx context.Context) error {
 	if err := run.at(ctx, 101); err != nil {
 		return err
 	}
-	ja, err := claimOne(ctx, run.a)
+	ja, err := claimWith(ctx, run.a)
 	if err != nil {
 		return err
 	}
@@ -351,7 +368,7 @@ func (run *heartbeatRun) pause(ctx context.Context) error {
 		at int64
 		do func() error
 	}{
-		{105, func() error { run.a.Freeze("a stop-the-world pause (a frozen VM): no heartbeat, no work"); return nil }},
+		{105, func() error { return run.a.Freeze(ctx, "a stop-the-world pause (a frozen VM): no heartbeat, no work") }},
 		{131, func() error {
 			run.stage.Event("clock", "lease expires", "Relay-A's lease on e2 has expired; its heartbeat never ran")
 			return nil
@@ -375,7 +392,7 @@ func (run *heartbeatRun) pause(ctx context.Context) error {
 
 // newOwner is Relay-B's poll that reclaims e2, and its send.
 func (run *heartbeatRun) newOwner(ctx context.Context) error {
-	j, err := claimOne(ctx, run.b)
+	j, err := claimWith(ctx, run.b)
 	if err != nil {
 		return err
 	}
@@ -405,11 +422,13 @@ func (run *heartbeatRun) deadline(ctx context.Context) error {
 	if err := run.at(ctx, 201); err != nil {
 		return err
 	}
-	j, err := claimOne(ctx, run.c)
+	j, err := claimWith(ctx, run.c)
 	if err != nil {
 		return err
 	}
-	j.Hang("a call to the payment gateway that never answers; only the work's context can end it")
+	if err := j.Hang(ctx, "a call to the payment gateway that never answers; only the work's context can end it"); err != nil {
+		return err
+	}
 	return run.pollAndDeliver(ctx, run.b, 316)
 }
 
@@ -443,11 +462,10 @@ func (run *heartbeatRun) shutdown(ctx context.Context) error {
 	if err := run.at(ctx, 410); err != nil {
 		return err
 	}
-	fdb, err := run.open(ctx)
+	fresh, err := run.relays.open(ctx, hbRelayFresh, run.hc.sqls, run.hc.policy, run.open)
 	if err != nil {
 		return err
 	}
-	fresh := run.stage.NewRelay(hbRelayFresh, fdb, run.hc.sqls, run.hc.policy)
 	if err := run.pollAndDeliver(ctx, fresh, 410); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func (emptyImporter) Import(importPath string) (*types.Package, error) {
 // runs in the lab's process or as child processes (run --processes).
 // Every other non-test file is one lesson.
 var frameworkFiles = map[string]bool{"scenario.go": true, "registry.go": true, "lesson.go": true,
-	"processes.go": true, "instances.go": true, "pipeline_instances.go": true}
+	"processes.go": true, "instances.go": true, "pipeline_instances.go": true, "heartbeat_instances.go": true}
 
 // TestLessonsAreSiblings asserts that no lesson file uses a name another
 // lesson file declares: what two lessons share belongs to package cast or

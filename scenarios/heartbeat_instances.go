@@ -1,0 +1,384 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Session 22's relays as instances: in the lab's process, each a
+// [cast.HeartbeatRelay] on the lab's stage, or with Options.Processes a
+// child process at the lab's command with a stage of its own, where its
+// heartbeats run. Each call carries the scenario clock's tick; the lab's
+// clock fires the children's heartbeats one at a time, in the order one
+// stage would fire them, and tells every live child that is not frozen
+// each new time. What a child's stage records (timeline lines, claims,
+// renewals, sends, completions, cancellations, its jobs) comes back with
+// each call and the lab's stage adopts it, so the report reads as the
+// in-process run's. A frozen relay is a child stopped by SIGSTOP, which
+// the lab does not call until SIGCONT.
+
+// heartbeatRelay is one of session 22's relay instances.
+type heartbeatRelay interface {
+	// relayName is the relay's name.
+	relayName() string
+	// Poll claims the oldest claimable event with a lease and a heartbeat;
+	// nil when nothing was claimable or the relay is stopping.
+	Poll(ctx context.Context) (heartbeatJob, error)
+	// Freeze stops the relay (a stop-the-world pause): no heartbeat, no
+	// work; for real with SIGSTOP when it is a child process.
+	Freeze(ctx context.Context, why string) error
+	// Resume lets the frozen relay run again (SIGCONT): its overdue
+	// heartbeat fires first.
+	Resume(ctx context.Context) error
+	closer
+}
+
+// heartbeatJob is a claimed event a relay works on.
+type heartbeatJob interface {
+	Send(ctx context.Context) (bool, error)
+	Complete(ctx context.Context) (bool, error)
+	// Hang makes the job's work block on a call that never answers.
+	Hang(ctx context.Context, what string) error
+}
+
+// heartbeatRelays are a session-22 run's relay instances and the clock
+// that reaches them.
+type heartbeatRelays struct {
+	env      *Env
+	stage    *cast.HeartbeatStage
+	children []*childHeartbeatRelay // the relays at the lab's command, in the order started
+	instances
+}
+
+// open starts relay name with the statements sqls and the heartbeat
+// policy p: in-process on its own connection from db (closed with the
+// run's), or with Options.Processes a child process.
+func (h *heartbeatRelays) open(ctx context.Context, name string, sqls store.HeartbeatSQL, p cast.HeartbeatPolicy,
+	db func(context.Context) (*store.DB, error)) (heartbeatRelay, error) {
+	if !h.env.Options.Processes {
+		conn, err := db(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return inProcessHeartbeatRelay{h.stage.NewRelay(name, conn, sqls, p)}, nil
+	}
+	c, err := h.env.startInstance(ctx, "", name, heartbeatRelayRole,
+		heartbeatRelayWork{Instance: name, SQLs: sqls, Policy: p, Now: h.stage.Now()})
+	if err != nil {
+		return nil, err
+	}
+	r := &childHeartbeatRelay{childInstance: c, stage: h.stage, name: name}
+	h.add(r)
+	h.children = append(h.children, r)
+	if _, err := r.step(ctx, "advance", heartbeatCallArgs{Now: h.stage.Now()}); err != nil { // its start line
+		return nil, err
+	}
+	return r, nil
+}
+
+// advanceTo moves the scenario clock to t, firing on the way every
+// heartbeat due: the children's one at a time, earliest first (a tie goes
+// to the job claimed first, as on one stage), then tells each live child
+// not frozen the time t, and moves the lab's stage (whose in-process
+// relays fire their own beats).
+func (h *heartbeatRelays) advanceTo(ctx context.Context, t int64) error {
+	for {
+		next := h.nextDue(t)
+		if next == nil {
+			break
+		}
+		s, err := next.step(ctx, "beat", heartbeatCallArgs{Now: t})
+		if err != nil {
+			return err
+		}
+		if !s.Fired {
+			return fmt.Errorf("session 22: %s process %d had a heartbeat due at %s and fired none", next.name, next.child.Pid(), cast.TickClock(next.due.At))
+		}
+	}
+	for _, c := range h.children {
+		if c.frozen || c.closed {
+			continue
+		}
+		if _, err := c.step(ctx, "advance", heartbeatCallArgs{Now: t}); err != nil {
+			return err
+		}
+	}
+	return h.stage.AdvanceTo(ctx, t)
+}
+
+// nextDue is the child whose heartbeat is due first by t, or nil.
+func (h *heartbeatRelays) nextDue(t int64) *childHeartbeatRelay {
+	var next *childHeartbeatRelay
+	for _, c := range h.children {
+		if c.frozen || c.closed || !c.beats || c.due.At > t {
+			continue
+		}
+		if next == nil || c.due.At < next.due.At || (c.due.At == next.due.At && h.claimSeq(c.due) < h.claimSeq(next.due)) {
+			next = c
+		}
+	}
+	return next
+}
+
+// claimSeq is the timeline line of the claim whose job's beat is due.
+func (h *heartbeatRelays) claimSeq(d cast.DueBeat) int {
+	for _, c := range h.stage.Claims {
+		if c.Relay == d.Relay && c.Event == d.Event && c.Token == d.Token {
+			return c.Seq
+		}
+	}
+	return 0
+}
+
+// inProcessHeartbeatRelay is a relay in the lab's process, on the lab's
+// stage; its connection closes with the run's.
+type inProcessHeartbeatRelay struct{ *cast.HeartbeatRelay }
+
+func (r inProcessHeartbeatRelay) relayName() string { return r.Name }
+
+func (r inProcessHeartbeatRelay) Poll(ctx context.Context) (heartbeatJob, error) {
+	j, err := r.HeartbeatRelay.Poll(ctx)
+	if j == nil {
+		return nil, err
+	}
+	return inProcessHeartbeatJob{j}, err
+}
+
+func (r inProcessHeartbeatRelay) Freeze(_ context.Context, why string) error {
+	r.HeartbeatRelay.Freeze(why)
+	return nil
+}
+
+func (inProcessHeartbeatRelay) close(context.Context) error { return nil }
+
+// inProcessHeartbeatJob is a job of an in-process relay.
+type inProcessHeartbeatJob struct{ *cast.HeartbeatJob }
+
+func (j inProcessHeartbeatJob) Hang(_ context.Context, what string) error {
+	j.HeartbeatJob.Hang(what)
+	return nil
+}
+
+// heartbeatRelayRole is a session-22 relay as a child process.
+const heartbeatRelayRole = "heartbeat-relay"
+
+// heartbeatRelayWork is what a heartbeat-relay child is: relay Instance,
+// running the statements SQLs with the heartbeat policy Policy, started
+// at tick Now of the scenario clock.
+type heartbeatRelayWork struct {
+	Instance string               `json:"instance"`
+	SQLs     store.HeartbeatSQL   `json:"sqls"`
+	Policy   cast.HeartbeatPolicy `json:"policy"`
+	Now      int64                `json:"now"`
+}
+
+// heartbeatCallArgs is a call's arguments: the clock's tick, and the job
+// (its event and token) and what its work hangs on, where they apply.
+type heartbeatCallArgs struct {
+	Now   int64
+	Event string `json:",omitempty"`
+	Token int64  `json:",omitempty"`
+	What  string `json:",omitempty"`
+}
+
+// heartbeatStep is a call's result, as it crosses the pipe: its value,
+// what the child's stage recorded meanwhile, and its next heartbeat.
+type heartbeatStep struct {
+	OK     bool `json:",omitempty"` // Send's or Complete's result; Poll: it claimed Event under Token
+	Fired  bool `json:",omitempty"` // beat: a heartbeat fired
+	Event  string
+	Token  int64
+	Record cast.HeartbeatRecord
+	Due    cast.DueBeat
+	Beats  bool // Due is set: a heartbeat still runs
+}
+
+// runHeartbeatRelayChild is the heartbeat-relay child: one relay on its
+// own connection and stage, whose heartbeats fire as the lab's calls move
+// its clock, performing the lab's calls.
+func runHeartbeatRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
+	var work heartbeatRelayWork
+	db, err := w.Begin(ctx, &work)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var tl lab.Timeline
+	stage := cast.NewHeartbeatStage(&tl, store.NewBroker(db, store.BrokerLesson))
+	defer stage.Close()
+	if err := stage.AdvanceTo(ctx, work.Now); err != nil {
+		return nil, err
+	}
+	relay := stage.NewRelayIn(work.Instance, fmt.Sprintf("child process %d (outboxlab worker --role %s) on its own connection",
+		os.Getpid(), heartbeatRelayRole), db, work.SQLs, work.Policy)
+	type key struct {
+		event string
+		token int64
+	}
+	jobs := map[key]*cast.HeartbeatJob{}
+	// step is an operation at the call's tick: the clock moved there
+	// first (firing what is due, as on the lab's stage) unless the
+	// operation moves it itself.
+	step := func(moves bool, do func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) error) proc.Op {
+		return op(func(ctx context.Context, a heartbeatCallArgs) (any, error) {
+			var s heartbeatStep
+			if !moves {
+				if err := stage.AdvanceTo(ctx, a.Now); err != nil {
+					return nil, err
+				}
+			}
+			err := do(ctx, a, &s)
+			s.Record = stage.TakeRecord()
+			s.Due, s.Beats = stage.NextBeat()
+			return s, err
+		})
+	}
+	withJob := func(do func(ctx context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, s *heartbeatStep) error) proc.Op {
+		return step(false, func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) error {
+			j, ok := jobs[key{a.Event, a.Token}]
+			if !ok {
+				return fmt.Errorf("%s holds no job on %s under token %d", work.Instance, a.Event, a.Token)
+			}
+			return do(ctx, j, a, s)
+		})
+	}
+	return nil, w.Answer(ctx, map[string]proc.Op{
+		"advance": step(false, func(context.Context, heartbeatCallArgs, *heartbeatStep) error { return nil }),
+		"beat": step(true, func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) (err error) {
+			s.Fired, err = stage.FireNextBeat(ctx, a.Now)
+			return err
+		}),
+		"wake": step(true, func(ctx context.Context, a heartbeatCallArgs, _ *heartbeatStep) error {
+			return stage.Wake(ctx, a.Now)
+		}),
+		"poll": step(false, func(ctx context.Context, _ heartbeatCallArgs, s *heartbeatStep) error {
+			j, err := relay.Poll(ctx)
+			if j != nil {
+				jobs[key{j.Event, j.Token}] = j
+				s.OK, s.Event, s.Token = true, j.Event, j.Token
+			}
+			return err
+		}),
+		"send": withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
+			s.OK, err = j.Send(ctx)
+			return err
+		}),
+		"complete": withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
+			s.OK, err = j.Complete(ctx)
+			return err
+		}),
+		"hang": withJob(func(_ context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, _ *heartbeatStep) error {
+			j.Hang(a.What)
+			return nil
+		}),
+	})
+}
+
+// childHeartbeatRelay is a relay in a child process, as the lab drives
+// it: each method a call at the lab's clock, its record adopted by the
+// lab's stage.
+type childHeartbeatRelay struct {
+	childInstance
+	stage  *cast.HeartbeatStage
+	name   string
+	due    cast.DueBeat // its next heartbeat, if beats
+	beats  bool
+	did    string // what it last did, for the processes table
+	frozen bool   // stopped by SIGSTOP: the lab does not call it
+	closed bool
+}
+
+func (r *childHeartbeatRelay) relayName() string { return r.name }
+
+// step has the child perform op with a, and adopts its record.
+func (r *childHeartbeatRelay) step(ctx context.Context, op string, a heartbeatCallArgs) (heartbeatStep, error) {
+	if r.frozen || r.closed {
+		return heartbeatStep{}, fmt.Errorf("session 22: %s process %d was called (%s) while frozen or closed", r.name, r.child.Pid(), op)
+	}
+	var s heartbeatStep
+	if err := r.call(ctx, op, a, &s); err != nil {
+		return s, err
+	}
+	r.stage.Adopt(s.Record)
+	r.due, r.beats = s.Due, s.Beats
+	return s, nil
+}
+
+func (r *childHeartbeatRelay) Poll(ctx context.Context) (heartbeatJob, error) {
+	s, err := r.step(ctx, "poll", heartbeatCallArgs{Now: r.stage.Now()})
+	if err != nil || !s.OK {
+		return nil, err
+	}
+	r.did = "its claim of " + s.Event
+	return &childHeartbeatJob{relay: r, event: s.Event, token: s.Token}, nil
+}
+
+func (r *childHeartbeatRelay) Freeze(_ context.Context, why string) error {
+	how, err := r.stall(cast.TickClock(r.stage.Now()), r.did)
+	if err != nil {
+		return err
+	}
+	r.frozen = true
+	r.stage.AdoptedRelay(r.name).Freeze(withHow(why, how))
+	return nil
+}
+
+func (r *childHeartbeatRelay) Resume(ctx context.Context) error {
+	how, err := r.wake(cast.TickClock(r.stage.Now()), "its overdue heartbeat")
+	if err != nil {
+		return err
+	}
+	r.frozen = false
+	if err := r.stage.AdoptedRelay(r.name).ResumeBy(ctx, how); err != nil {
+		return err
+	}
+	_, err = r.step(ctx, "wake", heartbeatCallArgs{Now: r.stage.Now()})
+	return err
+}
+
+// close ends the child: let run again if frozen, told to finish, reaped.
+func (r *childHeartbeatRelay) close(ctx context.Context) error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.frozen {
+		r.frozen = false
+		if err := r.child.Thaw(); err != nil {
+			return err
+		}
+	}
+	return r.childInstance.close(ctx)
+}
+
+// childHeartbeatJob is a job of a child relay: its event and token.
+type childHeartbeatJob struct {
+	relay *childHeartbeatRelay
+	event string
+	token int64
+}
+
+// call has the relay perform op on the job.
+func (j *childHeartbeatJob) call(ctx context.Context, op, what string) (bool, error) {
+	s, err := j.relay.step(ctx, op, heartbeatCallArgs{Now: j.relay.stage.Now(), Event: j.event, Token: j.token, What: what})
+	if err == nil {
+		j.relay.did = fmt.Sprintf("its %s of %s", op, j.event)
+	}
+	return s.OK, err
+}
+
+func (j *childHeartbeatJob) Send(ctx context.Context) (bool, error) { return j.call(ctx, "send", "") }
+func (j *childHeartbeatJob) Complete(ctx context.Context) (bool, error) {
+	return j.call(ctx, "complete", "")
+}
+
+func (j *childHeartbeatJob) Hang(ctx context.Context, what string) error {
+	_, err := j.call(ctx, "hang", what)
+	return err
+}
