@@ -310,7 +310,7 @@ func TestConcurrentDuplicatesRowAlwaysOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := playRowConcurrentDuplicates(ctx, p, plan, rowDesign{credit: cast.InboxDesign})
+		out, err := playRowConcurrentDuplicates(ctx, p, plan, rowDesign{credit: cast.InboxDesign, env: &Env{}})
 		p.Close()
 		if err != nil {
 			t.Fatal(err)

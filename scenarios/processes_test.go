@@ -111,10 +111,14 @@ func testProcesses(t *testing.T, db string) {
 		sameChecks bool
 	}
 	var cases []processesCase
+	// Every variant runs with processes on SQLite; on PostgreSQL the
+	// lessons and the variants only PostgreSQL has (its row locks between
+	// processes), so that make test stays within minutes on two cores: the
+	// instances' code is the same on both engines, the engine is not.
 	add := func(sc *Scenario, children func(variant string) []child, same string, sameChecks bool) {
 		cases = append(cases, processesCase{sc, "", children(""), same, sameChecks})
 		for _, v := range sc.Variants {
-			if v.Engine == "" || (v.Engine == store.Postgres) == (db != "") {
+			if (db == "" && v.Engine == "") || (db != "" && v.Engine == store.Postgres) {
 				cases = append(cases, processesCase{sc, v.Name, children(v.Name), same, sameChecks})
 			}
 		}
@@ -275,9 +279,11 @@ func TestProcessesExploreOnPostgres(t *testing.T) { testProcessesExplore(t, pgte
 // the checks observe what the in-process exploration's do.
 func testProcessesExplore(t *testing.T, db string) {
 	t.Parallel()
+	// The lesson, and on SQLite one mistake whose counterexample the
+	// explorer finds: each exploration starts dozens of processes.
 	variants := []string{""}
-	for _, v := range interleavingExplorer.Variants {
-		variants = append(variants, v.Name)
+	if db == "" {
+		variants = append(variants, xCompleteBeforeSend)
 	}
 	for _, variant := range variants {
 		t.Run(strings.TrimSpace("explore "+variant), func(t *testing.T) {
@@ -357,9 +363,11 @@ func testProcessesShutdown(t *testing.T, db string) {
 	t.Parallel()
 	variants := []string{""}
 	for _, v := range heartbeatAndShutdown.Variants {
-		variants = append(variants, v.Name)
+		if db == "" { // on PostgreSQL the lesson only, as in testProcesses
+			variants = append(variants, v.Name)
+		}
 	}
-	if !slices.Contains(variants, variantShutdownMarksComplete) {
+	if db == "" && !slices.Contains(variants, variantShutdownMarksComplete) {
 		t.Fatalf("session 22 has no %s variant", variantShutdownMarksComplete)
 	}
 	for _, variant := range variants {
