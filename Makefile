@@ -20,24 +20,27 @@ build:
 
 ## test: vet, then every test under the race detector; the PostgreSQL tests
 ## run against $$OUTBOXLAB_TEST_DATABASE_URL, else a throwaway cluster that
-## scripts/postgres.sh starts when PostgreSQL is installed (and always stops)
+## scripts/postgres.sh starts when PostgreSQL is installed (and always stops).
+## Four parallel tests per package, not one per core: most of them wait on
+## child processes (run --processes) and disk syncs, not on the CPU.
+TESTFLAGS := -race -count=1 -parallel 4
 test:
 	$(GO) vet ./...
 	@command -v chromium >/dev/null 2>&1 || [ -n "$$OUTBOXLAB_CHROMIUM" ] || echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH (apt-get install chromium to run it)"
 	@set -e; \
 	if [ -n "$$OUTBOXLAB_TEST_DATABASE_URL" ]; then \
 	  echo "make test: PostgreSQL tests run against $$OUTBOXLAB_TEST_DATABASE_URL"; \
-	  $(GO) test -race -count=1 ./...; \
+	  $(GO) test $(TESTFLAGS) ./...; \
 	elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 	  pgdir="$$(mktemp -d "$${TMPDIR:-/tmp}/outboxlab-test-pg.XXXXXX")"; \
 	  trap 'scripts/postgres.sh stop "$$pgdir"' EXIT; \
 	  OUTBOXLAB_TEST_DATABASE_URL="$$(scripts/postgres.sh start "$$pgdir")"; \
 	  export OUTBOXLAB_TEST_DATABASE_URL; \
 	  echo "make test: PostgreSQL tests run against a throwaway cluster in $$pgdir"; \
-	  $(GO) test -race -count=1 ./...; \
+	  $(GO) test $(TESTFLAGS) ./...; \
 	else \
 	  echo "make test: SKIPPING the PostgreSQL tests: PostgreSQL is not installed (apt-get install postgresql, or set OUTBOXLAB_TEST_DATABASE_URL)"; \
-	  $(GO) test -race -count=1 ./...; \
+	  $(GO) test $(TESTFLAGS) ./...; \
 	fi
 
 ## lint: staticcheck, fetched through the Go module proxy

@@ -133,21 +133,26 @@ func testProcesses(t *testing.T, db string) {
 	add(&leaseExpiryAfterSend, always(pastTheLease), "", true)
 	add(&failureClasses, always(failureRows), "Failure classes", true)
 	add(&inboxRetention, always(retention), "", true)
-	// Session 21's crash rows: Worker-A, holding the oldest message, before
-	// each of the four drains (each claim design on each backlog).
+	// Session 21's drains, each with its own instances: Worker-A crashes
+	// holding the oldest message, Worker-B stalls holding the next until
+	// after the drain, Worker-C and Worker-D drain.
 	add(&claimsAtScale, func(variant string) []child {
 		indexed := store.IndexedScale.Name
 		if variant == variantPendingOnly {
 			indexed = store.PendingOnlyScale.Name
 		}
-		var killed []child
+		var drains []child
 		for _, claim := range []string{store.LessonScale.Name, indexed} {
 			for _, size := range []string{"small", "large"} {
-				killed = append(killed, child{fmt.Sprintf("%s claim, %s backlog", claim, size), s21ClaimRole, "after-claim", false})
+				label := fmt.Sprintf("%s claim, %s backlog", claim, size)
+				drains = append(drains, child{label + ": " + s21Crashed, s21ClaimRole, "after-claim", false},
+					child{label + ": " + s21Stalled, s21WorkerRole, "", true},
+					child{label + ": " + s21Drainers[0], s21WorkerRole, "", false},
+					child{label + ": " + s21Drainers[1], s21WorkerRole, "", false})
 			}
 		}
-		return killed
-	}, "", false)
+		return drains
+	}, "", false) // its costs move a little from run to run, in-process too
 	for _, tt := range cases {
 		// Session 21's runs go one at a time: each is four drains of up to
 		// 500 messages.

@@ -120,7 +120,7 @@ var claimsAtScale = Scenario{
 				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim "+
 				"looks as good as an indexed one.", s21SmallBacklog, s21Growth)},
 	},
-	Workers: map[string]proc.Role{s21ClaimRole: runScaleClaimChild},
+	Workers: map[string]proc.Role{s21ClaimRole: runScaleClaimChild, s21WorkerRole: runScaleWorkerChild},
 	Run:     runClaimsAtScale,
 }
 
@@ -318,18 +318,31 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err != nil {
 		return err
 	}
-	defer stalled.Close()
+	var workers instances
+	defer workers.closeAll(ctx)
+	workers.add(stalled)
 
 	run.clk.Advance(s21Lease + time.Second)
 	run.event("clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
 
+	// Both drain workers are up before either claims: a child process
+	// takes longer to start than a claim takes to run.
+	drainers := map[string]scaleWorker{}
+	for _, worker := range s21Drainers {
+		w, err := run.openScaleWorker(ctx, path, label, worker, cfg)
+		if err != nil {
+			return err
+		}
+		workers.add(w)
+		drainers[worker] = w
+	}
 	before, err := run.schemaReads(ctx, setup)
 	if err != nil {
 		return err
 	}
 	run.event("scenario", "drain", fmt.Sprintf("%s: %s and %s drain concurrently, each on its own connection", label, s21Drainers[0], s21Drainers[1]))
 	err = cast.RunConcurrently(ctx, s21Drainers, func(ctx context.Context, worker string) error {
-		return run.drainAs(ctx, path, worker, cfg, d)
+		return run.drainAs(ctx, drainers[worker], worker, d)
 	})
 	if err != nil {
 		return err
@@ -343,6 +356,9 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 		label, d.drained, d.reads, run.words().unit, d.busy, run.retriesWord()))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
+		return err
+	}
+	if err := workers.closeAll(ctx); err != nil {
 		return err
 	}
 	d.lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
@@ -395,15 +411,50 @@ func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *scaleDrain, l
 	return err
 }
 
-// scaleWorker is one worker's own connection, opened through the run's
-// env, and its claimer.
-type scaleWorker struct {
-	db *store.DB
-	*store.Claimer
+// scaleWorker is a worker of session 21: its claimer on its own
+// connection, in the lab's process or, with Options.Processes, a child
+// process at the lab's command.
+type scaleWorker interface {
+	Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error)
+	Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error)
+	// PageReads is what the worker's connection has read so far (SQLite's
+	// page count; see [store.DB.PageReads]).
+	PageReads(ctx context.Context) (int64, error)
+	// FlushStats hands the connection's statistics to the server now
+	// (PostgreSQL; see [store.DB.FlushStats]).
+	FlushStats(ctx context.Context) error
+	stallable
 }
 
-// openScaleWorker opens worker's connection and prepares its claimer.
-func (run *scaleRun) openScaleWorker(ctx context.Context, path, worker string, cfg store.ClaimerConfig) (*scaleWorker, error) {
+// inProcessScaleWorker is a worker in the lab's process.
+type inProcessScaleWorker struct {
+	*store.Claimer
+	db *store.DB
+}
+
+func (w inProcessScaleWorker) PageReads(ctx context.Context) (int64, error) {
+	return w.db.PageReads(ctx)
+}
+func (w inProcessScaleWorker) FlushStats(ctx context.Context) error { return w.db.FlushStats(ctx) }
+func (inProcessScaleWorker) stall(string, string) (string, error)   { return "", nil }
+func (inProcessScaleWorker) wake(string, string) (string, error)    { return "", nil }
+
+// close releases the claimer and closes the connection: for a worker
+// holding a lease, the crash.
+func (w inProcessScaleWorker) close(context.Context) error {
+	return errors.Join(w.Claimer.Close(), w.db.Close())
+}
+
+// openScaleWorker opens worker's connection and prepares its claimer, in
+// the drain's phase.
+func (run *scaleRun) openScaleWorker(ctx context.Context, path, phase, worker string, cfg store.ClaimerConfig) (scaleWorker, error) {
+	if run.env.Options.Processes {
+		c, err := run.env.startChild(ctx, s21WorkerRole, path, scaleWorkerWork{Worker: worker, Config: cfg})
+		if err != nil {
+			return nil, err
+		}
+		return childScaleWorker{childInstance{env: run.env, child: c, phase: instancePhase(phase, worker)}}, nil
+	}
 	db, err := run.env.Open(ctx, path)
 	if err != nil {
 		return nil, err
@@ -413,12 +464,81 @@ func (run *scaleRun) openScaleWorker(ctx context.Context, path, worker string, c
 		db.Close()
 		return nil, err
 	}
-	return &scaleWorker{db: db, Claimer: cl}, nil
+	return inProcessScaleWorker{cl, db}, nil
 }
 
-// Close releases the claimer and closes the connection: for a worker
-// holding a lease, the crash.
-func (w *scaleWorker) Close() error { return errors.Join(w.Claimer.Close(), w.db.Close()) }
+// s21WorkerRole is a drain worker, or the worker that stalls, as a child
+// process at the lab's command.
+const s21WorkerRole = "scale-worker"
+
+// scaleWorkerWork is what a scale-worker child is: Worker, claiming and
+// finalizing with Config.
+type scaleWorkerWork struct {
+	Worker string              `json:"worker"`
+	Config store.ClaimerConfig `json:"config"`
+}
+
+// The scale worker's operations' arguments, as they cross the pipe.
+type (
+	scaleClaimArgs struct {
+		Now   time.Time
+		Lease time.Duration
+		Limit int
+	}
+	scaleFinalizeArgs struct {
+		Messages []store.ClaimedMessage
+		Now      time.Time
+	}
+)
+
+// runScaleWorkerChild is the scale-worker child: its claimer on its own
+// connection, its claims, finalizations and statistics at the lab's
+// command.
+func runScaleWorkerChild(ctx context.Context, w *proc.Worker) (any, error) {
+	var work scaleWorkerWork
+	db, err := w.Begin(ctx, &work)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	cl, err := store.NewClaimer(ctx, db, work.Worker, work.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return nil, w.Answer(ctx, map[string]proc.Op{
+		"claim": op(func(ctx context.Context, a scaleClaimArgs) (any, error) {
+			return cl.Claim(ctx, a.Now, a.Lease, a.Limit)
+		}),
+		"finalize": op(func(ctx context.Context, a scaleFinalizeArgs) (any, error) {
+			return cl.Finalize(ctx, a.Messages, a.Now)
+		}),
+		"pages": op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
+		"flush": op(func(ctx context.Context, _ struct{}) (any, error) { return nil, db.FlushStats(ctx) }),
+	})
+}
+
+// childScaleWorker is a worker in a child process.
+type childScaleWorker struct{ childInstance }
+
+func (c childScaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
+	var b store.ClaimedBatch
+	return b, c.call(ctx, "claim", scaleClaimArgs{now, lease, limit}, &b)
+}
+
+func (c childScaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
+	var f store.FinalizedBatch
+	return f, c.call(ctx, "finalize", scaleFinalizeArgs{msgs, now}, &f)
+}
+
+func (c childScaleWorker) PageReads(ctx context.Context) (int64, error) {
+	var n int64
+	return n, c.call(ctx, "pages", struct{}{}, &n)
+}
+
+func (c childScaleWorker) FlushStats(ctx context.Context) error {
+	return c.call(ctx, "flush", struct{}{}, nil)
+}
 
 // crash is Worker-A: it claims the oldest message and dies with it. With
 // Options.Processes Worker-A is a child process, killed by SIGKILL once
@@ -447,17 +567,17 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 // claimInProcess is Worker-A's claim on a connection of the lab's own,
 // which its crash closes. death is "": the crash is the connection's close.
 func (run *scaleRun) claimInProcess(ctx context.Context, path string, cfg store.ClaimerConfig, _ *scaleDrain) (b store.ClaimedBatch, death string, err error) {
-	w, err := run.openScaleWorker(ctx, path, s21Crashed, cfg)
+	w, err := run.openScaleWorker(ctx, path, "", s21Crashed, cfg)
 	if err != nil {
 		return b, "", err
 	}
-	defer w.Close()
+	defer w.close(ctx)
 	if b, err = w.Claim(ctx, run.clk.Now(), s21Lease, 1); err != nil || len(b.Messages) == 0 {
 		return b, "", err
 	}
 	// The lab's instrument, not the worker's: on PostgreSQL its reads reach
 	// the server's counters before the drain is measured, not as it exits.
-	return b, "", w.db.FlushStats(ctx)
+	return b, "", w.FlushStats(ctx)
 }
 
 // s21ClaimRole is Worker-A as a child process: it claims, reports its
@@ -523,7 +643,7 @@ func (run *scaleRun) claimInChild(ctx context.Context, path string, cfg store.Cl
 	if err := r.Decode(&b); err != nil || r.At != failpoint.AfterClaim {
 		return b, "", fmt.Errorf("session 21: %s process %d reported %s %s, not its claim at %s", s21Crashed, child.Pid(), r.At, r.State, failpoint.AfterClaim)
 	}
-	dead, err := run.env.killChild(child, d.label(), failpoint.AfterClaim)
+	dead, err := run.env.killChild(child, instancePhase(d.label(), s21Crashed), failpoint.AfterClaim)
 	if err != nil {
 		return b, "", err
 	}
@@ -532,36 +652,48 @@ func (run *scaleRun) claimInChild(ctx context.Context, path string, cfg store.Cl
 
 // stall is Worker-B: it claims the next message, processes it, and stalls
 // before finalizing. The caller closes the worker.
-func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (*scaleWorker, store.ClaimedBatch, error) {
-	w, err := run.openScaleWorker(ctx, path, s21Stalled, cfg)
+func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (scaleWorker, store.ClaimedBatch, error) {
+	w, err := run.openScaleWorker(ctx, path, d.label(), s21Stalled, cfg)
 	if err != nil {
 		return nil, store.ClaimedBatch{}, err
 	}
 	held, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
 	if err != nil {
-		w.Close()
+		w.close(ctx)
 		return nil, held, err
 	}
 	d.recordClaim(s21Stalled, held)
-	if err := w.db.FlushStats(ctx); err != nil { // see crash
-		w.Close()
+	if err := w.FlushStats(ctx); err != nil { // see crash
+		w.close(ctx)
 		return nil, held, err
 	}
-	if len(held.Messages) == 1 {
-		m := held.Messages[0]
-		run.event(s21Stalled, "claim, process, stall", fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil))
-	} else {
+	if len(held.Messages) != 1 {
 		run.event(s21Stalled, "claim", "claimed nothing: no stalled worker's message and no late finalize in this drain")
+		return w, held, nil
 	}
+	m := held.Messages[0]
+	how, err := w.stall(clock.Format(run.clk.Now()), "its claim and its processing")
+	if err != nil {
+		w.close(ctx)
+		return nil, held, err
+	}
+	run.event(s21Stalled, "claim, process, stall", withHow(fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil), how))
 	return w, held, nil
 }
 
 // lateFinalize is Worker-B waking up: it finalizes with the token it was given.
-func (run *scaleRun) lateFinalize(ctx context.Context, stalled *scaleWorker, held store.ClaimedBatch, d *scaleDrain) error {
+func (run *scaleRun) lateFinalize(ctx context.Context, stalled scaleWorker, held store.ClaimedBatch, d *scaleDrain) error {
 	if len(held.Messages) != 1 {
 		return nil
 	}
 	m := held.Messages[0]
+	how, err := stalled.wake(clock.Format(run.clk.Now()), "its finalize")
+	if err != nil {
+		return err
+	}
+	if how != "" {
+		run.event(s21Stalled, "wakes", how+"; it finalizes with the token it was given")
+	}
 	f, err := stalled.Finalize(ctx, held.Messages, run.clk.Now())
 	if err != nil {
 		return err
@@ -584,13 +716,8 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled *scaleWorker, hel
 // claimable. On SQLite it counts the pages its connection reads; on
 // PostgreSQL it hands its statistics over and the run reads the rows the
 // schema's scans read (see schemaReads).
-func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store.ClaimerConfig, d *scaleDrain) error {
-	w, err := run.openScaleWorker(ctx, path, worker, cfg)
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	pages := w.db.PageReads
+func (run *scaleRun) drainAs(ctx context.Context, w scaleWorker, worker string, d *scaleDrain) error {
+	pages := w.PageReads
 	if run.env.Engine() == store.Postgres {
 		pages = func(context.Context) (int64, error) { return 0, nil } // counted by drainBacklog
 	}
@@ -616,7 +743,7 @@ func (run *scaleRun) drainAs(ctx context.Context, path, worker string, cfg store
 		d.recordFinal(worker, b.Messages[0].Token, f)
 		drained += len(f.Finalized)
 	}
-	if err := w.db.FlushStats(ctx); err != nil {
+	if err := w.FlushStats(ctx); err != nil {
 		return err
 	}
 	after, err := pages(ctx)
