@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -286,7 +287,38 @@ func (p *runPlan) parsePeriods(c *cli.Context) error {
 		}
 		*d.dst = v
 	}
+	// A period set for a run of none of the scenarios that read it would
+	// be ignored: say so.
+	for _, d := range []struct {
+		flag    string
+		readers []string
+	}{
+		{"inbox-retention", []string{retentionScenario}},
+		{"dlq-retention", []string{retentionScenario}},
+		{"broker-window", []string{retentionScenario, brokerWindowScenario}},
+	} {
+		if c.IsSet(d.flag) && !slices.ContainsFunc(d.readers, p.runs) {
+			return usagef("--%s applies to %s, which this command does not run", d.flag, strings.Join(d.readers, " and "))
+		}
+	}
 	return nil
+}
+
+// The scenarios that read the session 20 periods: session 20, and session
+// 18, whose broker-dedup-window variant takes --broker-window.
+const (
+	retentionScenario    = "session-20-inbox-retention"
+	brokerWindowScenario = "session-18-lease-expiry-after-send"
+)
+
+// runs reports whether the command runs the scenario named name.
+func (p *runPlan) runs(name string) bool {
+	for _, sc := range p.scenarios {
+		if sc.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // parseBound reads --bound, which only explore takes.
@@ -301,11 +333,7 @@ func (p *runPlan) parseBound(c *cli.Context) error {
 	if b < 1 || b > scenarios.MaxExploreBound {
 		return usagef("--bound must be from 1 to %d, not %d", scenarios.MaxExploreBound, b)
 	}
-	explored := false
-	for _, sc := range p.scenarios {
-		explored = explored || sc.Name == "explore"
-	}
-	if !explored {
+	if !p.runs("explore") {
 		return usagef("--bound applies to explore, which this command does not run")
 	}
 	p.options.ExploreBound = b

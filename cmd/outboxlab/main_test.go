@@ -132,6 +132,12 @@ func TestCLI(t *testing.T) {
 		{name: "ExploreBound", args: []string{"run", "explore", "--bound", "3"}, code: 0, stdout: []string{"explore: PASS", "orderings"}},
 		{name: "ExploreBoundTooLarge", args: []string{"run", "explore", "--bound", "99"}, code: 2, stderr: []string{"--bound must be from 1 to"}, noReport: true},
 		{name: "BoundNotExplore", args: []string{"run", leasing, "--bound", "3"}, code: 2, stderr: []string{"--bound applies to explore"}, noReport: true},
+		{name: "RetentionNotSession20", args: []string{"run", leasing, "--inbox-retention", "2h"}, code: 2,
+			stderr: []string{"--inbox-retention applies to session-20-inbox-retention, which this command does not run"}, noReport: true},
+		{name: "BrokerWindowNotSession20", args: []string{"run", leasing, "--broker-window", "5m"}, code: 2,
+			stderr: []string{"--broker-window applies to session-20-inbox-retention and session-18-lease-expiry-after-send"}, noReport: true},
+		{name: "BrokerWindowSession18", args: []string{"run", "session-18-lease-expiry-after-send", "--variant", "broker-dedup-window", "--broker-window", "5m"},
+			code: 1, stdout: []string{"FAILED"}},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED processed_more_than_once"}},
 	}
 	for _, tt := range tests {
