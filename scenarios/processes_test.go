@@ -145,7 +145,7 @@ func testProcesses(t *testing.T, db string) {
 		for _, claim := range []string{store.LessonScale.Name, indexed} {
 			for _, size := range []string{"small", "large"} {
 				label := fmt.Sprintf("%s claim, %s backlog", claim, size)
-				drains = append(drains, child{label + ": " + s21Crashed, s21ClaimRole, "after-claim", false},
+				drains = append(drains, child{label + ": " + s21Crashed, s21WorkerRole, "after-claim", false},
 					child{label + ": " + s21Stalled, s21WorkerRole, "", true},
 					child{label + ": " + s21Drainers[0], s21WorkerRole, "", false},
 					child{label + ": " + s21Drainers[1], s21WorkerRole, "", false})

@@ -120,7 +120,7 @@ var claimsAtScale = Scenario{
 				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim "+
 				"looks as good as an indexed one.", s21SmallBacklog, s21Growth)},
 	},
-	Workers: map[string]proc.Role{s21ClaimRole: runScaleClaimChild, s21WorkerRole: runScaleWorkerChild},
+	Workers: map[string]proc.Role{s21WorkerRole: runScaleWorkerChild},
 	Run:     runClaimsAtScale,
 }
 
@@ -423,6 +423,10 @@ type scaleWorker interface {
 	// FlushStats hands the connection's statistics to the server now
 	// (PostgreSQL; see [store.DB.FlushStats]).
 	FlushStats(ctx context.Context) error
+	// crash kills the worker where it is, at point, holding what it
+	// claimed: its connection closed in-process, its process killed by
+	// SIGKILL otherwise. death says how, for the CRASH line ("" in-process).
+	crash(ctx context.Context, point failpoint.Point) (death string, err error)
 	stallable
 }
 
@@ -439,10 +443,15 @@ func (w inProcessScaleWorker) FlushStats(ctx context.Context) error { return w.d
 func (inProcessScaleWorker) stall(string, string) (string, error)   { return "", nil }
 func (inProcessScaleWorker) wake(string, string) (string, error)    { return "", nil }
 
-// close releases the claimer and closes the connection: for a worker
-// holding a lease, the crash.
+// close releases the claimer and closes the connection.
 func (w inProcessScaleWorker) close(context.Context) error {
 	return errors.Join(w.Claimer.Close(), w.db.Close())
+}
+
+// crash is the close of a worker holding a lease: its connection and its
+// memory go.
+func (w inProcessScaleWorker) crash(ctx context.Context, _ failpoint.Point) (string, error) {
+	return "", w.close(ctx)
 }
 
 // openScaleWorker opens worker's connection and prepares its claimer, in
@@ -467,8 +476,8 @@ func (run *scaleRun) openScaleWorker(ctx context.Context, path, phase, worker st
 	return inProcessScaleWorker{cl, db}, nil
 }
 
-// s21WorkerRole is a drain worker, or the worker that stalls, as a child
-// process at the lab's command.
+// s21WorkerRole is a worker of a drain (the one that crashes, the one
+// that stalls, the drain workers) as a child process at the lab's command.
 const s21WorkerRole = "scale-worker"
 
 // scaleWorkerWork is what a scale-worker child is: Worker, claiming and
@@ -540,15 +549,36 @@ func (c childScaleWorker) FlushStats(ctx context.Context) error {
 	return c.call(ctx, "flush", struct{}{}, nil)
 }
 
-// crash is Worker-A: it claims the oldest message and dies with it. With
-// Options.Processes Worker-A is a child process, killed by SIGKILL once
-// its claim has committed; otherwise its crash closes its connection.
-func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) error {
-	claim := run.claimInProcess
-	if run.env.Options.Processes {
-		claim = run.claimInChild
+// crash kills the idle child with SIGKILL, its last call returned.
+func (c childScaleWorker) crash(_ context.Context, point failpoint.Point) (string, error) {
+	death, err := c.env.killChild(c.child, c.phase, point)
+	if err != nil {
+		return "", err
 	}
-	b, death, err := claim(ctx, path, cfg, d)
+	return fmt.Sprintf(": %s; its claim had committed", death), nil
+}
+
+// crash is Worker-A: it claims the oldest message and dies with it, its
+// claim committed. With Options.Processes Worker-A is a child process,
+// killed by SIGKILL once its claim has returned; otherwise its crash
+// closes its connection.
+func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) error {
+	w, err := run.openScaleWorker(ctx, path, d.label(), s21Crashed, cfg)
+	if err != nil {
+		return err
+	}
+	b, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
+	if err == nil && len(b.Messages) > 0 {
+		// The lab's instrument, not the worker's: on PostgreSQL its reads
+		// reach the server's counters before the drain is measured, not as
+		// it exits.
+		err = w.FlushStats(ctx)
+	}
+	if err != nil {
+		w.close(ctx)
+		return err
+	}
+	death, err := w.crash(ctx, failpoint.AfterClaim)
 	if err != nil {
 		return err
 	}
@@ -562,92 +592,6 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 	d.expiries = append(d.expiries, scaleExpiry{holder: s21Crashed, id: m.ID, token: m.Token, late: "-"})
 	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s%s", m.ID, m.Token, m.LockedUntil, death))
 	return nil
-}
-
-// claimInProcess is Worker-A's claim on a connection of the lab's own,
-// which its crash closes. death is "": the crash is the connection's close.
-func (run *scaleRun) claimInProcess(ctx context.Context, path string, cfg store.ClaimerConfig, _ *scaleDrain) (b store.ClaimedBatch, death string, err error) {
-	w, err := run.openScaleWorker(ctx, path, "", s21Crashed, cfg)
-	if err != nil {
-		return b, "", err
-	}
-	defer w.close(ctx)
-	if b, err = w.Claim(ctx, run.clk.Now(), s21Lease, 1); err != nil || len(b.Messages) == 0 {
-		return b, "", err
-	}
-	// The lab's instrument, not the worker's: on PostgreSQL its reads reach
-	// the server's counters before the drain is measured, not as it exits.
-	return b, "", w.FlushStats(ctx)
-}
-
-// s21ClaimRole is Worker-A as a child process: it claims, reports its
-// claim at failpoint after-claim and waits there for its SIGKILL.
-const s21ClaimRole = "scale-claimer"
-
-// scaleClaimWork is what the scale-claimer child does: one claim of up to
-// Limit messages as Worker with Config, for Lease at Now (the scenario
-// clock).
-type scaleClaimWork struct {
-	Worker string              `json:"worker"`
-	Config store.ClaimerConfig `json:"config"`
-	Now    time.Time           `json:"now"`
-	Lease  time.Duration       `json:"lease"`
-	Limit  int                 `json:"limit"`
-}
-
-// runScaleClaimChild is the scale-claimer child: Worker-A's claim on its
-// own connection, committed, its statistics handed over as in-process
-// (see claimInProcess); then it reports the batch at after-claim and
-// waits for the parent's word, or its SIGKILL.
-func runScaleClaimChild(ctx context.Context, w *proc.Worker) (any, error) {
-	var work scaleClaimWork
-	db, err := w.Begin(ctx, &work)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	cl, err := store.NewClaimer(ctx, db, work.Worker, work.Config)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	b, err := cl.Claim(ctx, work.Now, work.Lease, work.Limit)
-	if err != nil {
-		return nil, err
-	}
-	if len(b.Messages) > 0 {
-		if err := db.FlushStats(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := w.Reach(failpoint.AfterClaim, b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// claimInChild is Worker-A's claim as a child process, killed by SIGKILL
-// at after-claim, its claim committed. death names the killed process.
-func (run *scaleRun) claimInChild(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (b store.ClaimedBatch, death string, err error) {
-	work := scaleClaimWork{Worker: s21Crashed, Config: cfg, Now: run.clk.Now(), Lease: s21Lease, Limit: 1}
-	child, err := run.env.startChild(ctx, s21ClaimRole, path, work)
-	if err != nil {
-		return b, "", err
-	}
-	defer child.Stop()
-	run.event(s21Crashed, "process", fmt.Sprintf("claims as child process %d (outboxlab worker --role %s), on its own connection", child.Pid(), s21ClaimRole))
-	r, err := child.Next(ctx)
-	if err != nil {
-		return b, "", err
-	}
-	if err := r.Decode(&b); err != nil || r.At != failpoint.AfterClaim {
-		return b, "", fmt.Errorf("session 21: %s process %d reported %s %s, not its claim at %s", s21Crashed, child.Pid(), r.At, r.State, failpoint.AfterClaim)
-	}
-	dead, err := run.env.killChild(child, instancePhase(d.label(), s21Crashed), failpoint.AfterClaim)
-	if err != nil {
-		return b, "", err
-	}
-	return b, fmt.Sprintf(": %s; its claim had committed", dead), nil
 }
 
 // stall is Worker-B: it claims the next message, processes it, and stalls
