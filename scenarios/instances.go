@@ -27,11 +27,12 @@ type relayInstance interface {
 	Complete(ctx context.Context, eventID string, token, now int64) (store.Fenced, error)
 	Renew(ctx context.Context, eventID string, token, now, proposed int64) (store.Fenced, error)
 	EventByID(ctx context.Context, eventID string) (store.Event, bool, error)
-	stallable
+	lifecycle
 }
 
-// stallable is what a lesson does to an instance it stalls.
-type stallable interface {
+// lifecycle is what a lesson does to an instance besides running its
+// statements: stall it, wake it, crash it, close it.
+type lifecycle interface {
 	// stall pauses the instance where it is, at when (on the lesson's
 	// clock), after what it just did: for real with SIGSTOP when it is a
 	// child process. It returns how, for the timeline; "" in-process,
@@ -40,6 +41,11 @@ type stallable interface {
 	// wake lets a stalled instance go on at when, before what it does
 	// next (SIGCONT), and says how ("" in-process).
 	wake(when, before string) (how string, err error)
+	// crash kills the instance where it is, at point, holding what it
+	// holds: in-process its connection closes, a child process is killed
+	// by SIGKILL. death names the killed process for a CRASH line ("" in
+	// the lab's process).
+	crash(ctx context.Context, point failpoint.Point) (death string, err error)
 	// close ends the instance: its connection closed, its process (if
 	// any) finished and reaped.
 	close(ctx context.Context) error
@@ -58,6 +64,10 @@ type inProcess struct{ db *store.DB }
 func (inProcess) stall(string, string) (string, error) { return "", nil }
 func (inProcess) wake(string, string) (string, error)  { return "", nil }
 func (p inProcess) close(context.Context) error        { return p.db.Close() }
+
+func (p inProcess) crash(ctx context.Context, _ failpoint.Point) (string, error) {
+	return "", p.close(ctx)
+}
 
 // openRelayInstance opens relay instance name with the statements sqls
 // on the run's database.
@@ -223,6 +233,14 @@ func (c childInstance) wake(when, before string) (string, error) {
 	return fmt.Sprintf("process %d continued by SIGCONT", c.child.Pid()), nil
 }
 
+func (c childInstance) crash(_ context.Context, point failpoint.Point) (string, error) {
+	death, err := c.env.killChild(c.child, c.phase, point)
+	if err != nil {
+		return "", err
+	}
+	return death.String(), nil
+}
+
 func (c childInstance) close(ctx context.Context) error {
 	if _, err := c.child.Finish(ctx); err != nil {
 		return err
@@ -271,7 +289,7 @@ func withHow(detail, how string) string {
 // own connection ([store.Outbox]).
 type outboxInstance interface {
 	cast.Outbox
-	stallable
+	lifecycle
 }
 
 // inProcessOutbox is an outbox worker in the lab's process.

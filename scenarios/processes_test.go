@@ -69,7 +69,7 @@ func TestProcessesOnPostgres(t *testing.T) { testProcesses(t, pgtest.URL(t)) }
 func testProcesses(t *testing.T, db string) {
 	t.Parallel()
 	checkout := []child{{"before", checkoutRole, "between-outbox-writes", false}, {"after", checkoutRole, "between-outbox-writes", false}}
-	leasing := []child{{"recovery: Worker-A", claimWorkerRole, "after-claim", false}, {"recovery: Worker-B", outboxInstanceRole, "", false},
+	leasing := []child{{"recovery: Worker-A", outboxInstanceRole, "after-claim", false}, {"recovery: Worker-B", outboxInstanceRole, "", false},
 		{"concurrent: Worker-A", outboxInstanceRole, "", false}, {"concurrent: Worker-B", outboxInstanceRole, "", false}}
 	racing := []child{{cast.WorkerA, outboxInstanceRole, "", false}, {cast.WorkerB, outboxInstanceRole, "", false}}
 	late := []child{{cast.WorkerA, outboxInstanceRole, "", true}, {cast.WorkerB, outboxInstanceRole, "", false}}

@@ -128,7 +128,7 @@ var outboxLeasing = Scenario{
 				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
 	},
 	AcceptsClaimSQL: true,
-	Workers:         map[string]proc.Role{claimWorkerRole: runClaimWorkerChild, outboxInstanceRole: runOutboxInstanceChild},
+	Workers:         map[string]proc.Role{outboxInstanceRole: runOutboxInstanceChild},
 	Run:             runOutboxLeasing,
 }
 
@@ -183,7 +183,7 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	defer setup.Close()
 
-	rec, err := recoveryDemo(ctx, d, recoveryWorkerFor(env, statements), env, statements)
+	rec, err := recoveryDemo(ctx, d, env, statements)
 	if err != nil {
 		return nil, err
 	}
@@ -273,12 +273,20 @@ func (rec *recovery) table() lab.Table {
 // recoveryDemo plays the fixed timeline: A claims PAY-001 at 09:00:00.000Z
 // with a 500 ms lease and crashes; B is blocked; at 09:00:00.600Z B reclaims
 // PAY-001 and processes it.
-func recoveryDemo(ctx context.Context, d *cast.Day15, a recoveryWorker, env *Env, statements store.OutboxSQL) (*recovery, error) {
+func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL) (*recovery, error) {
 	rec := &recovery{}
 	d.Clock.Set(cast.LessonStart)
 
-	ca, err := a.claim(ctx, d)
+	// Worker-A: in-process, or with Options.Processes a child process
+	// whose crash is a SIGKILL once its claim has returned.
+	a, err := env.openOutboxInstance(ctx, "recovery", cast.WorkerA, statements, 0)
 	if err != nil {
+		return nil, err
+	}
+	d.Event(cast.WorkerA, "start", "recovery demo: own connection")
+	ca, err := a.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), leaseLength, nil)
+	if err != nil {
+		a.close(ctx)
 		return nil, err
 	}
 	d.RecordClaim(cast.WorkerA, "recovery", "next", ca)
@@ -286,16 +294,21 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, a recoveryWorker, env *Env
 		// A claim that cannot take the oldest message fails the demo's
 		// check (recovery_ok), not the run.
 		rec.add(d.Now(), cast.WorkerA, "tries to claim the oldest message", claimObserved(ca)+": the demo cannot go on")
-		return rec, a.stop(ctx)
+		return rec, a.close(ctx)
 	}
 	rec.messageID = ca.Message.ID
 	key := ca.Message.AggregateKey
 	rec.add(d.Now(), cast.WorkerA, "claims "+key+" for 500 ms", "lease until "+ca.Message.LockedUntil)
 
-	// The crash: the process dies before processing (see recoveryWorker).
-	crashed, err := a.crash(ctx, key)
+	// The crash: the process dies before processing; its connection and
+	// memory go with it.
+	death, err := a.crash(ctx, failpoint.AfterClaim)
 	if err != nil {
 		return nil, err
+	}
+	crashed := "died before processing " + key + "; connection and memory gone"
+	if death != "" {
+		crashed = fmt.Sprintf("died before processing %s: %s; its claim had committed, so the row stays Processing, LockedBy Worker-A", key, death)
 	}
 	d.Event(cast.WorkerA, "CRASH", crashed)
 	rec.add(d.Now(), cast.WorkerA, "crashes before processing", "row stays Processing, LockedBy Worker-A")
@@ -384,153 +397,4 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, env *Env, statements st
 		workErr := d.WorkLeased(ctx, out, worker, leaseLength, between)
 		return errors.Join(workErr, out.close(ctx))
 	})
-}
-
-// recoveryWorker is Worker-A of session 15's recovery demo: it claims the
-// oldest message on its own connection and then crashes before processing
-// it, or, when its claim did not hold, stops. It runs in-process or, with
-// Options.Processes, as a child process killed by SIGKILL.
-type recoveryWorker interface {
-	// claim starts the instance (saying so on d's timeline) and claims the
-	// oldest claimable message at the scenario clock's now.
-	claim(ctx context.Context, d *cast.Day15) (store.Claim, error)
-	// crash kills the instance before it processes its claim and says how.
-	crash(ctx context.Context, key string) (detail string, err error)
-	// stop ends an instance that is not to crash.
-	stop(ctx context.Context) error
-}
-
-// recoveryWorkerFor is the run's Worker-A: a child process with
-// Options.Processes, else an in-process instance.
-func recoveryWorkerFor(env *Env, statements store.OutboxSQL) recoveryWorker {
-	if env.Options.Processes {
-		return &childRecoveryWorker{env: env, statements: statements}
-	}
-	return &inProcessRecoveryWorker{open: env.Open, path: env.DatabasePath(), statements: statements}
-}
-
-// inProcessRecoveryWorker is Worker-A in the lab's process: its crash
-// closes its connection.
-type inProcessRecoveryWorker struct {
-	open       cast.Opener
-	path       string
-	statements store.OutboxSQL
-	db         *store.DB
-}
-
-func (w *inProcessRecoveryWorker) claim(ctx context.Context, d *cast.Day15) (store.Claim, error) {
-	a, err := w.open(ctx, w.path)
-	if err != nil {
-		return store.Claim{}, err
-	}
-	w.db = a
-	d.Event(cast.WorkerA, "start", "recovery demo: own connection")
-	c, err := store.NewOutbox(a, w.statements).ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), leaseLength, nil)
-	if err != nil {
-		a.Close()
-	}
-	return c, err
-}
-
-// crash is the process dying before processing: its connection goes with
-// it; the row stays Processing with LockedBy Worker-A.
-func (w *inProcessRecoveryWorker) crash(_ context.Context, key string) (string, error) {
-	if err := w.db.Close(); err != nil {
-		return "", err
-	}
-	return "died before processing " + key + "; connection and memory gone", nil
-}
-
-func (w *inProcessRecoveryWorker) stop(context.Context) error { return w.db.Close() }
-
-// claimWorkerRole is Worker-A of the recovery demo as a child process: it
-// claims, reports its claim at failpoint after-claim and waits there for
-// its SIGKILL.
-const claimWorkerRole = "claim-worker"
-
-// claimWork is what the claim-worker child does: claim as Worker for
-// Lease at Now (the scenario clock) with Statements.
-type claimWork struct {
-	Statements store.OutboxSQL `json:"statements"`
-	// Names are statements the catalogue does not hold (an engineer's
-	// claim file), for the child's ledger to name.
-	Names  []store.Stmt  `json:"names,omitempty"`
-	Worker string        `json:"worker"`
-	Now    time.Time     `json:"now"`
-	Lease  time.Duration `json:"lease"`
-}
-
-// runClaimWorkerChild is the claim-worker child: one claim on its own
-// connection, committed; then it reports the claim at after-claim and
-// waits for the parent's word, or its SIGKILL.
-func runClaimWorkerChild(ctx context.Context, w *proc.Worker) (any, error) {
-	var work claimWork
-	db, err := w.Begin(ctx, &work)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	w.Ledger().Name(work.Names...)
-	c, err := store.NewOutbox(db, work.Statements).ClaimNext(ctx, work.Worker, work.Now, work.Lease, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Reach(failpoint.AfterClaim, c); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// childRecoveryWorker is Worker-A as a child process: its crash is a
-// SIGKILL at after-claim, its claim committed.
-type childRecoveryWorker struct {
-	env        *Env
-	statements store.OutboxSQL
-	child      *proc.Child
-}
-
-func (w *childRecoveryWorker) claim(ctx context.Context, d *cast.Day15) (store.Claim, error) {
-	work := claimWork{Statements: w.statements, Worker: cast.WorkerA, Now: d.Clock.Now(), Lease: leaseLength}
-	if w.env.Options.Claim != nil {
-		work.Names = []store.Stmt{w.statements.Claim.SelectNext, w.statements.Claim.Update}
-	}
-	c, err := w.env.startChild(ctx, claimWorkerRole, w.env.DatabasePath(), work)
-	if err != nil {
-		return store.Claim{}, err
-	}
-	w.child = c
-	d.Event(cast.WorkerA, "start", fmt.Sprintf("recovery demo: own process %d, own connection", c.Pid()))
-	r, err := c.Next(ctx)
-	if err != nil {
-		return store.Claim{}, err
-	}
-	var claim store.Claim
-	if err := r.Decode(&claim); err != nil || r.At != failpoint.AfterClaim {
-		c.Stop()
-		return store.Claim{}, fmt.Errorf("session 15: Worker-A process %d reported %s %s, not its claim at %s", c.Pid(), r.At, r.State, failpoint.AfterClaim)
-	}
-	return claim, nil
-}
-
-func (w *childRecoveryWorker) crash(_ context.Context, key string) (string, error) {
-	death, err := w.env.killChild(w.child, instancePhase("recovery", cast.WorkerA), failpoint.AfterClaim)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("died before processing %s: %s; its claim had committed, so the row stays Processing, LockedBy Worker-A", key, death), nil
-}
-
-func (w *childRecoveryWorker) stop(ctx context.Context) error {
-	if err := w.child.GoOn(); err != nil {
-		return err
-	}
-	r, err := w.child.Next(ctx)
-	if err != nil {
-		return err
-	}
-	if !r.Done {
-		w.child.Stop()
-		return fmt.Errorf("session 15: Worker-A process %d, told to go on after its claim, reported %s", w.child.Pid(), r.At)
-	}
-	return w.env.waitChild(w.child, instancePhase("recovery", cast.WorkerA))
 }

@@ -423,11 +423,7 @@ type scaleWorker interface {
 	// FlushStats hands the connection's statistics to the server now
 	// (PostgreSQL; see [store.DB.FlushStats]).
 	FlushStats(ctx context.Context) error
-	// crash kills the worker where it is, at point, holding what it
-	// claimed: its connection closed in-process, its process killed by
-	// SIGKILL otherwise. death says how, for the CRASH line ("" in-process).
-	crash(ctx context.Context, point failpoint.Point) (death string, err error)
-	stallable
+	lifecycle
 }
 
 // inProcessScaleWorker is a worker in the lab's process.
@@ -549,15 +545,6 @@ func (c childScaleWorker) FlushStats(ctx context.Context) error {
 	return c.call(ctx, "flush", struct{}{}, nil)
 }
 
-// crash kills the idle child with SIGKILL, its last call returned.
-func (c childScaleWorker) crash(_ context.Context, point failpoint.Point) (string, error) {
-	death, err := c.env.killChild(c.child, c.phase, point)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf(": %s; its claim had committed", death), nil
-}
-
 // crash is Worker-A: it claims the oldest message and dies with it, its
 // claim committed. With Options.Processes Worker-A is a child process,
 // killed by SIGKILL once its claim has returned; otherwise its crash
@@ -581,6 +568,9 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 	death, err := w.crash(ctx, failpoint.AfterClaim)
 	if err != nil {
 		return err
+	}
+	if death != "" {
+		death = fmt.Sprintf(": %s; its claim had committed", death)
 	}
 	d.recordClaim(s21Crashed, b)
 	if len(b.Messages) == 0 {
