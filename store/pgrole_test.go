@@ -24,21 +24,6 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// adminExec runs statements on the test server as the URL's login.
-func adminExec(t *testing.T, dsn string, stmts ...string) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 func roleExistsOn(t *testing.T, dsn, name string) bool {
 	t.Helper()
 	db, err := OpenPostgres(context.Background(), dsn, "", Config{})
@@ -63,10 +48,10 @@ func TestGraderRoleConfined(t *testing.T) {
 	admin := pgtest.URL(t)
 	ctx := context.Background()
 	own, other := randomName("outboxlab_roletest_own_"), randomName("outboxlab_roletest_other_")
-	adminExec(t, admin, "CREATE SCHEMA "+other, "CREATE TABLE "+other+".secret (v text)", "INSERT INTO "+other+".secret VALUES ('s3cret')",
+	pgtest.Exec(t, admin, "CREATE SCHEMA "+other, "CREATE TABLE "+other+".secret (v text)", "INSERT INTO "+other+".secret VALUES ('s3cret')",
 		"GRANT USAGE ON SCHEMA "+other+" TO PUBLIC")
 	t.Cleanup(func() {
-		adminExec(t, admin, "DROP SCHEMA IF EXISTS "+other+" CASCADE", "DROP SCHEMA IF EXISTS "+own+" CASCADE")
+		pgtest.Exec(t, admin, "DROP SCHEMA IF EXISTS "+other+" CASCADE", "DROP SCHEMA IF EXISTS "+own+" CASCADE")
 	})
 
 	r, err := CreateGraderRole(ctx, admin)
@@ -155,14 +140,14 @@ func TestGraderRoleRefusedWherePublicReaches(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dbName := randomName("outboxlab_roletest_db_")
-			adminExec(t, admin, "CREATE DATABASE "+dbName)
-			t.Cleanup(func() { adminExec(t, admin, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") })
+			pgtest.Exec(t, admin, "CREATE DATABASE "+dbName)
+			t.Cleanup(func() { pgtest.Exec(t, admin, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") })
 			dsn := strings.Replace(admin, "/postgres?", "/"+dbName+"?", 1)
 			if dsn == admin {
 				t.Skip("the test server's URL names no database /postgres to replace")
 			}
 			for _, s := range strings.Split(tt.grant, "; ") {
-				adminExec(t, dsn, s)
+				pgtest.Exec(t, dsn, s)
 			}
 			r, err := CreateGraderRole(context.Background(), dsn)
 			if err == nil {
@@ -236,8 +221,8 @@ func TestCannotCreateRoles(t *testing.T) {
 	t.Parallel()
 	admin := pgtest.URL(t)
 	name := randomName("outboxlab_roletest_plain_")
-	adminExec(t, admin, "CREATE ROLE "+name+" LOGIN")
-	t.Cleanup(func() { adminExec(t, admin, "DROP ROLE IF EXISTS "+name) })
+	pgtest.Exec(t, admin, "CREATE ROLE "+name+" LOGIN")
+	t.Cleanup(func() { pgtest.Exec(t, admin, "DROP ROLE IF EXISTS "+name) })
 	dsn, err := withLogin(admin, name, "")
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/store"
@@ -267,8 +265,8 @@ func TestGradeOnPostgresWithoutCreateRole(t *testing.T) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "outboxlab_test_plain_" + hex.EncodeToString(b[:])
-	adminExec(t, url, "CREATE ROLE "+name+" LOGIN")
-	t.Cleanup(func() { adminExec(t, url, "DROP ROLE IF EXISTS "+name) })
+	pgtest.Exec(t, url, "CREATE ROLE "+name+" LOGIN")
+	t.Cleanup(func() { pgtest.Exec(t, url, "DROP ROLE IF EXISTS "+name) })
 	u, err := neturl.Parse(url)
 	if err != nil {
 		t.Fatal(err)
@@ -283,21 +281,6 @@ func TestGradeOnPostgresWithoutCreateRole(t *testing.T) {
 		o := runCLI(t, args...)
 		if o.code != exitUsage || !strings.Contains(o.stderr, "CREATEROLE") || !strings.Contains(o.stderr, name) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and the missing CREATEROLE of %s", args[0], o.code, o.stderr, name)
-		}
-	}
-}
-
-// adminExec runs statements on the test server as its URL's login.
-func adminExec(t *testing.T, url string, stmts ...string) {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(context.Background(), s); err != nil {
-			t.Fatalf("%s: %v", s, err)
 		}
 	}
 }

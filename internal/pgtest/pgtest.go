@@ -5,8 +5,11 @@
 package pgtest
 
 import (
+	"context"
 	"os"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // EnvVar names the server the PostgreSQL tests run against.
@@ -20,4 +23,20 @@ func URL(t testing.TB) string {
 		t.Skip("no PostgreSQL: set " + EnvVar + " or run `make test` where PostgreSQL is installed (apt-get install postgresql)")
 	}
 	return u
+}
+
+// Exec runs statements on the test server at url as its login, one at a
+// time; the first that fails fails t.
+func Exec(t testing.TB, url string, stmts ...string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range stmts {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
 }
