@@ -199,6 +199,17 @@ type heartbeatStep struct {
 	Beats  bool // Due is set: a heartbeat still runs
 }
 
+// childStage is a heartbeat child's own stage: its broker on db, its
+// timeline its own (the lab adopts what it records), its clock at now.
+func childStage(ctx context.Context, db *store.DB, now int64) (*cast.HeartbeatStage, error) {
+	stage := cast.NewHeartbeatStage(&lab.Timeline{}, store.NewBroker(db, store.BrokerLesson))
+	if err := stage.AdvanceTo(ctx, now); err != nil {
+		stage.Close()
+		return nil, err
+	}
+	return stage, nil
+}
+
 // runHeartbeatRelayChild is the heartbeat-relay child: one relay on its
 // own connection and stage, whose heartbeats fire as the lab's calls move
 // its clock, performing the lab's calls.
@@ -209,12 +220,11 @@ func runHeartbeatRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer db.Close()
-	var tl lab.Timeline
-	stage := cast.NewHeartbeatStage(&tl, store.NewBroker(db, store.BrokerLesson))
-	defer stage.Close()
-	if err := stage.AdvanceTo(ctx, work.Now); err != nil {
+	stage, err := childStage(ctx, db, work.Now)
+	if err != nil {
 		return nil, err
 	}
+	defer stage.Close()
 	relay := stage.NewRelayIn(work.Instance, fmt.Sprintf("child process %d (outboxlab worker --role %s) on its own connection",
 		os.Getpid(), heartbeatRelayRole), db, work.SQLs, work.Policy)
 	type key struct {

@@ -573,12 +573,11 @@ func runShutdownRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer db.Close()
-	var tl lab.Timeline
-	stage := cast.NewHeartbeatStage(&tl, store.NewBroker(db, store.BrokerLesson))
-	defer stage.Close()
-	if err := stage.AdvanceTo(ctx, 400*cast.TickSecond); err != nil {
+	stage, err := childStage(ctx, db, 400*cast.TickSecond)
+	if err != nil {
 		return nil, err
 	}
+	defer stage.Close()
 	d := stage.NewRelay(hbRelayD, db, work.SQLs, work.Policy)
 	jobs, err := claimThree(ctx, stage, d)
 	if err != nil {
