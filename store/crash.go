@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/outboxlab/outboxlab/failpoint"
 )
@@ -64,18 +63,13 @@ func (db *DB) onOwnConn(ctx context.Context, fn func(c *ownConn) error) error {
 // rolls back and runs the transaction again after a backoff, counted in
 // stats, until ctx ends.
 func (c *ownConn) tx(ctx context.Context, stats *TxStats, fn func() error) error {
-	start := time.Now()
-	defer func() { stats.Waited += time.Since(start) }()
-	for attempt := 0; ; attempt++ {
+	s, _, err := retryBusy(ctx, backoff, nil, func() (bool, error) {
 		err := c.tryTx(ctx, fn)
-		if err == nil || c.dead || !IsBusy(err) {
-			return err
-		}
-		stats.BusyRetries++
-		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return fmt.Errorf("store: gave up after %d busy retries: %w", stats.BusyRetries, err)
-		}
-	}
+		return !c.dead, err
+	})
+	stats.BusyRetries += s.BusyRetries
+	stats.Waited += s.Waited
+	return err
 }
 
 func (c *ownConn) tryTx(ctx context.Context, fn func() error) error {

@@ -67,31 +67,21 @@ func setBusyHandler(ctx context.Context, db *DB, r Retry) error {
 // the last attempt took, BEGIN to COMMIT: the transaction's own cost,
 // without the waiting.
 func (db *DB) inTxRetry(ctx context.Context, r Retry, fn func(tx *sql.Tx) error) (stats TxStats, held time.Duration, err error) {
-	start := time.Now()
-	for {
-		attempt := time.Now()
-		err := db.tryTx(ctx, fn)
-		if err == nil || !IsBusy(err) {
-			now := time.Now()
-			return TxStats{BusyRetries: stats.BusyRetries, Waited: now.Sub(start)}, now.Sub(attempt), err
-		}
-		stats.BusyRetries++
-		if r.onBusy != nil {
-			r.onBusy()
-		}
-		pause := time.Duration(0)
-		if r.Pause > 0 {
-			ceiling := r.Pause
-			if time.Since(start) > 8*r.Pause {
-				ceiling = max(r.Pause/16, time.Microsecond)
-			}
-			pause = time.Duration(rand.Int64N(int64(ceiling))) + time.Microsecond
-		}
-		if err := pauseFor(ctx, pause); err != nil {
-			stats.Waited = time.Since(start)
-			return stats, 0, fmt.Errorf("store: gave up after %d busy retries: %w", stats.BusyRetries, err)
-		}
+	return retryBusy(ctx, r.pause, r.onBusy, func() (bool, error) { return true, db.tryTx(ctx, fn) })
+}
+
+// pause is how long to sleep before the next try, once a transaction has
+// waited waited: a jittered pause up to r.Pause, sixteen times shorter once
+// it has waited eight pauses; 0 (only yield) when r.Pause is 0.
+func (r Retry) pause(_ int, waited time.Duration) time.Duration {
+	if r.Pause <= 0 {
+		return 0
 	}
+	ceiling := r.Pause
+	if waited > 8*r.Pause {
+		ceiling = max(r.Pause/16, time.Microsecond)
+	}
+	return time.Duration(rand.Int64N(int64(ceiling))) + time.Microsecond
 }
 
 // pauseFor sleeps d, or only yields the processor when d is 0.

@@ -194,21 +194,36 @@ type TxStats struct {
 // after a short jittered backoff, until ctx ends. fn must therefore keep no
 // state across calls.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) (TxStats, error) {
-	var stats TxStats
+	stats, _, err := retryBusy(ctx, backoff, db.onBusy, func() (bool, error) { return true, db.tryTx(ctx, fn) })
+	return stats, err
+}
+
+// retryBusy is the lab's one busy-retry loop, under every write
+// transaction: it runs try until it returns an error that is not busy (see
+// [IsBusy]), or nil, or says its error must not be retried (a connection
+// that died with its crash), sleeping pause(attempt, waited) between two
+// tries and calling onBusy (if set) after each busy one. It gives up only
+// when ctx ends. It returns the retries and the time from the first try to
+// the last one's end, and held, how long the last try took: the
+// transaction's own cost, without the waiting.
+func retryBusy(ctx context.Context, pause func(attempt int, waited time.Duration) time.Duration, onBusy func(),
+	try func() (retryable bool, err error)) (stats TxStats, held time.Duration, err error) {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		err := db.tryTx(ctx, fn)
-		if err == nil || !IsBusy(err) {
-			stats.Waited = time.Since(start)
-			return stats, err
+		began := time.Now()
+		retryable, err := try()
+		if err == nil || !retryable || !IsBusy(err) {
+			end := time.Now()
+			stats.Waited = end.Sub(start)
+			return stats, end.Sub(began), err
 		}
 		stats.BusyRetries++
-		if db.onBusy != nil {
-			db.onBusy()
+		if onBusy != nil {
+			onBusy()
 		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := pauseFor(ctx, pause(attempt, time.Since(start))); err != nil {
 			stats.Waited = time.Since(start)
-			return stats, fmt.Errorf("store: gave up after %d busy retries: %w", stats.BusyRetries, err)
+			return stats, 0, fmt.Errorf("store: gave up after %d busy retries: %w", stats.BusyRetries, err)
 		}
 	}
 }
@@ -231,7 +246,7 @@ func (db *DB) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // backoff grows from about 1 ms to about 32 ms with full jitter, so two
 // retrying workers do not keep colliding in step.
-func backoff(attempt int) time.Duration {
+func backoff(attempt int, _ time.Duration) time.Duration {
 	ceiling := time.Millisecond << min(attempt, 5)
 	return time.Duration(rand.Int64N(int64(ceiling))) + 100*time.Microsecond
 }
