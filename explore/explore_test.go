@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/outboxlab/outboxlab/store"
+	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
 // The mistakes the tests explore, by the names of the explore scenario's variants.
@@ -29,20 +29,13 @@ func designFor(variant string) Design {
 	}
 }
 
-// openForTest opens a test's connection on a ledger of its own.
-func openForTest(ctx context.Context, path string) (*store.DB, error) {
-	cfg := store.DefaultConfig
-	cfg.Ledger = &store.Ledger{}
-	return store.Open(ctx, path, cfg)
-}
-
 // exploreForTest runs an exploration in a fresh folder and returns the
 // explorer with every ordering's result, in the order they finished.
 func exploreForTest(t *testing.T, variant string, opts Options) (*explorer, []*orderingResult) {
 	t.Helper()
 	dir := t.TempDir()
 	scratch := func(i int) string { return filepath.Join(dir, fmt.Sprintf("ordering-%d.db", i)) }
-	x, err := newExplorer(context.Background(), openForTest, filepath.Join(dir, "template.db"), scratch, designFor(variant), opts)
+	x, err := newExplorer(context.Background(), storetest.OpenRecorded, filepath.Join(dir, "template.db"), scratch, designFor(variant), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +183,7 @@ func TestExploreReportIsDeterministic(t *testing.T) {
 		var runs [2]map[string]any
 		for i := range runs {
 			dir := t.TempDir()
-			r, err := Run(context.Background(), Config{Open: openForTest, Template: filepath.Join(dir, "template.db"),
+			r, err := Run(context.Background(), Config{Open: storetest.OpenRecorded, Template: filepath.Join(dir, "template.db"),
 				Scratch: func(i int) string { return filepath.Join(dir, fmt.Sprintf("ordering-%d.db", i)) }, Main: filepath.Join(dir, "main.db"),
 				Design: designFor(variant), Variant: variant, Options: Options{Bound: 3, Symmetry: true, DedupDrains: true, Workers: 1 + 2*i}})
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
+	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
 // TestDeliveryFigures asserts sessions 18 to 20's LESSONS.md figures from
@@ -161,7 +162,7 @@ func TestInboxRetentionVerdictFollowsMeasurements(t *testing.T) {
 func TestConsumeBehindBarrierSurvivesAFailingConsumer(t *testing.T) {
 	ctx := context.Background()
 	var tl lab.Timeline
-	p, err := cast.NewPipeline(ctx, openForTest, filepath.Join(t.TempDir(), "row5.db"), "row 5", &tl, failpoint.NewPlan())
+	p, err := cast.NewPipeline(ctx, storetest.OpenRecorded, filepath.Join(t.TempDir(), "row5.db"), "row 5", &tl, failpoint.NewPlan())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestCrashAtEveryFailpointLosesNoEvent(t *testing.T) {
 				ctx := context.Background()
 				plan := failpoint.NewPlan(failpoint.Rule{Point: point, Subject: victim, Fault: failpoint.Crash})
 				var tl lab.Timeline
-				p, err := cast.NewPipeline(ctx, openForTest, filepath.Join(t.TempDir(), "crash.db"), "", &tl, plan)
+				p, err := cast.NewPipeline(ctx, storetest.OpenRecorded, filepath.Join(t.TempDir(), "crash.db"), "", &tl, plan)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -306,7 +307,7 @@ func TestConcurrentDuplicatesRowAlwaysOnce(t *testing.T) {
 		ctx := context.Background()
 		var tl lab.Timeline
 		plan := failpoint.NewPlan()
-		p, err := cast.NewPipeline(ctx, openForTest, filepath.Join(t.TempDir(), fmt.Sprintf("row5-%d.db", i)), "row 5", &tl, plan)
+		p, err := cast.NewPipeline(ctx, storetest.OpenRecorded, filepath.Join(t.TempDir(), fmt.Sprintf("row5-%d.db", i)), "row 5", &tl, plan)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,11 +335,4 @@ func TestDurationText(t *testing.T) {
 			t.Errorf("durationText(%d) = %q, want %q", tt.ticks, got, tt.want)
 		}
 	}
-}
-
-// openForTest opens a test's connection on a ledger of its own.
-func openForTest(ctx context.Context, path string) (*store.DB, error) {
-	cfg := store.DefaultConfig
-	cfg.Ledger = &store.Ledger{}
-	return store.Open(ctx, path, cfg)
 }

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/store"
+	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
 // Ticks used below: milliseconds since brokerEpoch. The store takes instants
@@ -54,22 +54,7 @@ func splitConsumer(db *store.DB) *store.Consumer {
 // and returns it with its path, for tests that open more connections.
 func mustOpenBrokerDB(tb testing.TB) (*store.DB, string) {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "broker.db")
-	db := mustOpenBrokerConn(tb, path)
-	if err := db.Migrate(context.Background(), store.RelayEvents, store.BrokerInbox); err != nil {
-		tb.Fatal(err)
-	}
-	return db, path
-}
-
-func mustOpenBrokerConn(tb testing.TB, path string) *store.DB {
-	tb.Helper()
-	db, err := store.Open(context.Background(), path, store.DefaultConfig)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
+	return storetest.Fresh(tb, store.DefaultConfig, store.RelayEvents, store.BrokerInbox)
 }
 
 func mustCountBroker(tb testing.TB, db *store.DB, query string, args ...any) int {
@@ -460,7 +445,7 @@ func TestConcurrentInboxAppliesOnce(t *testing.T) {
 	ctx := context.Background()
 	db, path := mustOpenBrokerDB(t)
 	const rounds, cents = 100, 1000
-	conns := []*store.DB{mustOpenBrokerConn(t, path), mustOpenBrokerConn(t, path)}
+	conns := []*store.DB{storetest.Open(t, path, store.DefaultConfig), storetest.Open(t, path, store.DefaultConfig)}
 	for round := range rounds {
 		account := "ACC-" + strconv.Itoa(round)
 		event := "e" + strconv.Itoa(round)
@@ -514,7 +499,7 @@ func TestConcurrentDeliverNext(t *testing.T) {
 	seen := make([][]int64, 2)
 	var wg sync.WaitGroup
 	for i := range seen {
-		c := mustOpenBrokerConn(t, path)
+		c := storetest.Open(t, path, store.DefaultConfig)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/store"
+	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
 var t0 = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
@@ -29,34 +30,20 @@ func lessonOutbox(db *store.DB) *store.Outbox { return store.NewOutbox(db, store
 // and returns two independent application instances on it.
 func mustOpenLeaseDB(tb testing.TB) (a, b *store.DB) {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "lab.db")
-	a = mustOpen(tb, path, store.DefaultConfig)
-	if err := a.Migrate(context.Background(), store.PaymentsOutbox, store.OutboxLeasing); err != nil {
-		tb.Fatal(err)
-	}
+	a, path := storetest.Fresh(tb, store.DefaultConfig, store.PaymentsOutbox, store.OutboxLeasing)
 	for i, key := range []string{"PAY-001", "PAY-002"} {
 		p := store.NewPayment{Key: key, AmountCents: 100, MessageType: "PaymentCreated", Payload: "{}"}
 		if _, err := store.NewPayments(a, store.PaymentWriteLesson).Create(context.Background(), p, t0.Add(time.Duration(i-60)*time.Second), nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	return a, mustOpen(tb, path, store.DefaultConfig)
-}
-
-func mustOpen(tb testing.TB, path string, cfg store.Config) *store.DB {
-	tb.Helper()
-	db, err := store.Open(context.Background(), path, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
+	return a, storetest.Open(tb, path, store.DefaultConfig)
 }
 
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
-		db := mustOpen(t, filepath.Join(t.TempDir(), "x.db"), store.DefaultConfig)
+		db := storetest.Open(t, filepath.Join(t.TempDir(), "x.db"), store.DefaultConfig)
 		if err := db.Migrate(ctx, store.PaymentsOutbox); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +64,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("ErrLocked", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "held.db")
-		holder := mustOpen(t, path, store.DefaultConfig)
+		holder := storetest.Open(t, path, store.DefaultConfig)
 		if err := holder.Migrate(ctx, store.PaymentsOutbox); err != nil {
 			t.Fatal(err)
 		}
@@ -272,11 +259,11 @@ func TestInTxRetriesBusy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "busy.db")
-	writer := mustOpen(t, path, store.DefaultConfig)
+	writer := storetest.Open(t, path, store.DefaultConfig)
 	if err := writer.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		t.Fatal(err)
 	}
-	rival := mustOpen(t, path, store.Config{BusyTimeout: 5 * time.Millisecond})
+	rival := storetest.Open(t, path, store.Config{BusyTimeout: 5 * time.Millisecond})
 
 	// The handshake, with no sleep: the first attempt, holding the write
 	// lock, has a rival instance try to write. The rival meets a real

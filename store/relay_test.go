@@ -3,27 +3,19 @@ package store_test
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/outboxlab/outboxlab/store"
+	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
 // mustOpenRelayDB opens a fresh database with the relay schema and one event
 // E-41 created at t=0.
 func mustOpenRelayDB(tb testing.TB) (*store.DB, string) {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "relay.db")
-	db, err := store.Open(context.Background(), path, store.DefaultConfig)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if err := db.Migrate(context.Background(), store.RelayEvents); err != nil {
-		tb.Fatal(err)
-	}
+	db, path := storetest.Fresh(tb, store.DefaultConfig, store.RelayEvents)
 	if err := lessonRelay(db).Insert(context.Background(), store.NewEvent{ID: "E-41", Type: "CreditAwarded", Payload: `{"cents":1000}`}, 0); err != nil {
 		tb.Fatal(err)
 	}

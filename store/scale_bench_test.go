@@ -3,11 +3,11 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/outboxlab/outboxlab/store"
+	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
 // benchStart is when the benchmark backlogs begin.
@@ -23,17 +23,8 @@ func openBacklog(tb testing.TB, n int) (*store.DB, string) {
 // openBacklogWith is [openBacklog] with cfg, such as a statement ledger.
 func openBacklogWith(tb testing.TB, n int, cfg store.Config) (*store.DB, string) {
 	tb.Helper()
-	ctx := context.Background()
-	path := filepath.Join(tb.TempDir(), "scale.db")
-	db, err := store.Open(ctx, path, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale); err != nil {
-		tb.Fatal(err)
-	}
-	if err := store.SeedBacklog(ctx, db, store.Backlog{Messages: n, First: benchStart, Spacing: time.Millisecond}); err != nil {
+	db, path := storetest.Fresh(tb, cfg, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale)
+	if err := store.SeedBacklog(context.Background(), db, store.Backlog{Messages: n, First: benchStart, Spacing: time.Millisecond}); err != nil {
 		tb.Fatal(err)
 	}
 	return db, path
