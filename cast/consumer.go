@@ -90,7 +90,12 @@ type Consumer interface {
 	Name() string
 	Group() string
 	ConsumeNext(ctx context.Context) (bool, error)
-	Close()
+	// HoldBeforeEffect has the lab run hold each time the consumer has
+	// decided to apply a delivery, before its effect (a barrier, say).
+	HoldBeforeEffect(hold func(ctx context.Context) error)
+	// Close ends the instance: its connection closed (once); a child
+	// process's end reports whether it exited 0.
+	Close(ctx context.Context) error
 }
 
 // Name is the instance's name, e.g. Consumer-1.
@@ -120,11 +125,19 @@ func (p *Pipeline) StartConsumer(ctx context.Context, name, group string, design
 func (c *ConsumerInstance) store() *store.Consumer { return store.NewConsumer(c.db, c.design.SQL) }
 
 // Close closes the instance's connection (once).
-func (c *ConsumerInstance) Close() {
-	if c.db != nil {
-		c.db.Close()
-		c.db = nil
+func (c *ConsumerInstance) Close(context.Context) error {
+	if c.db == nil {
+		return nil
 	}
+	err := c.db.Close()
+	c.db = nil
+	return err
+}
+
+// HoldBeforeEffect sets BeforeEffect: hold runs each time the instance has
+// decided to apply a delivery, before its effect.
+func (c *ConsumerInstance) HoldBeforeEffect(hold func(ctx context.Context) error) {
+	c.BeforeEffect = hold
 }
 
 // crash kills the instance mid-step: connection closed, delivery
@@ -135,7 +148,7 @@ func (c *ConsumerInstance) crash(point failpoint.Point) error {
 		return err
 	}
 	c.p.Event(c.name, "CRASH", held+"; connection closed, memory dropped")
-	c.Close()
+	_ = c.Close(context.Background()) // a crash reports nothing
 	c.delivery = store.Delivery{}
 	return failpoint.ErrCrashed
 }

@@ -129,7 +129,7 @@ func (p *Pipeline) DrainRelays(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer r.Close(ctx)
 	return p.DrainRelaysBy(ctx, func(m RelayMove) error {
 		if m == Expire {
 			_, err := p.ExpireLeases(ctx)

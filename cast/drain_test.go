@@ -66,7 +66,7 @@ func TestConsumerSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	var applied []bool
 	take := func(ack bool) {
 		if d, err := c.Deliver(ctx); err != nil || !d.Found {

@@ -190,10 +190,10 @@ func (s *HeartbeatStage) FireNextBeat(ctx context.Context, t int64) (bool, error
 
 // DueBeat is a job's next heartbeat: its slot and whose job it is.
 type DueBeat struct {
-	At    int64  `json:"at"`
-	Relay string `json:"relay"`
-	Event string `json:"event"`
-	Token int64  `json:"token"`
+	At    int64
+	Relay string
+	Event string
+	Token int64
 }
 
 // NextBeat is the heartbeat the stage will fire next, the earliest of a

@@ -241,33 +241,33 @@ func (j *HeartbeatJob) finish() {
 // relay that ran as a child process (on a stage of its own) to the lab's
 // stage, which adopts it: its clock, timeline lines, ledgers and jobs.
 type HeartbeatRecord struct {
-	Now           int64                  `json:"now"`
-	Events        []lab.Event            `json:"events"`
-	Claims        []HeartbeatClaim       `json:"claims,omitempty"`
-	Renewals      []RenewalEntry         `json:"renewals,omitempty"`
-	Sends         []HeartbeatSend        `json:"sends,omitempty"`
-	Completions   []HeartbeatCompletion  `json:"completions,omitempty"`
-	Cancellations []RecordedCancellation `json:"cancellations,omitempty"`
-	Jobs          []RecordedJob          `json:"jobs,omitempty"`
+	Now           int64
+	Events        []lab.Event
+	Claims        []HeartbeatClaim
+	Renewals      []RenewalEntry
+	Sends         []HeartbeatSend
+	Completions   []HeartbeatCompletion
+	Cancellations []RecordedCancellation
+	Jobs          []RecordedJob
 }
 
 // RecordedCancellation is a [Cancellation] with its cause as text.
 type RecordedCancellation struct {
-	Seq   int    `json:"seq"`
-	At    int64  `json:"at"`
-	Relay string `json:"relay"`
-	Event string `json:"event"`
-	Cause string `json:"cause"`
-	Sent  bool   `json:"sent"`
+	Seq   int
+	At    int64
+	Relay string
+	Event string
+	Cause string
+	Sent  bool
 }
 
 // RecordedJob is a job as the lanes draw it.
 type RecordedJob struct {
-	Relay      string `json:"relay"`
-	Event      string `json:"event"`
-	Token      int64  `json:"token"`
-	ClaimedAt  int64  `json:"claimedAt"`
-	LeaseUntil int64  `json:"leaseUntil"`
+	Relay      string
+	Event      string
+	Token      int64
+	ClaimedAt  int64
+	LeaseUntil int64
 }
 
 // TakeRecord is what the stage recorded since its last TakeRecord, and

@@ -290,14 +290,14 @@ func (p *Pipeline) AddAck(a AckEntry) {
 // closes its connection: what [Pipeline.BeforeCrash] receives. A child
 // process sends it to its parent, which kills the child there.
 type CrashReport struct {
-	Instance string          `json:"instance"`
-	Point    failpoint.Point `json:"point"`
-	Subject  string          `json:"subject"` // the event it worked on, as the plan's rule names it
+	Instance string
+	Point    failpoint.Point
+	Subject  string // the event it worked on, as the plan's rule names it
 	// Held is where it crashes and what it held, as its CRASH line says:
 	// "at after-claim holding e6-v1 with token 1".
-	Held string `json:"held"`
+	Held string
 	// Record is what the pipeline's instances recorded until then.
-	Record Record `json:"record"`
+	Record Record
 }
 
 // beforeCrash runs p.BeforeCrash, if set, for instance about to crash at
@@ -319,12 +319,12 @@ func (p *Pipeline) faultReport(instance string, point failpoint.Point, subject, 
 // what a child process's pipeline sends to its parent, which adds it to
 // its own ([Pipeline.Adopt]). Seq numbers are the sending timeline's.
 type Record struct {
-	Events      []lab.Event        `json:"events,omitempty"`
-	Claims      []ClaimRecord      `json:"claims,omitempty"`
-	Sends       []SendRecord       `json:"sends,omitempty"`
-	Completions []CompletionRecord `json:"completions,omitempty"`
-	Effects     []EffectEntry      `json:"effects,omitempty"`
-	Acks        []AckEntry         `json:"acks,omitempty"`
+	Events      []lab.Event
+	Claims      []ClaimRecord
+	Sends       []SendRecord
+	Completions []CompletionRecord
+	Effects     []EffectEntry
+	Acks        []AckEntry
 }
 
 // ClaimRecord is one line of the relay claim ledger, as it crosses a pipe.
@@ -428,13 +428,13 @@ func (p *Pipeline) Adopt(rec Record) {
 // process need of the pipeline: its label, its database, the scenario
 // clock's tick, its statements and switches, and the faults to arm.
 type Settings struct {
-	Label          string           `json:"label"`
-	Path           string           `json:"path"`
-	Tick           int64            `json:"tick"`
-	SQL            DeliverySQL      `json:"sql"`
-	BrokerWindow   int64            `json:"brokerWindow,omitempty"`
-	EventIDPerSend bool             `json:"eventIdPerSend,omitempty"`
-	Rules          []failpoint.Rule `json:"rules,omitempty"`
+	Label          string
+	Path           string
+	Tick           int64
+	SQL            DeliverySQL
+	BrokerWindow   int64
+	EventIDPerSend bool
+	Rules          []failpoint.Rule
 }
 
 // Settings is p as another process's pipeline needs it, with rules armed

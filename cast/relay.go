@@ -20,7 +20,9 @@ type Relay interface {
 	Send(ctx context.Context) (acked bool, err error)
 	Complete(ctx context.Context) (int64, error)
 	RunOnce(ctx context.Context) (bool, error)
-	Close()
+	// Close ends the instance: its connection closed (once); a child
+	// process's end reports whether it exited 0.
+	Close(ctx context.Context) error
 }
 
 // RelayInstance is one relay instance: its own connection and, in memory, its
@@ -60,11 +62,13 @@ func (p *Pipeline) OpenRelay(ctx context.Context, name string) (*RelayInstance, 
 func (r *RelayInstance) Name() string { return r.name }
 
 // Close closes the instance's connection (once).
-func (r *RelayInstance) Close() {
-	if r.db != nil {
-		r.db.Close()
-		r.db = nil
+func (r *RelayInstance) Close(context.Context) error {
+	if r.db == nil {
+		return nil
 	}
+	err := r.db.Close()
+	r.db = nil
+	return err
 }
 
 // crash kills the instance mid-step: connection closed, claim forgotten.
@@ -82,7 +86,7 @@ func (r *RelayInstance) crash(point failpoint.Point) error {
 // saying detail, its connection closed, its claim forgotten.
 func (r *RelayInstance) Crash(detail string) {
 	r.p.Event(r.name, "CRASH", detail)
-	r.Close()
+	_ = r.Close(context.Background()) // a crash reports nothing
 	r.Claim = store.EventClaim{}
 }
 

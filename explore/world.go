@@ -152,7 +152,7 @@ func newExploreWorld(ctx context.Context, open cast.Opener, path string, design 
 func (w *exploreWorld) close() {
 	for _, r := range w.relays {
 		if r.inst != nil {
-			r.inst.Close()
+			_ = r.inst.Close(context.Background()) // a cleanup: a child's end was checked at the drain
 		}
 	}
 	w.consumer.close()
@@ -175,7 +175,7 @@ func (w *exploreWorld) discard() error {
 
 func (c *exploreConsumer) close() {
 	if c.inst != nil {
-		c.inst.Close()
+		_ = c.inst.Close(context.Background()) // in the lab's process: closing its connection reports nothing to act on
 	}
 }
 
@@ -516,7 +516,9 @@ func (w *exploreWorld) drain(ctx context.Context) error {
 	w.p.Event("scenario", "end of ordering", "Relay-A, Relay-B and the consumer stop for good: what they held in memory is lost; the drain starts")
 	for _, r := range w.relays {
 		if r.inst != nil {
-			r.inst.Close()
+			if err := r.inst.Close(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	w.consumer.close()
@@ -537,7 +539,7 @@ func (w *exploreWorld) drain(ctx context.Context) error {
 	rec := &exploreRelay{name: exploreRecoveryRelay}
 	defer func() {
 		if rec.inst != nil {
-			rec.inst.Close()
+			_ = rec.inst.Close(ctx) // the drain's verdict stands; the run's end reaps a child anyway
 		}
 	}()
 	claim := drainStep{"recovery claim", func() error { return w.claim(ctx, rec) }}

@@ -34,9 +34,9 @@ func (w *Worker) Answer(ctx context.Context, ops map[string]Op) error {
 		if err := w.report(idle, state); err != nil {
 			return err
 		}
-		line, err := w.in.ReadBytes('\n')
+		line, err := w.next()
 		if err != nil {
-			return ErrParentGone
+			return err
 		}
 		var r reply
 		if err := json.Unmarshal(line, &r); err != nil || (r.Go == (r.Call != nil)) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,20 +19,16 @@ import (
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/proc/proctest"
 	"github.com/outboxlab/outboxlab/store"
 )
 
 // TestMain is also the child: started as `<test binary> worker --role
-// ROLE`, it serves one of testRoles, the standard helper-process pattern.
+// ROLE`, it serves one of testRoles.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 4 && os.Args[1] == proc.Command && os.Args[2] == "--role" {
-		if err := proc.Serve(context.Background(), os.Args[3], os.Stdin, os.Stdout, testRoles); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	proctest.Main(m, func(ctx context.Context, role string, in io.Reader, out io.Writer) error {
+		return proc.Serve(ctx, role, in, out, testRoles)
+	})
 }
 
 // The test payments: one the child commits, one it is writing when it

@@ -27,9 +27,47 @@ var ErrParentGone = errors.New("proc: the parent closed the pipe")
 type Worker struct {
 	job    job
 	in     *bufio.Reader
+	lines  chan stdinLine // the parent's lines after the job, read by one goroutine
+	start  sync.Once
 	mu     sync.Mutex // one report line at a time
 	out    *json.Encoder
 	ledger *store.Ledger
+}
+
+// stdinLine is one line the parent wrote, or the error that ended stdin.
+type stdinLine struct {
+	b   []byte
+	err error
+}
+
+// next waits for the parent's next line. One goroutine reads stdin and
+// hands each line over, so that a wait that ends another way (a signal,
+// see [Worker.AwaitSignal]) leaves the next line for the next reader. A
+// closed pipe returns [ErrParentGone].
+func (w *Worker) next() ([]byte, error) {
+	l, ok := <-w.stdin()
+	if !ok || l.err != nil {
+		return nil, ErrParentGone
+	}
+	return l.b, nil
+}
+
+// stdin is the channel of the parent's lines, its reader started once.
+func (w *Worker) stdin() <-chan stdinLine {
+	w.start.Do(func() {
+		w.lines = make(chan stdinLine)
+		go func() {
+			defer close(w.lines)
+			for {
+				b, err := w.in.ReadBytes('\n')
+				w.lines <- stdinLine{b, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
+	return w.lines
 }
 
 // Work decodes the work the parent sent into v.
@@ -67,9 +105,9 @@ func (w *Worker) Reach(point failpoint.Point, state any) error {
 	if err := w.report(Report{At: point}, state); err != nil {
 		return err
 	}
-	line, err := w.in.ReadBytes('\n')
+	line, err := w.next()
 	if err != nil {
-		return ErrParentGone
+		return err
 	}
 	var r reply
 	if err := json.Unmarshal(line, &r); err != nil || !r.Go {
@@ -82,8 +120,9 @@ func (w *Worker) Reach(point failpoint.Point, state any) error {
 // ledger, and waits there for one of sigs, which the parent sends with
 // [Child.Signal]; it returns the signal. The child handles it (it was
 // notified with signal.Notify before the report, so none is missed) and
-// goes on by itself: after AwaitSignal it reads its stdin no more. A
-// closed pipe returns [ErrParentGone], a line on stdin an error.
+// goes on: the operation that awaited it returns, and the child answers
+// the parent's next call. A closed pipe returns [ErrParentGone], a line
+// on stdin before the signal an error.
 func (w *Worker) AwaitSignal(point failpoint.Point, state any, sigs ...os.Signal) (os.Signal, error) {
 	got := make(chan os.Signal, 1)
 	signal.Notify(got, sigs...)
@@ -91,20 +130,14 @@ func (w *Worker) AwaitSignal(point failpoint.Point, state any, sigs ...os.Signal
 	if err := w.report(Report{At: point}, state); err != nil {
 		return nil, err
 	}
-	said := make(chan error, 1)
-	go func() {
-		line, err := w.in.ReadBytes('\n')
-		if err != nil {
-			said <- ErrParentGone
-			return
-		}
-		said <- fmt.Errorf("proc: at %s the parent wrote %q, not a signal", point, line)
-	}()
 	select {
 	case sig := <-got:
 		return sig, nil
-	case err := <-said:
-		return nil, err
+	case l, ok := <-w.stdin():
+		if !ok || l.err != nil {
+			return nil, ErrParentGone
+		}
+		return nil, fmt.Errorf("proc: at %s the parent wrote %q, not a signal", point, l.b)
 	}
 }
 

@@ -50,7 +50,7 @@ func TestDeliveryFigures(t *testing.T) {
 // published until a recovery relay comes, and the published check says so.
 func TestLeaseExpiryAfterSendChecksCanFail(t *testing.T) {
 	sc, _ := Lookup("session-18-lease-expiry-after-send")
-	env := &Env{Scenario: sc, Dir: t.TempDir(), Options: DefaultOptions()}
+	env := newTestEnv(t, sc)
 	plan := failpoint.NewPlan(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayB, Fault: failpoint.Crash})
 	r, err := playLeaseExpiryAfterSend(context.Background(), env, plan)
 	if err != nil {
@@ -178,7 +178,7 @@ func TestConsumeBehindBarrierSurvivesAFailingConsumer(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- consumeBehindBarrier(ctx, &Env{}, p, []string{"Consumer-1", "Consumer-2"}, cast.InboxDesign)
+		done <- consumeBehindBarrier(ctx, newTestEnv(t, nil), p, []string{"Consumer-1", "Consumer-2"}, cast.InboxDesign)
 	}()
 	select {
 	case err := <-done:
@@ -222,7 +222,7 @@ func TestCrashAtEveryFailpointLosesNoEvent(t *testing.T) {
 				if err := p.DrainRelays(ctx, "Relay-R"); err != nil {
 					t.Fatal(err)
 				}
-				if err := consumeAll(ctx, &Env{}, p, "Consumer-R", cast.CreditService, cast.InboxDesign); err != nil {
+				if err := consumeAll(ctx, newTestEnv(t, nil), p, "Consumer-R", cast.CreditService, cast.InboxDesign); err != nil {
 					t.Fatal(err)
 				}
 				if fired := plan.Fired(); len(fired) != 1 || fired[0].Fault != failpoint.Crash {
@@ -242,7 +242,7 @@ func workUntilCrash(t *testing.T, ctx context.Context, p *cast.Pipeline) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer a.Close(ctx)
 	for {
 		claimed, err := a.RunOnce(ctx)
 		if cast.IsCrash(err) || !claimed {
@@ -256,7 +256,7 @@ func workUntilCrash(t *testing.T, ctx context.Context, p *cast.Pipeline) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	for {
 		found, err := c.ConsumeNext(ctx)
 		if cast.IsCrash(err) || !found {
@@ -311,7 +311,7 @@ func TestConcurrentDuplicatesRowAlwaysOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := playRowConcurrentDuplicates(ctx, p, plan, rowDesign{credit: cast.InboxDesign, env: &Env{}})
+		out, err := playRowConcurrentDuplicates(ctx, p, plan, rowDesign{credit: cast.InboxDesign, env: newTestEnv(t, nil)})
 		p.Close()
 		if err != nil {
 			t.Fatal(err)

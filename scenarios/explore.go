@@ -7,7 +7,6 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/explore"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -85,8 +84,7 @@ var interleavingExplorer = Scenario{
 				"(version 2) back to active (version 1). Crashes and lease expiry reorder deliveries, so a projection " +
 				"must apply only a version newer than the one it holds."},
 	},
-	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild},
-	Run:     runExplore,
+	Run: runExplore,
 }
 
 // runExplore explores every ordering up to the bound (package explore)
@@ -102,10 +100,7 @@ func runExplore(ctx context.Context, env *Env) (*lab.Result, error) {
 		NaiveConsumer:         env.Is(xNaiveConsumer),
 		UnversionedProjection: env.Is(xProjectionNoVersion),
 	}
-	opts := explore.Options{Bound: bound, Symmetry: true, DedupDrains: true}
-	if env.Options.Processes {
-		opts.Relays = env.startExploreRelay
-	}
+	opts := explore.Options{Bound: bound, Symmetry: true, DedupDrains: true, Relays: env.Instances.ExploreRelay}
 	return explore.Run(ctx, explore.Config{
 		Open:     env.Open,
 		Template: env.ExtraDatabasePath("explore-template"),

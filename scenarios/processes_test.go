@@ -3,33 +3,24 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/proc/proctest"
 	"github.com/outboxlab/outboxlab/store"
 )
 
 // TestMain is also the lab's child process in these tests: a run with
 // Options.Processes starts this test binary as `<binary> worker --role
-// ROLE` (the standard helper-process pattern), and it serves the role as
-// the program's hidden worker subcommand does.
-func TestMain(m *testing.M) {
-	if len(os.Args) == 4 && os.Args[1] == proc.Command && os.Args[2] == "--role" {
-		if err := ServeWorker(context.Background(), os.Args[3], os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// ROLE`, and it serves the role as the program's hidden worker
+// subcommand does.
+func TestMain(m *testing.M) { proctest.Main(m, instance.Serve) }
 
 // executeProcesses runs sc's variant with Options.Processes on db ("" for
 // SQLite).
@@ -68,28 +59,29 @@ func TestProcessesOnPostgres(t *testing.T) { testProcesses(t, pgtest.URL(t)) }
 // deterministic its checks observe exactly what the in-process run's do.
 func testProcesses(t *testing.T, db string) {
 	t.Parallel()
-	checkout := []child{{"before", checkoutRole, "between-outbox-writes", false}, {"after", checkoutRole, "between-outbox-writes", false}}
-	leasing := []child{{"recovery: Worker-A", outboxInstanceRole, "after-claim", false}, {"recovery: Worker-B", outboxInstanceRole, "", false},
-		{"concurrent: Worker-A", outboxInstanceRole, "", false}, {"concurrent: Worker-B", outboxInstanceRole, "", false}}
-	racing := []child{{cast.WorkerA, outboxInstanceRole, "", false}, {cast.WorkerB, outboxInstanceRole, "", false}}
-	late := []child{{cast.WorkerA, outboxInstanceRole, "", true}, {cast.WorkerB, outboxInstanceRole, "", false}}
-	fencing := []child{{s16WorkerA, relayInstanceRole, "", true}, {s16WorkerB, relayInstanceRole, "", false}}
-	renewal := []child{{s17WorkerA, relayInstanceRole, "", false}, {s17WorkerB, relayInstanceRole, "", false}}
-	pastTheLease := []child{{cast.RelayA, pipelineRelayRole, "", true}, {cast.RelayB, pipelineRelayRole, "", false},
-		{"Inbox-Consumer", pipelineConsumerRole, "", false}, {"Naive-Consumer", pipelineConsumerRole, "", false}}
+	checkout := []child{{"before: checkout", "checkout", "between-outbox-writes", false}, {"after: checkout", "checkout", "between-outbox-writes", false},
+		{"crash-free run: checkout", "checkout", "", false}}
+	leasing := []child{{"recovery: Worker-A", "outbox-instance", "after-claim", false}, {"recovery: Worker-B", "outbox-instance", "", false},
+		{"concurrent: Worker-A", "outbox-instance", "", false}, {"concurrent: Worker-B", "outbox-instance", "", false}}
+	racing := []child{{cast.WorkerA, "outbox-instance", "", false}, {cast.WorkerB, "outbox-instance", "", false}}
+	late := []child{{cast.WorkerA, "outbox-instance", "", true}, {cast.WorkerB, "outbox-instance", "", false}}
+	fencing := []child{{s16WorkerA, "relay-instance", "", true}, {s16WorkerB, "relay-instance", "", false}}
+	renewal := []child{{s17WorkerA, "relay-instance", "", false}, {s17WorkerB, "relay-instance", "", false}}
+	pastTheLease := []child{{cast.RelayA, "pipeline-relay", "", true}, {cast.RelayB, "pipeline-relay", "", false},
+		{"Inbox-Consumer", "pipeline-consumer", "", false}, {"Naive-Consumer", "pipeline-consumer", "", false}}
 	var retention []child
 	for _, part := range []string{"part 1 short", "part 1 long", "part 2"} {
-		retention = append(retention, child{part + ": " + cast.RelayA, pipelineRelayRole, "", part == "part 2"})
+		retention = append(retention, child{part + ": " + cast.RelayA, "pipeline-relay", "", part == "part 2"})
 		if part == "part 2" {
-			retention = append(retention, child{part + ": " + cast.RelayB, pipelineRelayRole, "", false})
+			retention = append(retention, child{part + ": " + cast.RelayB, "pipeline-relay", "", false})
 		}
-		retention = append(retention, child{part + ": Consumer-1", pipelineConsumerRole, "", false},
-			child{part + ": Consumer-2", pipelineConsumerRole, "", false})
+		retention = append(retention, child{part + ": Consumer-1", "pipeline-consumer", "", false},
+			child{part + ": Consumer-2", "pipeline-consumer", "", false})
 	}
 	// Session 19's rows, each with its own instances: Relay-A crashes after
 	// its send (row 1) and after its claim (row 6), stalls past its lease
 	// after its claim (row 2); Consumer-1 crashes after its effect (row 4).
-	relay, consumer := pipelineRelayRole, pipelineConsumerRole
+	relay, consumer := "pipeline-relay", "pipeline-consumer"
 	failureRows := []child{
 		{"row 1: Relay-A", relay, "after-send-before-complete", false}, {"row 1: Relay-B", relay, "", false}, {"row 1: Consumer-1", consumer, "", false},
 		{"row 2: Relay-A", relay, "", true}, {"row 2: Relay-B", relay, "", false}, {"row 2: Consumer-1", consumer, "", false},
@@ -145,10 +137,10 @@ func testProcesses(t *testing.T, db string) {
 		for _, claim := range []string{store.LessonScale.Name, indexed} {
 			for _, size := range []string{"small", "large"} {
 				label := fmt.Sprintf("%s claim, %s backlog", claim, size)
-				drains = append(drains, child{label + ": " + s21Crashed, s21WorkerRole, "after-claim", false},
-					child{label + ": " + s21Stalled, s21WorkerRole, "", true},
-					child{label + ": " + s21Drainers[0], s21WorkerRole, "", false},
-					child{label + ": " + s21Drainers[1], s21WorkerRole, "", false})
+				drains = append(drains, child{label + ": " + s21Crashed, "scale-worker", "after-claim", false},
+					child{label + ": " + s21Stalled, "scale-worker", "", true},
+					child{label + ": " + s21Drainers[0], "scale-worker", "", false},
+					child{label + ": " + s21Drainers[1], "scale-worker", "", false})
 			}
 		}
 		return drains
@@ -238,7 +230,7 @@ func sortedChildren(cs []child) []child {
 // processesTableOf is r's processes table; the test fails without one.
 func processesTableOf(t *testing.T, r *lab.Result) lab.Table {
 	t.Helper()
-	return tableOf(t, r, processesTitle)
+	return tableOf(t, r, instance.ProcessesTitle)
 }
 
 // tableOf is r's table titled title; the test fails without one.
@@ -266,13 +258,6 @@ func timelineSays(r *lab.Result, action, text string) bool {
 
 // TestProcessesTableWithoutChildren: a run that started no child says so
 // in its processes table instead of showing an empty one.
-func TestProcessesTableWithoutChildren(t *testing.T) {
-	procs := (&Env{}).processesTable()
-	if len(procs.Rows) != 0 || procs.Note != inProcessNote {
-		t.Errorf("processes table %+v, want no row and the note %q", procs, inProcessNote)
-	}
-}
-
 func TestProcessesExplore(t *testing.T) { testProcessesExplore(t, "") }
 
 func TestProcessesExploreOnPostgres(t *testing.T) { testProcessesExplore(t, pgtest.URL(t)) }
@@ -312,15 +297,15 @@ func testProcessesExplore(t *testing.T, db string) {
 			procs := processesTableOf(t, r)
 			killed, finished := 0, 0
 			for _, row := range procs.Rows {
-				if row[1] != pipelineRelayRole {
-					t.Errorf("process row %v: want role %s", row, pipelineRelayRole)
+				if row[1] != "pipeline-relay" {
+					t.Errorf("process row %v: want role %s", row, "pipeline-relay")
 				}
 				n, err := strconv.Atoi(row[2])
 				if err != nil {
 					t.Fatalf("process row %v: children %q", row, row[2])
 				}
 				switch {
-				case row[4] == string(betweenSteps) && row[5] == "killed" && row[6] == "signal: killed":
+				case row[4] == "between its steps (the explorer's crash action)" && row[5] == "killed" && row[6] == "signal: killed":
 					killed += n
 				case row[4] == "(not killed: it finished its work)" && row[6] == "exit status 0":
 					finished += n
@@ -344,8 +329,8 @@ func TestNoProcessesNoTable(t *testing.T) {
 	t.Parallel()
 	r := mustExecute(t, &transactionalOutbox, "")
 	for _, tb := range r.Tables {
-		if tb.Title == processesTitle {
-			t.Fatalf("a run without processes has the table %q", processesTitle)
+		if tb.Title == instance.ProcessesTitle {
+			t.Fatalf("a run without processes has the table %q", instance.ProcessesTitle)
 		}
 	}
 }
@@ -415,11 +400,11 @@ func checkShutdownChildren(t *testing.T, r *lab.Result) {
 		sigterm     bool // sent SIGTERM at after-send-before-complete; else it finished its work
 		stalled     bool
 	}{
-		{hbRelayA, heartbeatRelayRole, false, true},
-		{hbRelayB, heartbeatRelayRole, false, false},
-		{hbRelayC, heartbeatRelayRole, false, false},
-		{"act 4: shutdown", shutdownRelayRole, true, false},
-		{hbRelayFresh, heartbeatRelayRole, false, false},
+		{hbRelayA, "heartbeat-relay", false, true},
+		{hbRelayB, "heartbeat-relay", false, false},
+		{hbRelayC, "heartbeat-relay", false, false},
+		{hbRelayD, "heartbeat-relay", true, false},
+		{hbRelayFresh, "heartbeat-relay", false, false},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("processes table rows %v, want %d: Relay-A, Relay-B, Relay-C, Relay-D and the restarted relay", rows, len(want))
@@ -433,7 +418,7 @@ func checkShutdownChildren(t *testing.T, r *lab.Result) {
 		pid := row[3]
 		if w.sigterm {
 			if row[5] != "SIGTERM (sent by the lab)" || !strings.Contains(row[4], "after-send-before-complete") {
-				t.Errorf("process row %v: want %s sent SIGTERM at after-send-before-complete", row, shutdownRelayRole)
+				t.Errorf("process row %v: want %s sent SIGTERM at after-send-before-complete", row, w.phase)
 			}
 			if !sigtermNames(r, pid) {
 				t.Errorf("no SIGTERM row of the timeline names a real signal to process %s", pid)
@@ -441,7 +426,7 @@ func checkShutdownChildren(t *testing.T, r *lab.Result) {
 		} else if row[4] != "(not killed: it finished its work)" || row[5] != "-" {
 			t.Errorf("process row %v: want it to finish its work, no signal", row)
 		}
-		if !timelineSays(r, "start", "child process "+pid+" ") && !w.sigterm {
+		if !timelineSays(r, "start", "child process "+pid+" ") {
 			t.Errorf("no start row of the timeline names %s's process %s", w.phase, pid)
 		}
 		if !w.stalled {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/runfolder"
@@ -46,11 +47,6 @@ type Scenario struct {
 	// AcceptsClaimSQL says the scenario can run an engineer's own claim
 	// statements (run --claim-sql FILE) in place of the lesson's.
 	AcceptsClaimSQL bool
-
-	// Workers are the application instances the scenario runs as child
-	// processes with Options.Processes, by role: what the hidden `worker`
-	// subcommand plays (see [ServeWorker]).
-	Workers map[string]proc.Role
 
 	// Run executes the scenario in env and returns its result. It must
 	// write only inside env.Dir.
@@ -125,10 +121,11 @@ type Options struct {
 	// in its folder. "" is the embedded SQLite default.
 	Database string
 
-	// Processes runs the lessons' crashing application instances as child
-	// processes of the lab (the hidden `worker` subcommand), each crash a
-	// real SIGKILL at its failpoint; the report's processes table names
-	// them, or says why a scenario's actors ran in-process.
+	// Processes runs the lessons' application instances as child
+	// processes of the lab (the hidden `worker` subcommand; see package
+	// instance), each stall a real SIGSTOP and each crash a real SIGKILL;
+	// the report's processes table names them, or says why a scenario
+	// started none.
 	Processes bool
 
 	// swap, set only by tests, replaces a lesson's statement set before the
@@ -159,9 +156,12 @@ type Env struct {
 	// report's SQL section is rendered from it.
 	Ledger *store.Ledger
 
-	server *serverSchemas // with Options.Database: the run's schemas on the server
+	// Instances opens the run's application instances, in the lab's
+	// process or (Options.Processes) as child processes: a lesson asks it
+	// for each instance and never asks how it runs.
+	Instances *instance.Opener
 
-	processes processLog // with Options.Processes: the run's child processes
+	server *serverSchemas // with Options.Database: the run's schemas on the server
 }
 
 // engineOf is the engine opts choose.
@@ -195,6 +195,23 @@ func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 		return e.server.open(ctx, path, cfg)
 	}
 	return store.Open(ctx, path, cfg)
+}
+
+// target is the database at path as a child process opens it: what
+// [Env.Open] opens, the same file or the same schema on the server.
+func (e *Env) target(ctx context.Context, path string) (proc.Target, error) {
+	t := proc.Target{Engine: e.Engine(), Path: path}
+	if c := e.Options.Claim; c != nil {
+		t.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
+	}
+	if e.server != nil {
+		schema, err := e.server.schemaFor(ctx, path)
+		if err != nil {
+			return t, err
+		}
+		t.Path, t.URL, t.Schema = "", e.server.connURL(), schema // a confined run's children log in as its role
+	}
+	return t, nil
 }
 
 // DatabaseLabel names, for a report, the database that stands for path: its
@@ -264,7 +281,8 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.Claim != nil)
 		defer env.server.drop(keepDB, opts.Warn)
 	}
-	defer env.processes.stopAll()
+	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.target, Ledger: env.Ledger})
+	defer env.Instances.Stop()
 	res, err := sc.Run(ctx, env)
 	if err != nil {
 		if keepDB && env.server != nil {
@@ -275,8 +293,8 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		}
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
 	}
-	if opts.Processes {
-		res.Tables = append(res.Tables, env.processesTable())
+	if t, ok := env.Instances.ProcessesTable(); ok {
+		res.Tables = append(res.Tables, t)
 	}
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
 	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -272,4 +273,14 @@ func TestHiddenMistakeFails(t *testing.T) {
 	if failed := r.FailedChecks(); !slices.Equal(failed, []string{"mistake_exposed"}) || !strings.HasPrefix(r.Verdict, "MISTAKE NOT EXPOSED") {
 		t.Fatalf("failed %v, verdict %q", failed, r.Verdict)
 	}
+}
+
+// newTestEnv is an Env for a test that calls a lesson's parts directly:
+// a fresh folder, a ledger of its own and the instances in the lab's
+// process.
+func newTestEnv(t testing.TB, sc *Scenario) *Env {
+	t.Helper()
+	env := &Env{Scenario: sc, Dir: t.TempDir(), Options: DefaultOptions(), Ledger: &store.Ledger{}}
+	env.Instances = instance.New(instance.Config{Open: env.Open, Ledger: env.Ledger})
+	return env
 }

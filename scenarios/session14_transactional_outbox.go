@@ -2,15 +2,14 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/provider"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -61,7 +60,6 @@ var transactionalOutbox = Scenario{
 				"Only one transaction keeps the invariant that a payment and its message exist together or not at " +
 				"all."},
 	},
-	Workers: map[string]proc.Role{checkoutRole: runCheckoutChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runTransactionalOutbox(ctx, env, swapped(env, outboxDesignFor(env.Variant)))
 	},
@@ -78,12 +76,12 @@ type outboxDesign struct {
 }
 
 // crashPhaseDesign is one crash phase: how checkout writes, whether the
-// failpoint between the two inserts is armed, and the pay step (nil: the
-// checkout's own).
+// failpoint between the two inserts is armed, and, for tests, a checkout
+// that stands in for the instance (nil: the instance itself).
 type crashPhaseDesign struct {
 	write  store.PaymentWrite
 	disarm bool
-	pay    func(ctx context.Context, c cast.CheckoutInstance, p store.NewPayment, now time.Time, crashHere func() bool) error
+	wrap   func(instance.Checkout) instance.Checkout
 }
 
 // outboxDesignFor is the lesson's design, or the variant's.
@@ -113,10 +111,11 @@ type durableState struct {
 	phase, design      string
 	payments, messages int
 	orphans            int
-	pendingForWorker   int  // what a worker's LoadPending would pick up
-	fired              bool // the failpoint plan recorded the crash
-	died               bool // the write reported the crash and the instance answers no query
-	providerCalls      int  // provider creation calls made in this phase
+	pendingForWorker   int    // what a worker's LoadPending would pick up
+	fired              bool   // the failpoint plan recorded the crash
+	died               bool   // the write reported the crash and the instance is gone
+	deathEvidence      string // how the lab knows the instance is gone
+	providerCalls      int    // provider creation calls made in this phase
 }
 
 // crashed says the phase measured a real crash.
@@ -211,35 +210,40 @@ func measureCrashes(r *lab.Result, states []durableState) {
 // crashFreeRun has checkout write the six payments in the main database
 // students may keep, then audits it from a restarted instance.
 func (run *session14Run) crashFreeRun(ctx context.Context, design outboxDesign, r *lab.Result) ([]store.Payment, map[string][]store.Message, error) {
-	db, err := run.env.Open(ctx, run.env.DatabasePath())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx, store.PaymentsOutbox); err != nil {
-		return nil, nil, err
-	}
-	run.clk.Set(cast.LessonStart)
-	run.event(cast.Checkout, "start", "crash-free run ("+designName(design.crashFree)+"): six payments, own connection, no failpoint armed")
-	checkout := cast.CheckoutInstance{Payments: store.NewPayments(db, design.crashFree), Provider: run.prov}
-	for _, p := range cast.SeedPayments {
-		err := checkout.Pay(ctx, cast.PaymentCreated(p), run.clk.Now(), crashAt(design.crashFreePlan, p.Key))
-		if errors.Is(err, store.ErrCrashed) {
-			run.event(cast.Checkout, "CRASH", p.Key+": the process died mid-write; the provider was not called")
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		run.event(cast.Checkout, "create payment", p.Key+": payment row and outbox row committed, then registered at the provider")
-		run.clk.Advance(time.Second)
-	}
-	// A restarted instance audits what is durable.
+	// The lab's own connection: it creates the schema, and once checkout
+	// is done it reads only what checkout committed, as a restarted
+	// instance would.
 	auditor, err := run.env.Open(ctx, run.env.DatabasePath())
 	if err != nil {
 		return nil, nil, err
 	}
 	defer auditor.Close()
+	if err := auditor.Migrate(ctx, store.PaymentsOutbox); err != nil {
+		return nil, nil, err
+	}
+	run.clk.Set(cast.LessonStart)
+	checkout, err := run.env.Instances.Checkout(ctx, run.env.DatabasePath(), "crash-free run", design.crashFree)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer checkout.Close(ctx)
+	run.event(cast.Checkout, "start", instance.WithHow("crash-free run ("+designName(design.crashFree)+"): six payments, own connection, no failpoint armed", checkout.Where()))
+	for _, p := range cast.SeedPayments {
+		w, err := checkout.Write(ctx, cast.PaymentCreated(p), run.clk.Now(), crashAt(design.crashFreePlan, p.Key))
+		if err != nil {
+			return nil, nil, err
+		}
+		if w.Crashed {
+			run.event(cast.Checkout, "CRASH", instance.WithHow(p.Key+": the process died mid-write; the provider was not called", w.Death))
+			break
+		}
+		run.prov.Create(cast.Checkout, p.Key)
+		run.event(cast.Checkout, "create payment", p.Key+": payment row and outbox row committed, then registered at the provider")
+		run.clk.Advance(time.Second)
+	}
+	if err := checkout.Close(ctx); err != nil {
+		return nil, nil, err
+	}
 	return run.auditCrashFree(ctx, auditor, r)
 }
 
@@ -293,10 +297,7 @@ func (run *session14Run) auditCrashFree(ctx context.Context, auditor *store.DB, 
 // tables builds the report's tables: the failpoints that fired, what each
 // crash left, the crash-free payments and the provider's creation ledger.
 func (run *session14Run) tables(states []durableState, pays []store.Payment, perPayment map[string][]store.Message) []lab.Table {
-	dead := "\"Instance dead\" from the crashed instance refusing a query afterwards"
-	if run.env.Options.Processes {
-		dead = "\"Instance dead\" from the checkout child's wait status (killed by SIGKILL)"
-	}
+	dead := "\"Instance dead\" from " + states[0].deathEvidence
 	crashTable := lab.Table{Title: "After each crash: what a restarted instance finds (durable state only)",
 		Note: "Read on a fresh connection from session14-before.db and session14-after.db in the run folder. An orphan is a payment " +
 			"no outbox message will ever act on; \"Pending for a worker\" is what a worker's plain SELECT of Pending messages returns. " +
@@ -388,47 +389,53 @@ func (run *session14Run) crashPhase(ctx context.Context, phase string, design cr
 	if err := setup.Migrate(ctx, store.PaymentsOutbox); err != nil {
 		return st, err
 	}
-	if run.env.Options.Processes {
-		return run.crashPhaseInChild(ctx, st, design, path, plan)
-	}
-
-	app, err := run.env.Open(ctx, path)
+	checkout, err := run.env.Instances.Checkout(ctx, path, phase, design.write)
 	if err != nil {
 		return st, err
 	}
-	defer app.Close()
+	defer checkout.Close(ctx)
+	if design.wrap != nil {
+		checkout = design.wrap(checkout)
+	}
 	p := crashedPayment
 	callsBefore := len(run.prov.CreationCalls())
-	run.event(cast.Checkout, phase+": create payment", fmt.Sprintf("%s %d cents, %s", p.Key, p.AmountCents, st.design))
-	checkout := cast.CheckoutInstance{Payments: store.NewPayments(app, design.write), Provider: run.prov}
-	pay := design.pay
-	if pay == nil {
-		pay = func(ctx context.Context, c cast.CheckoutInstance, p store.NewPayment, now time.Time, crashHere func() bool) error {
-			return c.Pay(ctx, p, now, crashHere)
-		}
-	}
-	err = pay(ctx, checkout, p, run.clk.Now(), crashAt(plan, p.Key))
-	switch {
-	case errors.Is(err, store.ErrCrashed):
-		// A dead instance answers no query: its connection is gone.
-		_, queryErr := checkout.Payments.List(ctx)
-		st.died = queryErr != nil
-		detail := fmt.Sprintf("failpoint %s fired: the process died between the payment and the outbox write; its connection closed mid-step, memory gone; "+
-			"the provider was never called", failpoint.BetweenOutboxWrites)
-		if !st.died {
-			detail = "the write reported a crash, yet the instance still answers queries: no real crash"
-		}
-		run.event(cast.Checkout, "CRASH", detail)
-	case err != nil:
+	run.event(cast.Checkout, phase+": create payment", instance.WithHow(fmt.Sprintf("%s %d cents, %s", p.Key, p.AmountCents, st.design), checkout.Where()))
+	w, err := checkout.Write(ctx, p, run.clk.Now(), crashAt(plan, p.Key))
+	if err != nil {
 		return st, err
-	default:
+	}
+	if !w.Crashed {
+		if err := checkout.Close(ctx); err != nil {
+			return st, err
+		}
+		run.prov.Create(cast.Checkout, p.Key)
 		run.event(cast.Checkout, phase+": committed", "no crash happened; then registered at the provider")
+	} else {
+		st.died, st.deathEvidence = checkout.Dead(ctx)
+		run.event(cast.Checkout, "CRASH", crashDetail(st.died, w))
 	}
 	for _, f := range plan.Fired() {
 		st.fired = st.fired || f.Fault == failpoint.Crash
 	}
 	st.providerCalls = len(run.prov.CreationCalls()) - callsBefore
 	return run.durableState(ctx, st, path)
+}
+
+// crashDetail is the CRASH line of a write that died at the failpoint:
+// how the instance died and what its write had left.
+func crashDetail(died bool, w instance.Written) string {
+	switch {
+	case !died:
+		return "the write reported a crash, yet the instance still answers queries: no real crash"
+	case w.Death == "":
+		return fmt.Sprintf("failpoint %s fired: the process died between the payment and the outbox write; its connection closed mid-step, memory gone; "+
+			"the provider was never called", failpoint.BetweenOutboxWrites)
+	}
+	left := "its payment transaction had committed and its outbox transaction had not begun"
+	if w.OpenTransaction {
+		left = "its transaction was open: the payment row inserted, not committed, the outbox row not written"
+	}
+	return fmt.Sprintf("failpoint %s: %s; %s; the provider was never called", failpoint.BetweenOutboxWrites, w.Death, left)
 }
 
 // durableState is what a restarted instance sees: only what was committed.
@@ -461,8 +468,12 @@ func (run *session14Run) durableState(ctx context.Context, st durableState, path
 }
 
 // crashAt is the failpoint callback the store consults between the payment
-// and the outbox write of key: it crashes when plan says so.
+// and the outbox write of key: it crashes when plan says so. With no plan
+// there is none.
 func crashAt(plan *failpoint.Plan, key string) func() bool {
+	if plan == nil {
+		return nil
+	}
 	return func() bool { return plan.Fire(failpoint.BetweenOutboxWrites, cast.Checkout, key) == failpoint.Crash }
 }
 
@@ -470,108 +481,4 @@ func crashAt(plan *failpoint.Plan, key string) func() bool {
 type firedFailpoint struct {
 	phase, design string
 	failpoint.Firing
-}
-
-// checkoutRole is session 14's checkout instance as a child process.
-const checkoutRole = cast.Checkout
-
-// checkoutWork is what the checkout child writes: the payment, as the
-// phase's design says, at the scenario clock's time.
-type checkoutWork struct {
-	Write   store.PaymentWrite `json:"write"`
-	Payment store.NewPayment   `json:"payment"`
-	Now     time.Time          `json:"now"`
-}
-
-// checkoutAt is what the checkout child says at the failpoint between its
-// payment insert and its outbox insert.
-type checkoutAt struct {
-	Key string `json:"key"`
-	// OpenTransaction: the payment row is inserted in a transaction still
-	// open (one transaction); false: the payment has committed alone.
-	OpenTransaction bool `json:"openTransaction"`
-}
-
-// runCheckoutChild is the checkout child: it writes its payment and, between
-// the payment and the outbox insert, reports the failpoint and waits there
-// for the parent's word, or its SIGKILL.
-func runCheckoutChild(ctx context.Context, w *proc.Worker) (any, error) {
-	var work checkoutWork
-	db, err := w.Begin(ctx, &work)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	var reachErr error
-	_, err = store.NewPayments(db, work.Write).Create(ctx, work.Payment, work.Now, func() bool {
-		reachErr = w.Reach(failpoint.BetweenOutboxWrites, checkoutAt{Key: work.Payment.Key, OpenTransaction: !work.Write.Split})
-		return reachErr != nil // the parent is gone: die here, as the lesson's crash would
-	})
-	if reachErr != nil {
-		return nil, reachErr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return checkoutAt{Key: work.Payment.Key}, nil
-}
-
-// crashPhaseInChild is [session14Run.crashPhase] with checkout as a child
-// process: at the failpoint the plan's crash is a SIGKILL of the child, and
-// "Instance dead" is its wait status. A child let go on commits its write;
-// then checkout's provider call, which follows the commit, is made here,
-// where the provider lives.
-func (run *session14Run) crashPhaseInChild(ctx context.Context, st durableState, design crashPhaseDesign, path string, plan *failpoint.Plan) (durableState, error) {
-	if design.pay != nil {
-		return st, errors.New("session 14: this design's pay step runs in-process only; run it without Processes")
-	}
-	p := crashedPayment
-	callsBefore := len(run.prov.CreationCalls())
-	child, err := run.env.startChild(ctx, checkoutRole, path, checkoutWork{Write: design.write, Payment: p, Now: run.clk.Now()})
-	if err != nil {
-		return st, err
-	}
-	defer child.Stop()
-	run.event(cast.Checkout, st.phase+": create payment", fmt.Sprintf("%s %d cents, %s; checkout runs as child process %d",
-		p.Key, p.AmountCents, st.design, child.Pid()))
-	for {
-		r, err := child.Next(ctx)
-		if err != nil {
-			return st, err
-		}
-		if r.Done {
-			if err := run.env.waitChild(child, st.phase); err != nil {
-				return st, err
-			}
-			run.prov.Create(cast.Checkout, p.Key)
-			run.event(cast.Checkout, st.phase+": committed", fmt.Sprintf("no crash happened: process %d committed and exited; then registered at the provider", child.Pid()))
-			break
-		}
-		var at checkoutAt
-		if err := r.Decode(&at); err != nil || r.At != failpoint.BetweenOutboxWrites {
-			return st, fmt.Errorf("session 14: checkout process %d reported %s %s, not its failpoint %s", child.Pid(), r.At, r.State, failpoint.BetweenOutboxWrites)
-		}
-		if plan.Fire(r.At, cast.Checkout, at.Key) != failpoint.Crash {
-			if err := child.GoOn(); err != nil {
-				return st, err
-			}
-			continue
-		}
-		death, err := run.env.killChild(child, st.phase, r.At)
-		if err != nil {
-			return st, err
-		}
-		st.died = death.Signal == "killed"
-		left := "its payment transaction had committed and its outbox transaction had not begun"
-		if at.OpenTransaction {
-			left = "its transaction was open: the payment row inserted, not committed, the outbox row not written"
-		}
-		run.event(cast.Checkout, "CRASH", fmt.Sprintf("failpoint %s: %s; %s; the provider was never called", r.At, death, left))
-		break
-	}
-	for _, f := range plan.Fired() {
-		st.fired = st.fired || f.Fault == failpoint.Crash
-	}
-	st.providerCalls = len(run.prov.CreationCalls()) - callsBefore
-	return run.durableState(ctx, st, path)
 }

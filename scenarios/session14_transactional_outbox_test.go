@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -48,18 +49,10 @@ func init() {
 func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 	t.Parallel()
 	last := cast.SeedPayments[len(cast.SeedPayments)-1].Key
-	// survivesCrash consults the failpoint, commits both rows anyway and
+	// survivesCrash commits both rows, then consults the failpoint and
 	// reports a crash while its connection lives on.
 	survivesCrash := crashPhaseDesign{write: store.PaymentWriteLesson,
-		pay: func(ctx context.Context, c cast.CheckoutInstance, p store.NewPayment, now time.Time, crashHere func() bool) error {
-			if _, err := c.Payments.Create(ctx, p, now, nil); err != nil {
-				return err
-			}
-			if crashHere() {
-				return store.ErrCrashed
-			}
-			return nil
-		}}
+		wrap: func(c instance.Checkout) instance.Checkout { return survivor{c} }}
 	tests := []struct {
 		name string
 		edit func(d *outboxDesign)
@@ -82,7 +75,7 @@ func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 			t.Parallel()
 			d := outboxDesignFor("")
 			tt.edit(&d)
-			env := &Env{Scenario: &transactionalOutbox, Dir: t.TempDir(), Ledger: &store.Ledger{}}
+			env := newTestEnv(t, &transactionalOutbox)
 			r, err := runTransactionalOutbox(context.Background(), env, d)
 			if err != nil {
 				t.Fatal(err)
@@ -92,6 +85,17 @@ func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 			}
 		})
 	}
+}
+
+// survivor is a checkout that reports the failpoint's crash without
+// dying: it writes both rows, asks the failpoint, and lives on.
+type survivor struct{ instance.Checkout }
+
+func (s survivor) Write(ctx context.Context, p store.NewPayment, now time.Time, crash func() bool) (instance.Written, error) {
+	if _, err := s.Checkout.Write(ctx, p, now, nil); err != nil {
+		return instance.Written{}, err
+	}
+	return instance.Written{Crashed: crash != nil && crash()}, nil
 }
 
 // TestTransactionalOutboxFigures pins the lesson's figures and the
@@ -154,7 +158,7 @@ func TestOutboxRowsPerPayment(t *testing.T) {
 func TestTransactionalOutboxCrashIsReal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := &Env{Scenario: &transactionalOutbox, Dir: t.TempDir(), Ledger: &store.Ledger{}}
+	env := newTestEnv(t, &transactionalOutbox)
 	db, err := env.Open(ctx, env.DatabasePath())
 	if err != nil {
 		t.Fatal(err)

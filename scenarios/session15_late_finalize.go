@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -63,8 +63,7 @@ var lateFinalize = Scenario{
 				"quiet; the guard LockedBy = me, with a rollback on 0 rows, is what keeps a worker that outlived its " +
 				"lease from overwriting the owner's outcome."},
 	},
-	Workers: map[string]proc.Role{outboxInstanceRole: runOutboxInstanceChild},
-	Run:     runLateFinalize,
+	Run: runLateFinalize,
 }
 
 // lateFinalizeSQL is the statement set of the variant.
@@ -114,36 +113,36 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 // child process, and Worker-A's stall a real SIGSTOP.
 func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL) (*lateRun, error) {
 	run := &lateRun{}
-	var workers instances
-	defer workers.closeAll(ctx)
-	outA, err := env.openOutboxInstance(ctx, "", cast.WorkerA, statements, 0)
+	var workers instance.Set
+	defer workers.Close(ctx)
+	outA, err := env.Instances.Outbox(ctx, env.DatabasePath(), "", cast.WorkerA, statements, 0)
 	if err != nil {
 		return nil, err
 	}
-	workers.add(outA)
+	workers.Add(outA)
 	ca, err := outA.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), lateLease, nil)
 	if err != nil {
 		return nil, err
 	}
 	d.RecordClaim(cast.WorkerA, "late finalize", "next", ca)
 	if ca.Outcome != store.Claimed {
-		return run, workers.closeAll(ctx) // nothing to stall on: the checks say what is missing
+		return run, workers.Close(ctx) // nothing to stall on: the checks say what is missing
 	}
 	run.messageID = ca.Message.ID
 	key := ca.Message.AggregateKey
-	how, err := outA.stall(d.Now(), "its claim")
+	how, err := outA.Stall(d.Now(), "its claim")
 	if err != nil {
 		return nil, err
 	}
-	d.Event(cast.WorkerA, "stall", withHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
+	d.Event(cast.WorkerA, "stall", instance.WithHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
 
 	d.Clock.Set(cast.LessonStart.Add(lateLease))
 	d.Event("clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
-	outB, err := env.openOutboxInstance(ctx, "", cast.WorkerB, statements, 0)
+	outB, err := env.Instances.Outbox(ctx, env.DatabasePath(), "", cast.WorkerB, statements, 0)
 	if err != nil {
 		return nil, err
 	}
-	workers.add(outB)
+	workers.Add(outB)
 	cb, err := outB.ClaimMessage(ctx, run.messageID, cast.WorkerB, d.Clock.Now(), lateLease)
 	if err != nil {
 		return nil, err
@@ -159,14 +158,14 @@ func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements s
 	}
 
 	d.Clock.Set(cast.LessonStart.Add(lateWake))
-	if how, err = outA.wake(d.Now(), "its provider check and finalization"); err != nil {
+	if how, err = outA.Wake(d.Now(), "its provider check and finalization"); err != nil {
 		return nil, err
 	}
-	d.Event(cast.WorkerA, "wakes", withHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
+	d.Event(cast.WorkerA, "wakes", instance.WithHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
 	if err := d.ProcessAndFinalize(ctx, outA, cast.WorkerA, ca.Message); err != nil {
 		return nil, err
 	}
-	return run, workers.closeAll(ctx)
+	return run, workers.Close(ctx)
 }
 
 // measureLateFinalize takes the figures: finalizations and attempts from the

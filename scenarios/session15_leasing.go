@@ -9,8 +9,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -128,7 +128,6 @@ var outboxLeasing = Scenario{
 				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
 	},
 	AcceptsClaimSQL: true,
-	Workers:         map[string]proc.Role{outboxInstanceRole: runOutboxInstanceChild},
 	Run:             runOutboxLeasing,
 }
 
@@ -277,24 +276,23 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	rec := &recovery{}
 	d.Clock.Set(cast.LessonStart)
 
-	// Worker-A: in-process, or with Options.Processes a child process
-	// whose crash is a SIGKILL once its claim has returned.
-	a, err := env.openOutboxInstance(ctx, "recovery", cast.WorkerA, statements, 0)
+	// Worker-A: its crash, once its claim has returned, closes its
+	// connection, or kills its child process with SIGKILL.
+	a, err := env.Instances.Outbox(ctx, env.DatabasePath(), "recovery", cast.WorkerA, statements, 0)
 	if err != nil {
 		return nil, err
 	}
 	d.Event(cast.WorkerA, "start", "recovery demo: own connection")
 	ca, err := a.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), leaseLength, nil)
 	if err != nil {
-		a.close(ctx)
-		return nil, err
+		return nil, errors.Join(err, a.Close(ctx))
 	}
 	d.RecordClaim(cast.WorkerA, "recovery", "next", ca)
 	if ca.Outcome != store.Claimed {
 		// A claim that cannot take the oldest message fails the demo's
 		// check (recovery_ok), not the run.
 		rec.add(d.Now(), cast.WorkerA, "tries to claim the oldest message", claimObserved(ca)+": the demo cannot go on")
-		return rec, a.close(ctx)
+		return rec, a.Close(ctx)
 	}
 	rec.messageID = ca.Message.ID
 	key := ca.Message.AggregateKey
@@ -302,7 +300,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 
 	// The crash: the process dies before processing; its connection and
 	// memory go with it.
-	death, err := a.crash(ctx, failpoint.AfterClaim)
+	death, err := a.Crash(ctx, failpoint.AfterClaim)
 	if err != nil {
 		return nil, err
 	}
@@ -313,13 +311,13 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	d.Event(cast.WorkerA, "CRASH", crashed)
 	rec.add(d.Now(), cast.WorkerA, "crashes before processing", "row stays Processing, LockedBy Worker-A")
 
-	outB, err := env.openOutboxInstance(ctx, "recovery", cast.WorkerB, statements, 0)
+	outB, err := env.Instances.Outbox(ctx, env.DatabasePath(), "recovery", cast.WorkerB, statements, 0)
 	if err != nil {
 		return nil, err
 	}
-	var workers instances
-	defer workers.closeAll(ctx)
-	workers.add(outB)
+	var workers instance.Set
+	defer workers.Close(ctx)
+	workers.Add(outB)
 	d.Event(cast.WorkerB, "start", "recovery demo: own connection")
 	cb, err := outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
 	if err != nil {
@@ -344,7 +342,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 		}
 		rec.add(d.Now(), cast.WorkerB, "processes and finalizes "+key, "see the ledgers")
 	}
-	return rec, workers.closeAll(ctx)
+	return rec, workers.Close(ctx)
 }
 
 func claimObserved(c store.Claim) string {
@@ -381,13 +379,13 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, env *Env, statements st
 	// longer to start than a claim takes to run.
 	started := cast.NewBarrier(2)
 	return cast.RunConcurrently(ctx, []string{cast.WorkerA, cast.WorkerB}, func(ctx context.Context, worker string) error {
-		out, err := env.openOutboxInstance(ctx, "concurrent", worker, statements, lockWatch)
+		out, err := env.Instances.Outbox(ctx, env.DatabasePath(), "concurrent", worker, statements, lockWatch)
 		if err != nil {
 			started.Leave()
 			return err
 		}
 		if err := started.Wait(ctx); err != nil {
-			return errors.Join(err, out.close(ctx))
+			return errors.Join(err, out.Close(ctx))
 		}
 		var between func()
 		if barrier != nil {
@@ -395,6 +393,6 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, env *Env, statements st
 			between = func() { _ = barrier.Wait(ctx) }
 		}
 		workErr := d.WorkLeased(ctx, out, worker, leaseLength, between)
-		return errors.Join(workErr, out.close(ctx))
+		return errors.Join(workErr, out.Close(ctx))
 	})
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -55,8 +54,7 @@ var competingWorkersNoClaim = Scenario{
 			"same message. A race shows only when the test forces the overlap: without the barrier a clean run " +
 			"proves nothing about the design.",
 	}},
-	Workers: map[string]proc.Role{outboxInstanceRole: runOutboxInstanceChild},
-	Run:     runCompetingWorkersNoClaim,
+	Run: runCompetingWorkersNoClaim,
 }
 
 // noClaimSQL is the statement set of Day 15's "before": a plain load, and a
@@ -80,7 +78,7 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	statements := swapped(env, noClaimSQL())
 	barrier := cast.NewBarrier(2)
 	work := func(ctx context.Context, worker string) error {
-		out, err := env.openOutboxInstance(ctx, "", worker, statements, 0)
+		out, err := env.Instances.Outbox(ctx, env.DatabasePath(), "", worker, statements, 0)
 		if err != nil {
 			return err
 		}
@@ -89,7 +87,7 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 			wait = nil
 		}
 		workErr := d.WorkBefore(ctx, out, worker, wait)
-		return errors.Join(workErr, out.close(ctx))
+		return errors.Join(workErr, out.Close(ctx))
 	}
 	workers := []string{cast.WorkerA, cast.WorkerB}
 	if env.Is(variantSequential) {

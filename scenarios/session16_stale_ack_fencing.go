@@ -6,8 +6,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -88,7 +88,6 @@ var staleAckFencing = Scenario{
 				"fencing token must name one claim and grow with every claim, so that an old claim's token is always " +
 				"smaller than the current one."},
 	},
-	Workers: map[string]proc.Role{relayInstanceRole: runRelayInstanceChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runStaleAckFencing(ctx, env, swapped(env, staleAckSQL(env.Variant)))
 	},
@@ -110,8 +109,8 @@ func staleAckSQL(variant string) store.RelaySQL {
 // staleAckRun is one session-16 run: the workers' relays, what they got,
 // and the timeline and separate ledgers, appended to as each action happens.
 type staleAckRun struct {
-	setup *store.Relay  // the producer's own connection
-	a, b  relayInstance // each worker, on its own connection (a child process with --processes)
+	setup *store.Relay   // the producer's own connection
+	a, b  instance.Relay // each worker, on its own connection (a child process with --processes)
 
 	ca, cb, cd                     store.EventClaim // A's claim, B's claim, A's claim after delivery
 	staleRows, currentRows         int64
@@ -168,21 +167,21 @@ func runStaleAckFencing(ctx context.Context, env *Env, sqls store.RelaySQL) (*la
 	if err := run.seed(ctx, setup); err != nil {
 		return nil, err
 	}
-	var workers instances
-	defer workers.closeAll(ctx)
+	var workers instance.Set
+	defer workers.Close(ctx)
 	for _, w := range []struct {
 		name string
-		into *relayInstance
+		into *instance.Relay
 	}{{s16WorkerA, &run.a}, {s16WorkerB, &run.b}} {
-		if *w.into, err = env.openRelayInstance(ctx, w.name, sqls); err != nil {
+		if *w.into, err = env.Instances.Relay(ctx, env.DatabasePath(), w.name, sqls); err != nil {
 			return nil, err
 		}
-		workers.add(*w.into)
+		workers.Add(*w.into)
 	}
 	if err := run.play(ctx); err != nil {
 		return nil, err
 	}
-	if err := workers.closeAll(ctx); err != nil {
+	if err := workers.Close(ctx); err != nil {
 		return nil, err
 	}
 	r := &lab.Result{}
@@ -215,11 +214,11 @@ func (run *staleAckRun) play(ctx context.Context) error {
 	if run.ca, err = run.claim(ctx, run.a, s16WorkerA, s16ClaimA, s16LeaseA); err != nil {
 		return err
 	}
-	how, err := run.a.stall(clock.Logical(s16ClaimA), "its claim")
+	how, err := run.a.Stall(clock.Logical(s16ClaimA), "its claim")
 	if err != nil {
 		return err
 	}
-	run.timeline.Add(clock.Logical(s16ClaimA), s16WorkerA, "stalls", withHow("a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID, how))
+	run.timeline.Add(clock.Logical(s16ClaimA), s16WorkerA, "stalls", instance.WithHow("a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID, how))
 	run.timeline.Add(clock.Logical(s16LeaseA), "clock", "lease expires", fmt.Sprintf("Worker-A's lease ran until %d; from now on %s is claimable", s16LeaseA, s16EventID))
 	if run.cb, err = run.claim(ctx, run.b, s16WorkerB, s16ClaimB, s16LeaseB); err != nil {
 		return err
@@ -227,7 +226,7 @@ func (run *staleAckRun) play(ctx context.Context) error {
 	if run.ca.Outcome != store.Claimed || run.cb.Outcome != store.Claimed {
 		return fmt.Errorf("session 16: claims were %s and %s, want both claimed", run.ca.Outcome, run.cb.Outcome)
 	}
-	if how, err = run.a.wake(clock.Logical(s16AckA), "its ack"); err != nil {
+	if how, err = run.a.Wake(clock.Logical(s16AckA), "its ack"); err != nil {
 		return err
 	}
 	if how != "" {
@@ -288,7 +287,7 @@ func (run *staleAckRun) verdict(r *lab.Result, variant string) string {
 }
 
 // claim runs one claim for worker and records it in the claim ledger.
-func (run *staleAckRun) claim(ctx context.Context, relay relayInstance, worker string, now, leaseUntil int64) (store.EventClaim, error) {
+func (run *staleAckRun) claim(ctx context.Context, relay instance.Relay, worker string, now, leaseUntil int64) (store.EventClaim, error) {
 	c, err := relay.Claim(ctx, s16EventID, worker, now, leaseUntil)
 	if err != nil {
 		return c, err
@@ -315,7 +314,7 @@ func (run *staleAckRun) claim(ctx context.Context, relay relayInstance, worker s
 // recorded outcome too: the worker cannot know whether it still owns the
 // event, so it must not treat the event as done. measured is false when the
 // statement failed: then no row count is known, and none is reported.
-func (run *staleAckRun) ack(ctx context.Context, relay relayInstance, worker string, token, now int64) (rows int64, measured bool) {
+func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker string, token, now int64) (rows int64, measured bool) {
 	f, ackErr := relay.Complete(ctx, s16EventID, token, now)
 	e := ackEntry{at: now, worker: worker, token: token, rows: f.Rows, busy: f.Stats.BusyRetries}
 	var reason, why string

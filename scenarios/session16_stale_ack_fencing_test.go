@@ -44,7 +44,7 @@ func TestStaleAckDatabaseErrorIsNotMeasured(t *testing.T) {
 	t.Parallel()
 	sqls := staleAckSQL("")
 	sqls.Complete = completeFailingForToken1
-	env := &Env{Scenario: &staleAckFencing, Dir: t.TempDir()}
+	env := newTestEnv(t, &staleAckFencing)
 	r, err := runStaleAckFencing(context.Background(), env, sqls)
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -114,7 +114,6 @@ var leaseRenewal = Scenario{
 				"event over (4 of 9 steps go wrong). An expired lease is over: only a new claim may take it, never a " +
 				"late renewal by the old owner."},
 	},
-	Workers: map[string]proc.Role{relayInstanceRole: runRelayInstanceChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runLeaseRenewal(ctx, env, swapped(env, renewalSQL(env.Variant)), leaseRenewalSteps)
 	},
@@ -139,7 +138,7 @@ func renewalSQL(variant string) store.RelaySQL {
 // connection and the only thing it remembers, the token of its last
 // successful claim (0: none).
 type renewalWorker struct {
-	relay relayInstance
+	relay instance.Relay
 	token int64
 }
 
@@ -167,14 +166,14 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		return nil, err
 	}
 	workers := map[string]*renewalWorker{}
-	var instances instances
-	defer instances.closeAll(ctx)
+	var instances instance.Set
+	defer instances.Close(ctx)
 	for _, name := range []string{s17WorkerA, s17WorkerB} {
-		relay, err := env.openRelayInstance(ctx, name, sqls)
+		relay, err := env.Instances.Relay(ctx, env.DatabasePath(), name, sqls)
 		if err != nil {
 			return nil, err
 		}
-		instances.add(relay)
+		instances.Add(relay)
 		workers[name] = &renewalWorker{relay: relay}
 	}
 	var results []stepResult
@@ -186,7 +185,7 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		timeline.Add(clock.Logical(s.at), s.actor, stepAction(s, res.token), res.observed)
 		results = append(results, res)
 	}
-	if err := instances.closeAll(ctx); err != nil {
+	if err := instances.Close(ctx); err != nil {
 		return nil, err
 	}
 	r := &lab.Result{Timeline: timeline.Events()}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -78,8 +78,7 @@ var leaseExpiryAfterSend = Scenario{
 				"window covers only the resends inside it; session 20 replays the same event days later, and only the " +
 				"consumer's inbox keeps the effect single."},
 	},
-	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild, pipelineConsumerRole: runPipelineConsumerChild},
-	Run:     runLeaseExpiryAfterSend,
+	Run: runLeaseExpiryAfterSend,
 }
 
 func runLeaseExpiryAfterSend(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -146,16 +145,16 @@ func seedLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline) error {
 // Relay-B with token 2. A crash injected by a test is an expected outcome:
 // the script goes on without the dead relay.
 func playRelaysPastTheLease(ctx context.Context, env *Env, p *cast.Pipeline) error {
-	a, err := env.openPipelineRelay(ctx, p, cast.RelayA)
+	a, err := env.Instances.PipelineRelay(ctx, p, cast.RelayA)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
-	b, err := env.openPipelineRelay(ctx, p, cast.RelayB)
+	defer a.Close(ctx)
+	b, err := env.Instances.PipelineRelay(ctx, p, cast.RelayB)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer b.Close(ctx)
 	p.SetNow(1 * cast.TickSecond)
 	if err := cast.UnlessCrash(cast.MustClaim(ctx, a)); err != nil {
 		return err
@@ -177,7 +176,7 @@ func playRelaysPastTheLease(ctx context.Context, env *Env, p *cast.Pipeline) err
 			return err
 		}
 	}
-	return closeRelays(ctx, a, b)
+	return instance.CloseAll(ctx, a, b)
 }
 
 // playBothConsumers has the inbox consumer (naive under the naive-inbox
@@ -192,16 +191,16 @@ func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline, naiveInb
 		name, group string
 		design      cast.ConsumerDesign
 	}{{"Inbox-Consumer", inboxConsumer, inboxDesignUsed}, {"Naive-Consumer", naiveConsumer, cast.NaiveDesign}} {
-		c, err := env.openPipelineConsumer(ctx, p, spec.name, spec.group, spec.design)
+		c, err := env.Instances.PipelineConsumer(ctx, p, spec.name, spec.group, spec.design)
 		if err != nil {
 			return err
 		}
 		err = p.DrainConsumer(ctx, c, 0)
 		if err != nil {
-			c.Close()
+			_ = c.Close(ctx) // on the failure path the step's own error is the one to report
 			return err
 		}
-		if err := closeConsumer(ctx, c); err != nil {
+		if err := c.Close(ctx); err != nil {
 			return err
 		}
 	}

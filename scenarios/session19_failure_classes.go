@@ -9,8 +9,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -130,8 +130,7 @@ var failureClasses = Scenario{
 				"(version 2) to open (version 1). After a crash and a lease expiry, delivery order is not commit " +
 				"order: a projection must apply an event only when its version is newer than the one it holds."},
 	},
-	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild, pipelineConsumerRole: runPipelineConsumerChild},
-	Run:     runFailureClasses,
+	Run: runFailureClasses,
 }
 
 func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -298,42 +297,42 @@ func setupCredit(ctx context.Context, p *cast.Pipeline, eventID, account string)
 // runRelayOnce starts a relay instance, runs one loop body and closes it;
 // an injected crash is an expected outcome.
 func runRelayOnce(ctx context.Context, env *Env, p *cast.Pipeline, name string) error {
-	r, err := env.openPipelineRelay(ctx, p, name)
+	r, err := env.Instances.PipelineRelay(ctx, p, name)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer r.Close(ctx)
 	if _, err := r.RunOnce(ctx); err != nil && !cast.IsCrash(err) {
 		return err
 	}
-	return closeRelays(ctx, r)
+	return instance.CloseAll(ctx, r)
 }
 
 // consumeAll starts one consumer instance and drains the broker for it.
 func consumeAll(ctx context.Context, env *Env, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) error {
-	c, err := env.openPipelineConsumer(ctx, p, name, group, design)
+	c, err := env.Instances.PipelineConsumer(ctx, p, name, group, design)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if err := p.DrainConsumer(ctx, c, 0); err != nil {
 		return err
 	}
-	return closeConsumer(ctx, c)
+	return c.Close(ctx)
 }
 
 // consumeOnce starts one consumer instance and has it take, apply and
 // acknowledge one delivery; an injected crash is an expected outcome.
 func consumeOnce(ctx context.Context, env *Env, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) error {
-	c, err := env.openPipelineConsumer(ctx, p, name, group, design)
+	c, err := env.Instances.PipelineConsumer(ctx, p, name, group, design)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	if _, err := c.ConsumeNext(ctx); err != nil && !cast.IsCrash(err) {
 		return err
 	}
-	return closeConsumer(ctx, c)
+	return c.Close(ctx)
 }
 
 // Row 1: Relay-A sends e1 and crashes before completing; its lease
@@ -369,16 +368,16 @@ func playRowStaleCompletion(ctx context.Context, p *cast.Pipeline, plan *failpoi
 	if err := setupCredit(ctx, p, "e2", "ACC-2"); err != nil {
 		return rowOutcome{}, err
 	}
-	a, err := d.env.openPipelineRelay(ctx, p, cast.RelayA)
+	a, err := d.env.Instances.PipelineRelay(ctx, p, cast.RelayA)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	defer a.Close()
-	b, err := d.env.openPipelineRelay(ctx, p, cast.RelayB)
+	defer a.Close(ctx)
+	b, err := d.env.Instances.PipelineRelay(ctx, p, cast.RelayB)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	defer b.Close()
+	defer b.Close(ctx)
 	p.SetNow(1 * cast.TickSecond)
 	if err := cast.MustClaim(ctx, a); err != nil {
 		return rowOutcome{}, err
@@ -409,7 +408,7 @@ func playRowStaleCompletion(ctx context.Context, p *cast.Pipeline, plan *failpoi
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	if err := closeRelays(ctx, a, b); err != nil {
+	if err := instance.CloseAll(ctx, a, b); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)
@@ -506,15 +505,15 @@ func consumeBehindBarrier(ctx context.Context, env *Env, p *cast.Pipeline, names
 	// Each flag is written and read by its own consumer's goroutine only.
 	waited := map[string]*bool{}
 	for _, name := range names {
-		c, err := env.openPipelineConsumer(ctx, p, name, cast.CreditService, design)
+		c, err := env.Instances.PipelineConsumer(ctx, p, name, cast.CreditService, design)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
+		defer c.Close(ctx)
 		// The wait runs on the consumer's own context: when another
 		// consumer fails, RunConcurrently cancels it and the wait ends.
 		reached := new(bool)
-		holdBeforeEffect(c, func(ctx context.Context) error {
+		c.HoldBeforeEffect(func(ctx context.Context) error {
 			*reached = true
 			return barrier.Wait(ctx)
 		})
@@ -535,7 +534,7 @@ func consumeBehindBarrier(ctx context.Context, env *Env, p *cast.Pipeline, names
 		return err
 	}
 	for _, name := range names {
-		if err := closeConsumer(ctx, instances[name]); err != nil {
+		if err := instances[name].Close(ctx); err != nil {
 			return err
 		}
 	}
@@ -559,11 +558,11 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 	if err := runRelayOnce(ctx, d.env, p, crash.Actor); err != nil {
 		return rowOutcome{}, err
 	}
-	b, err := d.env.openPipelineRelay(ctx, p, cast.RelayB)
+	b, err := d.env.Instances.PipelineRelay(ctx, p, cast.RelayB)
 	if err != nil {
 		return rowOutcome{}, err
 	}
-	defer b.Close()
+	defer b.Close(ctx)
 	if _, err := b.RunOnce(ctx); err != nil {
 		return rowOutcome{}, err
 	}
@@ -573,7 +572,7 @@ func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpo
 	if _, err := b.RunOnce(ctx); err != nil {
 		return rowOutcome{}, err
 	}
-	if err := closeRelays(ctx, b); err != nil {
+	if err := instance.CloseAll(ctx, b); err != nil {
 		return rowOutcome{}, err
 	}
 	p.SetNow(p.Now() + 5*cast.TickSecond)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -90,8 +90,7 @@ var inboxRetention = Scenario{
 				"cents for one 1000-cent award. Deduplication, at the broker or in the inbox, works only on the " +
 				"outbox event's own, stable id."},
 	},
-	Workers: map[string]proc.Role{pipelineRelayRole: runPipelineRelayChild, pipelineConsumerRole: runPipelineConsumerChild},
-	Run:     runInboxRetention,
+	Run: runInboxRetention,
 }
 
 // The lesson's figures with the default flags: LESSONS.md's four metric
@@ -426,11 +425,11 @@ func sendRetention(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpo
 	if run.resend {
 		plan.Arm(failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: run.event, Fault: failpoint.LeaseExpiry})
 	}
-	a, err := env.openPipelineRelay(ctx, p, cast.RelayA)
+	a, err := env.Instances.PipelineRelay(ctx, p, cast.RelayA)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer a.Close(ctx)
 	p.SetNow(s20SendAt)
 	if err := cast.MustClaim(ctx, a); err != nil {
 		return err
@@ -439,11 +438,11 @@ func sendRetention(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpo
 		return err
 	}
 	if run.resend {
-		b, err := env.openPipelineRelay(ctx, p, cast.RelayB)
+		b, err := env.Instances.PipelineRelay(ctx, p, cast.RelayB)
 		if err != nil {
 			return err
 		}
-		defer b.Close()
+		defer b.Close(ctx)
 		if err := cast.MustClaim(ctx, b); err != nil {
 			return err
 		}
@@ -453,14 +452,14 @@ func sendRetention(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpo
 		if _, err := b.Complete(ctx); err != nil {
 			return err
 		}
-		if err := closeRelays(ctx, b); err != nil {
+		if err := instance.CloseAll(ctx, b); err != nil {
 			return err
 		}
 	}
 	if _, err := a.Complete(ctx); err != nil {
 		return err
 	}
-	return closeRelays(ctx, a)
+	return instance.CloseAll(ctx, a)
 }
 
 // consumeAndReplay is the consumers' part: acks lost until the broker
@@ -483,15 +482,15 @@ func consumeAndReplay(ctx context.Context, env *Env, p *cast.Pipeline, plan *fai
 	if err != nil {
 		return out, err
 	}
-	c2, err := env.openPipelineConsumer(ctx, p, "Consumer-2", cast.CreditService, design)
+	c2, err := env.Instances.PipelineConsumer(ctx, p, "Consumer-2", cast.CreditService, design)
 	if err != nil {
 		return out, err
 	}
 	if err := p.DrainConsumer(ctx, c2, s20MaxDeliveries); err != nil {
-		c2.Close()
+		_ = c2.Close(ctx) // on the failure path the step's own error is the one to report
 		return out, err
 	}
-	if err := closeConsumer(ctx, c2); err != nil {
+	if err := c2.Close(ctx); err != nil {
 		return out, err
 	}
 	for _, e := range p.Effects() {
@@ -507,15 +506,15 @@ func consumeAndReplay(ctx context.Context, env *Env, p *cast.Pipeline, plan *fai
 func consumeUntilDeadLettered(ctx context.Context, env *Env, p *cast.Pipeline, plan *failpoint.Plan, design cast.ConsumerDesign, dlqRetention int64, out *retentionOutcome) error {
 	plan.Arm(failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.AckLost, Times: 1000})
 	p.SetNow(s20ConsumeAt)
-	c1, err := env.openPipelineConsumer(ctx, p, "Consumer-1", cast.CreditService, design)
+	c1, err := env.Instances.PipelineConsumer(ctx, p, "Consumer-1", cast.CreditService, design)
 	if err != nil {
 		return err
 	}
 	if err := p.DrainConsumer(ctx, c1, s20MaxDeliveries); err != nil {
-		c1.Close()
+		_ = c1.Close(ctx) // on the failure path the step's own error is the one to report
 		return err
 	}
-	if err := closeConsumer(ctx, c1); err != nil {
+	if err := c1.Close(ctx); err != nil {
 		return err
 	}
 	for _, e := range p.Effects() {

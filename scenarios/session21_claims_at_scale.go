@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,8 +12,8 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -120,8 +119,7 @@ var claimsAtScale = Scenario{
 				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim "+
 				"looks as good as an indexed one.", s21SmallBacklog, s21Growth)},
 	},
-	Workers: map[string]proc.Role{s21WorkerRole: runScaleWorkerChild},
-	Run:     runClaimsAtScale,
+	Run: runClaimsAtScale,
 }
 
 // s21Start is when the drains start on the scenario clock.
@@ -318,22 +316,22 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err != nil {
 		return err
 	}
-	var workers instances
-	defer workers.closeAll(ctx)
-	workers.add(stalled)
+	var workers instance.Set
+	defer workers.Close(ctx)
+	workers.Add(stalled)
 
 	run.clk.Advance(s21Lease + time.Second)
 	run.event("clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
 
 	// Both drain workers are up before either claims: a child process
 	// takes longer to start than a claim takes to run.
-	drainers := map[string]scaleWorker{}
+	drainers := map[string]instance.ScaleWorker{}
 	for _, worker := range s21Drainers {
-		w, err := run.openScaleWorker(ctx, path, label, worker, cfg)
+		w, err := run.env.Instances.ScaleWorker(ctx, path, label, worker, cfg)
 		if err != nil {
 			return err
 		}
-		workers.add(w)
+		workers.Add(w)
 		drainers[worker] = w
 	}
 	before, err := run.schemaReads(ctx, setup)
@@ -358,7 +356,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
 		return err
 	}
-	if err := workers.closeAll(ctx); err != nil {
+	if err := workers.Close(ctx); err != nil {
 		return err
 	}
 	d.lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
@@ -411,146 +409,12 @@ func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *scaleDrain, l
 	return err
 }
 
-// scaleWorker is a worker of session 21: its claimer on its own
-// connection, in the lab's process or, with Options.Processes, a child
-// process at the lab's command.
-type scaleWorker interface {
-	Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error)
-	Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error)
-	// PageReads is what the worker's connection has read so far (SQLite's
-	// page count; see [store.DB.PageReads]).
-	PageReads(ctx context.Context) (int64, error)
-	// FlushStats hands the connection's statistics to the server now
-	// (PostgreSQL; see [store.DB.FlushStats]).
-	FlushStats(ctx context.Context) error
-	lifecycle
-}
-
-// inProcessScaleWorker is a worker in the lab's process.
-type inProcessScaleWorker struct {
-	*store.Claimer
-	db *store.DB
-}
-
-func (w inProcessScaleWorker) PageReads(ctx context.Context) (int64, error) {
-	return w.db.PageReads(ctx)
-}
-func (w inProcessScaleWorker) FlushStats(ctx context.Context) error { return w.db.FlushStats(ctx) }
-func (inProcessScaleWorker) stall(string, string) (string, error)   { return "", nil }
-func (inProcessScaleWorker) wake(string, string) (string, error)    { return "", nil }
-
-// close releases the claimer and closes the connection.
-func (w inProcessScaleWorker) close(context.Context) error {
-	return errors.Join(w.Claimer.Close(), w.db.Close())
-}
-
-// crash is the close of a worker holding a lease: its connection and its
-// memory go.
-func (w inProcessScaleWorker) crash(ctx context.Context, _ failpoint.Point) (string, error) {
-	return "", w.close(ctx)
-}
-
-// openScaleWorker opens worker's connection and prepares its claimer, in
-// the drain's phase.
-func (run *scaleRun) openScaleWorker(ctx context.Context, path, phase, worker string, cfg store.ClaimerConfig) (scaleWorker, error) {
-	if run.env.Options.Processes {
-		c, err := run.env.startChild(ctx, s21WorkerRole, path, scaleWorkerWork{Worker: worker, Config: cfg})
-		if err != nil {
-			return nil, err
-		}
-		return childScaleWorker{childInstance{env: run.env, child: c, phase: instancePhase(phase, worker)}}, nil
-	}
-	db, err := run.env.Open(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := store.NewClaimer(ctx, db, worker, cfg)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return inProcessScaleWorker{cl, db}, nil
-}
-
-// s21WorkerRole is a worker of a drain (the one that crashes, the one
-// that stalls, the drain workers) as a child process at the lab's command.
-const s21WorkerRole = "scale-worker"
-
-// scaleWorkerWork is what a scale-worker child is: Worker, claiming and
-// finalizing with Config.
-type scaleWorkerWork struct {
-	Worker string              `json:"worker"`
-	Config store.ClaimerConfig `json:"config"`
-}
-
-// The scale worker's operations' arguments, as they cross the pipe.
-type (
-	scaleClaimArgs struct {
-		Now   time.Time
-		Lease time.Duration
-		Limit int
-	}
-	scaleFinalizeArgs struct {
-		Messages []store.ClaimedMessage
-		Now      time.Time
-	}
-)
-
-// runScaleWorkerChild is the scale-worker child: its claimer on its own
-// connection, its claims, finalizations and statistics at the lab's
-// command.
-func runScaleWorkerChild(ctx context.Context, w *proc.Worker) (any, error) {
-	var work scaleWorkerWork
-	db, err := w.Begin(ctx, &work)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	cl, err := store.NewClaimer(ctx, db, work.Worker, work.Config)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a scaleClaimArgs) (any, error) {
-			return cl.Claim(ctx, a.Now, a.Lease, a.Limit)
-		}),
-		"finalize": op(func(ctx context.Context, a scaleFinalizeArgs) (any, error) {
-			return cl.Finalize(ctx, a.Messages, a.Now)
-		}),
-		"pages": op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
-		"flush": op(func(ctx context.Context, _ struct{}) (any, error) { return nil, db.FlushStats(ctx) }),
-	})
-}
-
-// childScaleWorker is a worker in a child process.
-type childScaleWorker struct{ childInstance }
-
-func (c childScaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	var b store.ClaimedBatch
-	return b, c.call(ctx, "claim", scaleClaimArgs{now, lease, limit}, &b)
-}
-
-func (c childScaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	var f store.FinalizedBatch
-	return f, c.call(ctx, "finalize", scaleFinalizeArgs{msgs, now}, &f)
-}
-
-func (c childScaleWorker) PageReads(ctx context.Context) (int64, error) {
-	var n int64
-	return n, c.call(ctx, "pages", struct{}{}, &n)
-}
-
-func (c childScaleWorker) FlushStats(ctx context.Context) error {
-	return c.call(ctx, "flush", struct{}{}, nil)
-}
-
 // crash is Worker-A: it claims the oldest message and dies with it, its
 // claim committed. With Options.Processes Worker-A is a child process,
 // killed by SIGKILL once its claim has returned; otherwise its crash
 // closes its connection.
 func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) error {
-	w, err := run.openScaleWorker(ctx, path, d.label(), s21Crashed, cfg)
+	w, err := run.env.Instances.ScaleWorker(ctx, path, d.label(), s21Crashed, cfg)
 	if err != nil {
 		return err
 	}
@@ -562,10 +426,10 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 		err = w.FlushStats(ctx)
 	}
 	if err != nil {
-		w.close(ctx)
+		w.Close(ctx)
 		return err
 	}
-	death, err := w.crash(ctx, failpoint.AfterClaim)
+	death, err := w.Crash(ctx, failpoint.AfterClaim)
 	if err != nil {
 		return err
 	}
@@ -586,19 +450,19 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 
 // stall is Worker-B: it claims the next message, processes it, and stalls
 // before finalizing. The caller closes the worker.
-func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (scaleWorker, store.ClaimedBatch, error) {
-	w, err := run.openScaleWorker(ctx, path, d.label(), s21Stalled, cfg)
+func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (instance.ScaleWorker, store.ClaimedBatch, error) {
+	w, err := run.env.Instances.ScaleWorker(ctx, path, d.label(), s21Stalled, cfg)
 	if err != nil {
 		return nil, store.ClaimedBatch{}, err
 	}
 	held, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
 	if err != nil {
-		w.close(ctx)
+		w.Close(ctx)
 		return nil, held, err
 	}
 	d.recordClaim(s21Stalled, held)
 	if err := w.FlushStats(ctx); err != nil { // see crash
-		w.close(ctx)
+		w.Close(ctx)
 		return nil, held, err
 	}
 	if len(held.Messages) != 1 {
@@ -606,22 +470,22 @@ func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerCo
 		return w, held, nil
 	}
 	m := held.Messages[0]
-	how, err := w.stall(clock.Format(run.clk.Now()), "its claim and its processing")
+	how, err := w.Stall(clock.Format(run.clk.Now()), "its claim and its processing")
 	if err != nil {
-		w.close(ctx)
+		w.Close(ctx)
 		return nil, held, err
 	}
-	run.event(s21Stalled, "claim, process, stall", withHow(fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil), how))
+	run.event(s21Stalled, "claim, process, stall", instance.WithHow(fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil), how))
 	return w, held, nil
 }
 
 // lateFinalize is Worker-B waking up: it finalizes with the token it was given.
-func (run *scaleRun) lateFinalize(ctx context.Context, stalled scaleWorker, held store.ClaimedBatch, d *scaleDrain) error {
+func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWorker, held store.ClaimedBatch, d *scaleDrain) error {
 	if len(held.Messages) != 1 {
 		return nil
 	}
 	m := held.Messages[0]
-	how, err := stalled.wake(clock.Format(run.clk.Now()), "its finalize")
+	how, err := stalled.Wake(clock.Format(run.clk.Now()), "its finalize")
 	if err != nil {
 		return err
 	}
@@ -650,7 +514,7 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled scaleWorker, held
 // claimable. On SQLite it counts the pages its connection reads; on
 // PostgreSQL it hands its statistics over and the run reads the rows the
 // schema's scans read (see schemaReads).
-func (run *scaleRun) drainAs(ctx context.Context, w scaleWorker, worker string, d *scaleDrain) error {
+func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker string, d *scaleDrain) error {
 	pages := w.PageReads
 	if run.env.Engine() == store.Postgres {
 		pages = func(context.Context) (int64, error) { return 0, nil } // counted by drainBacklog

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
 
 	"github.com/outboxlab/outboxlab/cast"
-	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -116,7 +113,6 @@ var heartbeatAndShutdown = Scenario{
 				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
 				"lost lease."},
 	},
-	Workers: map[string]proc.Role{shutdownRelayRole: runShutdownRelayChild, heartbeatRelayRole: runHeartbeatRelayChild},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runHeartbeatAndShutdown(ctx, env, swapped(env, heartbeatCastFor(env.Variant)))
 	},
@@ -159,9 +155,9 @@ type heartbeatRun struct {
 	producer *store.Relay
 	broker   *store.Broker
 	stage    *cast.HeartbeatStage
-	relays   *heartbeatRelays // the relay instances and the clock that reaches them
-	a, b, c  heartbeatRelay
-	jb       heartbeatJob // Relay-B's job on e2
+	relays   *instance.HeartbeatRelays // the relay instances and the clock that reaches them
+	a, b, c  instance.HeartbeatRelay
+	jb       instance.HeartbeatJob // Relay-B's job on e2
 
 	heldAtExit []string // events Relay-D still held when it exited
 }
@@ -176,7 +172,7 @@ func runHeartbeatAndShutdown(ctx context.Context, env *Env, hc heartbeatCast) (*
 	if err := run.play(ctx); err != nil {
 		return nil, err
 	}
-	if err := run.relays.closeAll(ctx); err != nil {
+	if err := run.relays.Close(ctx); err != nil {
 		return nil, err
 	}
 	r := &lab.Result{}
@@ -203,7 +199,7 @@ func (run *heartbeatRun) open(ctx context.Context) (*store.DB, error) {
 
 func (run *heartbeatRun) close() {
 	if run.relays != nil {
-		_ = run.relays.closeAll(context.Background())
+		_ = run.relays.Close(context.Background())
 	}
 	if run.stage != nil {
 		run.stage.Close()
@@ -230,14 +226,14 @@ func (run *heartbeatRun) seed(ctx context.Context) error {
 	}
 	run.broker = store.NewBroker(brokerDB, store.BrokerLesson)
 	run.stage = cast.NewHeartbeatStage(&run.timeline, run.broker)
-	run.relays = &heartbeatRelays{env: run.env, stage: run.stage}
-	relays := []*heartbeatRelay{&run.a, &run.b, &run.c}
+	run.relays = run.env.Instances.HeartbeatRelays(run.stage)
+	relays := []*instance.HeartbeatRelay{&run.a, &run.b, &run.c}
 	for i, name := range []string{hbRelayA, hbRelayB, hbRelayC} {
 		p := run.hc.policy
 		if name == hbRelayA {
 			p = run.hc.policyA
 		}
-		if *relays[i], err = run.relays.open(ctx, name, run.hc.sqls, p, run.open); err != nil {
+		if *relays[i], err = run.relays.Open(ctx, run.env.DatabasePath(), name, run.hc.sqls, p); err != nil {
 			return err
 		}
 	}
@@ -257,7 +253,7 @@ func (run *heartbeatRun) play(ctx context.Context) error {
 // at moves the clock to second t of the lesson, firing due heartbeats,
 // in the lab's process or in the relays' own (run --processes).
 func (run *heartbeatRun) at(ctx context.Context, t int64) error {
-	return run.relays.advanceTo(ctx, t*cast.TickSecond)
+	return run.relays.AdvanceTo(ctx, t*cast.TickSecond)
 }
 
 // commit inserts the outbox events ids at the current time, as the
@@ -273,21 +269,12 @@ func (run *heartbeatRun) commit(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// claimOne polls once with relay and insists it claimed something.
-func claimOne(ctx context.Context, relay *cast.HeartbeatRelay) (*cast.HeartbeatJob, error) {
-	j, err := relay.Poll(ctx)
-	if err == nil && j == nil {
-		err = fmt.Errorf("session 22: %s found nothing to claim", relay.Name)
-	}
-	return j, err
-}
-
 // claimWith polls once with the relay instance and insists it claimed
 // something.
-func claimWith(ctx context.Context, relay heartbeatRelay) (heartbeatJob, error) {
+func claimWith(ctx context.Context, relay instance.HeartbeatRelay) (instance.HeartbeatJob, error) {
 	j, err := relay.Poll(ctx)
 	if err == nil && j == nil {
-		err = fmt.Errorf("session 22: %s found nothing to claim", relay.relayName())
+		err = fmt.Errorf("session 22: %s found nothing to claim", relay.Name())
 	}
 	return j, err
 }
@@ -323,7 +310,7 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 
 // pollAndDeliver lets relay poll at second t, and send and complete each
 // event it claims, until nothing is claimable.
-func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay heartbeatRelay, t int64) error {
+func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay instance.HeartbeatRelay, t int64) error {
 	for {
 		if err := run.at(ctx, t); err != nil {
 			return err
@@ -432,8 +419,9 @@ func (run *heartbeatRun) deadline(ctx context.Context) error {
 	return run.pollAndDeliver(ctx, run.b, 316)
 }
 
-// shutdown is act 4: SIGTERM reaches Relay-D holding e4, e5 and e6; after
-// its exit and restart, a fresh relay recovers what it left.
+// shutdown is act 4: the stop signal reaches Relay-D holding e4, e5 and
+// e6, after its send of e4; after its exit and restart, a fresh relay
+// recovers what it left.
 func (run *heartbeatRun) shutdown(ctx context.Context) error {
 	if err := run.at(ctx, 400); err != nil {
 		return err
@@ -441,28 +429,17 @@ func (run *heartbeatRun) shutdown(ctx context.Context) error {
 	if err := run.commit(ctx, "e4", "e5", "e6"); err != nil {
 		return err
 	}
-	if run.env.Options.Processes {
-		if err := run.shutdownChild(ctx); err != nil {
-			return err
-		}
-	} else {
-		db, err := run.open(ctx)
-		if err != nil {
-			return err
-		}
-		d := run.stage.NewRelay(hbRelayD, db, run.hc.sqls, run.hc.policy)
-		jobs, err := claimThree(ctx, run.stage, d)
-		if err != nil {
-			return err
-		}
-		if err := run.stopAndExit(ctx, d, jobs[0]); err != nil {
-			return err
-		}
+	d, err := run.relays.Open(ctx, run.env.DatabasePath(), hbRelayD, run.hc.sqls, run.hc.policy)
+	if err != nil {
+		return err
+	}
+	if err := run.stopAfterSend(ctx, d); err != nil {
+		return err
 	}
 	if err := run.at(ctx, 410); err != nil {
 		return err
 	}
-	fresh, err := run.relays.open(ctx, hbRelayFresh, run.hc.sqls, run.hc.policy, run.open)
+	fresh, err := run.relays.Open(ctx, run.env.DatabasePath(), hbRelayFresh, run.hc.sqls, run.hc.policy)
 	if err != nil {
 		return err
 	}
@@ -472,176 +449,43 @@ func (run *heartbeatRun) shutdown(ctx context.Context) error {
 	return run.pollAndDeliver(ctx, fresh, 432)
 }
 
-// claimThree lets Relay-D, d, claim e4, e5 and e6 at second 401.
-func claimThree(ctx context.Context, stage *cast.HeartbeatStage, d *cast.HeartbeatRelay) ([]*cast.HeartbeatJob, error) {
-	if err := stage.AdvanceTo(ctx, 401*cast.TickSecond); err != nil {
-		return nil, err
+// stopAfterSend is Relay-D's shutdown: it claims e4, e5 and e6 at second
+// 401 and sends e4 at 405; at 406 it gets its stop signal (a real SIGTERM
+// when it is a child process), while the producer commits e7; its poll at
+// 407 is skipped, it completes e4 at 408 within the grace period, and at
+// 409 its process ends, holding the events it did not finish.
+func (run *heartbeatRun) stopAfterSend(ctx context.Context, d instance.HeartbeatRelay) error {
+	if err := run.at(ctx, 401); err != nil {
+		return err
 	}
-	var jobs []*cast.HeartbeatJob
+	var jobs []instance.HeartbeatJob
 	for range 3 {
-		j, err := claimOne(ctx, d)
+		j, err := claimWith(ctx, d)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, nil
-}
-
-// sendFirst is Relay-D's send of sent at second 405, before the stop
-// signal at 406.
-func sendFirst(ctx context.Context, stage *cast.HeartbeatStage, sent *cast.HeartbeatJob) error {
-	if err := stage.AdvanceTo(ctx, 405*cast.TickSecond); err != nil {
-		return err
-	}
-	if _, err := sent.Send(ctx); err != nil {
-		return err
-	}
-	return stage.AdvanceTo(ctx, 406*cast.TickSecond)
-}
-
-// finishAfterStop is Relay-D after its stop signal: its poll at 407 is
-// skipped, it completes sent (already sent) at 408 within the grace
-// period, and at 409 its process ends, returning the events it held.
-func finishAfterStop(ctx context.Context, stage *cast.HeartbeatStage, d *cast.HeartbeatRelay, sent *cast.HeartbeatJob) ([]string, error) {
 	steps := []struct {
 		at int64
 		do func() error
 	}{
+		{405, func() error { _, err := jobs[0].Send(ctx); return err }},
+		{406, func() error { return d.Stop(ctx, hbGrace) }},
+		{406, func() error { return run.commit(ctx, "e7") }},
 		{407, func() error { _, err := d.Poll(ctx); return err }},
-		{408, func() error { _, err := sent.Complete(ctx); return err }},
+		{408, func() error { _, err := jobs[0].Complete(ctx); return err }},
+		{409, func() (err error) { run.heldAtExit, err = d.Exit(ctx); return err }},
 	}
 	for _, s := range steps {
-		if err := stage.AdvanceTo(ctx, s.at*cast.TickSecond); err != nil {
-			return nil, err
+		if err := run.at(ctx, s.at); err != nil {
+			return err
 		}
 		if err := s.do(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := stage.AdvanceTo(ctx, 409*cast.TickSecond); err != nil {
-		return nil, err
-	}
-	return d.Exit(ctx)
-}
-
-// stopAndExit sends Relay-D its stop signal after the send of sent, lets
-// it finish sent within the grace period, and ends its process.
-func (run *heartbeatRun) stopAndExit(ctx context.Context, d *cast.HeartbeatRelay, sent *cast.HeartbeatJob) error {
-	if err := sendFirst(ctx, run.stage, sent); err != nil {
-		return err
-	}
-	d.Stop(hbGrace)
-	if err := run.commit(ctx, "e7"); err != nil {
-		return err
-	}
-	held, err := finishAfterStop(ctx, run.stage, d, sent)
-	run.heldAtExit = held
-	return err
-}
-
-// shutdownRelayRole is Relay-D as a child process (Options.Processes): it
-// claims e4, e5 and e6 and sends e4 on a stage of its own, then waits at
-// after-send-before-complete for a real SIGTERM, which it handles as the
-// lesson says and exits by itself.
-const shutdownRelayRole = "shutdown-relay"
-
-// shutdownRelayWork is what the shutdown-relay child does: Relay-D's
-// statements and policy, and the grace period after SIGTERM.
-type shutdownRelayWork struct {
-	SQLs   store.HeartbeatSQL   `json:"sqls"`
-	Policy cast.HeartbeatPolicy `json:"policy"`
-	Grace  int64                `json:"grace"`
-}
-
-// shutdownRelayResult is what the child reports when it is done: what its
-// stage recorded since its report at the failpoint, and the events it held
-// when it exited.
-type shutdownRelayResult struct {
-	Record cast.HeartbeatRecord `json:"record"`
-	Held   []string             `json:"held"`
-}
-
-// runShutdownRelayChild is the shutdown-relay child: Relay-D up to its
-// send of e4, on its own connection and stage (the scenario clock starts at
-// second 400), then the stop on a real SIGTERM, caught by signal.Notify,
-// the completion of e4 within the grace period and the exit.
-func runShutdownRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
-	var work shutdownRelayWork
-	db, err := w.Begin(ctx, &work)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	stage, err := childStage(ctx, db, 400*cast.TickSecond)
-	if err != nil {
-		return nil, err
-	}
-	defer stage.Close()
-	d := stage.NewRelay(hbRelayD, db, work.SQLs, work.Policy)
-	jobs, err := claimThree(ctx, stage, d)
-	if err != nil {
-		return nil, err
-	}
-	if err := sendFirst(ctx, stage, jobs[0]); err != nil {
-		return nil, err
-	}
-	if _, err := w.AwaitSignal(failpoint.AfterSendBeforeComplete, stage.TakeRecord(), syscall.SIGTERM); err != nil {
-		return nil, err
-	}
-	d.StopOnSignal(work.Grace, os.Getpid())
-	held, err := finishAfterStop(ctx, stage, d, jobs[0])
-	if err != nil {
-		return nil, err
-	}
-	return shutdownRelayResult{Record: stage.TakeRecord(), Held: held}, nil
-}
-
-// shutdownChild is act 4's Relay-D as a child process: it claims and sends
-// e4 on its own; the producer commits e7; the lab sends it a real SIGTERM
-// at after-send-before-complete, and it finishes by itself and exits 0,
-// its timeline lines and ledgers adopted by the lab's stage.
-func (run *heartbeatRun) shutdownChild(ctx context.Context) error {
-	env := run.env
-	child, err := env.startChild(ctx, shutdownRelayRole, env.DatabasePath(),
-		shutdownRelayWork{SQLs: run.hc.sqls, Policy: run.hc.policy, Grace: hbGrace})
-	if err != nil {
-		return err
-	}
-	defer child.Stop()
-	r, err := child.Next(ctx)
-	if err != nil {
-		return err
-	}
-	var rec cast.HeartbeatRecord
-	if err := r.Decode(&rec); err != nil || r.At != failpoint.AfterSendBeforeComplete {
-		return fmt.Errorf("session 22: Relay-D process %d reported %s %s, not its send at %s", child.Pid(), r.At, shutdownReportText(r), failpoint.AfterSendBeforeComplete)
-	}
-	run.stage.Adopt(rec)
-	if err := run.commit(ctx, "e7"); err != nil {
-		return err
-	}
-	if err := env.signalChild(child, syscall.SIGTERM, failpoint.AfterSendBeforeComplete); err != nil {
-		return err
-	}
-	if r, err = child.Next(ctx); err != nil {
-		return err
-	}
-	var res shutdownRelayResult
-	if err := r.Decode(&res); err != nil || !r.Done {
-		return fmt.Errorf("session 22: Relay-D process %d, sent SIGTERM, reported %s %s, not its exit", child.Pid(), r.At, shutdownReportText(r))
-	}
-	run.stage.Adopt(res.Record)
-	run.heldAtExit = res.Held
-	return env.waitSignalledChild(child, "act 4: shutdown", syscall.SIGTERM, failpoint.AfterSendBeforeComplete)
-}
-
-// shutdownReportText is a report's state, shortened for an error message.
-func shutdownReportText(r proc.Report) string {
-	if s := string(r.State); len(s) > 120 {
-		return s[:120] + "..."
-	}
-	return string(r.State)
+	return d.Close(ctx)
 }
 
 // measure sets the lesson's figures from the ledgers and the database.

@@ -11,7 +11,7 @@ import (
 // runSession22 runs session 22 with hc in a fresh folder.
 func runSession22(t *testing.T, hc heartbeatCast) *lab.Result {
 	t.Helper()
-	env := &Env{Scenario: &heartbeatAndShutdown, Dir: t.TempDir(), Ledger: &store.Ledger{}}
+	env := newTestEnv(t, &heartbeatAndShutdown)
 	r, err := runHeartbeatAndShutdown(context.Background(), env, hc)
 	if err != nil {
 		t.Fatal(err)

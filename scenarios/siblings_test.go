@@ -21,12 +21,11 @@ func (emptyImporter) Import(importPath string) (*types.Package, error) {
 }
 
 // frameworkFiles are the files of package scenarios that every lesson may
-// use: the Scenario type and its execution, the registry, the helpers
-// that turn figures into checks, and the application instances a lesson
-// runs in the lab's process or as child processes (run --processes).
-// Every other non-test file is one lesson.
-var frameworkFiles = map[string]bool{"scenario.go": true, "registry.go": true, "lesson.go": true,
-	"processes.go": true, "instances.go": true, "pipeline_instances.go": true, "heartbeat_instances.go": true}
+// use: the Scenario type and its execution, the registry, the run's
+// schemas on a server, and the helpers that turn figures into checks.
+// Every other non-test file is one lesson; the instances a lesson runs,
+// in the lab's process or as child processes, are package instance's.
+var frameworkFiles = map[string]bool{"scenario.go": true, "registry.go": true, "lesson.go": true, "server.go": true}
 
 // TestLessonsAreSiblings asserts that no lesson file uses a name another
 // lesson file declares: what two lessons share belongs to package cast or

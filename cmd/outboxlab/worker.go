@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/proc"
-	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // workerCommand is the hidden `worker --role ROLE` subcommand: one of a
@@ -28,7 +28,7 @@ func workerCommand() *cli.Command {
 			// The program's stop signals do not cancel a worker: its parent
 			// stops it (SIGKILL, or the end of its stdin), and a role may
 			// handle SIGTERM itself, as session 22's relay does.
-			return scenarios.ServeWorker(context.WithoutCancel(c.Context), c.String("role"), os.Stdin, c.App.Writer)
+			return instance.Serve(context.WithoutCancel(c.Context), c.String("role"), os.Stdin, c.App.Writer)
 		},
 	}
 }

@@ -3,23 +3,29 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/proc/proctest"
 	"github.com/outboxlab/outboxlab/reports"
 )
 
-// TestMain is also the program's child process in these tests: a run with
-// --processes starts this test binary as `<binary> worker --role ROLE`
-// (the standard helper-process pattern), and it runs the CLI as the
-// program does, so the child takes the hidden worker subcommand's path.
+// TestMain is also the program's child process in these tests: a run
+// with --processes starts this test binary as `<binary> worker --role
+// ROLE`, and it runs the CLI as the program does, so the child takes the
+// hidden worker subcommand's path.
 func TestMain(m *testing.M) {
-	if isWorker(os.Args) {
-		os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
+	proctest.Main(m, func(ctx context.Context, role string, in io.Reader, out io.Writer) error {
+		if code := run(ctx, []string{os.Args[0], proc.Command, "--role", role}, out, os.Stderr); code != 0 {
+			return fmt.Errorf("worker --role %s exited %d", role, code)
+		}
+		return nil
+	})
 }
 
 // TestRunProcesses: run --processes passes session 14 with its checkout a
@@ -40,7 +46,7 @@ func TestRunProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(report)
-	rows := regexp.MustCompile(`\| (before|after) +\| checkout \| (\d+) +\| between-outbox-writes \| killed +\| signal: killed +\|`).FindAllStringSubmatch(text, -1)
+	rows := regexp.MustCompile(`\| (before|after): checkout +\| checkout \| (\d+) +\| between-outbox-writes +\| killed +\| signal: killed +\|`).FindAllStringSubmatch(text, -1)
 	if len(rows) != 2 {
 		t.Fatalf("the report's processes table does not list the two killed checkout processes:\n%s", text)
 	}

@@ -1,4 +1,4 @@
-package scenarios
+package instance
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// The relays and consumers of a delivery pipeline (cast.Pipeline) as
-// instances: in the lab's process, or with Options.Processes child
+// The relays and consumers of a delivery pipeline ([cast.Pipeline]) of
+// sessions 18 to 20 and the explorer: in the lab's process, or child
 // processes at the lab's command, each step (claim, send, complete,
 // consume) a call it performs on its own connection. The pipeline's plan
 // holds for them as for in-process instances: where it stalls one past
@@ -21,7 +21,7 @@ import (
 // SIGSTOP until its next step (SIGCONT); where it crashes one, the lab
 // kills it there with SIGKILL.
 
-// Session 18's instances as child processes.
+// The pipeline's instances as child processes.
 const (
 	pipelineRelayRole    = "pipeline-relay"
 	pipelineConsumerRole = "pipeline-consumer"
@@ -31,10 +31,10 @@ const (
 // pipeline's database, a relay or a consumer of Group applying
 // deliveries by Design, with the plan's rules for it armed.
 type pipelineInstanceWork struct {
-	Pipeline cast.Settings       `json:"pipeline"`
-	Instance string              `json:"instance"`
-	Group    string              `json:"group,omitempty"`
-	Design   cast.ConsumerDesign `json:"design"`
+	Pipeline cast.Settings
+	Instance string
+	Group    string
+	Design   cast.ConsumerDesign
 }
 
 // pipelineStepArgs is a step's call: the scenario clock's tick, and for
@@ -61,31 +61,30 @@ type pipelineStep struct {
 // report and the relay's claim (for a stall, its lease).
 type pipelineFault struct {
 	cast.CrashReport
-	Claim store.EventClaim   `json:"claim"`
-	Fired []failpoint.Firing `json:"fired"` // since the last report, this fault last
+	Claim store.EventClaim
+	Fired []failpoint.Firing // since the last report, this fault last
 }
 
-// openPipelineRelay starts relay name on p's database: in-process, or
-// with Options.Processes a child process.
-func (e *Env) openPipelineRelay(ctx context.Context, p *cast.Pipeline, name string) (cast.Relay, error) {
-	if !e.Options.Processes {
+// PipelineRelay starts relay name on p's database, with a start line on
+// p's timeline.
+func (o *Opener) PipelineRelay(ctx context.Context, p *cast.Pipeline, name string) (cast.Relay, error) {
+	if !o.cfg.Processes {
 		return p.StartRelay(ctx, name)
 	}
-	c, err := e.startPipelineChild(ctx, p, pipelineRelayRole, pipelineInstanceWork{Instance: name})
+	c, err := o.startPipelineChild(ctx, p, pipelineRelayRole, pipelineInstanceWork{Instance: name})
 	if err != nil {
 		return nil, err
 	}
 	return &childPipelineRelay{c}, nil
 }
 
-// openPipelineConsumer starts consumer name of group, applying
-// deliveries by design, on p's database: in-process, or with
-// Options.Processes a child process.
-func (e *Env) openPipelineConsumer(ctx context.Context, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) (cast.Consumer, error) {
-	if !e.Options.Processes {
+// PipelineConsumer starts consumer name of group, applying deliveries by
+// design, on p's database, with a start line on p's timeline.
+func (o *Opener) PipelineConsumer(ctx context.Context, p *cast.Pipeline, name, group string, design cast.ConsumerDesign) (cast.Consumer, error) {
+	if !o.cfg.Processes {
 		return p.StartConsumer(ctx, name, group, design)
 	}
-	c, err := e.startPipelineChild(ctx, p, pipelineConsumerRole, pipelineInstanceWork{Instance: name, Group: group, Design: design})
+	c, err := o.startPipelineChild(ctx, p, pipelineConsumerRole, pipelineInstanceWork{Instance: name, Group: group, Design: design})
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +93,9 @@ func (e *Env) openPipelineConsumer(ctx context.Context, p *cast.Pipeline, name, 
 
 // startPipelineChild starts work's instance as child process role, with
 // p's settings and the rules of p's plan for it, and tells its start.
-func (e *Env) startPipelineChild(ctx context.Context, p *cast.Pipeline, role string, work pipelineInstanceWork) (*childPipelineInstance, error) {
+func (o *Opener) startPipelineChild(ctx context.Context, p *cast.Pipeline, role string, work pipelineInstanceWork) (*childPipelineInstance, error) {
 	work.Pipeline = p.Settings(p.Faults.RulesFor(work.Instance)...)
-	c, err := e.startChild(ctx, role, p.Path, work)
+	c, err := o.startChild(ctx, role, p.Path, work)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +104,12 @@ func (e *Env) startPipelineChild(ctx context.Context, p *cast.Pipeline, role str
 		start = cast.ConsumerStart(work.Group, work.Design)
 	}
 	p.Event(work.Instance, "start", fmt.Sprintf("%s: child process %d (outboxlab worker --role %s)", start, c.Pid(), role))
-	return &childPipelineInstance{env: e, child: c, p: p, name: work.Instance, phase: instancePhase(p.Label, work.Instance)}, nil
+	return &childPipelineInstance{o: o, child: c, p: p, name: work.Instance, phase: phaseOf(p.Label, work.Instance)}, nil
 }
 
 // childPipelineInstance is the lab's end of a pipeline child.
 type childPipelineInstance struct {
-	env   *Env
+	o     *Opener
 	child *proc.Child
 	p     *cast.Pipeline
 	name  string
@@ -190,7 +189,7 @@ func (c *childPipelineInstance) replay(fired []failpoint.Firing) (failpoint.Faul
 func (c *childPipelineInstance) fault(op string, r proc.Report) error {
 	var f pipelineFault
 	if err := r.Decode(&f); err != nil || f.Point != r.At {
-		return fmt.Errorf("%s process %d reported %s %s, not a fault at a failpoint", c.name, c.child.Pid(), r.At, clipState(r.State))
+		return fmt.Errorf("%s process %d reported %s %s, not a fault at a failpoint", c.name, c.child.Pid(), r.At, clip(r.State))
 	}
 	c.p.Adopt(f.Record)
 	if n := len(f.Fired); n == 0 || f.Fired[n-1].Point != f.Point {
@@ -202,7 +201,7 @@ func (c *childPipelineInstance) fault(op string, r proc.Report) error {
 	}
 	switch fault {
 	case failpoint.Crash:
-		death, err := c.env.killChild(c.child, c.phase, f.Point)
+		death, err := c.o.kill(c.child, c.phase, f.Point)
 		if err != nil {
 			return err
 		}
@@ -213,7 +212,7 @@ func (c *childPipelineInstance) fault(op string, r proc.Report) error {
 		if err := c.child.Freeze(); err != nil {
 			return err
 		}
-		c.env.processes.stalled(c.child.Pid(), fmt.Sprintf("SIGSTOP at %s, at %s", cast.TickClock(c.p.Now()), f.Point))
+		c.o.log.stalled(c.child.Pid(), fmt.Sprintf("SIGSTOP at %s, at %s", cast.TickClock(c.p.Now()), f.Point))
 		c.claim, c.stalled, c.at = f.Claim, op, f.Point
 		c.p.StallPastLease(c.name, f.Point, f.Claim, fmt.Sprintf("process %d frozen there by SIGSTOP (the operating system shows it stopped)", c.child.Pid()))
 		return nil
@@ -233,7 +232,7 @@ func (c *childPipelineInstance) wake(ctx context.Context) error {
 	if err := c.child.Thaw(); err != nil {
 		return err
 	}
-	c.env.processes.stalled(c.child.Pid(), fmt.Sprintf("SIGCONT at %s", cast.TickClock(c.p.Now())))
+	c.o.log.stalled(c.child.Pid(), fmt.Sprintf("SIGCONT at %s", cast.TickClock(c.p.Now())))
 	c.p.Event(c.name, "wakes", fmt.Sprintf("process %d continued by SIGCONT: it goes on from %s, unaware that its lease on %s expired",
 		c.child.Pid(), c.at, c.claim.EventID))
 	if err := c.child.GoOn(); err != nil {
@@ -246,13 +245,9 @@ func (c *childPipelineInstance) wake(ctx context.Context) error {
 // Name is the instance's name.
 func (c *childPipelineInstance) Name() string { return c.name }
 
-// Close is close on a path that cannot report its error: the run's end
-// stops every child anyway.
-func (c *childPipelineInstance) Close() { _ = c.close(context.Background()) }
-
-// close ends the child: woken if frozen, told to finish, and reaped; a
+// Close ends the child: woken if frozen, told to finish, and reaped; a
 // killed child is already gone.
-func (c *childPipelineInstance) close(ctx context.Context) error {
+func (c *childPipelineInstance) Close(ctx context.Context) error {
 	if c.dead {
 		return nil
 	}
@@ -263,7 +258,7 @@ func (c *childPipelineInstance) close(ctx context.Context) error {
 	if _, err := c.child.Finish(ctx); err != nil {
 		return err
 	}
-	return c.env.waitChild(c.child, c.phase)
+	return c.o.wait(c.child, c.phase, nil)
 }
 
 // childPipelineRelay is a relay in a child process.
@@ -282,7 +277,7 @@ func (r *childPipelineRelay) Crash(held string) error {
 	if r.dead {
 		return nil
 	}
-	death, err := r.env.killChild(r.child, r.phase, betweenSteps)
+	death, err := r.o.kill(r.child, r.phase, betweenSteps)
 	if err != nil {
 		return err
 	}
@@ -291,10 +286,13 @@ func (r *childPipelineRelay) Crash(held string) error {
 	return nil
 }
 
-// startExploreRelay is the explorer's relay as a child process
-// ([explore.Options.Relays]).
-func (e *Env) startExploreRelay(ctx context.Context, p *cast.Pipeline, name string) (explore.Relay, error) {
-	c, err := e.startPipelineChild(ctx, p, pipelineRelayRole, pipelineInstanceWork{Instance: name})
+// ExploreRelay starts the explorer's relay name on p's database (an
+// [explore.RelayStarter]), with a start line on p's timeline.
+func (o *Opener) ExploreRelay(ctx context.Context, p *cast.Pipeline, name string) (explore.Relay, error) {
+	if !o.cfg.Processes {
+		return explore.StartInProcess(ctx, p, name)
+	}
+	c, err := o.startPipelineChild(ctx, p, pipelineRelayRole, pipelineInstanceWork{Instance: name})
 	if err != nil {
 		return nil, err
 	}
@@ -385,9 +383,9 @@ func (c *pipelineChild) takeFired() []failpoint.Firing {
 	return fired
 }
 
-// runPipelineRelayChild is a relay as a child process: claim, send and
+// servePipelineRelay is a relay as a child process: claim, send and
 // complete at the lab's command.
-func runPipelineRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
+func servePipelineRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	var r *cast.RelayInstance
 	p, err := attachPipelineChild(w, func() store.EventClaim { return r.Claim })
 	if err != nil {
@@ -396,7 +394,7 @@ func runPipelineRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 	if r, err = p.OpenRelay(ctx, p.work.Instance); err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer r.Close(ctx)
 	step := func(do func(ctx context.Context, s *pipelineStep) error) proc.Op {
 		return op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
 			p.SetNow(a.Now)
@@ -426,9 +424,9 @@ func runPipelineRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 	})
 }
 
-// runPipelineConsumerChild is a consumer as a child process: each
+// servePipelineConsumer is a consumer as a child process: each
 // delivery taken, applied and acknowledged at the lab's command.
-func runPipelineConsumerChild(ctx context.Context, w *proc.Worker) (any, error) {
+func servePipelineConsumer(ctx context.Context, w *proc.Worker) (any, error) {
 	p, err := attachPipelineChild(w, func() store.EventClaim { return store.EventClaim{} })
 	if err != nil {
 		return nil, err
@@ -437,7 +435,7 @@ func runPipelineConsumerChild(ctx context.Context, w *proc.Worker) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer c.Close(ctx)
 	return nil, w.Answer(ctx, map[string]proc.Op{
 		"consume": op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
 			p.SetNow(a.Now)
@@ -449,48 +447,4 @@ func runPipelineConsumerChild(ctx context.Context, w *proc.Worker) (any, error) 
 			return pipelineStep{Found: found, Record: p.TakeRecord(), Fired: p.takeFired()}, err
 		}),
 	})
-}
-
-// closeRelays closes relays and returns the first error of a child's end
-// (a child that did not exit 0); an in-process relay's close has none.
-func closeRelays(ctx context.Context, relays ...cast.Relay) error {
-	var errs []error
-	for _, r := range relays {
-		if c, ok := r.(*childPipelineRelay); ok {
-			errs = append(errs, c.close(ctx))
-			continue
-		}
-		r.Close()
-	}
-	return errors.Join(errs...)
-}
-
-// closeConsumer closes c and returns a child's end's error, as
-// closeRelays does.
-func closeConsumer(ctx context.Context, c cast.Consumer) error {
-	if cc, ok := c.(*childPipelineConsumer); ok {
-		return cc.close(ctx)
-	}
-	c.Close()
-	return nil
-}
-
-// holdBeforeEffect has consumer c run hold each time it has decided to
-// apply a delivery, before its effect: in the lab's process, or stopped
-// at failpoint before-effect in its child process.
-func holdBeforeEffect(c cast.Consumer, hold func(ctx context.Context) error) {
-	switch c := c.(type) {
-	case *cast.ConsumerInstance:
-		c.BeforeEffect = hold
-	case *childPipelineConsumer:
-		c.HoldBeforeEffect(hold)
-	}
-}
-
-// clipState shortens a child's report state for an error message.
-func clipState(b []byte) string {
-	if len(b) > 120 {
-		return string(b[:120]) + "..."
-	}
-	return string(b)
 }

@@ -1,80 +1,94 @@
-package scenarios
+package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// Session 22's relays as instances: in the lab's process, each a
-// [cast.HeartbeatRelay] on the lab's stage, or with Options.Processes a
-// child process at the lab's command with a stage of its own, where its
-// heartbeats run. Each call carries the scenario clock's tick; the lab's
-// clock fires the children's heartbeats one at a time, in the order one
-// stage would fire them, and tells every live child that is not frozen
-// each new time. What a child's stage records (timeline lines, claims,
-// renewals, sends, completions, cancellations, its jobs) comes back with
-// each call and the lab's stage adopts it, so the report reads as the
-// in-process run's. A frozen relay is a child stopped by SIGSTOP, which
-// the lab does not call until SIGCONT.
-
-// heartbeatRelay is one of session 22's relay instances.
-type heartbeatRelay interface {
-	// relayName is the relay's name.
-	relayName() string
+// HeartbeatRelay is one of session 22's relays.
+type HeartbeatRelay interface {
+	// Name is the relay's name.
+	Name() string
 	// Poll claims the oldest claimable event with a lease and a heartbeat;
 	// nil when nothing was claimable or the relay is stopping.
-	Poll(ctx context.Context) (heartbeatJob, error)
+	Poll(ctx context.Context) (HeartbeatJob, error)
 	// Freeze stops the relay (a stop-the-world pause): no heartbeat, no
 	// work; for real with SIGSTOP when it is a child process.
 	Freeze(ctx context.Context, why string) error
 	// Resume lets the frozen relay run again (SIGCONT): its overdue
 	// heartbeat fires first.
 	Resume(ctx context.Context) error
-	closer
+	// Stop is the stop signal: the relay polls no more, cancels the work
+	// it has not sent, and may finish what it sent within grace. A child
+	// process waits for it at failpoint after-send-before-complete and is
+	// sent a real SIGTERM, which it catches; in-process it is a call.
+	Stop(ctx context.Context, grace int64) error
+	// Exit ends the stopped relay's process: it returns the events it
+	// still held.
+	Exit(ctx context.Context) ([]string, error)
+	Closer
 }
 
-// heartbeatJob is a claimed event a relay works on.
-type heartbeatJob interface {
+// HeartbeatJob is a claimed event a relay works on.
+type HeartbeatJob interface {
 	Send(ctx context.Context) (bool, error)
 	Complete(ctx context.Context) (bool, error)
 	// Hang makes the job's work block on a call that never answers.
 	Hang(ctx context.Context, what string) error
 }
 
-// heartbeatRelays are a session-22 run's relay instances and the clock
-// that reaches them.
-type heartbeatRelays struct {
-	env      *Env
+// HeartbeatRelays are session 22's relays on one stage and the clock that
+// reaches them: in the lab's process, each a [cast.HeartbeatRelay] on the
+// lab's stage, or child processes at the lab's command, each with a stage
+// of its own where its heartbeats run. Each call carries the scenario
+// clock's tick; the lab's clock fires the children's heartbeats one at a
+// time, in the order one stage would fire them, and tells every live child
+// that is not frozen each new time. What a child's stage records (timeline
+// lines, claims, renewals, sends, completions, cancellations, its jobs)
+// comes back with each call and the lab's stage adopts it, so the report
+// reads as the in-process run's. A frozen relay is a child stopped by
+// SIGSTOP, which the lab does not call until SIGCONT.
+type HeartbeatRelays struct {
+	o        *Opener
 	stage    *cast.HeartbeatStage
 	children []*childHeartbeatRelay // the relays at the lab's command, in the order started
-	instances
+	Set
 }
 
-// open starts relay name with the statements sqls and the heartbeat
-// policy p: in-process on its own connection from db (closed with the
-// run's), or with Options.Processes a child process.
-func (h *heartbeatRelays) open(ctx context.Context, name string, sqls store.HeartbeatSQL, p cast.HeartbeatPolicy,
-	db func(context.Context) (*store.DB, error)) (heartbeatRelay, error) {
-	if !h.env.Options.Processes {
-		conn, err := db(ctx)
+// HeartbeatRelays returns the relays of stage, none started yet; close
+// them with their Close.
+func (o *Opener) HeartbeatRelays(stage *cast.HeartbeatStage) *HeartbeatRelays {
+	return &HeartbeatRelays{o: o, stage: stage}
+}
+
+// Open starts relay name on the database at path, with the statements sqls
+// and the heartbeat policy p.
+func (h *HeartbeatRelays) Open(ctx context.Context, path, name string, sqls store.HeartbeatSQL, p cast.HeartbeatPolicy) (HeartbeatRelay, error) {
+	if !h.o.cfg.Processes {
+		db, err := h.o.cfg.Open(ctx, path)
 		if err != nil {
 			return nil, err
 		}
-		return inProcessHeartbeatRelay{h.stage.NewRelay(name, conn, sqls, p)}, nil
+		r := &inProcessHeartbeatRelay{h.stage.NewRelay(name, db, sqls, p), &inProcess{db: db}}
+		h.Add(r)
+		return r, nil
 	}
-	c, err := h.env.startInstance(ctx, "", name, heartbeatRelayRole,
+	c, err := h.o.start(ctx, path, "", name, heartbeatRelayRole,
 		heartbeatRelayWork{Instance: name, SQLs: sqls, Policy: p, Now: h.stage.Now()})
 	if err != nil {
 		return nil, err
 	}
-	r := &childHeartbeatRelay{childInstance: c, stage: h.stage, name: name}
-	h.add(r)
+	r := &childHeartbeatRelay{child: c, stage: h.stage, name: name}
+	h.Add(r)
 	h.children = append(h.children, r)
 	if _, err := r.step(ctx, "advance", heartbeatCallArgs{Now: h.stage.Now()}); err != nil { // its start line
 		return nil, err
@@ -82,12 +96,12 @@ func (h *heartbeatRelays) open(ctx context.Context, name string, sqls store.Hear
 	return r, nil
 }
 
-// advanceTo moves the scenario clock to t, firing on the way every
+// AdvanceTo moves the scenario clock to t, firing on the way every
 // heartbeat due: the children's one at a time, earliest first (a tie goes
 // to the job claimed first, as on one stage), then tells each live child
 // not frozen the time t, and moves the lab's stage (whose in-process
 // relays fire their own beats).
-func (h *heartbeatRelays) advanceTo(ctx context.Context, t int64) error {
+func (h *HeartbeatRelays) AdvanceTo(ctx context.Context, t int64) error {
 	for {
 		next := h.nextDue(t)
 		if next == nil {
@@ -98,7 +112,7 @@ func (h *heartbeatRelays) advanceTo(ctx context.Context, t int64) error {
 			return err
 		}
 		if !s.Fired {
-			return fmt.Errorf("session 22: %s process %d had a heartbeat due at %s and fired none", next.name, next.child.Pid(), cast.TickClock(next.due.At))
+			return fmt.Errorf("session 22: %s process %d had a heartbeat due at %s and fired none", next.name, next.pc.Pid(), cast.TickClock(next.due.At))
 		}
 	}
 	for _, c := range h.children {
@@ -113,7 +127,7 @@ func (h *heartbeatRelays) advanceTo(ctx context.Context, t int64) error {
 }
 
 // nextDue is the child whose heartbeat is due first by t, or nil.
-func (h *heartbeatRelays) nextDue(t int64) *childHeartbeatRelay {
+func (h *HeartbeatRelays) nextDue(t int64) *childHeartbeatRelay {
 	var next *childHeartbeatRelay
 	for _, c := range h.children {
 		if c.frozen || c.closed || !c.beats || c.due.At > t {
@@ -127,7 +141,7 @@ func (h *heartbeatRelays) nextDue(t int64) *childHeartbeatRelay {
 }
 
 // claimSeq is the timeline line of the claim whose job's beat is due.
-func (h *heartbeatRelays) claimSeq(d cast.DueBeat) int {
+func (h *HeartbeatRelays) claimSeq(d cast.DueBeat) int {
 	for _, c := range h.stage.Claims {
 		if c.Relay == d.Relay && c.Event == d.Event && c.Token == d.Token {
 			return c.Seq
@@ -137,25 +151,37 @@ func (h *heartbeatRelays) claimSeq(d cast.DueBeat) int {
 }
 
 // inProcessHeartbeatRelay is a relay in the lab's process, on the lab's
-// stage; its connection closes with the run's.
-type inProcessHeartbeatRelay struct{ *cast.HeartbeatRelay }
+// stage, on its own connection.
+type inProcessHeartbeatRelay struct {
+	relay *cast.HeartbeatRelay
+	*inProcess
+}
 
-func (r inProcessHeartbeatRelay) relayName() string { return r.Name }
+func (r *inProcessHeartbeatRelay) Name() string { return r.relay.Name }
 
-func (r inProcessHeartbeatRelay) Poll(ctx context.Context) (heartbeatJob, error) {
-	j, err := r.HeartbeatRelay.Poll(ctx)
+func (r *inProcessHeartbeatRelay) Poll(ctx context.Context) (HeartbeatJob, error) {
+	j, err := r.relay.Poll(ctx)
 	if j == nil {
 		return nil, err
 	}
 	return inProcessHeartbeatJob{j}, err
 }
 
-func (r inProcessHeartbeatRelay) Freeze(_ context.Context, why string) error {
-	r.HeartbeatRelay.Freeze(why)
+func (r *inProcessHeartbeatRelay) Freeze(_ context.Context, why string) error {
+	r.relay.Freeze(why)
 	return nil
 }
 
-func (inProcessHeartbeatRelay) close(context.Context) error { return nil }
+func (r *inProcessHeartbeatRelay) Resume(ctx context.Context) error { return r.relay.Resume(ctx) }
+
+func (r *inProcessHeartbeatRelay) Stop(_ context.Context, grace int64) error {
+	r.relay.Stop(grace)
+	return nil
+}
+
+func (r *inProcessHeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
+	return r.relay.Exit(ctx)
+}
 
 // inProcessHeartbeatJob is a job of an in-process relay.
 type inProcessHeartbeatJob struct{ *cast.HeartbeatJob }
@@ -172,19 +198,21 @@ const heartbeatRelayRole = "heartbeat-relay"
 // running the statements SQLs with the heartbeat policy Policy, started
 // at tick Now of the scenario clock.
 type heartbeatRelayWork struct {
-	Instance string               `json:"instance"`
-	SQLs     store.HeartbeatSQL   `json:"sqls"`
-	Policy   cast.HeartbeatPolicy `json:"policy"`
-	Now      int64                `json:"now"`
+	Instance string
+	SQLs     store.HeartbeatSQL
+	Policy   cast.HeartbeatPolicy
+	Now      int64
 }
 
 // heartbeatCallArgs is a call's arguments: the clock's tick, and the job
-// (its event and token) and what its work hangs on, where they apply.
+// (its event and token) and what its work hangs on, or the grace period
+// of a stop, where they apply.
 type heartbeatCallArgs struct {
 	Now   int64
 	Event string `json:",omitempty"`
 	Token int64  `json:",omitempty"`
 	What  string `json:",omitempty"`
+	Grace int64  `json:",omitempty"`
 }
 
 // heartbeatStep is a call's result, as it crosses the pipe: its value,
@@ -196,7 +224,8 @@ type heartbeatStep struct {
 	Token  int64
 	Record cast.HeartbeatRecord
 	Due    cast.DueBeat
-	Beats  bool // Due is set: a heartbeat still runs
+	Beats  bool     // Due is set: a heartbeat still runs
+	Held   []string `json:",omitempty"` // exit: the events the relay still held
 }
 
 // childStage is a heartbeat child's own stage: its broker on db, its
@@ -210,10 +239,10 @@ func childStage(ctx context.Context, db *store.DB, now int64) (*cast.HeartbeatSt
 	return stage, nil
 }
 
-// runHeartbeatRelayChild is the heartbeat-relay child: one relay on its
+// serveHeartbeatRelay is the heartbeat-relay child: one relay on its
 // own connection and stage, whose heartbeats fire as the lab's calls move
 // its clock, performing the lab's calls.
-func runHeartbeatRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
+func serveHeartbeatRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	var work heartbeatRelayWork
 	db, err := w.Begin(ctx, &work)
 	if err != nil {
@@ -287,6 +316,19 @@ func runHeartbeatRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 			j.Hang(a.What)
 			return nil
 		}),
+		// stop waits for the stop signal, a real SIGTERM, where the lab
+		// stops the relay: after its send, before its completion.
+		"stop": step(false, func(_ context.Context, a heartbeatCallArgs, _ *heartbeatStep) error {
+			if _, err := w.AwaitSignal(failpoint.AfterSendBeforeComplete, stage.TakeRecord(), syscall.SIGTERM); err != nil {
+				return err
+			}
+			relay.StopOnSignal(a.Grace, os.Getpid())
+			return nil
+		}),
+		"exit": step(false, func(ctx context.Context, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
+			s.Held, err = relay.Exit(ctx)
+			return err
+		}),
 	})
 }
 
@@ -294,7 +336,7 @@ func runHeartbeatRelayChild(ctx context.Context, w *proc.Worker) (any, error) {
 // it: each method a call at the lab's clock, its record adopted by the
 // lab's stage.
 type childHeartbeatRelay struct {
-	childInstance
+	*child
 	stage  *cast.HeartbeatStage
 	name   string
 	due    cast.DueBeat // its next heartbeat, if beats
@@ -304,12 +346,12 @@ type childHeartbeatRelay struct {
 	closed bool
 }
 
-func (r *childHeartbeatRelay) relayName() string { return r.name }
+func (r *childHeartbeatRelay) Name() string { return r.name }
 
 // step has the child perform op with a, and adopts its record.
 func (r *childHeartbeatRelay) step(ctx context.Context, op string, a heartbeatCallArgs) (heartbeatStep, error) {
 	if r.frozen || r.closed {
-		return heartbeatStep{}, fmt.Errorf("session 22: %s process %d was called (%s) while frozen or closed", r.name, r.child.Pid(), op)
+		return heartbeatStep{}, fmt.Errorf("session 22: %s process %d was called (%s) while frozen or closed", r.name, r.pc.Pid(), op)
 	}
 	var s heartbeatStep
 	if err := r.call(ctx, op, a, &s); err != nil {
@@ -320,7 +362,7 @@ func (r *childHeartbeatRelay) step(ctx context.Context, op string, a heartbeatCa
 	return s, nil
 }
 
-func (r *childHeartbeatRelay) Poll(ctx context.Context) (heartbeatJob, error) {
+func (r *childHeartbeatRelay) Poll(ctx context.Context) (HeartbeatJob, error) {
 	s, err := r.step(ctx, "poll", heartbeatCallArgs{Now: r.stage.Now()})
 	if err != nil || !s.OK {
 		return nil, err
@@ -330,17 +372,17 @@ func (r *childHeartbeatRelay) Poll(ctx context.Context) (heartbeatJob, error) {
 }
 
 func (r *childHeartbeatRelay) Freeze(_ context.Context, why string) error {
-	how, err := r.stall(cast.TickClock(r.stage.Now()), r.did)
+	how, err := r.Stall(cast.TickClock(r.stage.Now()), r.did)
 	if err != nil {
 		return err
 	}
 	r.frozen = true
-	r.stage.AdoptedRelay(r.name).Freeze(withHow(why, how))
+	r.stage.AdoptedRelay(r.name).Freeze(WithHow(why, how))
 	return nil
 }
 
 func (r *childHeartbeatRelay) Resume(ctx context.Context) error {
-	how, err := r.wake(cast.TickClock(r.stage.Now()), "its overdue heartbeat")
+	how, err := r.Wake(cast.TickClock(r.stage.Now()), "its overdue heartbeat")
 	if err != nil {
 		return err
 	}
@@ -352,19 +394,55 @@ func (r *childHeartbeatRelay) Resume(ctx context.Context) error {
 	return err
 }
 
-// close ends the child: let run again if frozen, told to finish, reaped.
-func (r *childHeartbeatRelay) close(ctx context.Context) error {
+// Stop has the child wait at failpoint after-send-before-complete for
+// its stop signal and sends it a real SIGTERM there, which it catches.
+func (r *childHeartbeatRelay) Stop(ctx context.Context, grace int64) error {
+	if r.frozen || r.closed {
+		return fmt.Errorf("session 22: %s process %d was stopped while frozen or closed", r.name, r.pc.Pid())
+	}
+	var s heartbeatStep
+	err := r.pc.Call(ctx, "stop", heartbeatCallArgs{Now: r.stage.Now(), Grace: grace}, &s)
+	var reached *proc.Reached
+	if !errors.As(err, &reached) || reached.Report.At != failpoint.AfterSendBeforeComplete {
+		return fmt.Errorf("session 22: %s process %d, asked to wait for its stop signal, did not reach %s: %w",
+			r.name, r.pc.Pid(), failpoint.AfterSendBeforeComplete, callError(err))
+	}
+	var rec cast.HeartbeatRecord
+	if err := reached.Report.Decode(&rec); err != nil {
+		return err
+	}
+	r.stage.Adopt(rec)
+	if err := r.pc.Signal(syscall.SIGTERM, failpoint.AfterSendBeforeComplete); err != nil {
+		return err
+	}
+	r.sentIt = &sent{sig: syscall.SIGTERM, at: failpoint.AfterSendBeforeComplete}
+	if err := callError(r.pc.Result(ctx, "stop", &s)); err != nil {
+		return err
+	}
+	r.stage.Adopt(s.Record)
+	r.due, r.beats = s.Due, s.Beats
+	return nil
+}
+
+// Exit ends the stopped relay's work: the events it still held.
+func (r *childHeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
+	s, err := r.step(ctx, "exit", heartbeatCallArgs{Now: r.stage.Now()})
+	return s.Held, err
+}
+
+// Close ends the child: let run again if frozen, told to finish, reaped.
+func (r *childHeartbeatRelay) Close(ctx context.Context) error {
 	if r.closed {
 		return nil
 	}
 	r.closed = true
 	if r.frozen {
 		r.frozen = false
-		if err := r.child.Thaw(); err != nil {
+		if err := r.pc.Thaw(); err != nil {
 			return err
 		}
 	}
-	return r.childInstance.close(ctx)
+	return r.child.Close(ctx)
 }
 
 // childHeartbeatJob is a job of a child relay: its event and token.

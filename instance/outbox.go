@@ -1,0 +1,147 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/proc"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Outbox is a worker of session 15: the outbox statements on its own
+// connection ([store.Outbox]).
+type Outbox interface {
+	cast.Outbox
+	Lifecycle
+}
+
+// Outbox opens outbox worker name, of phase ("" for none), with the
+// statements sqls on the database at path. On PostgreSQL each of its
+// claims watches for workers waiting on its row lock for up to lockWatch
+// (0: none; see [store.Outbox.WatchLockWaits]).
+func (o *Opener) Outbox(ctx context.Context, path, phase, name string, sqls store.OutboxSQL, lockWatch time.Duration) (Outbox, error) {
+	if !o.cfg.Processes {
+		db, err := o.cfg.Open(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		return &inProcessOutbox{store.NewOutbox(db, sqls).WatchLockWaits(lockWatch), &inProcess{db: db}}, nil
+	}
+	c, err := o.start(ctx, path, phase, name, outboxRole, outboxWork{SQL: sqls, Instance: name, LockWatch: lockWatch})
+	if err != nil {
+		return nil, err
+	}
+	return &childOutbox{c, sqls}, nil
+}
+
+// inProcessOutbox is an outbox worker in the lab's process.
+type inProcessOutbox struct {
+	*store.Outbox
+	*inProcess
+}
+
+// outboxRole is an outbox worker as a child process.
+const outboxRole = "outbox-instance"
+
+// outboxWork is what an outbox-instance child is: Instance, running the
+// outbox statements SQL, watching for lock waits for up to LockWatch.
+type outboxWork struct {
+	SQL       store.OutboxSQL
+	Instance  string
+	LockWatch time.Duration
+}
+
+// The outbox operations' arguments, as they cross the pipe.
+type (
+	claimArgs struct {
+		ID     int64 // 0: the next claimable message
+		Worker string
+		Now    time.Time
+		Lease  time.Duration
+		// Hold: the claim stops at failpoint
+		// between-claim-select-and-update until the lab lets it go on.
+		Hold bool
+	}
+	finalizeArgs struct {
+		ID      int64
+		Worker  string
+		Outcome store.Outcome
+		Now     time.Time
+	}
+)
+
+// serveOutbox is the outbox-instance child: its own connection, and the
+// outbox statements performed at the lab's command.
+func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
+	var work outboxWork
+	db, err := w.Begin(ctx, &work)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	out := store.NewOutbox(db, work.SQL).WatchLockWaits(work.LockWatch)
+	return nil, w.Answer(ctx, map[string]proc.Op{
+		"load": op(func(ctx context.Context, _ struct{}) (any, error) { return out.LoadPending(ctx) }),
+		"claim": op(func(ctx context.Context, a claimArgs) (any, error) {
+			if a.ID != 0 {
+				return out.ClaimMessage(ctx, a.ID, a.Worker, a.Now, a.Lease)
+			}
+			var between func()
+			var held error
+			if a.Hold {
+				between = func() { held = w.Reach(failpoint.BetweenClaimSelectAndUpdate, nil) }
+			}
+			c, err := out.ClaimNext(ctx, a.Worker, a.Now, a.Lease, between)
+			if held != nil {
+				return nil, held
+			}
+			return c, err
+		}),
+		"finalize": op(func(ctx context.Context, a finalizeArgs) (any, error) {
+			return out.Finalize(ctx, a.ID, a.Worker, a.Outcome, a.Now)
+		}),
+	})
+}
+
+// childOutbox is an outbox worker in a child process: each method is a
+// call the child performs on its own connection.
+type childOutbox struct {
+	*child
+	sqls store.OutboxSQL
+}
+
+func (c *childOutbox) LoadPending(ctx context.Context) ([]store.Message, error) {
+	var msgs []store.Message
+	return msgs, c.call(ctx, "load", struct{}{}, &msgs)
+}
+
+// ClaimNext claims the next claimable message. With between, the child
+// stops at failpoint between-claim-select-and-update; the lab runs
+// between (the lesson's barrier) and lets it go on.
+func (c *childOutbox) ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (store.Claim, error) {
+	var cl store.Claim
+	err := c.pc.Call(ctx, "claim", claimArgs{Worker: worker, Now: now, Lease: lease, Hold: between != nil}, &cl)
+	var reached *proc.Reached
+	if errors.As(err, &reached) && reached.Report.At == failpoint.BetweenClaimSelectAndUpdate {
+		between()
+		if err = c.pc.GoOn(); err == nil {
+			err = c.pc.Result(ctx, "claim", &cl)
+		}
+	}
+	return cl, callError(err)
+}
+
+func (c *childOutbox) ClaimMessage(ctx context.Context, id int64, worker string, now time.Time, lease time.Duration) (store.Claim, error) {
+	var cl store.Claim
+	return cl, c.call(ctx, "claim", claimArgs{ID: id, Worker: worker, Now: now, Lease: lease}, &cl)
+}
+
+func (c *childOutbox) Finalize(ctx context.Context, id int64, worker string, out store.Outcome, now time.Time) (store.Finalization, error) {
+	var f store.Finalization
+	return f, c.call(ctx, "finalize", finalizeArgs{id, worker, out, now}, &f)
+}
+
+func (c *childOutbox) Statements() store.OutboxSQL { return c.sqls }
