@@ -22,6 +22,9 @@ import (
 type ConsumerDesign struct {
 	Name string
 	SQL  store.ConsumerSQL
+	// Replaces, for a mistake's design, names the lesson's design it
+	// stands in for.
+	Replaces string
 }
 
 // lessonWith is the lesson's consumer statements with change applied.
@@ -36,13 +39,16 @@ var (
 	// InboxDesign: inbox insert ON CONFLICT DO NOTHING and the credit in one transaction.
 	InboxDesign = ConsumerDesign{Name: "inbox (one transaction)", SQL: store.ConsumerLesson}
 	// NaiveDesign: unconditional increment.
-	NaiveDesign = ConsumerDesign{Name: "naive (no inbox)", SQL: lessonWith(func(s *store.ConsumerSQL) { s.Record = store.NoInbox })}
+	NaiveDesign = ConsumerDesign{Name: "naive (no inbox)", SQL: lessonWith(func(s *store.ConsumerSQL) { s.Record = store.NoInbox }),
+		Replaces: InboxDesign.Name}
 	// SplitDesign: the effect-outside-inbox-tx mistake.
-	SplitDesign = ConsumerDesign{Name: "effect outside inbox tx (MISTAKE)", SQL: lessonWith(func(s *store.ConsumerSQL) { s.Check = store.CheckInboxFirst })}
+	SplitDesign = ConsumerDesign{Name: "effect outside inbox tx (MISTAKE)", SQL: lessonWith(func(s *store.ConsumerSQL) { s.Check = store.CheckInboxFirst }),
+		Replaces: InboxDesign.Name}
 	// VersionedDesign: projection that ignores older versions.
 	VersionedDesign = ConsumerDesign{Name: "versioned projection", SQL: store.ConsumerLesson}
 	// UnversionedDesign: projection without a version check (MISTAKE).
-	UnversionedDesign = ConsumerDesign{Name: "projection without version (MISTAKE)", SQL: lessonWith(func(s *store.ConsumerSQL) { s.Project = store.ProjectLastWriteWins })}
+	UnversionedDesign = ConsumerDesign{Name: "projection without version (MISTAKE)", SQL: lessonWith(func(s *store.ConsumerSQL) { s.Project = store.ProjectLastWriteWins }),
+		Replaces: VersionedDesign.Name}
 )
 
 // keepsInbox says the design writes the inbox row (the naive one does not).

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // laneSlot is how much scenario time one character of a heartbeat lane
@@ -131,4 +132,68 @@ func clockOrDash(t int64) any {
 		return "-"
 	}
 	return TickClock(t)
+}
+
+// StaleSends counts the broker's offers made at or after the end of the
+// sender's last lease on the event, from the claim and renewal ledgers.
+func (s *HeartbeatStage) StaleSends(offers []store.BrokerOffer) (int, error) {
+	leaseEnd := map[[2]string]int64{}
+	for _, c := range s.Claims {
+		k := [2]string{c.Relay, c.Event}
+		leaseEnd[k] = max(leaseEnd[k], c.LeaseUntil)
+	}
+	for _, e := range s.Renewals {
+		if k := [2]string{e.Relay, e.Event}; e.Rows == 1 {
+			leaseEnd[k] = max(leaseEnd[k], e.LeaseUntil)
+		}
+	}
+	n := 0
+	for _, o := range offers {
+		at, err := TickOfClock(o.OfferedAt)
+		if err != nil {
+			return 0, err
+		}
+		if at >= leaseEnd[[2]string{o.OfferedBy, o.EventID}] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// LostEvents counts events marked delivered that no accepted broker offer
+// carries: no consumer will ever see them.
+func LostEvents(events []store.Event, offers []store.BrokerOffer) int {
+	offered := map[string]bool{}
+	for _, o := range offers {
+		if !o.Dropped {
+			offered[o.EventID] = true
+		}
+	}
+	n := 0
+	for _, e := range events {
+		if e.Delivered && !offered[e.ID] {
+			n++
+		}
+	}
+	return n
+}
+
+// Table prints p, every relay's heartbeat policy, beside relayA's margin
+// and reaction to a lost lease (which a variant may change) and the grace
+// period after the stop signal.
+func (p HeartbeatPolicy) Table(relayA HeartbeatPolicy, grace int64) lab.Table {
+	t := lab.Table{Title: "Heartbeat policy", Note: "The figures every relay runs with; a variant changes Relay-A's.",
+		Columns: []string{"Figure", "Value", "Meaning"}}
+	passed := DurationText(p.Lease-p.Margin) + " of the lease"
+	if 3*(p.Lease-p.Margin) == 2*p.Lease {
+		passed = "two thirds of the lease"
+	}
+	t.AddRow("lease", DurationText(p.Lease), "what a claim or a renewal grants")
+	t.AddRow("heartbeatMargin", DurationText(p.Margin), "the safety margin: renew when "+passed+" has passed")
+	t.AddRow("Relay-A's margin", DurationText(relayA.Margin), "Relay-A renews when this much of its lease is left")
+	t.AddRow("beat delay", DurationText(p.Delay), "every beat fires this late")
+	t.AddRow("max processing", DurationText(p.MaxProcessing), "no lease past claimed_at + this")
+	t.AddRow("grace period", DurationText(grace), "after SIGTERM, for work already sent")
+	t.AddRow("Relay-A on lease loss", string(relayA.OnLeaseLost), "what its heartbeat does with a 0-row renewal")
+	return t
 }

@@ -102,15 +102,6 @@ type DeliverySQL struct {
 // DeliveryLesson is the pipeline of sessions 18 to 20 as the lessons teach it.
 var DeliveryLesson = DeliverySQL{Relay: store.RelayLesson, Broker: store.BrokerLesson}
 
-// CompleteWithoutToken is the pipeline whose relays complete by event id
-// alone ([store.CompleteByEventID]): the lesson's statements with that one
-// swapped.
-func CompleteWithoutToken() DeliverySQL {
-	s := DeliveryLesson
-	s.Relay.Complete = store.CompleteByEventID
-	return s
-}
-
 // sql is the statements the pipeline runs: p.SQL, or DeliveryLesson if unset.
 func (p *Pipeline) sql() DeliverySQL {
 	if p.SQL == (DeliverySQL{}) {

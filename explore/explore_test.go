@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/store"
 	"github.com/outboxlab/outboxlab/store/storetest"
 )
 
@@ -19,14 +21,19 @@ const (
 	variantProjectionNoVersion  = "projection-without-version"
 )
 
-// designFor is the design a variant explores.
+// designFor is the design a variant explores: the lesson's statements
+// with the variant's mistake swapped in, or its order.
 func designFor(variant string) Design {
-	return Design{
-		CompleteWithoutToken:  variant == variantCompleteWithoutToken,
-		CompleteBeforeSend:    variant == variantCompleteBeforeSend,
-		NaiveConsumer:         variant == variantNaiveConsumer,
-		UnversionedProjection: variant == variantProjectionNoVersion,
+	d := Design{SQL: cast.DeliveryLesson, Consumer: store.ConsumerLesson, CompleteBeforeSend: variant == variantCompleteBeforeSend}
+	switch variant {
+	case variantCompleteWithoutToken:
+		d.SQL.Relay.Complete = store.CompleteByEventID
+	case variantNaiveConsumer:
+		d.Consumer.Record = store.NoInbox
+	case variantProjectionNoVersion:
+		d.Consumer.Project = store.ProjectLastWriteWins
 	}
+	return d
 }
 
 // exploreForTest runs an exploration in a fresh folder and returns the

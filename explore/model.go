@@ -71,7 +71,7 @@ func describeAction(a exploreAction, d Design) (enabled, does string) {
 		return "Relay-A holds a claim it has not sent", "Offer: the broker stores the event as a new offer"
 	case actCompleteA:
 		does := "complete under the current token: delivered = 1 only under the relay's token; 0 rows when the token is stale"
-		if d.CompleteWithoutToken {
+		if d.completeWithoutToken() {
 			does = "complete by event id alone (MISTAKE): delivered = 1 whatever the relay's token"
 		}
 		if d.CompleteBeforeSend {
@@ -88,11 +88,11 @@ func describeAction(a exploreAction, d Design) (enabled, does string) {
 			"DeliverNext: the oldest such offer, marked in flight under a new receipt"
 	case actConsume:
 		credit := "e1's credit: the inbox insert and the credit in one transaction"
-		if d.NaiveConsumer {
+		if d.naiveConsumer() {
 			credit = "e1's credit: an unconditional increment, no inbox (MISTAKE)"
 		}
 		projection := "the projection upsert, only for a newer version"
-		if d.UnversionedProjection {
+		if d.unversionedProjection() {
 			projection = "the projection upsert, last write wins (MISTAKE)"
 		}
 		return "the consumer holds a delivery it has not applied", credit + "; then " + projection
@@ -213,25 +213,61 @@ var exploreEvents = []struct {
 		cast.Payload{Entity: exploreAccount, Version: 2, State: "frozen"}},
 }
 
-// Design is what a variant changes.
+// Design is what a variant changes: the statements the relays, the
+// broker and the consumer run (the lesson's, with a variant's mistakes
+// swapped in), and the relay's order of send and complete.
 type Design struct {
-	CompleteWithoutToken  bool // complete by event id alone
-	CompleteBeforeSend    bool // mark the row published, then send
-	NaiveConsumer         bool // the credit without the inbox
-	UnversionedProjection bool // last write wins
+	// SQL is the relays' and the broker's statements; the zero value is
+	// the lesson's.
+	SQL cast.DeliverySQL
+	// Consumer is the consumer's statements; the zero value is the
+	// lesson's.
+	Consumer store.ConsumerSQL
+	// CompleteBeforeSend marks the row published, then sends: an order,
+	// not a statement.
+	CompleteBeforeSend bool
+}
+
+// sql is the relays' and the broker's statements.
+func (d Design) sql() cast.DeliverySQL {
+	if d.SQL == (cast.DeliverySQL{}) {
+		return cast.DeliveryLesson
+	}
+	return d.SQL
+}
+
+// consumer is the consumer's statements.
+func (d Design) consumer() store.ConsumerSQL {
+	if d.Consumer == (store.ConsumerSQL{}) {
+		return store.ConsumerLesson
+	}
+	return d.Consumer
+}
+
+// completeWithoutToken says the relays complete by event id alone.
+func (d Design) completeWithoutToken() bool {
+	return d.sql().Relay.Complete.Name == store.CompleteByEventID.Name
+}
+
+// naiveConsumer says the consumer credits without the inbox.
+func (d Design) naiveConsumer() bool { return d.consumer().Record.Omitted() }
+
+// unversionedProjection says the projection's last write wins.
+func (d Design) unversionedProjection() bool {
+	return d.consumer().Project.Name == store.ProjectLastWriteWins.Name
 }
 
 // consumerDesign is the consumer's design: the lesson's statements, with
 // the naive credit (no inbox insert) and the projection without a version
 // guard as the variants replace them, named for the effect ledger.
 func (d Design) consumerDesign() cast.ConsumerDesign {
-	c := cast.ConsumerDesign{SQL: store.ConsumerLesson}
+	c := cast.ConsumerDesign{SQL: d.consumer()}
 	credit, projection := "inbox credit", "versioned projection"
-	if d.NaiveConsumer {
-		credit, c.SQL.Record = "naive credit (MISTAKE)", store.NoInbox
+	if d.naiveConsumer() {
+		credit = "naive credit (MISTAKE)"
 	}
-	if d.UnversionedProjection {
-		projection, c.SQL.Project = "projection without version (MISTAKE)", store.ProjectLastWriteWins
+	if d.unversionedProjection() {
+		projection = "projection without version (MISTAKE)"
 	}
 	c.Name = credit + " + " + projection
 	return c

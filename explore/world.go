@@ -132,9 +132,7 @@ func newExploreWorld(ctx context.Context, open cast.Opener, path string, design 
 		return nil, err
 	}
 	p := &cast.Pipeline{Path: path, Open: open, Audit: audit, Clock: clock.NewManual(cast.LessonStart), Timeline: tl}
-	if design.CompleteWithoutToken {
-		p.SQL = cast.CompleteWithoutToken()
-	}
+	p.SQL = design.sql()
 	if start == nil {
 		start = StartInProcess
 	}
@@ -413,7 +411,7 @@ func (w *exploreWorld) credit(ctx context.Context, c *exploreConsumer, pl cast.P
 	}
 	result := fmt.Sprintf("credited %d cents to %s", pl.CreditCents, account)
 	switch {
-	case w.design.NaiveConsumer:
+	case w.design.naiveConsumer():
 		result += " (no inbox)"
 	case e.Applied:
 		result += " (inbox row added in the same transaction)"

@@ -68,7 +68,7 @@ type inProcessCheckout struct {
 func (c *inProcessCheckout) Write(ctx context.Context, p store.NewPayment, now time.Time, crash func() bool) (Written, error) {
 	_, err := c.payments.Create(ctx, p, now, crash)
 	if errors.Is(err, store.ErrCrashed) {
-		return Written{Crashed: true, OpenTransaction: !c.write.Split}, nil
+		return Written{Crashed: true, OpenTransaction: !c.write.Split()}, nil
 	}
 	return Written{}, err
 }
@@ -122,7 +122,7 @@ func serveCheckout(ctx context.Context, w *proc.Worker) (any, error) {
 			var reachErr error
 			if a.Hold {
 				crash = func() bool {
-					reachErr = w.Reach(failpoint.BetweenOutboxWrites, checkoutAt{Key: a.Payment.Key, OpenTransaction: !work.Write.Split})
+					reachErr = w.Reach(failpoint.BetweenOutboxWrites, checkoutAt{Key: a.Payment.Key, OpenTransaction: !work.Write.Split()})
 					return reachErr != nil // the parent is gone: die here, as the lesson's crash would
 				}
 			}

@@ -10,13 +10,9 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// The explorer's mistake variants.
-const (
-	xCompleteBeforeSend   = "complete-before-send"
-	xNaiveConsumer        = "naive-consumer"
-	xCompleteWithoutToken = "complete-without-token"
-	xProjectionNoVersion  = "projection-without-version"
-)
+// xCompleteBeforeSend is the explorer's mistake that is no statement: the
+// relay's order of complete and send.
+const xCompleteBeforeSend = "complete-before-send"
 
 // MaxExploreBound is the largest bound `explore` accepts.
 const MaxExploreBound = explore.MaxBound
@@ -63,20 +59,20 @@ var interleavingExplorer = Scenario{
 				"shortest being A claim, A complete: no relay claims a published row again, so the broker never sees " +
 				"e1. For at least once delivery the send must come before the completion, so that a crash between the " +
 				"two causes a resend, never a loss."},
-		{Name: xNaiveConsumer, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits e1 again",
+		{Name: "naive-consumer", Swaps: []store.Stmt{store.NoInbox}, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits e1 again",
 			Breaks: []string{explore.CheckEffectAtMostOnce},
 			Shows: "In the shortest counterexample (A claim, A send) Relay-A stops before completing, the recovery relay " +
 				"sends e1 again after the lease expires, and the consumer without an inbox credits both offers: 2000 " +
 				"cents on ACC-1. A relay that can stop after its send makes delivery at least once, so the consumer " +
 				"must deduplicate by event id in the transaction of its effect."},
-		{Name: xCompleteWithoutToken, Mistake: "the relays complete by event id alone: a relay whose lease expired publishes the " +
+		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: a relay whose lease expired publishes the " +
 			"row under a stale token",
 			Breaks: []string{explore.CheckStaleCompletion},
 			Shows: "In the shortest counterexample (A claim, A send, expire, B claim, A complete) Relay-A completes e1 " +
 				"after its lease expired, while Relay-B holds the newer token, and its completion publishes the row " +
 				"anyway. A completion must present the row's latest token, so a relay that lost its lease changes 0 " +
 				"rows."},
-		{Name: xProjectionNoVersion, Mistake: "the projection applies every event, last write wins: e1 (version 1) arriving after " +
+		{Name: "projection-without-version", Swaps: []store.Stmt{store.ProjectLastWriteWins}, Mistake: "the projection applies every event, last write wins: e1 (version 1) arriving after " +
 			"e2 (version 2) moves ACC-1 back to active",
 			Breaks: []string{explore.CheckProjectionBackward},
 			Shows: "A relay that claims e1 and stops is enough (the shortest counterexample is the one action A claim): " +
@@ -87,6 +83,9 @@ var interleavingExplorer = Scenario{
 	Run: runExplore,
 }
 
+// exploreLesson is the explorer's statements as the lessons teach them.
+var exploreLesson = explore.Design{SQL: cast.DeliveryLesson, Consumer: store.ConsumerLesson}
+
 // runExplore explores every ordering up to the bound (package explore)
 // with the variant's design.
 func runExplore(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -94,12 +93,8 @@ func runExplore(ctx context.Context, env *Env) (*lab.Result, error) {
 	if env.Options.ExploreBound > 0 {
 		bound = env.Options.ExploreBound
 	}
-	design := explore.Design{
-		CompleteWithoutToken:  env.Is(xCompleteWithoutToken),
-		CompleteBeforeSend:    env.Is(xCompleteBeforeSend),
-		NaiveConsumer:         env.Is(xNaiveConsumer),
-		UnversionedProjection: env.Is(xProjectionNoVersion),
-	}
+	design := statementSet(env, exploreLesson)
+	design.CompleteBeforeSend = env.Is(xCompleteBeforeSend)
 	opts := explore.Options{Bound: bound, Symmetry: true, DedupDrains: true, Relays: env.Instances.ExploreRelay}
 	return explore.Run(ctx, explore.Config{
 		Open:     env.Open,

@@ -1,6 +1,10 @@
 package scenarios
 
-import "github.com/outboxlab/outboxlab/lab"
+import (
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
 
 // This file holds what every lesson file may use to turn its measured
 // figures into checks and sentences. A lesson file never uses a name that
@@ -35,6 +39,40 @@ func metricsOf(r *lab.Result) func(key string) string {
 	}
 }
 
+// statementSet is the statement set a lesson runs: the lesson's set with
+// the variant's mistakes swapped in (see [variantSet]), then a test's
+// swap (see [swapped]).
+func statementSet[T any](env *Env, set T) T { return swapped(env, variantSet(env, set)) }
+
+// variantSet is set with the variant's mistakes swapped in
+// ([Variant.Swaps]), for a lesson whose run is made of more than its
+// statements (a test swaps the whole). A variant whose mistake the set
+// does not hold is a programming error, which every variant's test run
+// finds.
+func variantSet[T any](env *Env, set T) T {
+	if v, ok := env.variant(); ok && len(v.Swaps) > 0 {
+		var err error
+		if set, err = store.Swap(set, v.Swaps...); err != nil {
+			panic("scenarios: variant " + v.Name + ": " + err.Error())
+		}
+	}
+	return set
+}
+
+// consumerDesign is the consumer design a lesson runs where it teaches
+// lesson: the variant's design that replaces it ([Variant.Designs]), or
+// lesson itself.
+func consumerDesign(env *Env, lesson cast.ConsumerDesign) cast.ConsumerDesign {
+	if v, ok := env.variant(); ok {
+		for _, d := range v.Designs {
+			if d.Replaces == lesson.Name {
+				return d
+			}
+		}
+	}
+	return lesson
+}
+
 // swapped is the statement set a lesson runs: set, unless a test swapped
 // one of its statements through Options.swap. Every lesson passes its
 // statement set through it, so any check can be shown to fail by a test
@@ -44,4 +82,14 @@ func swapped[T any](env *Env, set T) T {
 		return set
 	}
 	return env.Options.swap(set).(T)
+}
+
+// boundCheck compares a measured figure with its bound: op is ">=" or "<".
+func boundCheck(doc CheckDoc, got float64, op string, bound float64) lab.Check {
+	ok := got >= bound
+	if op == "<" {
+		ok = got < bound
+	}
+	return lab.Check{Name: doc.Name, About: doc.About, Expected: op + " " + lab.FormatNumber(bound),
+		Observed: lab.FormatNumber(got), Passed: ok}
 }

@@ -130,9 +130,6 @@ func testProcesses(t *testing.T, db string) {
 	// after the drain, Worker-C and Worker-D drain.
 	add(&claimsAtScale, func(variant string) []child {
 		indexed := store.IndexedScale.Name
-		if variant == variantPendingOnly {
-			indexed = store.PendingOnlyScale.Name
-		}
 		var drains []child
 		for _, claim := range []string{store.LessonScale.Name, indexed} {
 			for _, size := range []string{"small", "large"} {

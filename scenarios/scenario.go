@@ -13,6 +13,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/proc"
@@ -62,11 +63,20 @@ type CheckDoc struct {
 	Engine store.Engine
 }
 
-// Variant is a known mistake the scenario can run with.
+// Variant is a known mistake the scenario can run with: the lesson's run
+// with its statement set changed by Swaps (and its consumer by Designs),
+// or, where the mistake is not a statement (a timing, an order, an
+// option), the lesson's run with that one thing changed.
 type Variant struct {
 	Name    string
 	Mistake string   // what the code gets wrong
 	Breaks  []string // the checks it makes fail
+	// Swaps are the mistake statements the variant runs in place of the
+	// lesson statements they replace (see [store.Swap]).
+	Swaps []store.Stmt
+	// Designs are the consumer designs the variant runs in place of the
+	// lesson's designs they replace (see [cast.ConsumerDesign.Replaces]).
+	Designs []cast.ConsumerDesign
 	// Shows is what running the mistake demonstrates, for the report's
 	// "What this run shows"; "" falls back to a sentence built from Mistake.
 	Shows string
@@ -248,6 +258,14 @@ func (e *Env) DatabasePath() string { return filepath.Join(e.Dir, "outboxlab.db"
 // ExtraDatabasePath is another database file in the run's folder, for
 // scenarios that need a fresh database per case.
 func (e *Env) ExtraDatabasePath(name string) string { return filepath.Join(e.Dir, name+".db") }
+
+// variant is the run's variant, if it runs one.
+func (e *Env) variant() (Variant, bool) {
+	if e.Scenario == nil || e.Variant == "" {
+		return Variant{}, false
+	}
+	return e.Scenario.Variant(e.Variant)
+}
 
 // Is reports whether the run uses the named variant.
 func (e *Env) Is(variant string) bool { return e.Variant == variant }

@@ -14,10 +14,6 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// variantTwoTransactions is session 14's mistake: the "after" keeps the two
-// transactions of the "before".
-const variantTwoTransactions = "two-transactions"
-
 // crashedPayment is the payment the checkout is writing when it dies.
 var crashedPayment = cast.PaymentCreated(cast.SeedPayments[0])
 
@@ -53,7 +49,7 @@ var transactionalOutbox = Scenario{
 		{Name: "keys_not_created_exactly_once", About: "the provider's create payment ran exactly once per key, by checkout after each commit, never for a crashed write"},
 	},
 	Variants: []Variant{
-		{Name: variantTwoTransactions, Mistake: "the \"after\" still commits the payment and the outbox row in two transactions, so the same crash leaves an orphan",
+		{Name: "two-transactions", Swaps: []store.Stmt{store.InsertPaymentAlone, store.InsertOutboxAlone}, Mistake: "the \"after\" still commits the payment and the outbox row in two transactions, so the same crash leaves an orphan",
 			Breaks: []string{"orphans_after", "rows_after_crash"},
 			Shows: "The crash between the two commits leaves the payment committed with no outbox message (orphans " +
 				"after: 1): no worker will ever be told to check it at the provider, so it stays Pending for good. " +
@@ -61,13 +57,14 @@ var transactionalOutbox = Scenario{
 				"all."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runTransactionalOutbox(ctx, env, swapped(env, outboxDesignFor(env.Variant)))
+		return runTransactionalOutbox(ctx, env, swapped(env, lessonOutboxDesign(env)))
 	},
 }
 
 // outboxDesign is how each phase of session 14 writes a payment: a
 // statement set per phase (a variant swaps the "after"'s), whether the
-// crash is armed, and, for tests, the checkout's pay step.
+// crash is armed, and, for tests, a checkout that stands in for the
+// instance.
 type outboxDesign struct {
 	before, after crashPhaseDesign
 	crashFree     store.PaymentWrite
@@ -84,22 +81,20 @@ type crashPhaseDesign struct {
 	wrap   func(instance.Checkout) instance.Checkout
 }
 
-// outboxDesignFor is the lesson's design, or the variant's.
-func outboxDesignFor(variant string) outboxDesign {
-	d := outboxDesign{
+// lessonOutboxDesign is the lesson's design: the broken "before", and the
+// one-transaction write of the "after" and the crash-free run, the
+// "after"'s with the variant's mistakes in it.
+func lessonOutboxDesign(env *Env) outboxDesign {
+	return outboxDesign{
 		before:    crashPhaseDesign{write: store.PaymentWriteTwoTransactions},
-		after:     crashPhaseDesign{write: store.PaymentWriteLesson},
+		after:     crashPhaseDesign{write: variantSet(env, store.PaymentWriteLesson)},
 		crashFree: store.PaymentWriteLesson,
 	}
-	if variant == variantTwoTransactions {
-		d.after.write = store.PaymentWriteTwoTransactions
-	}
-	return d
 }
 
 // designName says how a payment write commits.
 func designName(w store.PaymentWrite) string {
-	if w.Split {
+	if w.Split() {
 		return "two transactions"
 	}
 	return "one transaction"

@@ -73,9 +73,9 @@ func TestTransactionalOutboxChecksCanFail(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d := outboxDesignFor("")
-			tt.edit(&d)
 			env := newTestEnv(t, &transactionalOutbox)
+			d := lessonOutboxDesign(env)
+			tt.edit(&d)
 			r, err := runTransactionalOutbox(context.Background(), env, d)
 			if err != nil {
 				t.Fatal(err)

@@ -54,7 +54,7 @@ var lateFinalize = Scenario{
 		{Name: "owner_result_kept", About: "the message's ProcessedAtUtc is the owner's finalization, not the stalled worker's"},
 	},
 	Variants: []Variant{
-		{Name: variantFinalizeWithoutOwnerGuard,
+		{Name: variantFinalizeWithoutOwnerGuard, Swaps: []store.Stmt{store.CompleteByID},
 			Mistake: "finalization marks the message Processed by Id alone, so the stalled worker's late finalize commits and overwrites the owner's result",
 			Breaks:  []string{"rejected_finalizations", "ownership_violations", "owner_result_kept"},
 			Shows: "Worker-A wakes after its lease ended and after Worker-B had finalized PAY-001, and its finalize by " +
@@ -64,15 +64,6 @@ var lateFinalize = Scenario{
 				"lease from overwriting the owner's outcome."},
 	},
 	Run: runLateFinalize,
-}
-
-// lateFinalizeSQL is the statement set of the variant.
-func lateFinalizeSQL(variant string) store.OutboxSQL {
-	s := store.OutboxLesson
-	if variant == variantFinalizeWithoutOwnerGuard {
-		s.Finalize = store.CompleteByID
-	}
-	return s
 }
 
 // lateRun is what the late-finalize sequence observed.
@@ -85,7 +76,7 @@ type lateRun struct {
 func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 	d := cast.NewDay15(cast.Day15Mistakes{})
 	d.Payments = cast.SeedPayments[:1]
-	statements := swapped(env, lateFinalizeSQL(env.Variant))
+	statements := statementSet(env, store.OutboxLesson)
 
 	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing)
 	if err != nil {

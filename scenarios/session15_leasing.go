@@ -86,12 +86,14 @@ var outboxLeasing = Scenario{
 	},
 	Variants: []Variant{
 		{Name: variantPermanentLock, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",
+			Swaps:  []store.Stmt{store.ClaimSelectPendingOnly, store.ClaimUpdatePendingOnly},
 			Breaks: []string{"recovery_ok", "outbox_processed", "outbox_processing", "processing_attempts", "unique_messages", "status_checks", "paid"},
 			Shows: "Worker-A crashes holding PAY-001; after its lease has expired, Worker-B's claim still skips the " +
 				"Processing row, so PAY-001 stays Processing for good and is never checked at the provider (5 of 6 " +
 				"messages processed, 3 of 4 payments Paid). A lease must end: a claim has to treat a Processing row " +
 				"whose lease has expired as claimable, or one crash locks a message forever."},
 		{Name: variantUnguardedClaim, Mistake: "SELECT, then UPDATE by Id alone in a second transaction; a barrier between them lets both workers take the same message",
+			Swaps:  []store.Stmt{store.ClaimUpdateByID},
 			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "With a take-over that no longer re-checks the row, a worker takes a message another worker holds: " +
 				"Worker-B takes PAY-001 while Worker-A's lease is live, and in the concurrent phase both workers " +
@@ -112,6 +114,7 @@ var outboxLeasing = Scenario{
 				"what checkout created."},
 		{Name: variantForUpdateWaits, Engine: store.Postgres,
 			Mistake: "the claim's SELECT takes the row lock with FOR UPDATE but without SKIP LOCKED",
+			Swaps:   []store.Stmt{store.ClaimSelectForUpdate},
 			Breaks:  []string{"claim_lock_waits"},
 			Shows: "Correct, but the workers queue: each claim keeps its transaction open until it sees the other worker " +
 				"wait for its row lock, and with FOR UPDATE alone the other worker's claim does wait, on the same oldest " +
@@ -120,6 +123,7 @@ var outboxLeasing = Scenario{
 				"after another. SKIP LOCKED lets the second claim take the next message at once."},
 		{Name: variantReadCommittedUpdate, Engine: store.Postgres,
 			Mistake: "the claim's SELECT takes no row lock and its UPDATE changes the row by Id alone, trusting the read, in one READ COMMITTED transaction",
+			Swaps:   []store.Stmt{store.ClaimSelectNoLock, store.ClaimUpdateTrustingRead},
 			Breaks:  []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "One transaction is not enough on PostgreSQL: at READ COMMITTED a plain SELECT takes no lock, so both " +
 				"workers read the same oldest message (a barrier holds each after its select until both have read). " +
@@ -129,22 +133,6 @@ var outboxLeasing = Scenario{
 	},
 	AcceptsClaimSQL: true,
 	Run:             runOutboxLeasing,
-}
-
-// leasingSQL is the statement set of session-15-outbox-leasing's variant.
-func leasingSQL(variant string) store.OutboxSQL {
-	s := store.OutboxLesson
-	switch variant {
-	case variantPermanentLock:
-		s.Claim = store.ExpiryBlindClaim
-	case variantUnguardedClaim:
-		s.Claim = store.UnguardedClaim
-	case variantForUpdateWaits:
-		s.Claim = store.QueuingClaim
-	case variantReadCommittedUpdate:
-		s.Claim = store.ReadCommittedClaim
-	}
-	return s
 }
 
 // leasingMistakes are the worker's own mistakes of each variant.
@@ -170,11 +158,11 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	d := cast.NewDay15(leasingMistakes(env.Variant))
 	d.ClaimBound = claimBound
 	r := &lab.Result{}
-	statements := leasingSQL(env.Variant)
+	sqls := store.OutboxLesson
 	if env.Options.Claim != nil {
-		statements.Claim = customClaim(env)
+		sqls.Claim = customClaim(env)
 	}
-	statements = swapped(env, statements)
+	statements := statementSet(env, sqls)
 
 	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing)
 	if err != nil {
@@ -368,7 +356,7 @@ func claimObserved(c store.Claim) string {
 // its transaction, until both have read.
 func concurrentPhase(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL, readWindow bool) error {
 	var barrier *cast.Barrier
-	if statements.Claim.Split || readWindow {
+	if statements.Claim.Split() || readWindow {
 		// The mistake's window made deterministic: both workers have
 		// selected before either updates.
 		barrier = cast.NewBarrier(2)

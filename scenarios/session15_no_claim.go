@@ -75,7 +75,7 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	}
 	defer setup.Close()
 
-	statements := swapped(env, noClaimSQL())
+	statements := statementSet(env, noClaimSQL())
 	barrier := cast.NewBarrier(2)
 	work := func(ctx context.Context, worker string) error {
 		out, err := env.Instances.Outbox(ctx, env.DatabasePath(), "", worker, statements, 0)

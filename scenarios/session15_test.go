@@ -60,64 +60,12 @@ func init() {
 	)
 }
 
-// TestSession15StatementSets: each variant's statement set is the lesson's
-// with exactly the statements of its mistake replaced, and each mistake
-// names the lesson statement it replaces.
-func TestSession15StatementSets(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		variant string
-		got     store.OutboxSQL
-		changed []store.Stmt // the mistakes, in SelectNext, Update, Finalize order
-		split   bool
-	}{
-		{"", leasingSQL(""), nil, false},
-		{variantPermanentLock, leasingSQL(variantPermanentLock), []store.Stmt{store.ClaimSelectPendingOnly, store.ClaimUpdatePendingOnly}, false},
-		{variantUnguardedClaim, leasingSQL(variantUnguardedClaim), []store.Stmt{store.ClaimUpdateByID}, true},
-		{variantPaidWithoutTxn, leasingSQL(variantPaidWithoutTxn), nil, false},
-		{"no-claim", noClaimSQL(), []store.Stmt{store.CompleteByID}, false},
-	}
-	for _, tt := range tests {
-		t.Run("Variant="+tt.variant, func(t *testing.T) {
-			lesson := store.OutboxLesson
-			var changed []store.Stmt
-			pairs := [][2]store.Stmt{
-				{lesson.Claim.SelectNext, tt.got.Claim.SelectNext},
-				{lesson.Claim.Update, tt.got.Claim.Update},
-				{lesson.Finalize, tt.got.Finalize},
-				{lesson.ApplyOutcome, tt.got.ApplyOutcome},
-				{lesson.Load, tt.got.Load},
-			}
-			for _, p := range pairs {
-				if p[0].SQL == p[1].SQL {
-					continue
-				}
-				changed = append(changed, p[1])
-				if p[1].Replaces == nil || p[1].Replaces.SQL != p[0].SQL || p[1].Mistake == "" {
-					t.Errorf("%q replaces %q without naming it as a mistake", p[1].Name, p[0].Name)
-				}
-			}
-			if len(changed) != len(tt.changed) {
-				t.Fatalf("changed %d statements, want %d", len(changed), len(tt.changed))
-			}
-			for i := range changed {
-				if changed[i].SQL != tt.changed[i].SQL {
-					t.Errorf("changed %q, want %q", changed[i].Name, tt.changed[i].Name)
-				}
-			}
-			if tt.got.Claim.Split != tt.split {
-				t.Errorf("split = %v, want %v", tt.got.Claim.Split, tt.split)
-			}
-		})
-	}
-}
-
 // TestCustomClaimNamed: --claim-sql's statements are named for the report.
 func TestCustomClaimNamed(t *testing.T) {
 	t.Parallel()
 	env := &Env{Ledger: &store.Ledger{}, Options: Options{Claim: &CustomClaim{Source: "mine.sql", Select: "SELECT 1", Update: "UPDATE x SET y = 1 WHERE Id = :id"}}}
 	c := customClaim(env)
-	if c.SelectNext.Name != "your claim: select (from mine.sql)" || c.Update.Name != "your claim: update (from mine.sql)" || c.Split {
+	if c.SelectNext.Name != "your claim: select (from mine.sql)" || c.Update.Name != "your claim: update (from mine.sql)" || c.Split() {
 		t.Fatalf("claim = %+v", c)
 	}
 	if c.SelectNext.SQL != "SELECT 1" {

@@ -73,14 +73,21 @@ var staleAckFencing = Scenario{
 		{Name: "failed_acks_lease_lost", About: "the failed-ack ledger has 1 entry, reason lease-lost"},
 	},
 	Variants: []Variant{
-		{Name: variantAckByEventID, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
+		{Name: variantAckByEventID, Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
 			"Worker-A's stale ack completes the event and Worker-B's ack finds it already delivered",
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"},
 			Shows: "Worker-A, whose lease ended at t=130 and which Worker-B reclaimed at t=140, acks at t=150 and its " +
 				"ack changes 1 row: E-41 is marked delivered by a stale owner, and the current owner's ack changes 0 " +
 				"rows. Only the holder of the current fencing token may complete an event; without the token in the " +
 				"WHERE clause a paused worker's late write wins."},
-		{Name: variantReusedToken, Mistake: fmt.Sprintf("the claim sets claim_token to the worker's fixed number (%d, the "+
+		{Name: "claim-ignores-delivery", Swaps: []store.Stmt{store.ClaimIgnoringDelivery},
+			Mistake: "the claim drops AND delivered = 0 and checks only the lease: once the last lease has run out, an event " +
+				"already delivered is claimed again",
+			Breaks: []string{"reclaim_after_delivery_rows"},
+			Shows: "At t=200, after Worker-B's ack delivered E-41 at t=160 and its lease ran out at 170, Worker-A's claim " +
+				"changes 1 row and takes the delivered event under token 3: a relay would now send it again. The lease " +
+				"says who may work on an event; delivered = 0 says whether any work is left, and the claim needs both."},
+		{Name: variantReusedToken, Swaps: []store.Stmt{store.ClaimWithFixedToken}, Mistake: fmt.Sprintf("the claim sets claim_token to the worker's fixed number (%d, the "+
 			"same on every replica of the relay) instead of incrementing it, so the token names a worker, not a claim attempt", reusedWorkerToken),
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "distinct_tokens", "failed_acks_lease_lost"},
 			Shows: "Worker-A and Worker-B both hold token 1 for E-41, so the token guard cannot tell Worker-A's stale " +
@@ -89,21 +96,8 @@ var staleAckFencing = Scenario{
 				"smaller than the current one."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runStaleAckFencing(ctx, env, swapped(env, staleAckSQL(env.Variant)))
+		return runStaleAckFencing(ctx, env, statementSet(env, store.RelayLesson))
 	},
-}
-
-// staleAckSQL is the relay's statements session 16 runs: the lesson's, or
-// the lesson's with the one statement a variant gets wrong.
-func staleAckSQL(variant string) store.RelaySQL {
-	s := store.RelayLesson
-	switch variant {
-	case variantAckByEventID:
-		s.Complete = store.CompleteByEventID
-	case variantReusedToken:
-		s.Claim = store.ClaimWithFixedToken
-	}
-	return s
 }
 
 // staleAckRun is one session-16 run: the workers' relays, what they got,
@@ -364,10 +358,13 @@ func classifyZeroRowAck(ev store.Event, found bool, token int64) (reason, why st
 	}
 }
 
+// distinctTokens counts the distinct tokens of the lease claims, Worker-A's
+// and Worker-B's; the claim of the delivered event that follows is a
+// probe, judged by reclaim_after_delivery_rows.
 func (run *staleAckRun) distinctTokens() int {
 	seen := map[int64]bool{}
 	for _, c := range run.claims {
-		if c.outcome == store.Claimed {
+		if c.outcome == store.Claimed && c.at < s16ClaimDone {
 			seen[c.token] = true
 		}
 	}

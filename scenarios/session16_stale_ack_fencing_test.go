@@ -8,15 +8,8 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// Statements no variant runs, for breaking the checks no variant breaks.
+// A statement no variant runs: a completion that fails as a statement.
 var (
-	// claimIgnoringDelivered takes a delivered event again.
-	claimIgnoringDelivered = store.Stmt{Name: "test: claim that ignores the delivered flag", SQL: `UPDATE outbox_events
-SET claim_token = claim_token + 1,
-    locked_by   = :relay,
-    lease_until = :until
-WHERE event_id = :id
-  AND (lease_until IS NULL OR lease_until <= :now)`}
 	// completeFailingForToken1 fails as a statement (malformed JSON) when
 	// Worker-A presents its token 1, and completes normally otherwise.
 	completeFailingForToken1 = store.Stmt{Name: "test: completion that fails for token 1", SQL: `UPDATE outbox_events
@@ -27,22 +20,13 @@ WHERE event_id = :id
   AND json(CASE WHEN :token = 1 THEN 'disk I/O error' ELSE '1' END) = '1'`}
 )
 
-func init() {
-	relay := func(f func(s *store.RelaySQL)) func(any) any {
-		return swapOf(func(s store.RelaySQL) store.RelaySQL { f(&s); return s })
-	}
-	checkBreakers = append(checkBreakers,
-		checkBreaker{"session-16-stale-ack-fencing", claimIgnoringDelivered.Name, relay(func(s *store.RelaySQL) { s.Claim = claimIgnoringDelivered }),
-			[]string{"reclaim_after_delivery_rows"}})
-}
-
 // TestStaleAckDatabaseErrorIsNotMeasured: when Worker-A's ack statement
 // fails, the run must not report "0 rows" for it. The failure goes to the
 // failed-ack ledger as database-error and stale_ack_rows stays unmeasured,
 // so its check fails.
 func TestStaleAckDatabaseErrorIsNotMeasured(t *testing.T) {
 	t.Parallel()
-	sqls := staleAckSQL("")
+	sqls := store.RelayLesson
 	sqls.Complete = completeFailingForToken1
 	env := newTestEnv(t, &staleAckFencing)
 	r, err := runStaleAckFencing(context.Background(), env, sqls)

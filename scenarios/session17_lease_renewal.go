@@ -96,18 +96,18 @@ var leaseRenewal = Scenario{
 	},
 	Checks: leaseRenewalChecks(),
 	Variants: []Variant{
-		{Name: variantRenewByEventID, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
+		{Name: variantRenewByEventID, Swaps: []store.Stmt{store.RenewByEventID}, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
 			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_3_shorten_refused", "step_8_stale_renew_refused"},
 			Shows: "At t=110 Worker-B, holding no token, extends Worker-A's lease to 180, and at t=210 Worker-A, with a " +
 				"stale token, moves Worker-B's lease to 270: 2 of 9 steps change what they must not, and step 3, refused " +
 				"as it should be, reads back the lease end 180 that Worker-B's renewal left instead of 150. Only the current " +
 				"token holder may renew, so the token belongs in the renewal's WHERE clause as much as in the ack's."},
-		{Name: variantAllowShortening, Mistake: "the renewal drops lease_until < :proposed: a \"renewal\" may move the deadline earlier",
+		{Name: variantAllowShortening, Swaps: []store.Stmt{store.RenewAllowShortening}, Mistake: "the renewal drops lease_until < :proposed: a \"renewal\" may move the deadline earlier",
 			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"},
 			Shows: "At t=120 Worker-A's renewal to 140 succeeds and moves its lease end from 150 back to 140, sooner " +
 				"than the owner had already promised itself. A renewal must only move the deadline later (lease_until " +
 				"< :proposed), or a delayed, out-of-order renewal cuts a lease short under its owner."},
-		{Name: variantRenewAfterExpiry, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
+		{Name: variantRenewAfterExpiry, Swaps: []store.Stmt{store.RenewAfterExpiry}, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
 			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"},
 			Shows: "At t=200, the instant Worker-A's lease ends, its renewal still succeeds (to 250): Worker-B's claim " +
 				"at t=200 is refused, Worker-A keeps renewing with its old token, and Worker-B can never take the " +
@@ -115,23 +115,8 @@ var leaseRenewal = Scenario{
 				"late renewal by the old owner."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runLeaseRenewal(ctx, env, swapped(env, renewalSQL(env.Variant)), leaseRenewalSteps)
+		return runLeaseRenewal(ctx, env, statementSet(env, store.RelayLesson), leaseRenewalSteps)
 	},
-}
-
-// renewalSQL is the relay's statements session 17 runs: the lesson's, or
-// the lesson's with the renewal a variant gets wrong.
-func renewalSQL(variant string) store.RelaySQL {
-	s := store.RelayLesson
-	switch variant {
-	case variantRenewByEventID:
-		s.Renew = store.RenewByEventID
-	case variantAllowShortening:
-		s.Renew = store.RenewAllowShortening
-	case variantRenewAfterExpiry:
-		s.Renew = store.RenewAfterExpiry
-	}
-	return s
 }
 
 // renewalWorker is one application instance: its relay on its own

@@ -11,12 +11,9 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// Session 18's mistake variants.
-const (
-	variantCompleteWithoutToken = "complete-without-token"
-	variantNaiveInbox           = "naive-inbox"
-	variantBrokerDedupWindow    = "broker-dedup-window"
-)
+// variantBrokerDedupWindow is session 18's mistake that is no statement:
+// the broker's deduplication window, an option.
+const variantBrokerDedupWindow = "broker-dedup-window"
 
 // Session 18's cast and figures.
 const (
@@ -57,13 +54,13 @@ var leaseExpiryAfterSend = Scenario{
 		{Name: "naive_credit_cents", About: "the naive consumer credited 2000 cents: the duplicate reached the business state"},
 	},
 	Variants: []Variant{
-		{Name: variantCompleteWithoutToken, Mistake: "the relays complete by event id alone: Relay-A's late completion, after its lease expired, is accepted",
+		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: Relay-A's late completion, after its lease expired, is accepted",
 			Breaks: []string{"stale_completion_rows"},
 			Shows: "Relay-A's completion at 09:00:33, after its lease expired at 09:00:31 and Relay-B claimed e42 with " +
 				"token 2, changes 1 row, and Relay-B's own completion then finds the row already delivered. Both " +
 				"sends reached the broker, so nothing is lost here, but a relay that had lost its lease decided the " +
 				"row's state: only the current token may complete it."},
-		{Name: variantNaiveInbox, Mistake: "the inbox consumer increments the credit without writing or checking consumed_events",
+		{Name: "naive-inbox", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the inbox consumer increments the credit without writing or checking consumed_events",
 			Breaks: []string{"inbox_credit_cents", "consumed_event_rows"},
 			Shows: "Both offers of e42 reach the inbox consumer and both credit ACC-42: 2000 cents for one 1000-cent " +
 				"award, and no consumed_events row. A send after a lease expiry makes delivery at least once, so the " +
@@ -96,10 +93,7 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 		return nil, err
 	}
 	defer p.Close()
-	if env.Is(variantCompleteWithoutToken) {
-		p.SQL = cast.CompleteWithoutToken()
-	}
-	p.SQL = swapped(env, p.SQL)
+	p.SQL = statementSet(env, p.SQL)
 	if env.Is(variantBrokerDedupWindow) {
 		p.BrokerWindow = cast.TicksOf(env.Options.BrokerWindow)
 	}
@@ -109,7 +103,7 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 	if err := playRelaysPastTheLease(ctx, env, p); err != nil {
 		return nil, err
 	}
-	if err := playBothConsumers(ctx, env, p, env.Is(variantNaiveInbox)); err != nil {
+	if err := playBothConsumers(ctx, env, p); err != nil {
 		return nil, err
 	}
 
@@ -181,12 +175,9 @@ func playRelaysPastTheLease(ctx context.Context, env *Env, p *cast.Pipeline) err
 
 // playBothConsumers has the inbox consumer (naive under the naive-inbox
 // variant) and the naive consumer each read every offer.
-func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline, naiveInbox bool) error {
+func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline) error {
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	inboxDesignUsed := cast.InboxDesign
-	if naiveInbox {
-		inboxDesignUsed = cast.NaiveDesign
-	}
+	inboxDesignUsed := consumerDesign(env, cast.InboxDesign)
 	for _, spec := range []struct {
 		name, group string
 		design      cast.ConsumerDesign

@@ -14,14 +14,9 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// Session 19's mistake variants.
-const (
-	s19NaiveConsumer        = "naive-consumer"
-	s19CompleteWithoutToken = "complete-without-token"
-	s19EventIDPerSend       = "event-id-per-send"
-	s19EffectOutsideInboxTx = "effect-outside-inbox-tx"
-	s19ProjectionNoVersion  = "projection-without-version"
-)
+// s19EventIDPerSend is session 19's mistake that is no statement: the
+// relay's choice of a message id per send.
+const s19EventIDPerSend = "event-id-per-send"
 
 // Session 19's consumer groups and the credit every row awards.
 const (
@@ -98,14 +93,14 @@ var failureClasses = Scenario{
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Project),
 	Checks:     failureClassChecks(),
 	Variants: []Variant{
-		{Name: s19NaiveConsumer, Mistake: "the credit consumer increments unconditionally, with no inbox",
+		{Name: "naive-consumer", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the credit consumer increments unconditionally, with no inbox",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_4_lost_consumer_ack_no_second_effect",
 				"row_5_concurrent_duplicates_one_effect", "rows_passed"},
 			Shows: "Rows 1, 3, 4 and 5 each deliver the event twice (a resend, a lost broker ack, a lost consumer ack, " +
 				"two deliveries at once) and each credits 2000 cents instead of 1000. Every failure class that " +
 				"duplicates a delivery needs the same cure: the consumer records the event id in its inbox in the " +
 				"same transaction as its effect."},
-		{Name: s19CompleteWithoutToken, Mistake: "the relays complete by event id alone, without the fencing token",
+		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone, without the fencing token",
 			Breaks: []string{"row_2_stale_completion_rejected", "rows_passed"},
 			Shows: "In row 2 Relay-A completes after its lease expired and Relay-B claimed the event with token 2, and " +
 				"the row is published by that stale owner before Relay-B completes. Only the fencing token tells a " +
@@ -117,14 +112,14 @@ var failureClasses = Scenario{
 				"different events and applies the effect twice. Row 4 still passes because the broker redelivers the " +
 				"same offer with its id: deduplication works only when every send of an event carries the outbox " +
 				"event id."},
-		{Name: s19EffectOutsideInboxTx, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
+		{Name: "effect-outside-inbox-tx", Designs: []cast.ConsumerDesign{cast.SplitDesign}, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
 			"in three separate transactions",
 			Breaks: []string{"row_4_lost_consumer_ack_no_second_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"},
 			Shows: "In row 4 the consumer dies after its credit committed but before its inbox row did, so the " +
 				"redelivery finds no record and credits again; in row 5 two connections both find the inbox empty and " +
 				"both credit (2000 cents each time). The inbox insert and the effect must commit in one transaction, " +
 				"so the unique (consumer, event_id) key decides once whether the effect happens."},
-		{Name: s19ProjectionNoVersion, Mistake: "the projection applies whatever arrives last, without comparing versions",
+		{Name: "projection-without-version", Designs: []cast.ConsumerDesign{cast.UnversionedDesign}, Mistake: "the projection applies whatever arrives last, without comparing versions",
 			Breaks: []string{"row_6_projection_never_moves_backward", "rows_passed"},
 			Shows: "In row 6 version 1 of ACC-6 arrives after version 2, and the projection moves back from frozen " +
 				"(version 2) to open (version 1). After a crash and a lease expiry, delivery order is not commit " +
@@ -139,7 +134,7 @@ func runFailureClasses(ctx context.Context, env *Env) (*lab.Result, error) {
 
 // playFailureClasses runs the given rows, each against its own database.
 func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.Result, error) {
-	d := rowDesignFor(env.Variant)
+	d := rowDesign{credit: consumerDesign(env, cast.InboxDesign), projection: consumerDesign(env, cast.VersionedDesign)}
 	d.env = env
 	var tl lab.Timeline
 	table := lab.Table{Title: "Failure classes", Note: "Each row ran against its own fresh database; Observed is read from that database afterwards, not from log lines.",
@@ -164,10 +159,7 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 		}
 		ps = append(ps, p)
 		plans[label] = plan
-		if env.Is(s19CompleteWithoutToken) {
-			p.SQL = cast.CompleteWithoutToken()
-		}
-		p.SQL = swapped(env, p.SQL)
+		p.SQL = statementSet(env, p.SQL)
 		p.EventIDPerSend = env.Is(s19EventIDPerSend)
 		p.Event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
 		out, err := row.play(ctx, p, plan, d)
@@ -204,21 +196,6 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 	r.Tables = append(r.Tables, files)
 	r.Verdict = failureClassesVerdict(r, env, table)
 	return r, nil
-}
-
-// rowDesignFor is the consumers' designs under variant: the lesson's, with
-// the mistake's design in its place.
-func rowDesignFor(variant string) rowDesign {
-	d := rowDesign{credit: cast.InboxDesign, projection: cast.VersionedDesign}
-	switch variant {
-	case s19NaiveConsumer:
-		d.credit = cast.NaiveDesign
-	case s19EffectOutsideInboxTx:
-		d.credit = cast.SplitDesign
-	case s19ProjectionNoVersion:
-		d.projection = cast.UnversionedDesign
-	}
-	return d
 }
 
 // failureClassesVerdict words the run: every row passed, or which failed.

@@ -33,11 +33,9 @@ const (
 	s20ResendGap = cast.RelayLease
 )
 
-// Session 20's mistake variants.
-const (
-	s20NaiveConsumer  = "naive-consumer"
-	s20EventIDPerSend = "event-id-per-send"
-)
+// s20EventIDPerSend is session 20's mistake that is no statement: the
+// relay's choice of a message id per send.
+const s20EventIDPerSend = "event-id-per-send"
 
 var inboxRetention = Scenario{
 	Name:    "session-20-inbox-retention",
@@ -77,7 +75,7 @@ var inboxRetention = Scenario{
 			"the resend and the replay credit nothing more, 1000 with any flags"},
 	},
 	Variants: []Variant{
-		{Name: s20NaiveConsumer, Mistake: "the consumer increments unconditionally, with no inbox: every redelivery and the replay credit again",
+		{Name: "naive-consumer", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the consumer increments unconditionally, with no inbox: every redelivery and the replay credit again",
 			Breaks: []string{"credit_short_retention_cents", "credit_long_retention_cents", "credit_broker_window_cents"},
 			Shows: "With no inbox, every part ends at 4000 cents for one 1000-cent award: the first delivery, the " +
 				"redeliveries of unacknowledged deliveries and the replay three days later all credit again, whatever " +
@@ -157,10 +155,7 @@ func (f retentionFlags) longWhy() string {
 
 func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 	f := flagsOf(env.Options)
-	design := cast.InboxDesign
-	if env.Is(s20NaiveConsumer) {
-		design = cast.NaiveDesign
-	}
+	design := consumerDesign(env, cast.InboxDesign)
 	runs := []retentionRun{
 		{label: "part 1 short", file: "part-1-short-retention", event: s20Event, inboxRetention: f.short},
 		{label: "part 1 long", file: "part-1-long-retention", event: s20Event, inboxRetention: f.long},
@@ -187,7 +182,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 		}
 		ps = append(ps, p)
 		plans[run.label] = plan
-		p.SQL = swapped(env, p.SQL)
+		p.SQL = statementSet(env, p.SQL)
 		p.EventIDPerSend = env.Is(s20EventIDPerSend)
 		p.Event("scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
 			cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow), filepath.Base(path)))

@@ -2,11 +2,10 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -20,8 +19,6 @@ import (
 // The mistake variants of session-21-claims-at-scale.
 const (
 	variantUnindexedClaim  = "unindexed-claim"
-	variantFinalizeByID    = "finalize-by-id"
-	variantPendingOnly     = "pending-only-claim"
 	variantDevSizedBacklog = "dev-sized-backlog"
 )
 
@@ -97,14 +94,15 @@ var claimsAtScale = Scenario{
 				"claim's, and its cost per message grows about 4x at 10x the backlog instead of staying flat. The " +
 				"statement text is unchanged: a claim's cost depends on the schema it runs on, so the index is part " +
 				"of the claim's design."},
-		{Name: variantFinalizeByID, Mistake: "finalize by Id alone, without the owner and token guard: the stalled worker's late " +
+		{Name: "finalize-by-id", Swaps: []store.Stmt{store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID}, Mistake: "finalize by Id alone, without the owner and token guard: the stalled worker's late " +
 			"finalize completes a message the drain already completed",
 			Breaks: []string{"duplicates", "stale_finalizes_refused"},
 			Shows: "In each of the four drains Worker-B stalls past its lease, the drain reclaims and finalizes its " +
 				"message, and Worker-B's late finalize by Id commits a second time (duplicates: 4). Scale does not " +
 				"change session 15's rule: finalization is guarded by the owner and the token, or a worker that " +
 				"outlived its lease completes a message again."},
-		{Name: variantPendingOnly, Mistake: "\"optimize\" the claim to its index-friendly half, Status = 'Pending': fast and flat, " +
+		{Name: "pending-only-claim", Swaps: []store.Stmt{store.PendingOnlySelectNext, store.PendingOnlyClaimOne,
+			store.PendingOnlyClaimBatch, store.PendingOnlyPlanNext}, Mistake: "\"optimize\" the claim to its index-friendly half, Status = 'Pending': fast and flat, " +
 			"but the crashed worker's message stays Processing forever",
 			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused"},
 			Shows: "The Status = 'Pending' claim is fast and flat, but it never takes over a Processing row whose lease " +
@@ -132,70 +130,12 @@ type scaleRun struct {
 	env      *Env
 	clk      *clock.Manual
 	timeline lab.Timeline
-	drains   []*scaleDrain
-}
-
-// scaleDrain is what one drain of one backlog recorded. Workers append
-// to its ledgers under mu; nobody reads them until the drain is over.
-type scaleDrain struct {
-	claim   store.ScaleSQL
-	size    string // small or large
-	backlog int
-	plan    []string
-
-	mu      sync.Mutex
-	claims  []scaleClaimEntry
-	finals  []scaleFinalEntry
-	empty   int
-	busy    int
-	claimUs []float64 // each successful claim's own transaction time
-	finalUs []float64 // each finalize's own transaction time
-	// reads is what the drain workers' claims and finalizes read, in the
-	// engine's unit (s21Wording.unit): pages on SQLite, rows on PostgreSQL.
-	reads    int64
-	drained  int // messages the drain workers finalized
-	lost     int // from the database, after the drain
-	expiries []scaleExpiry
-}
-
-type scaleClaimEntry struct {
-	worker string
-	id     int64
-	token  int64
-}
-
-type scaleFinalEntry struct {
-	worker    string
-	id        int64
-	token     int64
-	committed bool
-}
-
-// scaleExpiry is one message of the forced lease expiry and who held it.
-type scaleExpiry struct {
-	holder string // the crashed or stalled worker
-	id     int64
-	token  int64
-	late   string // the stalled worker's late finalize: rows changed, or "-" for the crash
-	// refused says the late finalize ran and changed 0 rows (the stalled
-	// worker only).
-	refused bool
+	drains   []*cast.ScaleDrain
 }
 
 // s21Designs are the two claim designs a run compares, lesson then
-// indexed, with the variant's mistake swapped in.
-func s21Designs(env *Env) []store.ScaleSQL {
-	lesson, indexed := store.LessonScale, store.IndexedScale
-	if env.Is(variantPendingOnly) {
-		indexed = store.PendingOnlyScale
-	}
-	if env.Is(variantFinalizeByID) {
-		for _, s := range []*store.ScaleSQL{&lesson, &indexed} {
-			s.Finalize, s.FinalizeBatch = store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID
-		}
-	}
-	return []store.ScaleSQL{lesson, indexed}
-}
+// indexed.
+var s21Designs = []store.ScaleSQL{store.LessonScale, store.IndexedScale}
 
 func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 	run := &scaleRun{env: env, clk: clock.NewManual(s21Start)}
@@ -228,12 +168,12 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 // a fresh database, and returns the last database's path.
 func (run *scaleRun) play(ctx context.Context, large int) (string, error) {
 	var path string
-	for _, claim := range swapped(run.env, s21Designs(run.env)) {
+	for _, claim := range statementSet(run.env, s21Designs) {
 		for _, size := range []struct {
 			name string
 			n    int
 		}{{"small", s21SmallBacklog}, {"large", large}} {
-			d := &scaleDrain{claim: claim, size: size.name, backlog: size.n}
+			d := &cast.ScaleDrain{Claim: claim, Size: size.name, Backlog: size.n}
 			path = run.env.ExtraDatabasePath(fmt.Sprintf("claims-%s-%s", claim.Name, size.name))
 			if err := run.drainBacklog(ctx, d, path); err != nil {
 				return "", err
@@ -250,8 +190,8 @@ func (run *scaleRun) check(r *lab.Result) {
 	checks := run.env.Scenario.Checks
 	v := func(key string) float64 { x, _ := r.Metric(key); return x }
 	r.Checks = append(r.Checks,
-		growthCheck(checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
-		growthCheck(checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
+		boundCheck(checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
+		boundCheck(checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
 	expectDocumented(r, checks[2:], map[string]float64{"duplicates": 0, "lost": 0,
 		"expired_reclaimed": s21Drains * s21Expired, "stale_finalizes_refused": s21Drains})
 }
@@ -278,28 +218,18 @@ func (run *scaleRun) verdict(r *lab.Result, large int) string {
 	}
 }
 
-// growthCheck compares a cost growth with its bound.
-func growthCheck(doc CheckDoc, got float64, op string, bound float64) lab.Check {
-	ok := got >= bound
-	if op == "<" {
-		ok = got < bound
-	}
-	return lab.Check{Name: doc.Name, About: doc.About, Expected: op + " " + lab.FormatNumber(bound),
-		Observed: lab.FormatNumber(got), Passed: ok}
-}
-
 // event adds a timeline line at the current scenario time.
 func (run *scaleRun) event(actor, action, detail string) {
 	run.timeline.Add(clock.Format(run.clk.Now()), actor, action, detail)
 }
 
-// drainBacklog seeds a fresh database with d.backlog messages, forces a
+// drainBacklog seeds a fresh database with d.Backlog messages, forces a
 // lease expiry (one worker crashes holding the oldest message, another
 // stalls holding the next), lets the leases run out on the scenario clock,
 // drains the backlog with two workers, and lets the stalled worker finalize
 // late with its stale token.
-func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path string) error {
-	label := d.label()
+func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path string) error {
+	label := d.Label()
 	setup, err := run.env.Open(ctx, path)
 	if err != nil {
 		return err
@@ -308,7 +238,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err := run.seed(ctx, setup, d, label); err != nil {
 		return err
 	}
-	cfg := store.ClaimerConfig{SQL: d.claim, Retry: store.DefaultRetry}
+	cfg := store.ClaimerConfig{SQL: d.Claim, Retry: store.DefaultRetry}
 	if err := run.crash(ctx, path, cfg, d); err != nil {
 		return err
 	}
@@ -349,9 +279,9 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err != nil {
 		return err
 	}
-	d.reads += after - before
+	d.Reads += after - before
 	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
-		label, d.drained, d.reads, run.words().unit, d.busy, run.retriesWord()))
+		label, d.Drained, d.Reads, run.words().unit, d.Busy, run.words().retried))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
 		return err
@@ -359,12 +289,9 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *scaleDrain, path strin
 	if err := workers.Close(ctx); err != nil {
 		return err
 	}
-	d.lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
+	d.Lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
 	return err
 }
-
-// label names the drain: its claim and its backlog.
-func (d *scaleDrain) label() string { return fmt.Sprintf("%s claim, %s backlog", d.claim.Name, d.size) }
 
 // schemaReads is, on PostgreSQL, the live rows read so far from the
 // drain's schema by every connection, once setup has handed over its own
@@ -380,41 +307,32 @@ func (run *scaleRun) schemaReads(ctx context.Context, setup *store.DB) (int64, e
 	return setup.SchemaRowReads(ctx)
 }
 
-// retriesWord names what the drains' retry counts count on the run's engine.
-func (run *scaleRun) retriesWord() string {
-	if run.env.Engine() == store.Postgres {
-		return "retried transactions (serialization failure, deadlock or lock not available)"
-	}
-	return "SQLITE_BUSY retries"
-}
-
 // seed migrates setup's fresh database (without the claim index in the
 // unindexed-claim variant), writes the backlog and reads the claim's plan.
-func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *scaleDrain, label string) error {
+func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *cast.ScaleDrain, label string) error {
 	steps := []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale}
-	if run.env.Is(variantUnindexedClaim) && d.claim.Name != store.LessonScale.Name {
+	if run.env.Is(variantUnindexedClaim) && d.Claim.Name != store.LessonScale.Name {
 		steps = append(steps, store.WithoutClaimIndex)
 	}
 	if err := setup.Migrate(ctx, steps...); err != nil {
 		return err
 	}
 	run.clk.Set(s21Start)
-	first := s21Start.Add(-time.Duration(d.backlog) * time.Second)
-	err := store.SeedBacklog(ctx, setup, store.Backlog{Messages: d.backlog, First: first, Spacing: time.Second, PayloadBytes: s21PayloadBytes})
+	first := s21Start.Add(-time.Duration(d.Backlog) * time.Second)
+	err := store.SeedBacklog(ctx, setup, store.Backlog{Messages: d.Backlog, First: first, Spacing: time.Second, PayloadBytes: s21PayloadBytes})
 	if err != nil {
 		return err
 	}
-	run.event("scenario", "seed", fmt.Sprintf("%s: %d Pending messages, one a second from %s, in one streamed transaction", label, d.backlog, clock.Format(first)))
-	d.plan, err = store.ClaimPlan(ctx, setup, d.claim, run.clk.Now())
+	run.event("scenario", "seed", fmt.Sprintf("%s: %d Pending messages, one a second from %s, in one streamed transaction", label, d.Backlog, clock.Format(first)))
+	d.Plan, err = store.ClaimPlan(ctx, setup, d.Claim, run.clk.Now())
 	return err
 }
 
 // crash is Worker-A: it claims the oldest message and dies with it, its
-// claim committed. With Options.Processes Worker-A is a child process,
-// killed by SIGKILL once its claim has returned; otherwise its crash
-// closes its connection.
-func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) error {
-	w, err := run.env.Instances.ScaleWorker(ctx, path, d.label(), s21Crashed, cfg)
+// claim committed: its connection closes, or its child process is killed
+// by SIGKILL once its claim has returned.
+func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *cast.ScaleDrain) error {
+	w, err := run.env.Instances.ScaleWorker(ctx, path, d.Label(), s21Crashed, cfg)
 	if err != nil {
 		return err
 	}
@@ -426,8 +344,7 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 		err = w.FlushStats(ctx)
 	}
 	if err != nil {
-		w.Close(ctx)
-		return err
+		return errors.Join(err, w.Close(ctx))
 	}
 	death, err := w.Crash(ctx, failpoint.AfterClaim)
 	if err != nil {
@@ -436,34 +353,35 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 	if death != "" {
 		death = fmt.Sprintf(": %s; its claim had committed", death)
 	}
-	d.recordClaim(s21Crashed, b)
+	d.RecordClaim(s21Crashed, b)
 	if len(b.Messages) == 0 {
 		// Measured, not hidden: expired_reclaimed then falls short.
 		run.event(s21Crashed, "claim", "claimed nothing: no forced expiry of a crashed worker's message in this drain"+death)
 		return nil
 	}
 	m := b.Messages[0]
-	d.expiries = append(d.expiries, scaleExpiry{holder: s21Crashed, id: m.ID, token: m.Token, late: "-"})
+	d.Expiries = append(d.Expiries, cast.ScaleExpiry{Holder: s21Crashed, ID: m.ID, Token: m.Token, Late: "-"})
 	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s%s", m.ID, m.Token, m.LockedUntil, death))
 	return nil
 }
 
 // stall is Worker-B: it claims the next message, processes it, and stalls
 // before finalizing. The caller closes the worker.
-func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *scaleDrain) (instance.ScaleWorker, store.ClaimedBatch, error) {
-	w, err := run.env.Instances.ScaleWorker(ctx, path, d.label(), s21Stalled, cfg)
-	if err != nil {
-		return nil, store.ClaimedBatch{}, err
-	}
-	held, err := w.Claim(ctx, run.clk.Now(), s21Lease, 1)
-	if err != nil {
-		w.Close(ctx)
+func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *cast.ScaleDrain) (w instance.ScaleWorker, held store.ClaimedBatch, err error) {
+	if w, err = run.env.Instances.ScaleWorker(ctx, path, d.Label(), s21Stalled, cfg); err != nil {
 		return nil, held, err
 	}
-	d.recordClaim(s21Stalled, held)
+	defer func() {
+		if err != nil {
+			err, w = errors.Join(err, w.Close(ctx)), nil
+		}
+	}()
+	if held, err = w.Claim(ctx, run.clk.Now(), s21Lease, 1); err != nil {
+		return w, held, err
+	}
+	d.RecordClaim(s21Stalled, held)
 	if err := w.FlushStats(ctx); err != nil { // see crash
-		w.Close(ctx)
-		return nil, held, err
+		return w, held, err
 	}
 	if len(held.Messages) != 1 {
 		run.event(s21Stalled, "claim", "claimed nothing: no stalled worker's message and no late finalize in this drain")
@@ -472,15 +390,14 @@ func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerCo
 	m := held.Messages[0]
 	how, err := w.Stall(clock.Format(run.clk.Now()), "its claim and its processing")
 	if err != nil {
-		w.Close(ctx)
-		return nil, held, err
+		return w, held, err
 	}
 	run.event(s21Stalled, "claim, process, stall", instance.WithHow(fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil), how))
 	return w, held, nil
 }
 
 // lateFinalize is Worker-B waking up: it finalizes with the token it was given.
-func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWorker, held store.ClaimedBatch, d *scaleDrain) error {
+func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWorker, held store.ClaimedBatch, d *cast.ScaleDrain) error {
 	if len(held.Messages) != 1 {
 		return nil
 	}
@@ -496,12 +413,12 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 	if err != nil {
 		return err
 	}
-	d.recordFinal(s21Stalled, m.Token, f)
+	d.RecordFinal(s21Stalled, m.Token, f)
 	late := fmt.Sprintf("%d row", len(f.Finalized))
 	if len(f.Finalized) != 1 {
 		late += "s"
 	}
-	d.expiries = append(d.expiries, scaleExpiry{holder: s21Stalled, id: m.ID, token: m.Token, late: late, refused: len(f.Finalized) == 0})
+	d.Expiries = append(d.Expiries, cast.ScaleExpiry{Holder: s21Stalled, ID: m.ID, Token: m.Token, Late: late, Refused: len(f.Finalized) == 0})
 	outcome := "changed 0 rows: the message was reclaimed under a newer token (lease lost)"
 	if len(f.Finalized) == 1 {
 		outcome = "changed 1 row: a stale owner completed a message it no longer owned"
@@ -514,7 +431,7 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 // claimable. On SQLite it counts the pages its connection reads; on
 // PostgreSQL it hands its statistics over and the run reads the rows the
 // schema's scans read (see schemaReads).
-func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker string, d *scaleDrain) error {
+func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker string, d *cast.ScaleDrain) error {
 	pages := w.PageReads
 	if run.env.Engine() == store.Postgres {
 		pages = func(context.Context) (int64, error) { return 0, nil } // counted by drainBacklog
@@ -529,7 +446,7 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 		if err != nil {
 			return err
 		}
-		d.recordClaim(worker, b)
+		d.RecordClaim(worker, b)
 		if len(b.Messages) == 0 {
 			break
 		}
@@ -538,7 +455,7 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 		if err != nil {
 			return err
 		}
-		d.recordFinal(worker, b.Messages[0].Token, f)
+		d.RecordFinal(worker, b.Messages[0].Token, f)
 		drained += len(f.Finalized)
 	}
 	if err := w.FlushStats(ctx); err != nil {
@@ -548,89 +465,8 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.reads += after - before
-	d.drained += drained
-	d.mu.Unlock()
+	d.AddWork(after-before, drained)
 	return ctx.Err()
-}
-
-func (d *scaleDrain) recordClaim(worker string, b store.ClaimedBatch) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.busy += b.Stats.BusyRetries
-	if len(b.Messages) == 0 {
-		d.empty++
-		return
-	}
-	d.claimUs = append(d.claimUs, float64(b.Held.Microseconds()))
-	for _, m := range b.Messages {
-		d.claims = append(d.claims, scaleClaimEntry{worker: worker, id: m.ID, token: m.Token})
-	}
-}
-
-func (d *scaleDrain) recordFinal(worker string, token int64, f store.FinalizedBatch) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.busy += f.Stats.BusyRetries
-	d.finalUs = append(d.finalUs, float64(f.Held.Microseconds()))
-	for _, id := range f.Finalized {
-		d.finals = append(d.finals, scaleFinalEntry{worker: worker, id: id, token: token, committed: true})
-	}
-	for _, id := range f.Rejected {
-		d.finals = append(d.finals, scaleFinalEntry{worker: worker, id: id, token: token})
-	}
-}
-
-// reclaimed counts the forced-expiry messages a drain worker claimed again
-// under a newer token than their holder's.
-func (d *scaleDrain) reclaimed() int {
-	n := 0
-	for _, e := range d.expiries {
-		if slices.ContainsFunc(d.claims, func(c scaleClaimEntry) bool {
-			return c.id == e.id && c.token > e.token && slices.Contains(s21Drainers, c.worker)
-		}) {
-			n++
-		}
-	}
-	return n
-}
-
-// staleRefused counts the late finalizes that changed 0 rows.
-func (d *scaleDrain) staleRefused() int {
-	n := 0
-	for _, e := range d.expiries {
-		if e.refused {
-			n++
-		}
-	}
-	return n
-}
-
-// duplicates counts committed finalizations beyond the first per message.
-func (d *scaleDrain) duplicates() int {
-	per := map[int64]int{}
-	dup := 0
-	for _, f := range d.finals {
-		if f.committed {
-			if per[f.id]++; per[f.id] > 1 {
-				dup++
-			}
-		}
-	}
-	return dup
-}
-
-// readsPerMessage is the drain workers' reads (pages or rows) per message
-// they finalized.
-func (d *scaleDrain) readsPerMessage() float64 {
-	return round2(float64(d.reads) / float64(max(d.drained, 1)))
-}
-
-// usPerMessage is the median claim transaction plus the median finalize
-// transaction, each its committed attempt alone (waiting excluded).
-func (d *scaleDrain) usPerMessage() float64 {
-	return round2(lab.Median(d.claimUs) + lab.Median(d.finalUs))
 }
 
 // measure sets the metrics: per drain, then growth per claim, then the
@@ -639,26 +475,23 @@ func (run *scaleRun) measure(r *lab.Result) {
 	dup, lost, forced, reclaimed, refused := 0, 0, 0, 0, 0
 	perMessage := "_" + run.words().unit + "_per_message_"
 	for _, d := range run.drains {
-		forced += len(d.expiries)
-		reclaimed += d.reclaimed()
-		refused += d.staleRefused()
-		key := d.claim.Name
-		if key == store.PendingOnlyScale.Name {
-			key = store.IndexedScale.Name // the variant stands in for the indexed claim
-		}
-		r.SetMetric(key+perMessage+d.size, d.readsPerMessage())
-		r.SetMetric(key+"_us_per_message_"+d.size, d.usPerMessage())
-		r.SetMetric("backlog_"+d.size, float64(d.backlog))
-		dup += d.duplicates()
-		lost += d.lost
+		forced += len(d.Expiries)
+		reclaimed += d.Reclaimed(s21Drainers)
+		refused += d.StaleRefused()
+		key := d.Claim.Name
+		r.SetMetric(key+perMessage+d.Size, d.ReadsPerMessage())
+		r.SetMetric(key+"_us_per_message_"+d.Size, d.UsPerMessage())
+		r.SetMetric("backlog_"+d.Size, float64(d.Backlog))
+		dup += d.Duplicates()
+		lost += d.Lost
 	}
 	for _, key := range []string{"lesson", "indexed"} {
 		small, _ := r.Metric(key + perMessage + "small")
 		large, _ := r.Metric(key + perMessage + "large")
-		r.SetMetric(key+"_cost_growth", round2(large/math.Max(small, 1e-9)))
+		r.SetMetric(key+"_cost_growth", cast.Round2(large/math.Max(small, 1e-9)))
 		smallUs, _ := r.Metric(key + "_us_per_message_small")
 		largeUs, _ := r.Metric(key + "_us_per_message_large")
-		r.SetMetric(key+"_time_growth", round2(largeUs/math.Max(smallUs, 1e-9)))
+		r.SetMetric(key+"_time_growth", cast.Round2(largeUs/math.Max(smallUs, 1e-9)))
 	}
 	r.SetMetric("duplicates", float64(dup))
 	r.SetMetric("lost", float64(lost))
@@ -674,7 +507,9 @@ type s21Wording struct {
 	// unit is what a drain's cost counts ("pages" or "rows"); it names
 	// the per-message metrics (lesson_<unit>_per_message_small) and the
 	// drains table's cost column.
-	unit                                                 string
+	unit string
+	// retried names what a drain's retry count counts.
+	retried                                              string
 	costColumn, costNote, retries, plansTitle, plansNote string
 }
 
@@ -682,6 +517,7 @@ type s21Wording struct {
 var s21Words = map[store.Engine]s21Wording{
 	store.SQLite: {
 		unit:       "pages",
+		retried:    "SQLITE_BUSY retries",
 		costColumn: "Pages/msg",
 		costNote: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
 			"drain workers' connections), near-repeatable: the checks compare it.",
@@ -691,6 +527,7 @@ var s21Words = map[store.Engine]s21Wording{
 	},
 	store.Postgres: {
 		unit:       "rows",
+		retried:    "retried transactions (serialization failure, deadlock or lock not available)",
 		costColumn: "Rows/msg",
 		costNote: "Rows/msg is what PostgreSQL's scans read per message: the live rows of the drain's tables that its " +
 			"sequential scans returned (seq_tup_read) plus those its index scans fetched (idx_tup_fetch), from " +
@@ -738,36 +575,17 @@ func (run *scaleRun) tables() []lab.Table {
 		Columns:        []string{"Claim", "Backlog", "Message", "Held by", "Token", "Reclaimed by (token)", "Late finalize", "Committed finalizations"},
 	}
 	for _, d := range run.drains {
-		split := map[string]int{}
-		for _, f := range d.finals {
-			if f.committed && slices.Contains(s21Drainers, f.worker) {
-				split[f.worker]++
-			}
-		}
-		drains.AddRow(d.claim.Name, fmt.Sprintf("%d (%s)", d.backlog, d.size), d.drained, lab.FormatNumber(d.readsPerMessage()),
-			lab.FormatNumber(d.usPerMessage()), len(d.claims), d.empty, d.busy,
+		split := d.CommittedBy()
+		drains.AddRow(d.Claim.Name, fmt.Sprintf("%d (%s)", d.Backlog, d.Size), d.Drained, lab.FormatNumber(d.ReadsPerMessage()),
+			lab.FormatNumber(d.UsPerMessage()), len(d.Claims), d.Empty, d.Busy,
 			fmt.Sprintf("%s %d, %s %d", s21Drainers[0], split[s21Drainers[0]], s21Drainers[1], split[s21Drainers[1]]),
-			d.duplicates(), d.lost)
-		if d.size == "large" {
-			plans.AddRow(d.claim.Name, strings.Join(d.plan, " / "))
+			d.Duplicates(), d.Lost)
+		if d.Size == "large" {
+			plans.AddRow(d.Claim.Name, strings.Join(d.Plan, " / "))
 		}
-		for _, e := range d.expiries {
-			var took []string
-			committed := 0
-			for _, c := range d.claims {
-				if c.id == e.id && c.worker != e.holder {
-					took = append(took, fmt.Sprintf("%s (%d)", c.worker, c.token))
-				}
-			}
-			for _, f := range d.finals {
-				if f.id == e.id && f.committed {
-					committed++
-				}
-			}
-			expiries.AddRow(d.claim.Name, d.backlog, e.id, e.holder, e.token, strings.Join(took, ", "), e.late, committed)
+		for _, e := range d.Expiries {
+			expiries.AddRow(d.Claim.Name, d.Backlog, e.ID, e.Holder, e.Token, strings.Join(d.TakenOver(e), ", "), e.Late, d.CommittedOf(e.ID))
 		}
 	}
 	return []lab.Table{drains, plans, expiries}
 }
-
-func round2(x float64) float64 { return math.Round(x*100) / 100 }

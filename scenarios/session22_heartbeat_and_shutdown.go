@@ -91,13 +91,13 @@ var heartbeatAndShutdown = Scenario{
 				"under its lost lease (a stale send, a third broker offer), and its completion is fenced out by " +
 				"Relay-B's token 2. Fencing keeps the row right but cannot unsend a message: a 0-row renewal must " +
 				"cancel the work before it sends."},
-		{Name: variantNoDeadline, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
+		{Name: variantNoDeadline, Swaps: []store.Stmt{store.RenewWithoutDeadline}, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
 			Breaks: []string{"deadline_refusals"},
 			Shows: "Relay-C's gateway call never returns and its heartbeat renews e3 every 21 s with no end (deadline " +
 				"refusals: 0), so no other relay can take e3 over and it is still undelivered when the run ends. A " +
 				"heartbeat proves the process is alive, not that its work progresses: a processing deadline counted " +
 				"from claimed_at has to stop the renewals."},
-		{Name: variantShutdownMarksComplete, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
+		{Name: variantShutdownMarksComplete, Swaps: []store.Stmt{store.MarkHeldComplete}, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
 			"e5 and e6 are never published and the restarted relay finds nothing to recover",
 			Breaks: []string{"lost_events", "completed_without_send", "recovered_after_restart"},
 			Shows: "At SIGTERM Relay-D marks e5 and e6 delivered although it never sent them, so the broker never " +
@@ -114,7 +114,7 @@ var heartbeatAndShutdown = Scenario{
 				"lost lease."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
-		return runHeartbeatAndShutdown(ctx, env, swapped(env, heartbeatCastFor(env.Variant)))
+		return runHeartbeatAndShutdown(ctx, env, swapped(env, lessonHeartbeatCast(env)))
 	},
 }
 
@@ -126,19 +126,16 @@ type heartbeatCast struct {
 	policy  cast.HeartbeatPolicy
 }
 
-// heartbeatCastFor is the lesson's cast, or the lesson's with the one
-// statement or policy a variant gets wrong.
-func heartbeatCastFor(variant string) heartbeatCast {
+// lessonHeartbeatCast is the lesson's cast: its statements with the
+// variant's mistakes in them, and the heartbeat policy, Relay-A's as a
+// variant may set it (a policy, not a statement).
+func lessonHeartbeatCast(env *Env) heartbeatCast {
 	p := cast.HeartbeatPolicy{Lease: hbLease, Margin: heartbeatMargin, Delay: hbBeatDelay, MaxProcessing: hbMaxProcessing, OnLeaseLost: cast.CancelWork}
-	hc := heartbeatCast{sqls: store.HeartbeatLesson, policyA: p, policy: p}
-	switch variant {
-	case variantRenewalFailureOnlyLogged:
+	hc := heartbeatCast{sqls: variantSet(env, store.HeartbeatLesson), policyA: p, policy: p}
+	if env.Is(variantRenewalFailureOnlyLogged) {
 		hc.policyA.OnLeaseLost = cast.LogOnly
-	case variantNoDeadline:
-		hc.sqls.Renew = store.RenewWithoutDeadline
-	case variantShutdownMarksComplete:
-		hc.sqls.AtShutdown = store.MarkHeldComplete
-	case variantRenewWithoutMargin:
+	}
+	if env.Is(variantRenewWithoutMargin) {
 		hc.policyA.Margin = 0
 	}
 	return hc
@@ -499,7 +496,7 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 	if err != nil {
 		return err
 	}
-	stale, err := staleSends(s, offers)
+	stale, err := s.StaleSends(offers)
 	if err != nil {
 		return err
 	}
@@ -525,13 +522,13 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 	r.SetMetric("cancelled_on_lease_loss", float64(cancelled))
 	run.measureCompletions(r)
 	r.SetMetric("deadline_refusals", float64(deadline))
-	r.SetMetric("lost_events", float64(lostEvents(events, offers)))
+	r.SetMetric("lost_events", float64(cast.LostEvents(events, offers)))
 	r.SetMetric("renewals_one_row", float64(oneRow))
 	if r.Schema, err = run.setup.Schema(ctx); err != nil {
 		return err
 	}
 	r.Timeline = run.timeline.Events()
-	r.Tables = append(r.Tables, run.policyTable())
+	r.Tables = append(r.Tables, run.hc.policy.Table(run.hc.policyA, hbGrace))
 	r.Tables = append(r.Tables, s.Tables()...)
 	r.Tables = append(r.Tables, cast.OutboxEventsTable(events))
 	return nil
@@ -581,64 +578,6 @@ func completedByNewOwner(completions []cast.HeartbeatCompletion) (committed, new
 		return committed, byB
 	}
 	return committed, committed
-}
-
-// staleSends counts the broker's offers made at or after the end of the
-// sender's last lease on the event, from the claim and renewal ledgers.
-func staleSends(s *cast.HeartbeatStage, offers []store.BrokerOffer) (int, error) {
-	leaseEnd := map[[2]string]int64{}
-	for _, c := range s.Claims {
-		k := [2]string{c.Relay, c.Event}
-		leaseEnd[k] = max(leaseEnd[k], c.LeaseUntil)
-	}
-	for _, e := range s.Renewals {
-		if k := [2]string{e.Relay, e.Event}; e.Rows == 1 {
-			leaseEnd[k] = max(leaseEnd[k], e.LeaseUntil)
-		}
-	}
-	n := 0
-	for _, o := range offers {
-		at, err := cast.TickOfClock(o.OfferedAt)
-		if err != nil {
-			return 0, err
-		}
-		if at >= leaseEnd[[2]string{o.OfferedBy, o.EventID}] {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// lostEvents counts events marked delivered that no accepted broker offer
-// carries: no consumer will ever see them.
-func lostEvents(events []store.Event, offers []store.BrokerOffer) int {
-	offered := map[string]bool{}
-	for _, o := range offers {
-		if !o.Dropped {
-			offered[o.EventID] = true
-		}
-	}
-	n := 0
-	for _, e := range events {
-		if e.Delivered && !offered[e.ID] {
-			n++
-		}
-	}
-	return n
-}
-
-// policyTable prints the heartbeat's figures, the margin among them.
-func (run *heartbeatRun) policyTable() lab.Table {
-	t := lab.Table{Title: "Heartbeat policy", Note: "The figures every relay runs with; a variant changes Relay-A's.",
-		Columns: []string{"Figure", "Value", "Meaning"}}
-	t.AddRow("lease", cast.DurationText(hbLease), "what a claim or a renewal grants")
-	t.AddRow("heartbeatMargin", cast.DurationText(heartbeatMargin), "the safety margin: renew when two thirds of the lease has passed")
-	t.AddRow("Relay-A's margin", cast.DurationText(run.hc.policyA.Margin), "Relay-A renews when this much of its lease is left")
-	t.AddRow("beat delay", cast.DurationText(hbBeatDelay), "every beat fires this late")
-	t.AddRow("max processing", cast.DurationText(hbMaxProcessing), "no lease past claimed_at + this")
-	t.AddRow("grace period", cast.DurationText(hbGrace), "after SIGTERM, for work already sent")
-	t.AddRow("Relay-A on lease loss", string(run.hc.policyA.OnLeaseLost), "what its heartbeat does with a 0-row renewal")
-	return t
 }
 
 // verdict says what the checks showed.

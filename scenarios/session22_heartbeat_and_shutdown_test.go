@@ -55,7 +55,7 @@ func TestSession22VariantFigures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("variant="+tt.variant, func(t *testing.T) {
 			t.Parallel()
-			r := runSession22(t, heartbeatCastFor(tt.variant))
+			r := runSession22(t, lessonHeartbeatCast(&Env{Scenario: &heartbeatAndShutdown, Variant: tt.variant}))
 			for key, want := range tt.want {
 				if got, ok := r.Metric(key); !ok || got != want {
 					t.Errorf("%s = %v (measured %v), want %v", key, got, ok, want)

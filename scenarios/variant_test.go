@@ -3,13 +3,16 @@ package scenarios
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // TestVariantsExplainThemselves: a variant's report opens with its Mistake
@@ -123,4 +126,77 @@ func TestReportFilesAreNamedAsTheCourseNamesThem(t *testing.T) {
 	if got := reports.Path("out", &lab.Result{Session: "Session-15", FileTag: "Outbox-Leasing"}, at); got != filepath.Join("out", "Session-15", "Session-15-Outbox-Leasing-RunReport-20260115T090000Z.txt") {
 		t.Errorf("the course's own example is filed as %s", got)
 	}
+}
+
+// lessonSets are the statement sets the lessons pass to statementSet, by
+// scenario: a variant's swaps must land in its lesson's set.
+var lessonSets = map[string]any{
+	transactionalOutbox.Name:     store.PaymentWriteLesson,
+	competingWorkersNoClaim.Name: noClaimSQL(),
+	outboxLeasing.Name:           store.OutboxLesson,
+	lateFinalize.Name:            store.OutboxLesson,
+	staleAckFencing.Name:         store.RelayLesson,
+	leaseRenewal.Name:            store.RelayLesson,
+	leaseExpiryAfterSend.Name:    cast.DeliveryLesson,
+	failureClasses.Name:          cast.DeliveryLesson,
+	inboxRetention.Name:          cast.DeliveryLesson,
+	claimsAtScale.Name:           s21Designs,
+	heartbeatAndShutdown.Name:    store.HeartbeatLesson,
+	interleavingExplorer.Name:    exploreLesson,
+}
+
+// TestVariantsAreData: a variant is its name, its text and the mistakes it
+// swaps in. Each swapped statement is a mistake naming the lesson
+// statement it replaces, and the variant's statement set holds exactly
+// its mistakes in place of the lesson's statements; a variant that swaps
+// nothing changes no statement (it changes a timing, an order, an option,
+// a policy or the consumer's design, which the lesson reads by name).
+func TestVariantsAreData(t *testing.T) {
+	for _, sc := range All() {
+		set, ok := lessonSets[sc.Name]
+		for _, v := range sc.Variants {
+			t.Run(sc.Name+"/"+v.Name, func(t *testing.T) {
+				for _, m := range v.Swaps {
+					if m.Replaces == nil || m.Mistake == "" {
+						t.Errorf("%q is no mistake: it names no lesson statement it replaces, or no change", m.Name)
+					}
+				}
+				if !ok {
+					if len(v.Swaps) > 0 {
+						t.Fatalf("the variant swaps statements, and the test knows no statement set of %s", sc.Name)
+					}
+					return
+				}
+				lesson := names(store.Changes(variantSet(&Env{Scenario: sc}, set)))
+				var got []store.Stmt
+				for _, m := range store.Changes(variantSet(&Env{Scenario: sc, Variant: v.Name}, set)) {
+					if !slices.Contains(lesson, m.Name) {
+						got = append(got, m)
+					}
+				}
+				if len(got) != len(v.Swaps) {
+					t.Fatalf("the variant's set changes %v, want its swaps %v", names(got), names(v.Swaps))
+				}
+				for _, m := range v.Swaps {
+					if !slices.ContainsFunc(got, func(s store.Stmt) bool { return s.Name == m.Name }) {
+						t.Errorf("the variant's set lacks its mistake %q", m.Name)
+					}
+				}
+			})
+		}
+		// Day 15's "before" is a broken design on purpose: its set holds
+		// the finalize by Id; every other lesson's holds no mistake.
+		if changed := store.Changes(variantSet(&Env{Scenario: sc}, set)); ok && len(changed) != 0 && sc.Design != lab.Broken {
+			t.Errorf("%s: the lesson's own set holds mistakes %v", sc.Name, names(changed))
+		}
+	}
+}
+
+// names lists the statements' names.
+func names(stmts []store.Stmt) []string {
+	var out []string
+	for _, s := range stmts {
+		out = append(out, s.Name)
+	}
+	return out
 }

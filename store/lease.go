@@ -13,12 +13,16 @@ type ClaimSQL struct {
 	// SelectNext picks the oldest claimable message's Id.
 	SelectNext Stmt
 	// Update takes ownership of the message :id. The lesson's version repeats
-	// the claimable predicate, so it changes a row only if it is still claimable.
+	// the claimable predicate, so it changes a row only if it is still
+	// claimable. A mistake may run it in a transaction of its own
+	// ([Stmt.Separate]): between the two, another worker can take the same
+	// message.
 	Update Stmt
-	// Split is the mistake of running the select and the update in separate
-	// transactions: between them another worker can take the same message.
-	Split bool
 }
+
+// Split reports whether the claim's select and update run in separate
+// transactions (the unguarded mistake).
+func (c ClaimSQL) Split() bool { return c.Update.Separate }
 
 // The lesson's claim, in one BEGIN IMMEDIATE transaction.
 var (
@@ -69,11 +73,11 @@ WHERE Id = :id
 
 	// ClaimUpdateByID is the unguarded mistake's update: it trusts the
 	// earlier read and changes the row by Id alone.
-	ClaimUpdateByID = mistake(&ClaimUpdate,
+	ClaimUpdateByID = separate(mistake(&ClaimUpdate,
 		"drops the claimable predicate from the UPDATE and runs it in a transaction of its own, after the SELECT's",
 		"claim: take it by Id alone (MISTAKE: unguarded, a second transaction)", `UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
-WHERE Id = :id`)
+WHERE Id = :id`))
 )
 
 // The PostgreSQL claim mistakes. PostgreSQL runs a transaction at READ
@@ -122,7 +126,7 @@ var (
 
 	// UnguardedClaim is the select-then-update mistake: the update trusts
 	// the earlier read and changes the row by Id alone, in its own transaction.
-	UnguardedClaim = ClaimSQL{SelectNext: ClaimSelectNext, Update: ClaimUpdateByID, Split: true}
+	UnguardedClaim = ClaimSQL{SelectNext: ClaimSelectNext, Update: ClaimUpdateByID}
 
 	// QueuingClaim is the lesson's claim on PostgreSQL with FOR UPDATE but
 	// without SKIP LOCKED: no message is claimed twice, but the workers

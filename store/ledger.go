@@ -21,6 +21,10 @@ type Stmt struct {
 	// Mistake says in one phrase the guard the statement lost or the change
 	// it made, e.g. "drops the token guard AND claim_token = :token".
 	Mistake string
+	// Separate says the statement runs in a transaction of its own, after
+	// the transaction of the statements before it in its step: a mistake
+	// that splits one step in two (the unguarded claim's update).
+	Separate bool `json:",omitempty"`
 	// Audit marks a read the lab makes to measure a run (the figures of a
 	// report), not a statement one of the lesson's actors runs.
 	Audit bool
@@ -76,9 +80,24 @@ func auditOn(name, sqliteText, pgText string) Stmt {
 	return register(Stmt{Name: name, SQL: sqliteText, Postgres: pgText, Audit: true})
 }
 
+// auditOf is the lab's read that goes with a mistake in place of the
+// read lesson that goes with the lesson's statement (the plan of the
+// mistake's select, say): swapped in with the mistake, it reads what ran.
+func auditOf(lesson *Stmt, change, name, sqliteText, pgText string) Stmt {
+	return register(Stmt{Name: name, SQL: sqliteText, Postgres: pgText, Audit: true, Replaces: lesson, Mistake: change})
+}
+
 // mistakeOn is [mistake] with a PostgreSQL text of its own (see [namedOn]).
 func mistakeOn(lesson *Stmt, change, name, sqliteText, pgText string) Stmt {
 	return register(Stmt{Name: name, SQL: sqliteText, Postgres: pgText, Replaces: lesson, Mistake: change})
+}
+
+// separate marks s as run in a transaction of its own (see
+// [Stmt.Separate]).
+func separate(s Stmt) Stmt {
+	s.Separate = true
+	catalogue[s.SQL].Separate = true // the catalogue's entry for both texts
+	return s
 }
 
 func register(s Stmt) Stmt {

@@ -125,7 +125,7 @@ func (o *Outbox) Statements() OutboxSQL { return o.sql }
 // the other worker cannot begin its claim while this one waits.
 func (o *Outbox) ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (Claim, error) {
 	args := claimArgs(worker, now, lease)
-	if o.sql.Claim.Split {
+	if o.sql.Claim.Split() {
 		return o.claimSplit(ctx, args, between)
 	}
 	var claim Claim

@@ -31,22 +31,25 @@ VALUES (:key, :amount, 'Pending', :now, :now) /* committed alone; the outbox row
 
 	// InsertOutboxAlone is the outbox row of Day 14's "before", written in a
 	// second transaction after the payment committed.
-	InsertOutboxAlone = mistake(&InsertOutbox,
+	InsertOutboxAlone = separate(mistake(&InsertOutbox,
 		"writes the outbox row in a second transaction, after the payment has committed",
 		"checkout: outbox row (a transaction of its own: MISTAKE)", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
-VALUES (:type, :key, :payload, 'Pending', :now) /* a second transaction, after the payment committed */`)
+VALUES (:type, :key, :payload, 'Pending', :now) /* a second transaction, after the payment committed */`))
 )
 
-// PaymentWrite is how checkout writes a payment and its outbox message: the
-// two inserts, and whether they share one transaction (the lesson) or run
-// in two (Split, Day 14's "before").
+// PaymentWrite is how checkout writes a payment and its outbox message:
+// the two inserts, in one transaction (the lesson), or in two when the
+// outbox insert runs in a transaction of its own ([Stmt.Separate], Day
+// 14's "before").
 type PaymentWrite struct {
 	Payment Stmt
 	Outbox  Stmt
-	// Split commits the payment before the outbox row is written, in a
-	// second transaction: a crash between them leaves an orphan payment.
-	Split bool
 }
+
+// Split reports whether the payment commits before the outbox row is
+// written, in a second transaction: a crash between them leaves an orphan
+// payment.
+func (w PaymentWrite) Split() bool { return w.Outbox.Separate }
 
 // The payment writes a lesson chooses from.
 var (
@@ -55,7 +58,7 @@ var (
 	PaymentWriteLesson = PaymentWrite{Payment: InsertPayment, Outbox: InsertOutbox}
 	// PaymentWriteTwoTransactions is Day 14's "before": the same rows in two
 	// transactions.
-	PaymentWriteTwoTransactions = PaymentWrite{Payment: InsertPaymentAlone, Outbox: InsertOutboxAlone, Split: true}
+	PaymentWriteTwoTransactions = PaymentWrite{Payment: InsertPaymentAlone, Outbox: InsertOutboxAlone}
 )
 
 // Payments is the service on Payments rows: checkout's write of a payment
@@ -91,7 +94,7 @@ func (p *Payments) Create(ctx context.Context, np NewPayment, now time.Time, cra
 	crash := func() bool { return crashHere != nil && crashHere() }
 	var stats TxStats
 	err := p.db.onOwnConn(ctx, func(c *ownConn) error {
-		if !p.sql.Split {
+		if !p.sql.Split() {
 			return c.tx(ctx, &stats, func() error {
 				if err := c.exec(ctx, p.sql.Payment, payment); err != nil {
 					return err

@@ -125,6 +125,17 @@ WHERE event_id = :id
   AND delivered = 0
   AND (lease_until IS NULL OR lease_until <= :now)`)
 
+	// ClaimIgnoringDelivery is the mistake of claiming without the
+	// delivered guard: once the last lease has run out, an event already
+	// delivered is claimed again, under a new token, and sent again.
+	ClaimIgnoringDelivery = mistake(&ClaimEvent, "drops the delivered guard AND delivered = 0",
+		"relay: claim if the lease is free, delivered or not (MISTAKE)", `UPDATE outbox_events
+SET claim_token = claim_token + 1,
+    locked_by   = :relay,
+    lease_until = :until
+WHERE event_id = :id
+  AND (lease_until IS NULL OR lease_until <= :now)`)
+
 	// CompleteByEventID is the mistake of completing without the token
 	// guard, so a stale owner's late completion still publishes the event.
 	CompleteByEventID = mistake(&CompleteWithToken, "drops the token guard AND claim_token = :token",

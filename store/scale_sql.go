@@ -341,7 +341,8 @@ RETURNING Id, AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken`)
 
 	// PendingOnlyPlanNext is the lab's read of the mistake's plan: the same
 	// index walk as the indexed claim's.
-	PendingOnlyPlanNext = auditOn("audit: query plan of the pending-only claim's select", `EXPLAIN QUERY PLAN
+	PendingOnlyPlanNext = auditOf(&IndexedPlanNext, "reads the plan of the Pending-only select the mistake runs",
+		"audit: query plan of the pending-only claim's select", `EXPLAIN QUERY PLAN
 SELECT Id, AggregateKey, Payload, CreatedAtUtc, ClaimToken
 FROM OutboxMessages
 WHERE ProcessedAtUtc IS NULL

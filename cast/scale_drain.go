@@ -1,0 +1,186 @@
+package cast
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// ScaleDrain is what one drain of one backlog recorded (session 21): its
+// claim design and backlog, and the ledgers of its workers' claims and
+// finalizations and of the forced lease expiry. Workers append to its
+// ledgers under its lock; nobody reads them until the drain is over.
+type ScaleDrain struct {
+	Claim   store.ScaleSQL
+	Size    string // small or large
+	Backlog int
+	Plan    []string // the claim select's query plan
+
+	mu       sync.Mutex
+	Claims   []ScaleClaim
+	Finals   []ScaleFinal
+	Empty    int // claims that found nothing
+	Busy     int // transactions retried after SQLITE_BUSY (a lock on PostgreSQL)
+	claimUs  []float64
+	finalUs  []float64
+	Reads    int64 // what the drain workers' claims and finalizes read: pages on SQLite, rows on PostgreSQL
+	Drained  int   // messages the drain workers finalized
+	Lost     int   // messages left unprocessed, from the database after the drain
+	Expiries []ScaleExpiry
+}
+
+// ScaleClaim is one message a worker claimed, under its token.
+type ScaleClaim struct {
+	Worker    string
+	ID, Token int64
+}
+
+// ScaleFinal is one message a worker's finalize presented with its token,
+// and whether the finalization committed.
+type ScaleFinal struct {
+	Worker    string
+	ID, Token int64
+	Committed bool
+}
+
+// ScaleExpiry is one message of the forced lease expiry and who held it.
+type ScaleExpiry struct {
+	Holder    string // the crashed or stalled worker
+	ID, Token int64
+	Late      string // the stalled worker's late finalize: rows changed, or "-" for the crash
+	// Refused says the late finalize ran and changed 0 rows (the stalled
+	// worker only).
+	Refused bool
+}
+
+// Label names the drain: its claim and its backlog.
+func (d *ScaleDrain) Label() string { return fmt.Sprintf("%s claim, %s backlog", d.Claim.Name, d.Size) }
+
+// RecordClaim adds worker's claim b to the claim ledger.
+func (d *ScaleDrain) RecordClaim(worker string, b store.ClaimedBatch) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Busy += b.Stats.BusyRetries
+	if len(b.Messages) == 0 {
+		d.Empty++
+		return
+	}
+	d.claimUs = append(d.claimUs, float64(b.Held.Microseconds()))
+	for _, m := range b.Messages {
+		d.Claims = append(d.Claims, ScaleClaim{Worker: worker, ID: m.ID, Token: m.Token})
+	}
+}
+
+// RecordFinal adds worker's finalization f, under token, to the ledger.
+func (d *ScaleDrain) RecordFinal(worker string, token int64, f store.FinalizedBatch) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Busy += f.Stats.BusyRetries
+	d.finalUs = append(d.finalUs, float64(f.Held.Microseconds()))
+	for _, id := range f.Finalized {
+		d.Finals = append(d.Finals, ScaleFinal{Worker: worker, ID: id, Token: token, Committed: true})
+	}
+	for _, id := range f.Rejected {
+		d.Finals = append(d.Finals, ScaleFinal{Worker: worker, ID: id, Token: token})
+	}
+}
+
+// AddWork adds what one drain worker read and finalized.
+func (d *ScaleDrain) AddWork(reads int64, drained int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Reads += reads
+	d.Drained += drained
+}
+
+// Reclaimed counts the forced-expiry messages one of the drainers claimed
+// again under a newer token than their holder's.
+func (d *ScaleDrain) Reclaimed(drainers []string) int {
+	n := 0
+	for _, e := range d.Expiries {
+		if slices.ContainsFunc(d.Claims, func(c ScaleClaim) bool {
+			return c.ID == e.ID && c.Token > e.Token && slices.Contains(drainers, c.Worker)
+		}) {
+			n++
+		}
+	}
+	return n
+}
+
+// StaleRefused counts the late finalizes that changed 0 rows.
+func (d *ScaleDrain) StaleRefused() int {
+	n := 0
+	for _, e := range d.Expiries {
+		if e.Refused {
+			n++
+		}
+	}
+	return n
+}
+
+// Duplicates counts committed finalizations beyond the first per message.
+func (d *ScaleDrain) Duplicates() int {
+	per := map[int64]int{}
+	dup := 0
+	for _, f := range d.Finals {
+		if f.Committed {
+			if per[f.ID]++; per[f.ID] > 1 {
+				dup++
+			}
+		}
+	}
+	return dup
+}
+
+// ReadsPerMessage is the drain workers' reads (pages or rows) per message
+// they finalized.
+func (d *ScaleDrain) ReadsPerMessage() float64 {
+	return Round2(float64(d.Reads) / float64(max(d.Drained, 1)))
+}
+
+// UsPerMessage is the median claim transaction plus the median finalize
+// transaction, each its committed attempt alone (waiting excluded).
+func (d *ScaleDrain) UsPerMessage() float64 {
+	return Round2(lab.Median(d.claimUs) + lab.Median(d.finalUs))
+}
+
+// Round2 rounds x to two decimals, as a report prints a ratio.
+func Round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// CommittedBy counts the committed finalizations of each worker.
+func (d *ScaleDrain) CommittedBy() map[string]int {
+	by := map[string]int{}
+	for _, f := range d.Finals {
+		if f.Committed {
+			by[f.Worker]++
+		}
+	}
+	return by
+}
+
+// CommittedOf counts the committed finalizations of message id.
+func (d *ScaleDrain) CommittedOf(id int64) int {
+	n := 0
+	for _, f := range d.Finals {
+		if f.ID == id && f.Committed {
+			n++
+		}
+	}
+	return n
+}
+
+// TakenOver lists who claimed e's message besides its holder, with the
+// token each got, e.g. "Worker-C (2)".
+func (d *ScaleDrain) TakenOver(e ScaleExpiry) []string {
+	var took []string
+	for _, c := range d.Claims {
+		if c.ID == e.ID && c.Worker != e.Holder {
+			took = append(took, fmt.Sprintf("%s (%d)", c.Worker, c.Token))
+		}
+	}
+	return took
+}
