@@ -19,9 +19,13 @@ import (
 // cellWidth is where long cells wrap, so a report stays readable in a terminal.
 const cellWidth = 64
 
+// MaxLine is the widest line a text report holds, tables included: it
+// fits a page and a terminal.
+const MaxLine = 120
+
 // InterleavedNote is printed above a table whose rows depend on how
 // concurrent workers interleaved.
-const InterleavedNote = "(The workers ran concurrently: this table's rows, their order and the split between workers vary from run to run; the checks do not.)"
+const InterleavedNote = "(The workers ran concurrently: the rows, their order and the split between workers vary by run; the checks do not.)"
 
 // VaryingColumnsPrefix and VaryingColumnsSuffix frame the line printed
 // under [InterleavedNote] when a table names the columns that vary: the
@@ -146,13 +150,24 @@ type printer struct {
 	err error
 }
 
+// line prints s, wrapped at MaxLine with its indentation kept (see
+// fitLine).
 func (p *printer) line(s string) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintln(p.w, s)
+	for _, l := range fitLine(s, "") {
+		if p.err == nil {
+			_, p.err = fmt.Fprintln(p.w, l)
+		}
 	}
 }
 
-func (p *printer) kv(k, v string) { p.line(fmt.Sprintf("%-9s %s", k+":", v)) }
+// kv prints a field and its value, a long value wrapped under itself.
+func (p *printer) kv(k, v string) {
+	for _, l := range fitLine(fmt.Sprintf("%-9s %s", k+":", v), strings.Repeat(" ", 10)) {
+		if p.err == nil {
+			_, p.err = fmt.Fprintln(p.w, l)
+		}
+	}
+}
 
 func (p *printer) section(title string) {
 	p.line("")
@@ -176,13 +191,25 @@ func (p *printer) table(t lab.Table) {
 		p.line("(no entries)")
 		return
 	}
-	if t.Interleaved {
-		p.line(InterleavedNote)
-		if len(t.VaryingColumns) > 0 {
-			p.line(VaryingColumnsLine(t.VaryingColumns))
+	groups := splitColumns(t.Columns, t.Rows)
+	for i, group := range groups {
+		if i > 0 {
+			p.line(fmt.Sprintf("(The table goes on: the same rows by %s, with more columns.)", t.Columns[0]))
+		}
+		if t.Interleaved {
+			p.line(InterleavedNote)
+			if len(t.VaryingColumns) > 0 {
+				p.line(VaryingColumnsLine(t.VaryingColumns))
+			}
+		}
+		rows := make([][]string, len(t.Rows))
+		for r, row := range t.Rows {
+			rows[r] = pick(row, group)
+		}
+		if p.err == nil {
+			p.err = renderTable(p.w, pick(t.Columns, group), rows)
 		}
 	}
-	p.err = renderTable(p.w, t.Columns, t.Rows)
 }
 
 // lanes prints the lane view with its legend; its rows are masked like
@@ -201,22 +228,36 @@ func (p *printer) lanes(r *lab.Result) {
 	}
 }
 
-// renderTable draws one ASCII table (stable bytes for golden files).
+// renderTable draws one ASCII table (stable bytes for golden files), at
+// most MaxLine columns wide: each column gets the width fitTable chose,
+// and its cells wrap there.
 func renderTable(w io.Writer, columns []string, rows [][]string) error {
+	widths, cells := fitTable(columns, rows)
+	perColumn := tw.Mapper[int, int]{}
+	for c, width := range widths {
+		if width > 0 {
+			perColumn[c] = width + 2 // the width tablewriter counts includes the cell's padding
+		}
+	}
+	cellConfig := func(align tw.Align) tw.CellConfig {
+		return tw.CellConfig{
+			Formatting:   tw.CellFormatting{AutoWrap: tw.WrapNormal, AutoFormat: tw.Off},
+			Padding:      tw.CellPadding{Global: tw.PaddingDefault},
+			Alignment:    tw.CellAlignment{Global: align},
+			ColMaxWidths: tw.CellWidth{Global: cellWidth, PerColumn: perColumn},
+		}
+	}
 	tb := tablewriter.NewTable(w,
 		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNormal),
-		tablewriter.WithRowMaxWidth(cellWidth),
+		tablewriter.WithHeaderConfig(cellConfig(tw.AlignLeft)),
+		tablewriter.WithRowConfig(cellConfig(tw.AlignLeft)),
 	)
 	header := make([]any, len(columns))
-	for i, c := range columns {
+	for i, c := range cells[0] {
 		header[i] = c
 	}
 	tb.Header(header...)
-	for _, row := range rows {
+	for _, row := range cells[1:] {
 		if err := tb.Append(row); err != nil {
 			return fmt.Errorf("reports: table row: %w", err)
 		}

@@ -100,7 +100,7 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 
 // playLateFinalize runs the sequence: A claims and stalls, B reclaims at the
 // lease end and finalizes, A wakes and finalizes late. Each worker is an
-// application instance on its own connection; with Options.Processes a
+// application instance on its own connection; with --processes a
 // child process, and Worker-A's stall a real SIGSTOP.
 func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL) (*lateRun, error) {
 	run := &lateRun{}

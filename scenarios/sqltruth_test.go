@@ -12,7 +12,9 @@ import (
 
 // checkSQLTruth asserts the report's SQL section prints only statements the
 // run's statement ledger saw, each as often as the ledger counted, and that
-// every statement the run executed has a name.
+// every statement the run executed has a name. A statement's line wider
+// than a report's page wraps, so statements compare with their blanks
+// collapsed.
 func checkSQLTruth(t *testing.T, r *lab.Result) {
 	t.Helper()
 	if len(r.Statements) == 0 {
@@ -20,7 +22,7 @@ func checkSQLTruth(t *testing.T, r *lab.Result) {
 	}
 	saw := map[string]lab.Statement{}
 	for _, s := range r.Statements {
-		saw[strings.TrimSpace(s.SQL)] = s
+		saw[blanksCollapsed(s.SQL)] = s
 		if s.Name == "" {
 			t.Errorf("unnamed statement ran %d times: %.80q", s.Runs, s.SQL)
 		}
@@ -40,11 +42,14 @@ func checkSQLTruth(t *testing.T, r *lab.Result) {
 		t.Fatal("the report printed no statement")
 	}
 	for _, p := range printed {
-		if _, ok := saw[p]; !ok {
+		if _, ok := saw[blanksCollapsed(p)]; !ok {
 			t.Errorf("the report prints a statement the ledger never saw:\n%s", p)
 		}
 	}
 }
+
+// blanksCollapsed is sql with every run of blanks one space.
+func blanksCollapsed(sql string) string { return strings.Join(strings.Fields(sql), " ") }
 
 // printedStatements extracts the statements of a report's SQL section: each
 // block after a "-- name  [ran ...]" header, up to the blank line.

@@ -96,8 +96,15 @@ var (
 	ranCounts   = regexp.MustCompile(`\[ran [^\]]*\]`)
 )
 
+// databaseField is the report's Database field with the lines it wraps
+// onto: a temporary path of varying length moves its line breaks.
+var databaseField = regexp.MustCompile(`(?m)^Database: .*(\n {10}.*)*`)
+
 // normalizeReport masks what varies between two honest runs.
 func normalizeReport(s string) string {
+	s = databaseField.ReplaceAllStringFunc(s, func(f string) string {
+		return "Database: " + strings.Join(strings.Fields(strings.TrimPrefix(f, "Database: ")), "")
+	})
 	s = startedLine.ReplaceAllString(s, "Started:  <wall clock>")
 	s = elapsedLine.ReplaceAllString(s, "Elapsed:  <elapsed>")
 	s = runFolder.ReplaceAllString(s, "<run folder>")
@@ -118,14 +125,24 @@ func normalizeReport(s string) string {
 			i++
 			out = append(out, lines[i])
 		}
-		// lines[i+1] is the top border, lines[i+2] the header, lines[i+3]
-		// the border under it; the body runs to the closing border.
+		// lines[i+1] is the top border, then the header (a narrowed column
+		// wraps its name over several lines) and the border under it; the
+		// body runs to the closing border.
 		if i+3 >= len(lines) {
 			continue
 		}
-		cols := tableCells(lines[i+2])
+		i += 2
+		cols := tableCells(lines[i])
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "+") {
+			i++
+			for c, more := range rowCells(lines[i]) {
+				if c < len(cols) && more != "" {
+					cols[c] = strings.TrimSpace(cols[c] + " " + more)
+				}
+			}
+		}
 		out = append(out, "columns: "+strings.Join(cols, " | "))
-		i += 3
+		i++
 		var body []string
 		for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "+") {
 			i++
@@ -156,6 +173,20 @@ func varyingColumns(lines []string, i int) map[string]bool {
 }
 
 // tableCells splits one text line of a table into its trimmed cells.
+// rowCells is the cells of one line of a table, by position: an empty
+// cell stays in its column.
+func rowCells(line string) []string {
+	parts := strings.Split(line, "|")
+	if len(parts) < 2 {
+		return nil
+	}
+	var cells []string
+	for _, c := range parts[1 : len(parts)-1] {
+		cells = append(cells, strings.TrimSpace(c))
+	}
+	return cells
+}
+
 func tableCells(line string) []string {
 	var cells []string
 	for _, c := range strings.Split(strings.Trim(line, "| "), "|") {
@@ -173,7 +204,7 @@ func tableCells(line string) []string {
 func maskVarying(cols, body []string, varying map[string]bool) []string {
 	var rows [][]string
 	for _, line := range body {
-		cells := tableCells(line)
+		cells := rowCells(line)
 		if len(rows) == 0 || !slices.Contains(cells, "") {
 			rows = append(rows, cells)
 			continue

@@ -1,0 +1,237 @@
+package reports
+
+import (
+	"cmp"
+	"strings"
+	"unicode/utf8"
+)
+
+// fitTable chooses the width of each column the table must narrow so
+// that the table, borders included, is at most MaxLine columns wide (0 for
+// a column left to wrap at cellWidth), and returns the widths and the
+// cells (the header first) with every word wider than its column cut into
+// pieces on lines of their own. The widest column that can still wrap
+// between words gives a column first; only then is a word cut, never a
+// word of the header and never below minColumn.
+func fitTable(columns []string, rows [][]string) ([]int, [][]string) {
+	n := len(columns)
+	all := append([][]string{columns}, rows...)
+	natural := make([]int, n) // the width each column takes unnarrowed
+	longest := make([]int, n) // its longest word: narrower cuts words
+	floor := make([]int, n)   // its longest header word, and minColumn
+	for c, h := range columns {
+		floor[c] = minColumn
+		for _, w := range strings.Fields(h) {
+			floor[c] = max(floor[c], textWidth(w))
+		}
+	}
+	for _, row := range all {
+		for c := 0; c < n && c < len(row); c++ {
+			for _, line := range strings.Split(row[c], "\n") {
+				natural[c] = max(natural[c], min(textWidth(line), cellWidth))
+				for _, w := range strings.Fields(line) {
+					longest[c] = max(longest[c], textWidth(w))
+				}
+			}
+		}
+	}
+	width := append([]int(nil), natural...)
+	total := func() int {
+		t := 3*n + 1 // "| " and " " around each cell, and the last "|"
+		for _, w := range width {
+			t += w
+		}
+		return t
+	}
+	for total() > MaxLine {
+		// The widest column that can narrow without cutting a word; else
+		// the widest column, cutting its words.
+		pick := -1
+		for c := range width {
+			if width[c] > longest[c] && (pick < 0 || width[c] > width[pick]) {
+				pick = c
+			}
+		}
+		if pick < 0 {
+			for c := range width {
+				if width[c] > floor[c] && (pick < 0 || width[c] > width[pick]) {
+					pick = c
+				}
+			}
+		}
+		if pick < 0 {
+			break // as narrow as it goes
+		}
+		width[pick]--
+	}
+	for c := range width {
+		if width[c] == natural[c] {
+			width[c] = 0 // not narrowed: it wraps at cellWidth, as every table's columns do
+		}
+	}
+	out := make([][]string, len(all))
+	for i, row := range all {
+		out[i] = make([]string, len(row))
+		for c, cell := range row {
+			if c < n && longest[c] > cmp.Or(width[c], cellWidth) {
+				cell = cutWords(cell, cmp.Or(width[c], cellWidth))
+			}
+			out[i][c] = cell
+		}
+	}
+	return width, out
+}
+
+// minColumn is the narrowest a column gets when the table must cut words.
+const minColumn = 8
+
+// keptWhole is the longest word of a cell a column keeps whole when it
+// decides whether the table fits: a longer one (a path, a timestamp) may
+// be cut.
+const keptWhole = 16
+
+// splitColumns groups the columns so that each group, drawn as a table of
+// its own with the first column (the rows' key) in front, fits MaxLine
+// without cutting a header word or a cell word of keptWhole or less. A
+// table that fits is one group of every column.
+func splitColumns(columns []string, rows [][]string) [][]int {
+	need := make([]int, len(columns)) // a column's narrowest, borders included
+	for c, h := range columns {
+		for _, w := range strings.Fields(h) {
+			need[c] = max(need[c], textWidth(w))
+		}
+		for _, row := range rows {
+			if c < len(row) {
+				for _, w := range strings.Fields(row[c]) {
+					need[c] = max(need[c], min(textWidth(w), keptWhole))
+				}
+			}
+		}
+		need[c] += 3
+	}
+	var groups [][]int
+	group, width := []int{0}, 1+need[0]
+	for c := 1; c < len(columns); c++ {
+		if width+need[c] > MaxLine && len(group) > 1 {
+			groups = append(groups, group)
+			group, width = []int{0}, 1+need[0]
+		}
+		group, width = append(group, c), width+need[c]
+	}
+	return append(groups, group)
+}
+
+// pick is the columns of cells that group names.
+func pick(cells []string, group []int) []string {
+	out := make([]string, 0, len(group))
+	for _, c := range group {
+		if c < len(cells) {
+			out = append(out, cells[c])
+		} else {
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+// cutWords puts every word of cell wider than width on lines of its own,
+// cut into pieces of width, keeping the other words as they were.
+func cutWords(cell string, width int) string {
+	var lines []string
+	for _, line := range strings.Split(cell, "\n") {
+		var cur []string
+		for _, w := range strings.Fields(line) {
+			if textWidth(w) <= width {
+				cur = append(cur, w)
+				continue
+			}
+			if len(cur) > 0 {
+				lines, cur = append(lines, strings.Join(cur, " ")), nil
+			}
+			for textWidth(w) > width {
+				cut := cutAt(w, width)
+				lines, w = append(lines, w[:cut]), w[cut:]
+			}
+			cur = append(cur, w)
+		}
+		lines = append(lines, strings.Join(cur, " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cutAt is where to cut w to fit width: after the T of a timestamp, else
+// after the last separator a reader expects a break at (/, -, :, ., _ or
+// ,) in its second half, else at width.
+func cutAt(w string, width int) int {
+	cut := byteIndex(w, width)
+	// A timestamp breaks between its date and its time of day.
+	if i := strings.Index(w[:cut], "T"); i >= cut/2 && i+1 < len(w) && w[i+1] >= '0' && w[i+1] <= '9' {
+		return i + 1
+	}
+	if i := strings.LastIndexAny(w[:cut], "/-:._,"); i >= cut/2 {
+		return i + 1
+	}
+	return cut
+}
+
+// textWidth is how many columns s takes: one per rune.
+func textWidth(s string) int { return utf8.RuneCountInString(s) }
+
+// byteIndex is the byte offset of s's rune number n.
+func byteIndex(s string, n int) int {
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return i
+}
+
+// fitLine breaks a line wider than MaxLine at word boundaries (a word too
+// long for a line is cut, see cutAt). The line's lead stays on its first
+// line: its indentation, an SQL comment's marker ("--" and the blanks after
+// it), or, with hang, the first len(hang) characters (a field's name).
+// Each continuation line starts with hang, or else the comment's lead (so
+// the text stays a comment), or the indentation and two blanks.
+func fitLine(s, hang string) []string {
+	if textWidth(s) <= MaxLine {
+		return []string{s}
+	}
+	body := strings.TrimLeft(s, " ")
+	lead := s[:len(s)-len(body)]
+	cont := hang
+	switch {
+	case strings.HasPrefix(body, "--"):
+		marker := "--" + body[2:][:len(body[2:])-len(strings.TrimLeft(body[2:], " "))]
+		lead, body = lead+marker, body[len(marker):]
+		cont = lead
+	case hang != "" && len(s) > len(hang):
+		lead, body = s[:len(hang)], s[len(hang):]
+	default:
+		cont = lead + "  "
+	}
+	var out []string
+	line, fresh := lead, true // fresh: line holds only its lead
+	for _, w := range strings.Fields(body) {
+		for {
+			room := MaxLine - textWidth(line)
+			if !fresh {
+				room--
+			}
+			if textWidth(w) <= room {
+				break
+			}
+			if !fresh {
+				out, line, fresh = append(out, line), cont, true
+				continue
+			}
+			cut := cutAt(w, max(room, 1)) // a word too long for a whole line
+			out, line, w = append(out, line+w[:cut]), cont, w[cut:]
+		}
+		if !fresh {
+			line += " "
+		}
+		line, fresh = line+w, false
+	}
+	return append(out, line)
+}

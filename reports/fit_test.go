@@ -1,0 +1,106 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/lab"
+)
+
+// TestFitLine: a line wider than MaxLine wraps at words, keeps its
+// indentation (and an SQL comment's marker), and cuts a word too long for
+// a line; a line that fits is left alone.
+func TestFitLine(t *testing.T) {
+	long := strings.Repeat("word ", 40)
+	path := "/tmp/" + strings.Repeat("outboxlab-", 20) + "run.db"
+	tests := []struct {
+		name, line, hang string
+		first            string // the first line's start
+		rest             string // every other line's start
+	}{
+		{"Fits", "a short line", "", "a short line", ""},
+		{"Words", long, "", "word word", "  word"},
+		{"Indented", "    " + long, "", "    word", "      word"},
+		{"SQLComment", "--   " + long, "", "--   word", "--   word"},
+		{"Hanging", "Database: " + path, strings.Repeat(" ", 10), "Database: /tmp/", "          "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lines := fitLine(tt.line, tt.hang)
+			if !strings.HasPrefix(lines[0], tt.first) {
+				t.Errorf("first line %q, want it to start %q", lines[0], tt.first)
+			}
+			var joined []string
+			for i, l := range lines {
+				if n := textWidth(l); n > MaxLine {
+					t.Errorf("line %d is %d columns: %q", i, n, l)
+				}
+				if i > 0 && !strings.HasPrefix(l, tt.rest) {
+					t.Errorf("line %d %q, want it to start %q", i, l, tt.rest)
+				}
+				joined = append(joined, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "--")))
+			}
+			if got := strings.Join(strings.Fields(strings.Join(joined, " ")), ""); got != strings.Join(strings.Fields(strings.TrimPrefix(strings.TrimSpace(tt.line), "--")), "") {
+				t.Errorf("the wrapped text lost or gained characters:\n%s", strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
+
+// TestTablesFit: a table too wide for MaxLine narrows its widest columns,
+// wraps and, where it must, cuts a long word (a timestamp after its T), and
+// a table that cannot fit without cutting its header goes on in a second
+// table keyed by its first column.
+func TestTablesFit(t *testing.T) {
+	stamp := "2026-01-15T09:00:01.100Z"
+	tests := []struct {
+		name   string
+		cols   []string
+		row    []string
+		tables int
+	}{
+		{"Narrow", []string{"A", "B"}, []string{"1", "2"}, 1},
+		{"Wrapped", []string{"Check", "About", "Observed"}, []string{"x", strings.Repeat("long words here ", 12), stamp}, 1},
+		{"Stamps", []string{"Id", "LockedUntilUtc", "ProcessedAtUtc", "More", "Even more"},
+			[]string{"1", stamp, stamp, strings.Repeat("text ", 30), strings.Repeat("text ", 30)}, 1},
+		{"GoesOn", []string{"Id", "AggregateKey", "Status", "LockedBy", "LockedUntilUtc", "ProcessedAtUtc", "Payment",
+			"TransactionId", "Claimed by", "Processed by", "Times"},
+			[]string{"1", "PAY-001", "Processed", "Worker-B", stamp, stamp, "Paid", "TXN-0001", "Worker-A", "Worker-B", "1"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			p := &printer{w: &b}
+			p.table(tableOf(tt.cols, tt.row))
+			if p.err != nil {
+				t.Fatal(p.err)
+			}
+			out := b.String()
+			for _, l := range strings.Split(out, "\n") {
+				if textWidth(l) > MaxLine {
+					t.Errorf("line of %d columns: %q", textWidth(l), l)
+				}
+			}
+			if got := strings.Count(out, "goes on") + 1; got != tt.tables {
+				t.Errorf("%d tables, want %d:\n%s", got, tt.tables, out)
+			}
+			if strings.Contains(out, "…") {
+				t.Errorf("a cell was truncated:\n%s", out)
+			}
+			if strings.Contains(out, stamp[:11]) && !strings.Contains(out, stamp) && !strings.Contains(out, "| 2026-01-15T ") {
+				t.Errorf("a timestamp was cut elsewhere than after its T:\n%s", out)
+			}
+		})
+	}
+}
+
+// tableOf is a table of columns with one row.
+func tableOf(columns, row []string) lab.Table {
+	t := lab.Table{Columns: columns}
+	cells := make([]any, len(row))
+	for i, c := range row {
+		cells[i] = c
+	}
+	t.AddRow(cells...)
+	return t
+}
