@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -122,7 +123,7 @@ func (p *Pipeline) StartConsumer(ctx context.Context, name, group string, design
 	if err != nil {
 		return nil, err
 	}
-	p.Event(name, "start", ConsumerStart(group, design))
+	p.Event(lab.KindNote, name, "start", ConsumerStart(group, design))
 	return c, nil
 }
 
@@ -153,7 +154,7 @@ func (c *ConsumerInstance) crash(point failpoint.Point) error {
 	if err := c.p.beforeCrash(c.name, point, c.delivery.EventID, held); err != nil {
 		return err
 	}
-	c.p.Event(c.name, "CRASH", held+"; connection closed, memory dropped")
+	c.p.Add(lab.Event{Kind: lab.KindCrash, Subject: c.delivery.EventID, Actor: c.name, Action: "CRASH", Detail: held + "; connection closed, memory dropped"})
 	_ = c.Close(context.Background()) // a crash reports nothing
 	c.delivery = store.Delivery{}
 	return failpoint.ErrCrashed
@@ -261,7 +262,8 @@ func (c *ConsumerInstance) Ack(ctx context.Context) (int64, error) {
 // timeline. The instance then holds nothing.
 func (c *ConsumerInstance) RecordAck(result string) {
 	d := c.delivery
-	seq := c.p.Event(c.name, "ack", fmt.Sprintf("offer %d delivery %d: %s", d.OfferID, d.Receipt, result))
+	seq := c.p.Add(lab.Event{Kind: lab.KindAck, Subject: d.EventID, Offer: d.OfferID, Actor: c.name, Action: "ack",
+		Detail: fmt.Sprintf("offer %d delivery %d: %s", d.OfferID, d.Receipt, result)})
 	c.p.AddAck(AckEntry{Seq: seq, Tick: c.p.Now(), Instance: c.name, OfferID: d.OfferID, Receipt: d.Receipt, Result: result})
 	c.delivery = store.Delivery{}
 }
@@ -324,7 +326,8 @@ func (c *ConsumerInstance) applySplit(ctx context.Context, pl Payload) error {
 	if err != nil {
 		return err
 	}
-	c.p.Event(c.name, "inbox insert", fmt.Sprintf("%s: %d row(s) added, in a transaction of its own", d.EventID, r.InboxRows))
+	c.p.Add(lab.Event{Kind: lab.KindNote, Subject: d.EventID, Rows: lab.RowsOf(r.InboxRows), Actor: c.name, Action: "inbox insert",
+		Detail: fmt.Sprintf("%s: %d row(s) added, in a transaction of its own", d.EventID, r.InboxRows)})
 	return nil
 }
 
@@ -359,7 +362,11 @@ func (c *ConsumerInstance) RecordEffect(applied bool, result string, busy int) {
 	if busy > 0 {
 		detail += fmt.Sprintf(" (after %d %s retries)", busy, c.db.Engine().RetriedError())
 	}
-	seq := c.p.Event(c.name, map[bool]string{true: "effect", false: "no effect"}[applied], detail)
+	e := lab.Event{Kind: lab.KindEffect, Subject: d.EventID, Offer: d.OfferID, Actor: c.name, Action: "effect", Detail: detail}
+	if !applied {
+		e.Kind, e.Action = lab.KindDedup, "no effect"
+	}
+	seq := c.p.Add(e)
 	c.p.mu.Lock()
 	defer c.p.mu.Unlock()
 	c.p.effects = append(c.p.effects, EffectEntry{Seq: seq, Tick: c.p.Now(), Instance: c.name, Consumer: c.group, Design: c.design.Name,

@@ -113,9 +113,17 @@ func NewDay15(m Day15Mistakes) *Day15 {
 // Now is the scenario time, formatted.
 func (d *Day15) Now() string { return clock.Format(d.Clock.Now()) }
 
-// Event adds a timeline line at the current scenario time and returns its number.
-func (d *Day15) Event(actor, action, detail string) int {
-	return d.timeline.Add(d.Now(), actor, action, detail)
+// Event adds a timeline line of kind at the current scenario time and
+// returns its number.
+func (d *Day15) Event(kind lab.Kind, actor, action, detail string) int {
+	return d.Add(lab.Event{Kind: kind, Actor: actor, Action: action, Detail: detail})
+}
+
+// Add adds e to the timeline at the current scenario time and returns
+// its number.
+func (d *Day15) Add(e lab.Event) int {
+	e.At = d.Now()
+	return d.timeline.Add(e)
 }
 
 // Seed has checkout create the run's payments (the six of Days 14 and 15
@@ -128,7 +136,7 @@ func (d *Day15) Seed(ctx context.Context, db *store.DB) error {
 		if err := c.Pay(ctx, PaymentCreated(p), d.Clock.Now(), nil); err != nil {
 			return err
 		}
-		d.Event(Checkout, "create payment", fmt.Sprintf("%s %d cents: payment + outbox row in one transaction, then registered at the provider", p.Key, p.AmountCents))
+		d.Add(lab.Event{Kind: lab.KindCommit, Subject: p.Key, Actor: Checkout, Action: "create payment", Detail: fmt.Sprintf("%s %d cents: payment + outbox row in one transaction, then registered at the provider", p.Key, p.AmountCents)})
 		d.Clock.Advance(time.Second)
 	}
 	d.Clock.Set(LessonStart)
@@ -168,7 +176,8 @@ func (d *Day15) tick() int {
 func (d *Day15) Process(worker string, id int64, key string) store.Outcome {
 	if d.Mistakes.CreatesPayment {
 		d.Provider.Create(worker, key)
-		d.Event(worker, "provider create (MISTAKE)", key+" sent to the provider's create payment a second time")
+		d.Add(lab.Event{Kind: lab.KindWork, Subject: key, Actor: worker, Action: "provider create (MISTAKE)",
+			Detail: key + " sent to the provider's create payment a second time"})
 	}
 	start := d.tick()
 	st := d.Provider.CheckStatus(worker, key)
@@ -181,7 +190,8 @@ func (d *Day15) Process(worker string, id int64, key string) store.Outcome {
 			o.TransactionID = ""
 		}
 	}
-	seq := d.Event(worker, "process", fmt.Sprintf("message %d (%s): status check answered %s", id, key, answer))
+	seq := d.Add(lab.Event{Kind: lab.KindWork, Subject: key, Actor: worker, Action: "process",
+		Detail: fmt.Sprintf("message %d (%s): status check answered %s", id, key, answer)})
 	d.mu.Lock()
 	d.attempts = append(d.attempts, attemptEntry{seq: seq, start: start, at: d.Now(), worker: worker, id: id, key: key, answer: answer})
 	d.mu.Unlock()
@@ -198,7 +208,7 @@ func (d *Day15) WorkBefore(ctx context.Context, out Outbox, worker string, wait 
 	}
 	d.RecordLoad(worker, msgs)
 	if wait != nil {
-		d.Event(worker, "barrier", "waiting until both workers hold the full snapshot")
+		d.Event(lab.KindNote, worker, "barrier", "waiting until both workers hold the full snapshot")
 		if err := wait(ctx); err != nil {
 			return err
 		}
@@ -220,7 +230,7 @@ func (d *Day15) WorkBefore(ctx context.Context, out Outbox, worker string, wait 
 func (d *Day15) WorkLeased(ctx context.Context, out Outbox, worker string, lease time.Duration, between func()) error {
 	for ctx.Err() == nil {
 		if !d.takeClaimAttempt() {
-			d.Event(worker, "stop", fmt.Sprintf("claim bound reached: %d claim attempts and the backlog is not drained", d.ClaimBound))
+			d.Event(lab.KindNote, worker, "stop", fmt.Sprintf("claim bound reached: %d claim attempts and the backlog is not drained", d.ClaimBound))
 			return nil
 		}
 		c, err := out.ClaimNext(ctx, worker, d.Clock.Now(), lease, between)
@@ -303,7 +313,7 @@ func (d *Day15) RecordLoad(worker string, msgs []store.Message) {
 	for i, m := range msgs {
 		keys[i] = m.AggregateKey
 	}
-	seq := d.Event(worker, "load", fmt.Sprintf("%d Pending messages: %s", len(msgs), strings.Join(keys, ", ")))
+	seq := d.Event(lab.KindNote, worker, "load", fmt.Sprintf("%d Pending messages: %s", len(msgs), strings.Join(keys, ", ")))
 	d.mu.Lock()
 	d.order++
 	d.loads = append(d.loads, loadEntry{seq: seq, order: d.order, at: d.Now(), worker: worker, keys: keys})
@@ -336,14 +346,62 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 	if c.Stats.BusyRetries > 0 {
 		detail += fmt.Sprintf(" (after %d %s retries)", c.Stats.BusyRetries, d.engine.RetriedError())
 	}
-	seq := d.Event(worker, "claim "+string(c.Outcome), detail)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	e := lab.Event{Kind: d.claimKind(worker, c), Subject: c.Message.AggregateKey, Actor: worker, Action: "claim " + string(c.Outcome), Detail: detail}
+	if c.Outcome == store.Claimed {
+		e.Until = c.Message.LockedUntil
+	}
+	if c.Outcome == store.Claimed || c.Outcome == store.Overreach {
+		e.Rows = lab.RowsOf(c.Rows)
+	}
+	seq := d.Add(e)
 	d.claims = append(d.claims, claimEntry{
 		seq: seq, at: d.Now(), worker: worker, phase: phase, target: target, outcome: c.Outcome,
 		id: c.Message.ID, key: c.Message.AggregateKey, until: c.Message.LockedUntil, heldBy: c.HeldBy, busy: c.Stats.BusyRetries,
 		lockWaiters: c.LockWaiters,
 	})
+}
+
+// claimKind is what claim c of worker was, from its outcome and, for a
+// claim that took its message, the claim ledger: a claim that took a
+// message under another worker's live lease, which that worker had not
+// finalized, stole it. d.mu is held.
+func (d *Day15) claimKind(worker string, c store.Claim) lab.Kind {
+	switch c.Outcome {
+	case store.Claimed:
+		if holder, until, ok := d.holder(c.Message.ID); ok && holder != worker && until > d.Now() {
+			return lab.KindSteal
+		}
+		return lab.KindClaim
+	case store.Blocked, store.Lost:
+		return lab.KindBlocked
+	case store.Refused:
+		return lab.KindRefused
+	case store.Done:
+		return lab.KindDone
+	case store.Overreach:
+		return lab.KindFenced
+	}
+	return lab.KindEmpty
+}
+
+// holder is the worker whose claim of message id the ledgers show last,
+// and its lease end, unless that worker has finalized it since. d.mu is
+// held.
+func (d *Day15) holder(id int64) (worker, until string, ok bool) {
+	seq := 0
+	for _, c := range d.claims {
+		if c.id == id && c.outcome == store.Claimed && c.seq > seq {
+			seq, worker, until, ok = c.seq, c.worker, c.until, true
+		}
+	}
+	for _, f := range d.finals {
+		if ok && f.id == id && f.committed && f.worker == worker && f.seq > seq {
+			return "", "", false
+		}
+	}
+	return worker, until, ok
 }
 
 // ClaimLockWaits counts the claims that another worker was seen waiting on
@@ -360,11 +418,22 @@ func (d *Day15) ClaimLockWaits() int {
 	return n
 }
 
-// RecordFinal notes one finalization (committed) or its rejection.
+// RecordFinal notes one finalization (committed) or its rejection. A
+// committed finalization without the owner guard is stale when the claim
+// ledger's last claim of the message is another worker's; the
+// owner-guarded statement's commit is the database's word that the worker
+// owned it.
 func (d *Day15) RecordFinal(worker string, id int64, key string, committed, guarded bool, busy int, detail string) {
-	seq := d.Event(worker, map[bool]string{true: "finalize", false: "finalize rejected"}[committed], detail)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	e := lab.Event{Kind: lab.KindFinalize, Subject: key, Actor: worker, Action: "finalize", Detail: detail, Rows: lab.RowsOf(1)}
+	switch holder, _, held := d.holder(id); {
+	case !committed:
+		e.Kind, e.Action, e.Rows = lab.KindFenced, "finalize rejected", lab.RowsOf(0)
+	case !guarded && held && holder != worker:
+		e.Kind = lab.KindStale
+	}
+	seq := d.Add(e)
 	d.finals = append(d.finals, finalEntry{seq: seq, at: d.Now(), worker: worker, id: id, key: key, committed: committed, guarded: guarded, busy: busy})
 }
 

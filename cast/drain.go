@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -212,7 +213,7 @@ func (p *Pipeline) DrainConsumer(ctx context.Context, c Consumer, maxDeliveries 
 		if err != nil {
 			return err
 		}
-		p.Event("broker", "redeliver", fmt.Sprintf("%s: visibility timeout (%s) ran out on %d unacknowledged deliveries: %d ready again, %d dead-lettered",
+		p.Event(lab.KindNote, "broker", "redeliver", fmt.Sprintf("%s: visibility timeout (%s) ran out on %d unacknowledged deliveries: %d ready again, %d dead-lettered",
 			c.Group(), DurationText(VisibilityTimeout), n, r.Ready, r.DeadLettered))
 		return nil
 	})

@@ -149,9 +149,17 @@ func NewHeartbeatStage(tl *lab.Timeline, broker *store.Broker) *HeartbeatStage {
 // Now is the clock in ticks.
 func (s *HeartbeatStage) Now() int64 { return s.Clock.Now().Sub(LessonStart).Milliseconds() }
 
-// Event adds a timeline line at the current time and returns its number.
-func (s *HeartbeatStage) Event(actor, action, detail string) int {
-	return s.timeline.Add(TickClock(s.Now()), actor, action, detail)
+// Event adds a timeline line of kind at the current time and returns its
+// number.
+func (s *HeartbeatStage) Event(kind lab.Kind, actor, action, detail string) int {
+	return s.Add(lab.Event{Kind: kind, Actor: actor, Action: action, Detail: detail})
+}
+
+// Add adds e to the timeline at the current time and returns its
+// number.
+func (s *HeartbeatStage) Add(e lab.Event) int {
+	e.At = TickClock(s.Now())
+	return s.timeline.Add(e)
 }
 
 func (s *HeartbeatStage) setNow(t int64) { s.Clock.Set(LessonStart.Add(TickSpan(t))) }
@@ -266,7 +274,7 @@ func (s *HeartbeatStage) NewRelay(name string, db *store.DB, sqls store.Heartbea
 // NewRelayIn is NewRelay for a relay whose process is described by
 // process on the timeline, e.g. a child process and its pid.
 func (s *HeartbeatStage) NewRelayIn(name, process string, db *store.DB, sqls store.HeartbeatSQL, p HeartbeatPolicy) *HeartbeatRelay {
-	s.Event(name, "start", process+"; "+p.describe())
+	s.Event(lab.KindNote, name, "start", process+"; "+p.describe())
 	return &HeartbeatRelay{Name: name, stage: s, relay: store.NewRelay(db, sqls.Relay), keeper: store.NewLeaseKeeper(db, sqls), sqls: sqls, policy: p}
 }
 
@@ -280,7 +288,7 @@ func (p HeartbeatPolicy) describe() string {
 func (r *HeartbeatRelay) Poll(ctx context.Context) (*HeartbeatJob, error) {
 	s, now := r.stage, r.stage.Now()
 	if r.stopping {
-		s.Event(r.Name, "poll skipped", "stopping: no new claim after the stop signal")
+		s.Event(lab.KindNote, r.Name, "poll skipped", "stopping: no new claim after the stop signal")
 		return nil, nil
 	}
 	c, err := r.relay.ClaimNext(ctx, r.Name, now, now+r.policy.Lease)
@@ -289,13 +297,14 @@ func (r *HeartbeatRelay) Poll(ctx context.Context) (*HeartbeatJob, error) {
 	}
 	entry := HeartbeatClaim{At: now, Relay: r.Name, Event: c.EventID, Outcome: string(c.Outcome)}
 	if c.Outcome != store.Claimed {
-		entry.Seq = s.Event(r.Name, "poll", "nothing claimable ("+string(c.Outcome)+")")
+		entry.Seq = s.Event(lab.KindEmpty, r.Name, "poll", "nothing claimable ("+string(c.Outcome)+")")
 		s.Claims = append(s.Claims, entry)
 		return nil, nil
 	}
 	entry.Token, entry.LeaseUntil = c.Token, c.LeaseUntil
-	entry.Seq = s.Event(r.Name, "claim "+c.EventID, fmt.Sprintf("token %d, lease until %s, claimed_at %s; heartbeat started",
-		c.Token, shortClock(c.LeaseUntil), shortClock(now)))
+	entry.Seq = s.Add(lab.Event{Kind: lab.KindClaim, Subject: c.EventID, Until: TickClock(c.LeaseUntil), Rows: lab.RowsOf(1),
+		Actor: r.Name, Action: "claim " + c.EventID, Detail: fmt.Sprintf("token %d, lease until %s, claimed_at %s; heartbeat started",
+			c.Token, shortClock(c.LeaseUntil), shortClock(now))})
 	s.Claims = append(s.Claims, entry)
 	j := r.startJob(ctx, c, now)
 	return j, nil
@@ -305,7 +314,7 @@ func (r *HeartbeatRelay) Poll(ctx context.Context) (*HeartbeatJob, error) {
 // neither its heartbeat nor its work runs until Resume.
 func (r *HeartbeatRelay) Freeze(why string) {
 	r.frozen, r.frozen0 = true, r.stage.Now()
-	r.stage.Event(r.Name, "frozen", why)
+	r.stage.Event(lab.KindStall, r.Name, "frozen", why)
 }
 
 // Resume lets the frozen relay run again. Its overdue heartbeat fires at
@@ -325,7 +334,7 @@ func (r *HeartbeatRelay) ResumeBy(ctx context.Context, how string) error {
 	if how != "" {
 		detail += "; " + how
 	}
-	r.stage.Event(r.Name, "resumes", detail)
+	r.stage.Event(lab.KindWake, r.Name, "resumes", detail)
 	return r.stage.AdvanceTo(ctx, r.stage.Now())
 }
 
@@ -348,7 +357,7 @@ func (r *HeartbeatRelay) StopOnSignal(grace int64, pid int) {
 // stop stops the relay; how says how the stop signal arrived.
 func (r *HeartbeatRelay) stop(grace int64, how string) {
 	r.stopping = true
-	r.stage.Event(r.Name, "SIGTERM", fmt.Sprintf("%s: stop polling now; in-flight sends may finish within the %s grace period (until %s)",
+	r.stage.Event(lab.KindNote, r.Name, "SIGTERM", fmt.Sprintf("%s: stop polling now; in-flight sends may finish within the %s grace period (until %s)",
 		how, DurationText(grace), shortClock(r.stage.Now()+grace)))
 	for _, j := range append([]*HeartbeatJob(nil), r.held...) {
 		if !j.sent {
@@ -381,7 +390,8 @@ func (r *HeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 		if sent {
 			how = "after its send"
 		}
-		seq := s.Event(r.Name, "marks complete", id+" marked delivered at shutdown, "+how)
+		seq := s.Add(lab.Event{Kind: lab.KindFinalize, Subject: id, Rows: lab.RowsOf(1), Actor: r.Name, Action: "marks complete",
+			Detail: id + " marked delivered at shutdown, " + how})
 		s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: id,
 			Statement: store.MarkHeldComplete.Name, Rows: 1, Sent: sent})
 	}
@@ -389,7 +399,7 @@ func (r *HeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 	if len(marked) > 0 {
 		what = fmt.Sprintf("the shutdown step marked %v delivered", marked)
 	}
-	s.Event(r.Name, "exits", fmt.Sprintf("process ends holding %d event(s) %v, %d of them unsent %v: %s", len(held), held, len(unsent), unsent, what))
+	s.Event(lab.KindNote, r.Name, "exits", fmt.Sprintf("process ends holding %d event(s) %v, %d of them unsent %v: %s", len(held), held, len(unsent), unsent, what))
 	return held, nil
 }
 

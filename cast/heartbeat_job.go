@@ -93,8 +93,9 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	e := RenewalEntry{At: at, Relay: r.Name, Event: j.Event, Token: j.Token, LeaseUntil: at + p.Lease, Rows: f.Rows}
 	if f.Rows == 1 {
 		j.LeaseUntil, j.nextBeat = e.LeaseUntil, e.LeaseUntil-p.Margin+p.Delay
-		e.Seq = s.Event(r.Name, "heartbeat "+j.Event, fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)",
-			j.Token, shortClock(j.LeaseUntil), shortClock(j.nextBeat)))
+		e.Seq = s.Add(lab.Event{Kind: lab.KindRenew, Subject: j.Event, Until: TickClock(j.LeaseUntil), Rows: lab.RowsOf(1),
+			Actor: r.Name, Action: "heartbeat " + j.Event, Detail: fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)",
+				j.Token, shortClock(j.LeaseUntil), shortClock(j.nextBeat))})
 		s.Renewals = append(s.Renewals, e)
 		return nil
 	}
@@ -102,11 +103,16 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	if e.Reason, e.Why, err = j.whyRefused(ctx, at); err != nil {
 		return err
 	}
-	e.Seq = s.Event(r.Name, "heartbeat "+j.Event+" refused", fmt.Sprintf("token %d: 0 rows; %s", j.Token, e.Why))
+	kind := lab.KindFenced // a newer token, an ended lease or the deadline turned it away
+	if e.Reason == RenewalDelivered {
+		kind = lab.KindNoOp
+	}
+	e.Seq = s.Add(lab.Event{Kind: kind, Subject: j.Event, Rows: lab.RowsOf(0), Actor: r.Name, Action: "heartbeat " + j.Event + " refused",
+		Detail: fmt.Sprintf("token %d: 0 rows; %s", j.Token, e.Why)})
 	s.Renewals = append(s.Renewals, e)
 	switch {
 	case p.OnLeaseLost == LogOnly:
-		s.Event(r.Name, "logs", "renewal of "+j.Event+" failed: logged; the work goes on")
+		s.Event(lab.KindNote, r.Name, "logs", "renewal of "+j.Event+" failed: logged; the work goes on")
 	case e.Reason == RenewalDeadline:
 		j.cancelWork(ErrProcessingDeadline, "the lease is not renewed again; it ends at "+shortClock(j.LeaseUntil))
 	default:
@@ -148,7 +154,7 @@ func (j *HeartbeatJob) cancelWork(cause error, detail string) {
 		<-j.hung
 	}
 	r, s := j.relay, j.relay.stage
-	seq := s.Event(r.Name, "work cancelled", j.Event+": "+cause.Error()+"; "+detail)
+	seq := s.Add(lab.Event{Kind: lab.KindNote, Subject: j.Event, Actor: r.Name, Action: "work cancelled", Detail: j.Event + ": " + cause.Error() + "; " + detail})
 	s.Cancellations = append(s.Cancellations, Cancellation{Seq: seq, At: s.Now(), Relay: r.Name, Event: j.Event, Cause: cause, Sent: j.sent})
 	j.beating = false
 }
@@ -161,14 +167,14 @@ func (j *HeartbeatJob) Hang(what string) {
 		<-done
 		close(hung)
 	}(j.work.Done(), j.hung)
-	j.relay.stage.Event(j.relay.Name, "work hangs", j.Event+": "+what)
+	j.relay.stage.Add(lab.Event{Kind: lab.KindNote, Subject: j.Event, Actor: j.relay.Name, Action: "work hangs", Detail: j.Event + ": " + what})
 }
 
 // Send is the work's send to the broker. A cancelled work sends nothing.
 func (j *HeartbeatJob) Send(ctx context.Context) (bool, error) {
 	r, s, now := j.relay, j.relay.stage, j.relay.stage.Now()
 	if cause := context.Cause(j.work); cause != nil {
-		s.Event(r.Name, "send skipped", j.Event+": the work context is cancelled ("+cause.Error()+"): no send, no effect")
+		s.Event(lab.KindNote, r.Name, "send skipped", j.Event+": the work context is cancelled ("+cause.Error()+"): no send, no effect")
 		return false, nil
 	}
 	o, err := s.broker.Offer(ctx, j.Event, j.payload, r.Name, s.Clock.Now(), 0)
@@ -176,7 +182,8 @@ func (j *HeartbeatJob) Send(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	j.sent = true
-	seq := s.Event(r.Name, "send "+j.Event, fmt.Sprintf("token %d: the broker stored offer %d", j.Token, o.OfferID))
+	seq := s.Add(lab.Event{Kind: lab.KindOffer, Subject: j.Event, Offer: o.OfferID, Actor: r.Name, Action: "send " + j.Event,
+		Detail: fmt.Sprintf("token %d: the broker stored offer %d", j.Token, o.OfferID)})
 	s.Sends = append(s.Sends, HeartbeatSend{Seq: seq, At: now, Relay: r.Name, Event: j.Event, Token: j.Token, OfferID: o.OfferID})
 	return true, nil
 }
@@ -187,42 +194,46 @@ func (j *HeartbeatJob) Complete(ctx context.Context) (bool, error) {
 	r, s, now := j.relay, j.relay.stage, j.relay.stage.Now()
 	defer j.finish()
 	if cause := context.Cause(j.work); cause != nil {
-		s.Event(r.Name, "no completion", j.Event+": the work was cancelled ("+cause.Error()+"): the completion is never attempted")
+		s.Event(lab.KindNote, r.Name, "no completion", j.Event+": the work was cancelled ("+cause.Error()+"): the completion is never attempted")
 		return false, nil
 	}
 	f, err := r.relay.Complete(ctx, j.Event, j.Token, now)
 	if err != nil {
 		return false, err
 	}
-	detail := fmt.Sprintf("under token %d: 1 row, %s delivered", j.Token, j.Event)
+	detail, kind := fmt.Sprintf("under token %d: 1 row, %s delivered", j.Token, j.Event), lab.KindFinalize
 	if f.Rows == 0 {
-		why, err := j.whyCompletionRefused(ctx)
+		why, done, err := j.whyCompletionRefused(ctx)
 		if err != nil {
 			return false, err
 		}
-		detail = fmt.Sprintf("under token %d: 0 rows, %s", j.Token, why)
+		detail, kind = fmt.Sprintf("under token %d: 0 rows, %s", j.Token, why), lab.KindFenced
+		if done {
+			kind = lab.KindNoOp
+		}
 	}
-	seq := s.Event(r.Name, "complete "+j.Event, detail)
+	seq := s.Add(lab.Event{Kind: kind, Subject: j.Event, Rows: lab.RowsOf(f.Rows), Actor: r.Name, Action: "complete " + j.Event, Detail: detail})
 	s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: j.Event, Token: j.Token,
 		Statement: r.sqls.Relay.Complete.Name, Rows: f.Rows, Sent: j.sent})
 	return f.Rows == 1, nil
 }
 
 // whyCompletionRefused words why a completion changed no row, from the
-// event as the database holds it after the attempt.
-func (j *HeartbeatJob) whyCompletionRefused(ctx context.Context) (string, error) {
+// event as the database holds it after the attempt; done says the event
+// was already delivered under the job's current token.
+func (j *HeartbeatJob) whyCompletionRefused(ctx context.Context) (why string, done bool, err error) {
 	ev, ok, err := j.relay.relay.EventByID(ctx, j.Event)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("complete %s: read back: %w", j.Event, err)
+		return "", false, fmt.Errorf("complete %s: read back: %w", j.Event, err)
 	case !ok:
-		return "the event row is gone", nil
+		return "the event row is gone", false, nil
 	case ev.Token != j.Token:
-		return fmt.Sprintf("fenced out (the token is stale: %s holds token %d)", ev.LockedBy, ev.Token), nil
+		return fmt.Sprintf("fenced out (the token is stale: %s holds token %d)", ev.LockedBy, ev.Token), false, nil
 	case ev.Delivered:
-		return j.Event + " is already delivered", nil
+		return j.Event + " is already delivered", true, nil
 	}
-	return "the completion's guard turned it away (token current, not delivered)", nil
+	return "the completion's guard turned it away (token current, not delivered)", false, nil
 }
 
 // finish stops the job's heartbeat and drops it from the relay's held jobs.
@@ -321,7 +332,7 @@ func (s *HeartbeatStage) TakeRecord() HeartbeatRecord {
 func (s *HeartbeatStage) Adopt(rec HeartbeatRecord) {
 	seq := map[int]int{}
 	for _, e := range rec.Events {
-		seq[e.Seq] = s.timeline.Add(e.At, e.Actor, e.Action, e.Detail)
+		seq[e.Seq] = s.timeline.Add(e)
 	}
 	for _, c := range rec.Claims {
 		c.Seq = seq[c.Seq]

@@ -151,13 +151,20 @@ func (p *Pipeline) SetNow(t int64) {
 	}
 }
 
-// Event adds a timeline line at the current tick and returns its number.
-func (p *Pipeline) Event(actor, action, detail string) int {
-	at := TickClock(p.Now())
+// Event adds a timeline line of kind at the current tick and returns its
+// number.
+func (p *Pipeline) Event(kind lab.Kind, actor, action, detail string) int {
+	return p.Add(lab.Event{Kind: kind, Actor: actor, Action: action, Detail: detail})
+}
+
+// Add adds e to the timeline at the current tick (after the pipeline's
+// label, if any) and returns its number.
+func (p *Pipeline) Add(e lab.Event) int {
+	e.At = TickClock(p.Now())
 	if p.Label != "" {
-		at = p.Label + " " + at
+		e.At = p.Label + " " + e.At
 	}
-	return p.Timeline.Add(at, actor, action, detail)
+	return p.Timeline.Add(e)
 }
 
 // CommitCredit is the producer's transaction: the event awarding cents to
@@ -183,7 +190,7 @@ func (p *Pipeline) Commit(ctx context.Context, eventID, typ string, payload any,
 	if err := store.NewRelay(p.Audit, store.RelayLesson).Insert(ctx, store.NewEvent{ID: eventID, Type: typ, Payload: string(b)}, p.Now()); err != nil {
 		return err
 	}
-	p.Event(producer, "commit "+eventID, "outbox event committed: "+what)
+	p.Add(lab.Event{Kind: lab.KindCommit, Subject: eventID, Actor: producer, Action: "commit " + eventID, Detail: "outbox event committed: " + what})
 	return nil
 }
 
@@ -215,7 +222,7 @@ func (p *Pipeline) ExpireLeases(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	p.SetNow(until)
-	p.Event(ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: the lease on %s has expired", TickClock(until), strings.Join(holders, ", ")))
+	p.Event(lab.KindExpiry, ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: the lease on %s has expired", TickClock(until), strings.Join(holders, ", ")))
 	return true, nil
 }
 
@@ -392,7 +399,7 @@ func (p *Pipeline) TakeRecord() Record {
 func (p *Pipeline) Adopt(rec Record) {
 	seq := map[int]int{}
 	for _, e := range rec.Events {
-		seq[e.Seq] = p.Timeline.Add(e.At, e.Actor, e.Action, e.Detail)
+		seq[e.Seq] = p.Timeline.Add(e)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -41,7 +42,7 @@ func (p *Pipeline) StartRelay(ctx context.Context, name string) (*RelayInstance,
 	if err != nil {
 		return nil, err
 	}
-	p.Event(name, "start", RelayStart)
+	p.Event(lab.KindNote, name, "start", RelayStart)
 	return r, nil
 }
 
@@ -85,7 +86,7 @@ func (r *RelayInstance) crash(point failpoint.Point) error {
 // Crash kills the instance between steps: a CRASH line on the timeline
 // saying detail, its connection closed, its claim forgotten.
 func (r *RelayInstance) Crash(detail string) {
-	r.p.Event(r.name, "CRASH", detail)
+	r.p.Add(lab.Event{Kind: lab.KindCrash, Subject: r.Claim.EventID, Actor: r.name, Action: "CRASH", Detail: detail})
 	_ = r.Close(context.Background()) // a crash reports nothing
 	r.Claim = store.EventClaim{}
 }
@@ -120,9 +121,9 @@ func (p *Pipeline) StallPastLease(name string, point failpoint.Point, claim stor
 	if how != "" {
 		detail += "; " + how
 	}
-	p.Event(name, "stalls", detail)
+	p.Add(lab.Event{Kind: lab.KindStall, Subject: claim.EventID, Actor: name, Action: "stalls", Detail: detail})
 	p.SetNow(claim.LeaseUntil)
-	p.Event(ClockName, "lease expiry", fmt.Sprintf("the clock reaches %s: %s's lease on %s has expired; it does not know", TickClock(claim.LeaseUntil), name, claim.EventID))
+	p.Add(lab.Event{Kind: lab.KindExpiry, Subject: claim.EventID, Actor: ClockName, Action: "lease expiry", Detail: fmt.Sprintf("the clock reaches %s: %s's lease on %s has expired; it does not know", TickClock(claim.LeaseUntil), name, claim.EventID)})
 }
 
 // ClaimNext claims the oldest claimable event with a lease of RelayLease.
@@ -144,7 +145,11 @@ func (r *RelayInstance) ClaimNext(ctx context.Context) (store.ClaimOutcome, erro
 	default:
 		detail = fmt.Sprintf("%s: %s", c.EventID, c.Outcome)
 	}
-	seq := r.p.Event(r.name, "claim "+string(c.Outcome), detail)
+	e := lab.Event{Kind: claimKind(c.Outcome), Subject: c.EventID, Actor: r.name, Action: "claim " + string(c.Outcome), Detail: detail}
+	if c.Outcome == store.Claimed {
+		e.Until, e.Rows = TickClock(c.LeaseUntil), lab.RowsOf(1)
+	}
+	seq := r.p.Add(e)
 	r.p.mu.Lock()
 	r.p.claims = append(r.p.claims, pipeClaimEntry{seq: seq, tick: now, relay: r.name, event: c.EventID, outcome: c.Outcome, token: c.Token, until: c.LeaseUntil, heldBy: c.HeldBy})
 	r.p.mu.Unlock()
@@ -195,7 +200,7 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 
 func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, answer string) {
 	detail := fmt.Sprintf("%s (token %d) as message id %s: %s", r.Claim.EventID, r.Claim.Token, sentAs, answer)
-	seq := r.p.Event(r.name, "send", detail)
+	seq := r.p.Add(lab.Event{Kind: lab.KindOffer, Subject: r.Claim.EventID, Offer: offerID, Actor: r.name, Action: "send", Detail: detail})
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
 	r.p.sends = append(r.p.sends, pipeSendEntry{seq: seq, tick: now, relay: r.name, event: r.Claim.EventID, sentAs: sentAs, token: r.Claim.Token, offerID: offerID, answer: answer})
@@ -223,9 +228,9 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	result := "published (1 row)"
+	result, kind := "published (1 row)", lab.KindFinalize
 	if f.Rows == 0 {
-		result = "0 rows"
+		result, kind = "0 rows", lab.KindFenced
 		e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id)
 		if err != nil {
 			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
@@ -235,7 +240,7 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 			case e.Token != token:
 				result = fmt.Sprintf("fenced out (0 rows): stale token %d, current %d; lease lost", token, e.Token)
 			case e.Delivered:
-				result = "0 rows: already delivered"
+				result, kind = "0 rows: already delivered", lab.KindNoOp
 			}
 		}
 	} else if mistaken {
@@ -244,10 +249,11 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
 		}
 		if ok && e.Token != token {
-			result = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token)
+			result, kind = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token), lab.KindStale
 		}
 	}
-	seq := r.p.Event(r.name, "complete", fmt.Sprintf("%s %s: %s", id, how, result))
+	seq := r.p.Add(lab.Event{Kind: kind, Subject: id, Rows: lab.RowsOf(f.Rows), Actor: r.name, Action: "complete",
+		Detail: fmt.Sprintf("%s %s: %s", id, how, result)})
 	r.p.mu.Lock()
 	r.p.completions = append(r.p.completions, pipeCompletionEntry{seq: seq, tick: now, relay: r.name, event: id, token: token, guard: guard, rows: f.Rows, result: result})
 	r.p.mu.Unlock()
@@ -269,11 +275,28 @@ func (r *RelayInstance) RunOnce(ctx context.Context) (bool, error) {
 		}
 	}
 	if !acked {
-		r.p.Event(r.name, "gives up", r.Claim.EventID+": no broker ack; the lease will expire and another relay will resend")
+		r.p.Event(lab.KindNote, r.name, "gives up", r.Claim.EventID+": no broker ack; the lease will expire and another relay will resend")
 		return true, nil
 	}
 	_, err = r.Complete(ctx)
 	return true, err
+}
+
+// claimKind is what a relay's claim with outcome was. Its claim statement
+// takes an event only if it is claimable (never leased, or its lease
+// ended), so the database decided that a claimed event's lease was free.
+func claimKind(outcome store.ClaimOutcome) lab.Kind {
+	switch outcome {
+	case store.Claimed:
+		return lab.KindClaim
+	case store.Blocked, store.Lost:
+		return lab.KindBlocked
+	case store.Done:
+		return lab.KindDone
+	case store.Refused:
+		return lab.KindRefused
+	}
+	return lab.KindEmpty
 }
 
 // MustClaim has relay claim the next event and requires that it got it.

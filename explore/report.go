@@ -80,7 +80,7 @@ func replayShown(ctx context.Context, c Config, x *explorer, r *lab.Result) erro
 		why = fmt.Sprintf("no counterexample: the shortest explored ordering in which the most kinds of guard turned a write away (%s)", shown.guards)
 	}
 	var tl lab.Timeline
-	tl.Add(cast.TickClock(0), "scenario", "timeline", fmt.Sprintf("ordering [%s], %s, replayed on a fresh database", orderingText(shown.actions), why))
+	tl.Note(cast.TickClock(0), "scenario", "timeline", fmt.Sprintf("ordering [%s], %s, replayed on a fresh database", orderingText(shown.actions), why))
 	if err := seedExploreDatabase(ctx, c.Open, c.Main, &tl); err != nil {
 		return err
 	}

@@ -368,7 +368,7 @@ func (w *exploreWorld) deliver(ctx context.Context, c *exploreConsumer) error {
 			return err
 		}
 		c.inst = inst
-		w.p.Event(c.name, "start", fmt.Sprintf("consumer %s (%s), on its own connection", exploreConsumerGroup, design.Name))
+		w.p.Event(lab.KindNote, c.name, "start", fmt.Sprintf("consumer %s (%s), on its own connection", exploreConsumerGroup, design.Name))
 	}
 	d, err := c.inst.Deliver(ctx)
 	if err != nil {
@@ -378,7 +378,8 @@ func (w *exploreWorld) deliver(ctx context.Context, c *exploreConsumer) error {
 		return fmt.Errorf("explore: the broker delivered nothing to %s although an offer was deliverable", c.name)
 	}
 	c.consumed = false
-	w.p.Event("broker", "deliver", fmt.Sprintf("offer %d (%s) to %s: delivery %d", d.OfferID, d.EventID, c.name, d.Receipt))
+	w.p.Add(lab.Event{Kind: lab.KindDeliver, Subject: d.EventID, Offer: d.OfferID, To: c.name, Actor: "broker", Action: "deliver",
+		Detail: fmt.Sprintf("offer %d (%s) to %s: delivery %d", d.OfferID, d.EventID, c.name, d.Receipt)})
 	return nil
 }
 
@@ -436,7 +437,12 @@ func (w *exploreWorld) project(ctx context.Context, c *exploreConsumer, pl cast.
 		projected = fmt.Sprintf("projection unchanged: version %d (%s) is not newer (0 rows)", pl.Version, pl.State)
 	}
 	d := c.inst.Held()
-	w.p.Event(c.name, "project", fmt.Sprintf("offer %d delivery %d of %s: %s", d.OfferID, d.Receipt, d.EventID, projected))
+	kind := lab.KindEffect
+	if f.Rows == 0 {
+		kind = lab.KindDedup
+	}
+	w.p.Add(lab.Event{Kind: kind, Subject: d.EventID, Offer: d.OfferID, Rows: lab.RowsOf(f.Rows), Actor: c.name, Action: "project",
+		Detail: fmt.Sprintf("offer %d delivery %d of %s: %s", d.OfferID, d.Receipt, d.EventID, projected)})
 	return nil
 }
 
@@ -494,7 +500,7 @@ func (w *exploreWorld) redeliver(ctx context.Context) error {
 	if n == 0 {
 		return fmt.Errorf("explore: redeliver chosen with nothing in flight")
 	}
-	w.p.Event("broker", "redeliver", fmt.Sprintf("the %s visibility timeout ran out on %d unacknowledged deliveries: %d ready again",
+	w.p.Event(lab.KindNote, "broker", "redeliver", fmt.Sprintf("the %s visibility timeout ran out on %d unacknowledged deliveries: %d ready again",
 		cast.DurationText(exploreVisibility), n, r.Ready))
 	return nil
 }
@@ -511,7 +517,7 @@ type drainStep struct {
 // leases expire on the clock, and a fresh consumer instance takes every
 // delivery, letting unacknowledged ones be redelivered.
 func (w *exploreWorld) drain(ctx context.Context) error {
-	w.p.Event("scenario", "end of ordering", "Relay-A, Relay-B and the consumer stop for good: what they held in memory is lost; the drain starts")
+	w.p.Event(lab.KindNote, "scenario", "end of ordering", "Relay-A, Relay-B and the consumer stop for good: what they held in memory is lost; the drain starts")
 	for _, r := range w.relays {
 		if r.inst != nil {
 			if err := r.inst.Close(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/explore"
 	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/proc"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -103,7 +104,7 @@ func (o *Opener) startPipelineChild(ctx context.Context, p *cast.Pipeline, role 
 	if role == pipelineConsumerRole {
 		start = cast.ConsumerStart(work.Group, work.Design)
 	}
-	p.Event(work.Instance, "start", fmt.Sprintf("%s: child process %d (outboxlab worker --role %s)", start, c.Pid(), role))
+	p.Event(lab.KindNote, work.Instance, "start", fmt.Sprintf("%s: child process %d (outboxlab worker --role %s)", start, c.Pid(), role))
 	return &childPipelineInstance{o: o, child: c, p: p, name: work.Instance, phase: phaseOf(p.Label, work.Instance)}, nil
 }
 
@@ -206,7 +207,7 @@ func (c *childPipelineInstance) fault(op string, r proc.Report) error {
 			return err
 		}
 		c.dead = true
-		c.p.Event(c.name, "CRASH", crashLine(f.Held, death))
+		c.p.Add(lab.Event{Kind: lab.KindCrash, Subject: f.Subject, Actor: c.name, Action: "CRASH", Detail: crashLine(f.Held, death)})
 		return failpoint.ErrCrashed
 	case failpoint.LeaseExpiry:
 		if err := c.child.Freeze(); err != nil {
@@ -233,8 +234,8 @@ func (c *childPipelineInstance) wake(ctx context.Context) error {
 		return err
 	}
 	c.o.log.stalled(c.child.Pid(), fmt.Sprintf("SIGCONT at %s", cast.TickClock(c.p.Now())))
-	c.p.Event(c.name, "wakes", fmt.Sprintf("process %d continued by SIGCONT: it goes on from %s, unaware that its lease on %s expired",
-		c.child.Pid(), c.at, c.claim.EventID))
+	c.p.Add(lab.Event{Kind: lab.KindWake, Subject: c.claim.EventID, Actor: c.name, Action: "wakes", Detail: fmt.Sprintf("process %d continued by SIGCONT: it goes on from %s, unaware that its lease on %s expired",
+		c.child.Pid(), c.at, c.claim.EventID)})
 	if err := c.child.GoOn(); err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func (r *childPipelineRelay) Crash(held string) error {
 		return err
 	}
 	r.dead = true
-	r.p.Event(r.name, "CRASH", crashLine(held, death))
+	r.p.Add(lab.Event{Kind: lab.KindCrash, Subject: r.claim.EventID, Actor: r.name, Action: "CRASH", Detail: crashLine(held, death)})
 	return nil
 }
 

@@ -120,19 +120,72 @@ type Transaction struct {
 	RolledBack int
 }
 
-// Event is one line of the timeline.
+// Event is one line of the timeline. What it is (Kind) and what it is
+// about (Subject, Rows, Until, Offer, To) are set by the actor where it
+// learned them from the database or its ledgers; the pictures draw these
+// values and never read Action or Detail, which are for people.
 type Event struct {
 	Seq    int
 	At     string // scenario clock, clock.Layout, or a logical time such as t=110
 	Actor  string
 	Action string
 	Detail string
-	// Kind, when set, names what the event is for the lane view and the
-	// HTML timeline ("claim", "blocked", "renew", "finalize", "expiry",
-	// "crash", "fenced", "rejected", "offer", "deliver", "effect", ...);
-	// "" lets reports infer it from Action and Detail.
-	Kind string
+	// Kind says what the event is; every event has one.
+	Kind Kind
+	// Subject is the message or event it is about, e.g. PAY-001, E-41,
+	// e42; "" for none.
+	Subject string
+	// Rows is how many rows the event's write changed; nil when it wrote
+	// nothing (or is no write).
+	Rows *int64
+	// Until is the lease end a claim or renewal left, on the timeline's
+	// clock (At's layout); "" for none.
+	Until string
+	// Offer is the broker's offer an offer or a delivery is about, 0 for
+	// none; To is the consumer a delivery went to.
+	Offer int64
+	To    string
 }
+
+// RowsOf is n as an event's Rows.
+func RowsOf(n int64) *int64 { return &n }
+
+// Kind says what a timeline event is, for the lane view and the HTML
+// timeline.
+type Kind string
+
+// The kinds of event.
+const (
+	KindNote     Kind = "note"     // a start, a phase, a step of the scenario: nothing to mark
+	KindClaim    Kind = "claim"    // a claim that took a free or expired lease
+	KindSteal    Kind = "steal"    // a claim that took a message under a live lease, or one already done: only a mistake does this
+	KindBlocked  Kind = "blocked"  // a claim a live lease turned away, as it should be
+	KindDone     Kind = "done"     // a claim that found the message already done
+	KindRefused  Kind = "refused"  // a claim that did not take a message whose lease had ended: the claim's own fault
+	KindEmpty    Kind = "empty"    // a claim that found nothing claimable
+	KindRenew    Kind = "renew"    // a renewal or heartbeat that extended a lease
+	KindFinalize Kind = "finalize" // the owner's last write that changed its row: finalize, complete, ack
+	KindFenced   Kind = "fenced"   // a write a guard turned away (a stale token, another owner, an ended lease, a deadline): 0 rows
+	KindNoOp     Kind = "noop"     // the current owner's write that changed 0 rows: the work was already done
+	KindStale    Kind = "stale"    // a write that changed its row after its writer's lease had ended: only a mistake lets it
+	KindExpiry   Kind = "expiry"   // the clock passed a lease's end while its owner still held it
+	KindStall    Kind = "stall"    // an actor paused (a GC pause, a frozen process), holding what it held
+	KindWake     Kind = "wake"     // a stalled actor went on
+	KindError    Kind = "error"    // a statement that failed: the database gave no answer
+	KindCrash    Kind = "crash"    // an actor died
+	KindWork     Kind = "work"     // a processing attempt: the work for a message (a provider call)
+	KindOffer    Kind = "offer"    // a relay's send: the broker stored an offer
+	KindDeliver  Kind = "deliver"  // the broker handed an offer to a consumer
+	KindEffect   Kind = "effect"   // a consumer's or worker's effect on its own data
+	KindDedup    Kind = "dedup"    // a consumer's guard found a duplicate: no effect
+	KindAck      Kind = "ack"      // a consumer's ack to the broker
+	KindCommit   Kind = "commit"   // a producer committed business data and its outbox row
+)
+
+// Kinds lists every kind, in the legend's order.
+var Kinds = []Kind{KindNote, KindClaim, KindSteal, KindBlocked, KindDone, KindRefused, KindEmpty, KindRenew, KindFinalize,
+	KindFenced, KindNoOp, KindStale, KindExpiry, KindStall, KindWake, KindError, KindCrash, KindWork, KindOffer, KindDeliver, KindEffect, KindDedup,
+	KindAck, KindCommit}
 
 // Table is a titled table: a ledger, the per-message table or a step table.
 type Table struct {

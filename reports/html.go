@@ -50,7 +50,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		Started: info.Started.UTC().Format("2006-01-02 15:04:05Z"),
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
 		CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
-		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent,
+		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend()),
 	}
 	return pageTemplate.Execute(w, page)
 }
@@ -64,7 +64,33 @@ type htmlPage struct {
 	Checks                                                                      []lab.Check
 	CSS                                                                         template.CSS
 	JS                                                                          template.JS
-	SVG                                                                         template.HTML
+	SVG, Glyphs                                                                 template.HTML
+}
+
+// glyphLegend draws each kind of event's mark with what it means.
+func glyphLegend() string {
+	var b strings.Builder
+	for _, g := range []struct {
+		kind lab.Kind
+		text string
+	}{
+		{lab.KindClaim, "a claim took a free or expired lease (and a finalize, renewal, offer)"},
+		{lab.KindSteal, "a claim took a live lease or work already done (only a mistake does)"},
+		{lab.KindBlocked, "a claim a live lease turned away"},
+		{lab.KindDone, "a claim found the work done"},
+		{lab.KindRefused, "a claim refused although the lease had ended (the claim's fault)"},
+		{lab.KindFenced, "a write a guard turned away: 0 rows"},
+		{lab.KindNoOp, "the owner's write changed 0 rows: the work was done"},
+		{lab.KindStale, "a write changed a row its writer no longer owned"},
+		{lab.KindStall, "a stall"},
+		{lab.KindCrash, "a crash"},
+		{lab.KindError, "a statement failed"},
+		{lab.KindEffect, "a consumer's effect, or its duplicate"},
+	} {
+		fmt.Fprintf(&b, `<span><svg width="18" height="18" viewBox="0 0 18 18" aria-hidden="true"><g class="key k-%s">%s</g></svg>%s</span>`,
+			g.kind, glyph(g.kind, 9, 9), esc(g.text))
+	}
+	return b.String()
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
@@ -82,15 +108,12 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <p class="design">{{.Design}}</p>
 {{if .Mistake}}<p class="design"><strong>The mistake:</strong> {{.Mistake}}.</p>{{end}}
 <div class="legend" aria-label="legend">
-<span style="--c:#7fb3e6">lease, claim to finalize</span>
-<span style="--c:#2b6cb0">renewal / lease end (dashed: ran out)</span>
-<span style="--c:#c81e1e">fenced, rejected or stale write</span>
-<span style="--c:#000">X crash</span>
-<span style="--c:#b7791f">claim blocked by a live lease</span>
-<span style="--c:#c81e1e">claim refused although the lease had ended (the claim's fault)</span>
+<span style="--c:#7fb3e6">lease, from its claim to its owner's last write (labelled with its message)</span>
+<span style="--c:#2b6cb0">renewal; dashed end: the clock ran it out, or another claim took it</span>
 <span style="--c:#4a5568">offer to the broker</span>
-<span style="--c:#1f7a3d">delivery, effect</span>
+<span style="--c:#1f7a3d">delivery</span>
 </div>
+<div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 <div class="picture">
 <div class="scroll">{{.SVG}}</div>
@@ -153,7 +176,7 @@ func newLayout(rc race) layout {
 		pts = append(pts, point{seg: e.Seg, t: e.T, ev: i})
 	}
 	for _, l := range rc.Leases {
-		if l.Expired {
+		if l.Expired() {
 			pts = append(pts, point{seg: l.Seg, t: l.To, ev: -1})
 		}
 	}
@@ -299,14 +322,15 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 		}
 		y := lo.laneY(l.Owner) + svgLaneH/2 - 7
 		cls := "lease"
-		if l.Expired {
+		if l.Expired() {
 			cls += " expired"
 		}
 		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="14" rx="3"><title>%s</title></rect>`,
 			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, x0, y, x1-x0, esc(leaseTitle(rc, l)))
-		if l.Expired {
+		if l.Expired() {
 			fmt.Fprintf(b, `<line class="lease-end" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x1, y-6, x1, y+20)
 		}
+		fmt.Fprintf(b, `<text class="lease-label" x="%.1f" y="%.1f">%s</text>`, x0+3, y+11, esc(orDash(l.Subject)))
 		for _, ri := range l.Renewals {
 			rx := lo.evX[ri]
 			fmt.Fprintf(b, `<path class="renewal" d="M%.1f,%.1f l-5,-7 h10 z"/>`, rx, y)
@@ -317,11 +341,15 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 
 func leaseTitle(rc race, l lease) string {
 	s := fmt.Sprintf("%s's lease on %s from #%d", l.Owner, orDash(l.Subject), rc.Events[l.Start].Seq)
-	switch {
-	case l.End >= 0:
+	switch l.Ended {
+	case endFinalized:
 		s += fmt.Sprintf(" to its finalize (#%d)", rc.Events[l.End].Seq)
+	case endTaken:
+		s += fmt.Sprintf(" until %s took it while it was live (#%d)", l.By, rc.Events[l.End].Seq)
+	case endRanOut:
+		s += " until the clock ran it out, its owner still holding it"
 	default:
-		s += " until it ran out"
+		s += " to the end of the run"
 	}
 	if n := len(l.Renewals); n > 0 {
 		s += fmt.Sprintf("; renewed %d times", n)
@@ -358,30 +386,34 @@ func svgArrows(b *strings.Builder, rc race, lo layout) {
 	for i, e := range rc.Events {
 		x := lo.evX[i]
 		switch {
-		case e.Kind == KindOffer:
+		case e.Kind == lab.KindOffer:
 			y := lo.laneY(e.Actor) + svgLaneH/2
-			arrow("offer", x, y, x+10, shorten(y, by), fmt.Sprintf("#%d %s offers %s to the broker (offer %s)", e.Seq, e.Actor, orDash(e.Subject), orDash(e.Offer)))
-		case e.Kind == KindDeliver && e.To != "":
+			arrow("offer", x, y, x+10, shorten(y, by), fmt.Sprintf("#%d %s offers %s to the broker (offer %s)", e.Seq, e.Actor, orDash(e.Subject), offerText(e.Offer)))
+		case e.Kind == lab.KindDeliver && e.To != "":
 			if _, ok := lo.laneOf[e.To]; ok {
 				y := lo.laneY(e.To) + svgLaneH/2
-				delivered[e.To+"/"+e.Offer] = true
-				arrow("deliver", x, by, x+10, shorten(by, y), fmt.Sprintf("#%d broker delivers offer %s to %s", e.Seq, e.Offer, e.To))
+				delivered[fmt.Sprintf("%s/%d", e.To, e.Offer)] = true
+				arrow("deliver", x, by, x+10, shorten(by, y), fmt.Sprintf("#%d broker delivers offer %s to %s", e.Seq, offerText(e.Offer), e.To))
 			}
-		case isConsumer(e.Actor) && e.Kind != KindNote && e.Kind != KindCrash:
-			m := offerRE.FindStringSubmatch(e.Detail)
-			if m == nil {
-				continue
-			}
-			key := e.Actor + "/" + m[1]
+		case isConsumer(e.Actor) && e.Offer != 0 && e.Kind != lab.KindCrash:
+			key := fmt.Sprintf("%s/%d", e.Actor, e.Offer)
 			if delivered[key] {
 				continue
 			}
 			delivered[key] = true
 			y := lo.laneY(e.Actor) + svgLaneH/2
-			arrow("deliver implied", x-10, by, x, shorten(by, y), fmt.Sprintf("the broker delivers offer %s to %s (#%d)", m[1], e.Actor, e.Seq))
+			arrow("deliver implied", x-10, by, x, shorten(by, y), fmt.Sprintf("the broker delivers offer %d to %s (#%d)", e.Offer, e.Actor, e.Seq))
 		}
 	}
 	b.WriteString(`</g>`)
+}
+
+// offerText names a broker offer by its number, "-" for none.
+func offerText(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 // shorten stops an arrow short of its target's marker.
@@ -398,69 +430,79 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 	b.WriteString(`<g class="events">`)
 	for i, e := range rc.Events {
 		x, y := lo.evX[i], lo.laneY(e.Actor)+svgLaneH/2
-		cls := "ev k-" + e.Kind
-		if e.Stale {
-			cls += " stale"
-		}
+		cls := "ev k-" + string(e.Kind)
 		rows := ""
-		if e.Rows >= 0 {
-			rows = fmt.Sprint(e.Rows)
+		if e.Rows != nil {
+			rows = fmt.Sprint(*e.Rows)
 		}
 		fmt.Fprintf(b, `<g class="%s" tabindex="0" data-seq="%d" data-at="%s" data-actor="%s" data-action="%s" data-kind="%s" data-detail="%s" data-rows="%s" data-x="%.1f" data-sql="%s" aria-label="%s">`,
 			cls, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), e.Kind, esc(e.Detail), rows, x, esc(sqlJSON(e, statements)),
 			esc(fmt.Sprintf("#%d %s %s: %s", e.Seq, e.Actor, e.Action, e.Detail)))
 		fmt.Fprintf(b, `<title>#%d %s %s %s: %s</title>`, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), esc(e.Detail))
 		fmt.Fprintf(b, `<rect class="hit" x="%.1f" y="%.1f" width="16" height="30" rx="3"/>`, x-8, y-15)
-		switch {
-		case e.Kind == KindCrash:
-			fmt.Fprintf(b, `<g class="crash-marker" data-at="%s"><path class="crash-mark" d="M%.1f,%.1f l14,14 m0,-14 l-14,14"/><path class="crash-mark inner" d="M%.1f,%.1f l14,14 m0,-14 l-14,14"/></g>`,
-				esc(e.At), x-7, y-7, x-7, y-7)
-		case e.Kind == KindFenced || e.Kind == KindRejected:
-			fmt.Fprintf(b, `<rect class="fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
-		case e.Kind == KindEffect || e.Kind == KindDedup:
-			fmt.Fprintf(b, `<path class="dot" d="M%.1f,%.1f l6,6 l-6,6 l-6,-6 z"/>`, x, y-6)
-		case e.Kind == KindBlocked:
-			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="5.5"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#b7791f" stroke-width="2"/>`, x, y, x-4, y+4, x+4, y-4)
-		case e.Kind == KindRefused:
-			fmt.Fprintf(b, `<rect class="fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
-		case e.Stale:
-			fmt.Fprintf(b, `<rect class="dot fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
-		case e.Kind == KindClaim || e.Kind == KindFinalize || e.Kind == KindRenew || e.Kind == KindOffer:
-			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="5"/>`, x, y)
-		default:
-			fmt.Fprintf(b, `<circle class="dot" cx="%.1f" cy="%.1f" r="3.5"/>`, x, y)
-		}
+		b.WriteString(glyph(e.Kind, x, y))
 		fmt.Fprintf(b, `<text class="seq" x="%.1f" y="%.1f" text-anchor="middle">%d</text></g>`, x, y+20, e.Seq)
 	}
 	b.WriteString(`</g>`)
 }
 
+// glyph is the mark of an event of kind at (x, y): each kind its own,
+// as the page's legend shows them.
+func glyph(kind lab.Kind, x, y float64) string {
+	switch kind {
+	case lab.KindCrash:
+		return fmt.Sprintf(`<g class="crash-marker"><path class="crash-mark" d="M%.1f,%.1f l14,14 m0,-14 l-14,14"/><path class="crash-mark inner" d="M%.1f,%.1f l14,14 m0,-14 l-14,14"/></g>`,
+			x-7, y-7, x-7, y-7)
+	case lab.KindFenced, lab.KindRefused:
+		return fmt.Sprintf(`<rect class="fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
+	case lab.KindStale:
+		return fmt.Sprintf(`<rect class="dot fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/><text class="glyph-letter" x="%.1f" y="%.1f" text-anchor="middle">S</text>`, x-6, y-6, x, y+4)
+	case lab.KindSteal:
+		return fmt.Sprintf(`<path class="steal-mark" d="M%.1f,%.1f l7,12 h-14 z"/>`, x, y-7)
+	case lab.KindNoOp:
+		return fmt.Sprintf(`<circle class="noop-mark" cx="%.1f" cy="%.1f" r="5.5"/>`, x, y)
+	case lab.KindDone:
+		return fmt.Sprintf(`<circle class="done-mark" cx="%.1f" cy="%.1f" r="5.5"/><line class="done-mark" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, y, x-4, y, x+4, y)
+	case lab.KindError:
+		return fmt.Sprintf(`<path class="error-mark" d="M%.1f,%.1f l6,6 l-6,6 l-6,-6 z"/><text class="glyph-letter" x="%.1f" y="%.1f" text-anchor="middle">!</text>`, x, y-6, x, y+4)
+	case lab.KindEffect, lab.KindDedup:
+		return fmt.Sprintf(`<path class="dot" d="M%.1f,%.1f l6,6 l-6,6 l-6,-6 z"/>`, x, y-6)
+	case lab.KindBlocked:
+		return fmt.Sprintf(`<circle class="dot" cx="%.1f" cy="%.1f" r="5.5"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#b7791f" stroke-width="2"/>`, x, y, x-4, y+4, x+4, y-4)
+	case lab.KindStall:
+		return fmt.Sprintf(`<rect class="stall-mark" x="%.1f" y="%.1f" width="4" height="12"/><rect class="stall-mark" x="%.1f" y="%.1f" width="4" height="12"/>`, x-5, y-6, x+1, y-6)
+	case lab.KindClaim, lab.KindFinalize, lab.KindRenew, lab.KindOffer:
+		return fmt.Sprintf(`<circle class="dot" cx="%.1f" cy="%.1f" r="5"/>`, x, y)
+	}
+	return fmt.Sprintf(`<circle class="dot" cx="%.1f" cy="%.1f" r="3.5"/>`, x, y)
+}
+
 // statementKeys are the words of the ledger's statement names that belong
 // to each kind of event.
-var statementKeys = map[string][]string{
-	KindClaim:    {"claim"},
-	KindBlocked:  {"claim"},
-	KindRefused:  {"claim"},
-	KindRenew:    {"renew"},
-	KindFinalize: {"finalize", "complete", "relay: ack", "mark processed", "apply the provider"},
-	KindRejected: {"finalize"},
-	KindOffer:    {"broker: offer"},
-	KindDeliver:  {"select the next offer", "mark delivered"},
-	KindEffect:   {"consumer:"},
-	KindDedup:    {"consumer: inbox"},
-	KindAck:      {"broker: ack"},
-	KindCommit:   {"checkout", "insert an outbox", "insert event"},
+var statementKeys = map[lab.Kind][]string{
+	lab.KindClaim:    {"claim"},
+	lab.KindSteal:    {"claim"},
+	lab.KindBlocked:  {"claim"},
+	lab.KindDone:     {"claim"},
+	lab.KindRefused:  {"claim"},
+	lab.KindRenew:    {"renew"},
+	lab.KindFinalize: {"finalize", "complete", "relay: ack", "mark processed", "apply the provider"},
+	lab.KindNoOp:     {"finalize", "complete", "relay: ack"},
+	lab.KindStale:    {"finalize", "complete", "relay: ack", "renew"},
+	lab.KindOffer:    {"broker: offer"},
+	lab.KindDeliver:  {"select the next offer", "mark delivered"},
+	lab.KindEffect:   {"consumer:"},
+	lab.KindDedup:    {"consumer: inbox"},
+	lab.KindAck:      {"broker: ack"},
+	lab.KindCommit:   {"checkout", "insert an outbox", "insert event"},
 }
 
 // sqlJSON is the ledger's statements that an event of its kind runs, as
 // JSON for the page's script: name, SQL, runs and rows.
 func sqlJSON(e raceEvent, statements []lab.Statement) string {
 	keys := statementKeys[e.Kind]
-	if e.Kind == KindFenced {
-		keys = statementKeys[KindFinalize]
-		if a := strings.ToLower(e.Action); strings.Contains(a, "renew") || strings.Contains(a, "heartbeat") {
-			keys = statementKeys[KindRenew]
-		}
+	if e.Kind == lab.KindFenced {
+		keys = append(statementKeys[lab.KindFinalize], statementKeys[lab.KindRenew]...)
 	}
 	type stmt struct {
 		Name string `json:"name"`

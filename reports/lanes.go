@@ -14,11 +14,14 @@ const laneWidth = 120
 
 // LaneLegend explains the lane view's marks; it is printed above it.
 const LaneLegend = "One column per actor, one row per timeline event (the # column), time running down. " +
-	"A lease is a bar in its owner's column: '+' where a claim took it, '|' while it is held, " +
-	"'=' where the owner finalized it, '~ expired' where it ran out. " +
-	"XX marks a crash, !! a write a guard turned away (0 rows) or a rejected finalize, " +
-	"!S a write that succeeded after its writer's lease ended, '#' a claim a live lease blocked, ?R a claim refused although " +
-	"the lease had ended (the claim's own fault)."
+	"A lease is a bar in its owner's column: '+' where a claim took a free or expired lease, '|' while it is held, " +
+	"'=' where the owner's last write ended it, '~' (~ ran out) where the clock passed its end while its owner held it, " +
+	"'>' (> taken) on the row where another worker's claim took it while it was live. " +
+	"!T marks a claim that took a live lease or work already done (only a mistake does), '#' a claim a live lease " +
+	"turned away, 'D' a claim that found the work done, ?R a claim refused although the lease had ended (the claim's " +
+	"own fault); !! a write a guard turned away (a stale token, another owner, an ended lease, a deadline: 0 rows), " +
+	"=0 the owner's write that changed 0 rows because the work was already done, !S a write that changed a row its " +
+	"writer no longer owned; zz a stall, XX a crash, E! a statement that failed."
 
 // Lanes writes the lane view of r's timeline: one column per actor, one row
 // per event, leases as bars. It fits [laneWidth] columns, merging the
@@ -51,11 +54,17 @@ func Lanes(w io.Writer, r *lab.Result) error {
 	cw := columnWidths(cols, cells, laneWidth-fixed)
 
 	var b strings.Builder
+	labels, key := laneLabels(cols, cw)
+	if len(key) > 0 {
+		for _, l := range fitLine("Columns: "+strings.Join(key, ", ")+".", "") {
+			b.WriteString(l + "\n")
+		}
+	}
 	border := "+" + strings.Repeat("-", seqW+2) + "+" + strings.Repeat("-", clockW+2) + "+"
 	header := "| " + pad("#", seqW) + " | " + pad("Clock", clockW) + " |"
-	for c, name := range cols {
+	for c := range cols {
 		border += strings.Repeat("-", cw[c]+2) + "+"
-		header += " " + pad(name, cw[c]) + " |"
+		header += " " + pad(labels[c], cw[c]) + " |"
 	}
 	b.WriteString(border + "\n" + header + "\n" + border + "\n")
 	for i, e := range rc.Events {
@@ -68,6 +77,61 @@ func Lanes(w io.Writer, r *lab.Result) error {
 	b.WriteString(border + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// laneLabels gives each column a label that fits its width, never cut
+// mid-word: its actor's name, or, where the name is too long, the
+// shortest of its abbreviations (made of the name's whole parts and
+// initials) that fits and no other column uses. key names each
+// abbreviation's actor, for a line above the view.
+func laneLabels(cols []string, width []int) (labels, key []string) {
+	used := map[string]bool{}
+	for _, name := range cols {
+		used[name] = true
+	}
+	for c, name := range cols {
+		label := name
+		if len(name) > width[c] {
+			label = ""
+			for _, cand := range abbreviations(name) {
+				if len(cand) <= width[c] && !used[cand] {
+					label = cand
+					break
+				}
+			}
+			if label == "" {
+				label = fmt.Sprint(c + 1) // a number, explained by the key
+			}
+			used[label] = true
+			key = append(key, label+" = "+name)
+		}
+		labels = append(labels, label)
+	}
+	return labels, key
+}
+
+// abbreviations are shorter labels for name, longest first: the initials
+// of its first parts with its last part whole ("Inbox-Consumer" gives
+// "I-Consumer"), then its first part whole with the initials of the rest,
+// then its initials alone.
+func abbreviations(name string) []string {
+	parts := strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == ' ' || r == '(' || r == ')' || r == '_' })
+	if len(parts) < 2 {
+		return nil
+	}
+	initials := func(ps []string) string {
+		var b strings.Builder
+		for _, p := range ps {
+			b.WriteString(p[:1])
+		}
+		return b.String()
+	}
+	last := len(parts) - 1
+	return []string{
+		initials(parts[:last]) + "-" + parts[last],
+		parts[0] + "-" + initials(parts[1:]),
+		initials(parts),
+	}
 }
 
 // laneColumns chooses the columns: every actor when they fit at a readable
@@ -141,15 +205,20 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 		last := l.Start
 		for j := l.Start + 1; j < len(rc.Events); j++ {
 			e := rc.Events[j]
-			if l.End >= 0 && j > l.End || l.End < 0 && (e.Seg != l.Seg || e.T >= l.To) {
+			if l.End >= 0 && j >= l.End || l.End < 0 && (e.Seg != l.Seg || e.T >= l.To) {
 				break
 			}
 			barAt[j][c] = true
 			last = j
 		}
-		if l.Expired && last+1 < len(rc.Events) && rc.Events[last+1].Seg == l.Seg {
-			if _, taken := ends[[2]int{last + 1, c}]; !taken {
-				ends[[2]int{last + 1, c}] = "~"
+		switch {
+		case l.Ended == endFinalized:
+			barAt[l.End][c] = true // the owner's write ends the bar in its own row
+		case l.Ended == endTaken:
+			ends[[2]int{l.End, c}] = "> taken"
+		case l.Ended == endRanOut && last+1 < len(rc.Events) && rc.Events[last+1].Seg == l.Seg:
+			if _, marked := ends[[2]int{last + 1, c}]; !marked {
+				ends[[2]int{last + 1, c}] = "~ ran out"
 			}
 		}
 	}
@@ -159,9 +228,9 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 		mark := laneMark(e)
 		switch {
 		case mark != "":
-		case e.Kind == KindClaim:
+		case e.Kind == lab.KindClaim:
 			mark = "+"
-		case e.Kind == KindFinalize && barAt[i][c]:
+		case e.Kind == lab.KindFinalize && barAt[i][c]:
 			mark = "="
 		case barAt[i][c]:
 			mark = "|"
@@ -176,7 +245,7 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 			switch {
 			case cells[i][c] != "":
 			case ends[[2]int{i, c}] != "":
-				cells[i][c] = "~ expired"
+				cells[i][c] = ends[[2]int{i, c}]
 			case barAt[i][c]:
 				cells[i][c] = "|"
 			}
@@ -185,22 +254,15 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 	return cells
 }
 
-// laneMark is the mark that makes the eye find an event, "" for none.
-func laneMark(e raceEvent) string {
-	switch {
-	case e.Kind == KindCrash:
-		return "XX"
-	case e.Kind == KindFenced || e.Kind == KindRejected:
-		return "!!"
-	case e.Stale:
-		return "!S"
-	case e.Kind == KindBlocked:
-		return "#"
-	case e.Kind == KindRefused:
-		return "?R"
-	}
-	return ""
+// laneMarks are the marks that make the eye find an event, by kind.
+var laneMarks = map[lab.Kind]string{
+	lab.KindSteal: "!T", lab.KindBlocked: "#", lab.KindDone: "D", lab.KindRefused: "?R",
+	lab.KindFenced: "!!", lab.KindNoOp: "=0", lab.KindStale: "!S",
+	lab.KindStall: "zz", lab.KindCrash: "XX", lab.KindError: "E!",
 }
+
+// laneMark is the mark that makes the eye find an event, "" for none.
+func laneMark(e raceEvent) string { return laneMarks[e.Kind] }
 
 // laneText is what an event's cell says: a short label by kind, naming
 // the actor when the column holds several.
@@ -211,31 +273,40 @@ func laneText(e raceEvent, shared bool) string {
 	}
 	text := e.Action
 	switch e.Kind {
-	case KindClaim:
+	case lab.KindClaim:
 		text = "claim"
-	case KindBlocked:
+	case lab.KindSteal:
+		text = "claim TOOK"
+	case lab.KindBlocked:
 		text = "claim blocked"
-	case KindRefused:
+	case lab.KindDone:
+		text = "claim: done"
+	case lab.KindRefused:
 		text = "claim REFUSED"
-	case KindRenew:
+	case lab.KindEmpty:
+		text = "claim: none"
+	case lab.KindRenew:
 		text = "renew"
-	case KindFinalize, KindOffer:
+	case lab.KindFinalize, lab.KindOffer:
 		text = verb
-	case KindFenced:
+	case lab.KindFenced:
 		text = "FENCED " + verb
-		if strings.Contains(e.Action, "refused") {
-			// A renewal a guard turned away (0 rows), perhaps by its
-			// deadline, not by a newer token: not a fence.
-			text = "REFUSED " + verb
-		}
-	case KindRejected:
-		text = "REJECTED " + verb
-	case KindCrash:
+	case lab.KindNoOp:
+		text = verb + ": 0 rows"
+	case lab.KindStale:
+		text = "STALE " + verb
+	case lab.KindError:
+		text = "ERROR " + verb
+	case lab.KindCrash:
 		text = "CRASH"
-	case KindExpiry:
-		text = "lease expiry"
+	case lab.KindExpiry:
+		text = "expires"
+	case lab.KindStall:
+		text = "stall"
+	case lab.KindWake:
+		text = "wakes"
 	}
-	if e.Subject != "" && !strings.Contains(text, e.Subject) && e.Kind != KindNote && e.Kind != KindCommit {
+	if e.Subject != "" && !strings.Contains(text, e.Subject) && e.Kind != lab.KindNote && e.Kind != lab.KindCommit {
 		text += " " + e.Subject
 	}
 	if shared {

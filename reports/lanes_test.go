@@ -8,55 +8,80 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 )
 
-func TestEventKind(t *testing.T) {
+// TestLaneMarks: an event's mark and label come from its kind, never from
+// its wording; every kind that must catch the eye has a mark of its own.
+func TestLaneMarks(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		actor, action, detail, want string
+		kind       lab.Kind
+		action     string
+		mark, text string
 	}{
-		{"Worker-A", "claim claimed", "claimed message 1 (PAY-001), lease until 2026-01-15T09:00:00.500Z", KindClaim},
-		{"Worker-B", "claim blocked", "message 1 (PAY-001) is Processing under Worker-A's live lease", KindBlocked},
-		{"Worker-B", "claims, lease until 210", "refused: 0 rows (Worker-A's lease live until 200)", KindBlocked},
-		{"Worker-B", "claim refused", "REFUSED although Worker-A's lease on message 1 (PAY-001) ended at 2026-01-15T09:00:00.500Z", KindRefused},
-		{"Relay-A", "complete", "e1 WHERE claim_token = 1: published (10 rows)", KindFinalize},
-		{"Worker-A", "claim empty", "nothing claimable", KindNote},
-		{"Worker-A", "CRASH", "died before processing PAY-001", KindCrash},
-		{"clock", "lease expiry", "the clock reaches 09:00:31", KindExpiry},
-		{"Relay-A", "complete", "e42 WHERE claim_token = 1: fenced out (0 rows): stale token 1, current 2; lease lost", KindFenced},
-		{"Relay-B", "complete", "e42 WHERE claim_token = 2: published (1 row)", KindFinalize},
-		{"Worker-A", "finalize rejected", "guard changed 0 rows", KindRejected},
-		{"Worker-A", "renews to 200 with token 1", "renewed: 1 row", KindRenew},
-		{"Relay-A", "heartbeat e2 refused", "token 1: 0 rows; lease lost", KindFenced},
-		{"Relay-A", "send", "e42 (token 1) as message id e42: broker stored offer 1; ack received", KindOffer},
-		{"broker", "deliver", "offer 1 (e1) to Consumer-Recovery: delivery 1", KindDeliver},
-		{"Naive-Consumer", "effect", "offer 1 delivery 1 of e42: credited 1000 cents", KindEffect},
-		{"Inbox-Consumer", "no effect", "duplicate: the inbox insert added 0 rows", KindDedup},
-		{"Inbox-Consumer", "ack", "offer 1 delivery 1: acked", KindAck},
-		{"checkout", "commit e42", "outbox event committed", KindCommit},
+		{lab.KindClaim, "claim claimed", "", "claim"},
+		{lab.KindSteal, "claim claimed", "!T", "claim TOOK"},
+		{lab.KindBlocked, "claim blocked", "#", "claim blocked"},
+		{lab.KindDone, "claim done", "D", "claim: done"},
+		{lab.KindRefused, "claim refused", "?R", "claim REFUSED"},
+		{lab.KindFenced, "heartbeat e3 refused", "!!", "FENCED heartbeat"},
+		{lab.KindFenced, "complete", "!!", "FENCED complete"},
+		{lab.KindNoOp, "ack", "=0", "ack: 0 rows"},
+		{lab.KindStale, "late finalize", "!S", "STALE late"},
+		{lab.KindStall, "stalls", "zz", "stall"},
+		{lab.KindCrash, "CRASH", "XX", "CRASH"},
+		{lab.KindError, "ack failed: database-error", "E!", "ERROR ack"},
+		// The wording says "claim blocked"; the kind says what happened.
+		{lab.KindClaim, "claim blocked", "", "claim"},
 	} {
-		if got := EventKind(lab.Event{Actor: tc.actor, Action: tc.action, Detail: tc.detail}); got != tc.want {
-			t.Errorf("%s %q %q: kind %q, want %q", tc.actor, tc.action, tc.detail, got, tc.want)
+		e := raceEvent{Event: lab.Event{Actor: "Relay-C", Action: tc.action, Kind: tc.kind}}
+		if got := laneMark(e); got != tc.mark {
+			t.Errorf("%s %q: mark %q, want %q", tc.kind, tc.action, got, tc.mark)
 		}
-	}
-	if got := EventKind(lab.Event{Actor: "x", Action: "anything", Kind: KindCrash}); got != KindCrash {
-		t.Errorf("a set Kind must win, got %q", got)
+		if got := laneText(e, false); got != tc.text {
+			t.Errorf("%s %q: text %q, want %q", tc.kind, tc.action, got, tc.text)
+		}
 	}
 }
 
 // session18 is session 18's race: a lease that runs out after the send.
 func session18() *lab.Result {
-	ev := func(seq int, at, actor, action, detail string) lab.Event {
-		return lab.Event{Seq: seq, At: "2026-01-15T09:00:" + at + ".000Z", Actor: actor, Action: action, Detail: detail}
+	ev := func(seq int, at, actor, action string, kind lab.Kind, subject, until string) lab.Event {
+		e := lab.Event{Seq: seq, At: "2026-01-15T09:00:" + at + ".000Z", Actor: actor, Action: action, Detail: action + " (detail)",
+			Kind: kind, Subject: subject}
+		if until != "" {
+			e.Until = "2026-01-15T09:" + until + ".000Z"
+		}
+		return e
+	}
+	rows := func(e lab.Event, n int64) lab.Event { e.Rows = lab.RowsOf(n); return e }
+	offer := func(e lab.Event, n int64) lab.Event { e.Offer = n; return e }
+	return &lab.Result{Timeline: []lab.Event{
+		ev(1, "00", "checkout", "commit e42", lab.KindCommit, "e42", ""),
+		rows(ev(2, "01", "Relay-A", "claim claimed", lab.KindClaim, "e42", "00:31"), 1),
+		offer(ev(3, "02", "Relay-A", "send", lab.KindOffer, "e42", ""), 1),
+		ev(4, "31", "clock", "lease expiry", lab.KindExpiry, "e42", ""),
+		rows(ev(5, "31", "Relay-B", "claim claimed", lab.KindClaim, "e42", "01:01"), 1),
+		offer(ev(6, "32", "Relay-B", "send", lab.KindOffer, "e42", ""), 2),
+		rows(ev(7, "33", "Relay-A", "complete", lab.KindFenced, "e42", ""), 0),
+		rows(ev(8, "34", "Relay-B", "complete", lab.KindFinalize, "e42", ""), 1),
+		ev(9, "39", "Worker-Crash", "CRASH", lab.KindCrash, "", ""),
+	}}
+}
+
+// unguarded is a steal: Worker-B's claim takes PAY-002 while Worker-A's
+// lease on it is live, and Worker-A's finalize is then stale.
+func unguarded() *lab.Result {
+	ev := func(seq int, at, actor, action string, kind lab.Kind, until string) lab.Event {
+		e := lab.Event{Seq: seq, At: "2026-01-15T09:00:" + at + "Z", Actor: actor, Action: action, Kind: kind, Subject: "PAY-002"}
+		if until != "" {
+			e.Until = "2026-01-15T09:00:" + until + "Z"
+		}
+		return e
 	}
 	return &lab.Result{Timeline: []lab.Event{
-		ev(1, "00", "checkout", "commit e42", "outbox event committed"),
-		ev(2, "01", "Relay-A", "claim claimed", "e42 with token 1, lease until 2026-01-15T09:00:31.000Z"),
-		ev(3, "02", "Relay-A", "send", "e42 (token 1): broker stored offer 1; ack received"),
-		ev(4, "31", "clock", "lease expiry", "Relay-A's lease on e42 has expired"),
-		ev(5, "31", "Relay-B", "claim claimed", "e42 with token 2, lease until 2026-01-15T09:01:01.000Z"),
-		ev(6, "32", "Relay-B", "send", "e42 (token 2): broker stored offer 2; ack received"),
-		ev(7, "33", "Relay-A", "complete", "e42 WHERE claim_token = 1: fenced out (0 rows): stale token 1"),
-		ev(8, "34", "Relay-B", "complete", "e42 WHERE claim_token = 2: published (1 row)"),
-		ev(9, "39", "Worker-Crash", "CRASH", "died"),
+		ev(1, "00.000", "Worker-A", "claim claimed", lab.KindClaim, "00.500"),
+		ev(2, "00.100", "Worker-B", "claim claimed", lab.KindSteal, "00.600"),
+		ev(3, "00.200", "Worker-A", "finalize", lab.KindStale, ""),
+		ev(4, "00.300", "Worker-B", "finalize", lab.KindFinalize, ""),
 	}}
 }
 
@@ -78,7 +103,7 @@ func TestLanesDrawLeasesAndMarks(t *testing.T) {
 		return ""
 	}
 	for _, want := range []struct{ seq, text string }{
-		{"2", "+ claim e42"}, {"3", "| send e42"}, {"4", "~ expired"}, {"5", "+ claim e42"},
+		{"2", "+ claim e42"}, {"3", "| send e42"}, {"4", "~ ran out"}, {"5", "+ claim e42"},
 		{"7", "!! FENCED"}, {"8", "= complete e42"}, {"9", "XX CRASH"},
 	} {
 		if !strings.Contains(row(want.seq), want.text) {
@@ -94,14 +119,38 @@ func TestLanesDrawLeasesAndMarks(t *testing.T) {
 	}
 }
 
+// TestLanesDrawTheSteal: a lease another worker's claim took while it was
+// live ends "> taken" in its owner's column, on the thief's row, and the
+// stale write after it is marked; nothing says the lease ran out.
+func TestLanesDrawTheSteal(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := Lanes(&b, unguarded()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"+ claim PAY-002", "> taken", "!T claim TOOK", "!S STALE finalize", "= finalize PAY-002"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lanes lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ran out") {
+		t.Errorf("the stolen lease did not run out:\n%s", out)
+	}
+	rc := newRace(unguarded())
+	if len(rc.Leases) != 2 || rc.Leases[0].Ended != endTaken || rc.Leases[0].By != "Worker-B" || rc.Leases[1].Ended != endFinalized {
+		t.Errorf("leases %+v: want Worker-A's taken over by Worker-B, Worker-B's finalized", rc.Leases)
+	}
+}
+
 func TestLanesFit120ColumnsInASCII(t *testing.T) {
 	t.Parallel()
 	r := &lab.Result{}
 	for i := 0; i < 14; i++ {
 		actor := "Consumer-" + strings.Repeat("x", i%3) + string(rune('A'+i))
-		r.Timeline = append(r.Timeline, lab.Event{Seq: i + 1, At: "2026-01-15T09:00:00.000Z", Actor: actor, Action: "effect résumé", Detail: "credited"})
+		r.Timeline = append(r.Timeline, lab.Event{Seq: i + 1, At: "2026-01-15T09:00:00.000Z", Actor: actor, Action: "effect résumé", Detail: "credited", Kind: lab.KindEffect})
 	}
-	r.Timeline = append(r.Timeline, lab.Event{Seq: 15, At: "2026-01-15T09:00:01.000Z", Actor: "Consumer-A", Action: "effect", Detail: "again"})
+	r.Timeline = append(r.Timeline, lab.Event{Seq: 15, At: "2026-01-15T09:00:01.000Z", Actor: "Consumer-A", Action: "effect", Detail: "again", Kind: lab.KindEffect})
 	var b bytes.Buffer
 	if err := Lanes(&b, r); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ func testScenariosAndVariants(t *testing.T, db string) {
 			r := executeOn(t, db, sc, "", 0)
 			checkDesigned(t, sc, r, engine)
 			checkSQLTruth(t, r)
+			checkEventsAgreeWithLedgers(t, r)
 			for _, v := range sc.Variants {
 				if v.Engine != "" && v.Engine != engine {
 					continue // a mistake of another engine's, run by that engine's test
@@ -51,6 +52,7 @@ func testScenariosAndVariants(t *testing.T, db string) {
 						}
 					}
 					checkSQLTruth(t, vr)
+					checkEventsAgreeWithLedgers(t, vr)
 					lesson := r
 					if b := variantBound(sc, v.Name); b != 0 && b != DefaultExploreBound {
 						// Compare with the lesson explored to the same bound.

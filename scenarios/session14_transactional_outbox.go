@@ -125,8 +125,8 @@ type session14Run struct {
 	fired    []firedFailpoint
 }
 
-func (run *session14Run) event(actor, action, detail string) {
-	run.timeline.Add(clock.Format(run.clk.Now()), actor, action, detail)
+func (run *session14Run) event(kind lab.Kind, subject, actor, action, detail string) {
+	run.timeline.Add(lab.Event{At: clock.Format(run.clk.Now()), Kind: kind, Subject: subject, Actor: actor, Action: action, Detail: detail})
 }
 
 func runTransactionalOutbox(ctx context.Context, env *Env, design outboxDesign) (*lab.Result, error) {
@@ -222,18 +222,18 @@ func (run *session14Run) crashFreeRun(ctx context.Context, design outboxDesign, 
 		return nil, nil, err
 	}
 	defer checkout.Close(ctx)
-	run.event(cast.Checkout, "start", instance.WithHow("crash-free run ("+designName(design.crashFree)+"): six payments, own connection, no failpoint armed", checkout.Where()))
+	run.event(lab.KindNote, "", cast.Checkout, "start", instance.WithHow("crash-free run ("+designName(design.crashFree)+"): six payments, own connection, no failpoint armed", checkout.Where()))
 	for _, p := range cast.SeedPayments {
 		w, err := checkout.Write(ctx, cast.PaymentCreated(p), run.clk.Now(), crashAt(design.crashFreePlan, p.Key))
 		if err != nil {
 			return nil, nil, err
 		}
 		if w.Crashed {
-			run.event(cast.Checkout, "CRASH", instance.WithHow(p.Key+": the process died mid-write; the provider was not called", w.Death))
+			run.event(lab.KindCrash, p.Key, cast.Checkout, "CRASH", instance.WithHow(p.Key+": the process died mid-write; the provider was not called", w.Death))
 			break
 		}
 		run.prov.Create(cast.Checkout, p.Key)
-		run.event(cast.Checkout, "create payment", p.Key+": payment row and outbox row committed, then registered at the provider")
+		run.event(lab.KindCommit, p.Key, cast.Checkout, "create payment", p.Key+": payment row and outbox row committed, then registered at the provider")
 		run.clk.Advance(time.Second)
 	}
 	if err := checkout.Close(ctx); err != nil {
@@ -394,7 +394,7 @@ func (run *session14Run) crashPhase(ctx context.Context, phase string, design cr
 	}
 	p := crashedPayment
 	callsBefore := len(run.prov.CreationCalls())
-	run.event(cast.Checkout, phase+": create payment", instance.WithHow(fmt.Sprintf("%s %d cents, %s", p.Key, p.AmountCents, st.design), checkout.Where()))
+	run.event(lab.KindNote, p.Key, cast.Checkout, phase+": create payment", instance.WithHow(fmt.Sprintf("%s %d cents, %s", p.Key, p.AmountCents, st.design), checkout.Where()))
 	w, err := checkout.Write(ctx, p, run.clk.Now(), crashAt(plan, p.Key))
 	if err != nil {
 		return st, err
@@ -404,10 +404,10 @@ func (run *session14Run) crashPhase(ctx context.Context, phase string, design cr
 			return st, err
 		}
 		run.prov.Create(cast.Checkout, p.Key)
-		run.event(cast.Checkout, phase+": committed", "no crash happened; then registered at the provider")
+		run.event(lab.KindCommit, p.Key, cast.Checkout, phase+": committed", "no crash happened; then registered at the provider")
 	} else {
 		st.died, st.deathEvidence = checkout.Dead(ctx)
-		run.event(cast.Checkout, "CRASH", crashDetail(st.died, w))
+		run.event(lab.KindCrash, p.Key, cast.Checkout, "CRASH", crashDetail(st.died, w))
 	}
 	for _, f := range plan.Fired() {
 		st.fired = st.fired || f.Fault == failpoint.Crash
@@ -457,7 +457,7 @@ func (run *session14Run) durableState(ctx context.Context, st durableState, path
 		return st, err
 	}
 	st.payments, st.messages, st.pendingForWorker = len(pays), len(msgs), len(pending)
-	run.event("restart", st.phase+": durable state", fmt.Sprintf("payments %d, outbox messages %d, orphans %d; a worker's load of Pending messages returns %d",
+	run.event(lab.KindNote, "", "restart", st.phase+": durable state", fmt.Sprintf("payments %d, outbox messages %d, orphans %d; a worker's load of Pending messages returns %d",
 		st.payments, st.messages, st.orphans, st.pendingForWorker))
 	return st, nil
 }

@@ -125,10 +125,10 @@ func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements s
 	if err != nil {
 		return nil, err
 	}
-	d.Event(cast.WorkerA, "stall", instance.WithHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
+	d.Add(lab.Event{Kind: lab.KindStall, Subject: key, Actor: cast.WorkerA, Action: "stall", Detail: instance.WithHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how)})
 
 	d.Clock.Set(cast.LessonStart.Add(lateLease))
-	d.Event("clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
+	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
 	outB, err := env.Instances.Outbox(ctx, env.DatabasePath(), "", cast.WorkerB, statements, 0)
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements s
 	if how, err = outA.Wake(d.Now(), "its provider check and finalization"); err != nil {
 		return nil, err
 	}
-	d.Event(cast.WorkerA, "wakes", instance.WithHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil), how))
+	d.Add(lab.Event{Kind: lab.KindWake, Subject: key, Actor: cast.WorkerA, Action: "wakes", Detail: instance.WithHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil), how)})
 	if err := d.ProcessAndFinalize(ctx, outA, cast.WorkerA, ca.Message); err != nil {
 		return nil, err
 	}

@@ -270,7 +270,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	if err != nil {
 		return nil, err
 	}
-	d.Event(cast.WorkerA, "start", "recovery demo: own connection")
+	d.Event(lab.KindNote, cast.WorkerA, "start", "recovery demo: own connection")
 	ca, err := a.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), leaseLength, nil)
 	if err != nil {
 		return nil, errors.Join(err, a.Close(ctx))
@@ -296,7 +296,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	if death != "" {
 		crashed = fmt.Sprintf("died before processing %s: %s; its claim had committed, so the row stays Processing, LockedBy Worker-A", key, death)
 	}
-	d.Event(cast.WorkerA, "CRASH", crashed)
+	d.Add(lab.Event{Kind: lab.KindCrash, Subject: key, Actor: cast.WorkerA, Action: "CRASH", Detail: crashed})
 	rec.add(d.Now(), cast.WorkerA, "crashes before processing", "row stays Processing, LockedBy Worker-A")
 
 	outB, err := env.Instances.Outbox(ctx, env.DatabasePath(), "recovery", cast.WorkerB, statements, 0)
@@ -306,7 +306,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	var workers instance.Set
 	defer workers.Close(ctx)
 	workers.Add(outB)
-	d.Event(cast.WorkerB, "start", "recovery demo: own connection")
+	d.Event(lab.KindNote, cast.WorkerB, "start", "recovery demo: own connection")
 	cb, err := outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
 	if err != nil {
 		return nil, err
@@ -316,7 +316,7 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	rec.add(d.Now(), cast.WorkerB, "tries to claim "+key, claimObserved(cb))
 
 	d.Clock.Set(cast.LessonStart.Add(600 * time.Millisecond))
-	d.Event("clock", "advance", "scenario clock moves to "+d.Now()+"; Worker-A's lease has expired")
+	d.Add(lab.Event{Kind: lab.KindExpiry, Subject: key, Actor: "clock", Action: "advance", Detail: "scenario clock moves to " + d.Now() + "; Worker-A's lease has expired"})
 	cb, err = outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
 	if err != nil {
 		return nil, err
@@ -362,7 +362,7 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, env *Env, statements st
 		barrier = cast.NewBarrier(2)
 	}
 	d.Concurrent = true
-	d.Event("scenario", "concurrent phase", "Worker-A (restarted) and Worker-B loop claim, process, finalize until nothing is claimable")
+	d.Event(lab.KindNote, "scenario", "concurrent phase", "Worker-A (restarted) and Worker-B loop claim, process, finalize until nothing is claimable")
 	// Both instances are up before either claims: a child process takes
 	// longer to start than a claim takes to run.
 	started := cast.NewBarrier(2)

@@ -91,7 +91,7 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	}
 	workers := []string{cast.WorkerA, cast.WorkerB}
 	if env.Is(variantSequential) {
-		d.Event("scenario", "sequential (MISTAKE)", "Worker-B starts only after Worker-A has finished; no barrier")
+		d.Event(lab.KindNote, "scenario", "sequential (MISTAKE)", "Worker-B starts only after Worker-A has finished; no barrier")
 		err = cast.RunInOrder(ctx, workers, work)
 	} else {
 		d.Concurrent = true

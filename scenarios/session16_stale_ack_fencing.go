@@ -197,7 +197,8 @@ func (run *staleAckRun) seed(ctx context.Context, setup *store.DB) error {
 	if err := run.setup.Insert(ctx, store.NewEvent{ID: s16EventID, Type: s16EventType, Payload: s16EventPayload}, 0); err != nil {
 		return err
 	}
-	run.timeline.Add(clock.Logical(0), "producer", "insert event", s16EventID+" committed with its business change; claim_token 0")
+	run.timeline.Add(lab.Event{At: clock.Logical(0), Kind: lab.KindCommit, Subject: s16EventID, Actor: "producer", Action: "insert event",
+		Detail: s16EventID + " committed with its business change; claim_token 0"})
 	return nil
 }
 
@@ -212,8 +213,10 @@ func (run *staleAckRun) play(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	run.timeline.Add(clock.Logical(s16ClaimA), s16WorkerA, "stalls", instance.WithHow("a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID, how))
-	run.timeline.Add(clock.Logical(s16LeaseA), "clock", "lease expires", fmt.Sprintf("Worker-A's lease ran until %d; from now on %s is claimable", s16LeaseA, s16EventID))
+	run.timeline.Add(lab.Event{At: clock.Logical(s16ClaimA), Kind: lab.KindStall, Subject: s16EventID, Actor: s16WorkerA, Action: "stalls",
+		Detail: instance.WithHow("a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID, how)})
+	run.timeline.Add(lab.Event{At: clock.Logical(s16LeaseA), Kind: lab.KindExpiry, Subject: s16EventID, Actor: "clock", Action: "lease expires",
+		Detail: fmt.Sprintf("Worker-A's lease ran until %d; from now on %s is claimable", s16LeaseA, s16EventID)})
 	if run.cb, err = run.claim(ctx, run.b, s16WorkerB, s16ClaimB, s16LeaseB); err != nil {
 		return err
 	}
@@ -224,7 +227,8 @@ func (run *staleAckRun) play(ctx context.Context) error {
 		return err
 	}
 	if how != "" {
-		run.timeline.Add(clock.Logical(s16AckA), s16WorkerA, "wakes", how+"; it acks with the token it remembers")
+		run.timeline.Add(lab.Event{At: clock.Logical(s16AckA), Kind: lab.KindWake, Subject: s16EventID, Actor: s16WorkerA, Action: "wakes",
+			Detail: how + "; it acks with the token it remembers"})
 	}
 	// An ack whose statement failed is recorded (reason database-error) and
 	// leaves its metric unset: its check fails as "not measured".
@@ -297,10 +301,69 @@ func (run *staleAckRun) claim(ctx context.Context, relay instance.Relay, worker 
 	default:
 		detail = fmt.Sprintf("%s: %s, %d rows", c.EventID, c.Outcome, c.Rows)
 	}
-	seq := run.timeline.Add(clock.Logical(now), worker, "claim "+string(c.Outcome), detail)
+	e := lab.Event{At: clock.Logical(now), Kind: run.claimKind(worker, c, now), Subject: s16EventID, Actor: worker,
+		Action: "claim " + string(c.Outcome), Detail: detail, Rows: lab.RowsOf(c.Rows)}
+	if c.Outcome == store.Claimed {
+		e.Until = clock.Logical(c.LeaseUntil)
+	}
+	seq := run.timeline.Add(e)
 	run.claims = append(run.claims, fencedClaimEntry{seq: seq, at: now, worker: worker, outcome: c.Outcome, rows: c.Rows,
 		token: c.Token, leaseUntil: c.LeaseUntil, heldBy: c.HeldBy, busy: c.Stats.BusyRetries})
 	return c, nil
+}
+
+// claimKind is what worker's claim c at now was, from its outcome and, for
+// a claim that took the event, the ledgers: it stole the event when the
+// ack ledger shows it delivered, or the claim ledger's last claim, another
+// worker's, held a lease live at now.
+func (run *staleAckRun) claimKind(worker string, c store.EventClaim, now int64) lab.Kind {
+	switch c.Outcome {
+	case store.Claimed:
+		if run.delivered() {
+			return lab.KindSteal // it took an event already delivered
+		}
+		if n := len(run.claimed()); n > 0 {
+			if last := run.claimed()[n-1]; last.worker != worker && last.leaseUntil > now {
+				return lab.KindSteal
+			}
+		}
+		return lab.KindClaim
+	case store.Done:
+		return lab.KindDone
+	case store.Blocked:
+		return lab.KindBlocked
+	}
+	return lab.KindEmpty
+}
+
+// claimed is the claim ledger's successful claims, in order.
+func (run *staleAckRun) claimed() []fencedClaimEntry {
+	var out []fencedClaimEntry
+	for _, c := range run.claims {
+		if c.outcome == store.Claimed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// lastClaimer is the worker of the ledger's last successful claim.
+func (run *staleAckRun) lastClaimer() string {
+	last := ""
+	for _, c := range run.claimed() {
+		last = c.worker
+	}
+	return last
+}
+
+// delivered says the ack ledger holds an ack that changed the row.
+func (run *staleAckRun) delivered() bool {
+	for _, a := range run.acks {
+		if a.rows == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // ack runs one ack and records it; a 0-row ack or a failed statement also
@@ -335,7 +398,18 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 	} else {
 		detail += "; " + s16EventID + " delivered"
 	}
-	e.seq = run.timeline.Add(clock.Logical(now), worker, action, detail)
+	te := lab.Event{At: clock.Logical(now), Kind: lab.KindFinalize, Subject: s16EventID, Actor: worker, Action: action, Detail: detail, Rows: lab.RowsOf(f.Rows)}
+	switch {
+	case reason == reasonDatabaseError:
+		te.Kind, te.Rows = lab.KindError, nil
+	case reason == reasonAlreadyDelivered:
+		te.Kind = lab.KindNoOp
+	case reason != "":
+		te.Kind = lab.KindFenced
+	case run.lastClaimer() != worker:
+		te.Kind = lab.KindStale // the ledger holds another worker's later claim: this ack's writer lost its lease
+	}
+	e.seq = run.timeline.Add(te)
 	run.acks = append(run.acks, e)
 	if reason != "" {
 		run.failedAcks = append(run.failedAcks, failedAckEntry{seq: e.seq, at: now, worker: worker, token: token, reason: reason, detail: why})

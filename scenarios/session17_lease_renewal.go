@@ -162,13 +162,20 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		workers[name] = &renewalWorker{relay: relay}
 	}
 	var results []stepResult
+	before := stepResult{} // what the database held before each step
 	for _, s := range steps {
 		res, err := playRenewalStep(ctx, workers[s.actor], s)
 		if err != nil {
 			return nil, err
 		}
-		timeline.Add(clock.Logical(s.at), s.actor, stepAction(s, res.token), res.observed)
+		e := lab.Event{At: clock.Logical(s.at), Kind: stepKind(s, res, before), Subject: s17EventID, Actor: s.actor,
+			Action: stepAction(s, res.token), Detail: res.observed, Rows: lab.RowsOf(res.rows)}
+		if res.rows == 1 {
+			e.Until = clock.Logical(res.leaseEnd)
+		}
+		timeline.Add(e)
 		results = append(results, res)
+		before = res
 	}
 	if err := instances.Close(ctx); err != nil {
 		return nil, err
@@ -196,7 +203,8 @@ func seedLeaseRenewal(ctx context.Context, setup *store.DB, relay *store.Relay, 
 	if err := relay.Insert(ctx, store.NewEvent{ID: s17EventID, Type: "CreditAwarded", Payload: `{"account":"ACC-81","cents":1000}`}, 0); err != nil {
 		return err
 	}
-	timeline.Add(clock.Logical(0), "producer", "insert event", s17EventID+" committed; claim_token 0, no lease")
+	timeline.Add(lab.Event{At: clock.Logical(0), Kind: lab.KindCommit, Subject: s17EventID, Actor: "producer", Action: "insert event",
+		Detail: s17EventID + " committed; claim_token 0, no lease"})
 	return nil
 }
 
@@ -286,6 +294,30 @@ func leaseRenewalVerdict(r *lab.Result, variant string) string {
 	}
 	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %d steps as expected; failed checks %v.",
 		variant, m("steps_as_expected"), len(leaseRenewalSteps), r.FailedChecks())
+}
+
+// stepKind is what step s was, from the rows it changed and the owner and
+// lease end the database held before it (before, read back after the step
+// before): a claim that changed the row under another worker's live lease
+// stole it; a renewal that changed the row of an owner other than its
+// actor, or a lease already over, was a stale write.
+func stepKind(s renewalStep, res, before stepResult) lab.Kind {
+	live := before.owner != "" && before.leaseEnd > s.at
+	switch {
+	case s.kind == claimStep && res.rows == 1 && live && before.owner != s.actor:
+		return lab.KindSteal
+	case s.kind == claimStep && res.rows == 1:
+		return lab.KindClaim
+	case s.kind == claimStep && live:
+		return lab.KindBlocked
+	case s.kind == claimStep:
+		return lab.KindRefused
+	case res.rows == 1 && (before.owner != s.actor || !live):
+		return lab.KindStale
+	case res.rows == 1:
+		return lab.KindRenew
+	}
+	return lab.KindFenced
 }
 
 // stepAction words a step the way the step table prints it.

@@ -161,7 +161,7 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 		plans[label] = plan
 		p.SQL = statementSet(env, p.SQL)
 		p.EventIDPerSend = env.Is(s19EventIDPerSend)
-		p.Event("scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
+		p.Event(lab.KindNote, "scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")
 		out, err := row.play(ctx, p, plan, d)
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", row.n, err)
@@ -496,7 +496,7 @@ func consumeBehindBarrier(ctx context.Context, env *Env, p *cast.Pipeline, names
 		})
 		instances[name], waited[name] = c, reached
 	}
-	p.Event("barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
+	p.Event(lab.KindNote, "barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
 	err := cast.RunConcurrently(ctx, names, func(ctx context.Context, name string) error {
 		_, err := instances[name].ConsumeNext(ctx)
 		if !*waited[name] || err != nil {

@@ -184,7 +184,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 		plans[run.label] = plan
 		p.SQL = statementSet(env, p.SQL)
 		p.EventIDPerSend = env.Is(s20EventIDPerSend)
-		p.Event("scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
+		p.Event(lab.KindNote, "scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",
 			cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow), filepath.Base(path)))
 		out, err := playRetention(ctx, env, p, plan, run, design, f.dlq)
 		if err != nil {
@@ -469,7 +469,7 @@ func consumeAndReplay(ctx context.Context, env *Env, p *cast.Pipeline, plan *fai
 	// replays the event's oldest dead letter through the broker.
 	out.replayAt = out.deadLetteredAt + s20ReplayDelay
 	p.SetNow(out.replayAt)
-	p.Event(cast.ClockName, "three days later", "the partition has healed; the purge jobs run, then an operator replays the DLQ")
+	p.Event(lab.KindNote, cast.ClockName, "three days later", "the partition has healed; the purge jobs run, then an operator replays the DLQ")
 	if err := purgeRetention(ctx, p, run, dlqRetention, &out); err != nil {
 		return out, err
 	}
@@ -528,7 +528,7 @@ func consumeUntilDeadLettered(ctx context.Context, env *Env, p *cast.Pipeline, p
 	if out.deadLetteredAt, err = cast.TickOfClock(dead[0].DeadLetteredAt); err != nil {
 		return err
 	}
-	p.Event("broker", "dead-lettered", fmt.Sprintf("%d offer(s) moved to the DLQ after %d unacknowledged deliveries; the DLQ keeps them %s",
+	p.Event(lab.KindNote, "broker", "dead-lettered", fmt.Sprintf("%d offer(s) moved to the DLQ after %d unacknowledged deliveries; the DLQ keeps them %s",
 		len(dead), s20MaxDeliveries, cast.DurationText(dlqRetention)))
 	return nil
 }
@@ -540,11 +540,11 @@ func purgeRetention(ctx context.Context, p *cast.Pipeline, run retentionRun, dlq
 	if out.inboxPurged, err = p.Consumers().Purge(ctx, p.Clock.Now(), cast.TickSpan(run.inboxRetention)); err != nil {
 		return err
 	}
-	p.Event("inbox purge", "delete", fmt.Sprintf("consumed_events older than %s: %d row(s) deleted", cast.DurationText(run.inboxRetention), out.inboxPurged))
+	p.Event(lab.KindNote, "inbox purge", "delete", fmt.Sprintf("consumed_events older than %s: %d row(s) deleted", cast.DurationText(run.inboxRetention), out.inboxPurged))
 	if out.dlqPurged, err = p.Broker().PurgeDeadLetters(ctx, p.Clock.Now(), cast.TickSpan(dlqRetention)); err != nil {
 		return err
 	}
-	p.Event("DLQ purge", "delete", fmt.Sprintf("dead letters older than %s: %d row(s) deleted", cast.DurationText(dlqRetention), out.dlqPurged))
+	p.Event(lab.KindNote, "DLQ purge", "delete", fmt.Sprintf("dead letters older than %s: %d row(s) deleted", cast.DurationText(dlqRetention), out.dlqPurged))
 	return nil
 }
 
@@ -556,7 +556,7 @@ func replayDeadLetter(ctx context.Context, p *cast.Pipeline, run retentionRun, o
 		return 0, err
 	}
 	if len(dead) == 0 {
-		p.Event(cast.Operator, "replay", "the DLQ is empty: its retention purged the message, nothing to replay")
+		p.Event(lab.KindNote, cast.Operator, "replay", "the DLQ is empty: its retention purged the message, nothing to replay")
 		return 0, nil
 	}
 	o, ok, err := p.Broker().ReplayDeadLetter(ctx, dead[0].ID, cast.Operator, p.Clock.Now(), cast.TickSpan(run.brokerWindow))
@@ -568,7 +568,8 @@ func replayDeadLetter(ctx context.Context, p *cast.Pipeline, run retentionRun, o
 	if o.Dropped {
 		answer = fmt.Sprintf("broker dropped it: the event id was accepted within its %s window", cast.WindowText(run.brokerWindow))
 	}
-	p.Event(cast.Operator, "replay", fmt.Sprintf("dead letter %d (%s) offered again: %s", dead[0].ID, dead[0].EventID, answer))
+	p.Add(lab.Event{Kind: lab.KindOffer, Subject: dead[0].EventID, Offer: o.OfferID, Actor: cast.Operator, Action: "replay",
+		Detail: fmt.Sprintf("dead letter %d (%s) offered again: %s", dead[0].ID, dead[0].EventID, answer)})
 	return o.OfferID, nil
 }
 

@@ -219,8 +219,14 @@ func (run *scaleRun) verdict(r *lab.Result, large int) string {
 }
 
 // event adds a timeline line at the current scenario time.
-func (run *scaleRun) event(actor, action, detail string) {
-	run.timeline.Add(clock.Format(run.clk.Now()), actor, action, detail)
+func (run *scaleRun) event(kind lab.Kind, actor, action, detail string) {
+	run.add(lab.Event{Kind: kind, Actor: actor, Action: action, Detail: detail})
+}
+
+// add adds e to the timeline at the current scenario time.
+func (run *scaleRun) add(e lab.Event) {
+	e.At = clock.Format(run.clk.Now())
+	run.timeline.Add(e)
 }
 
 // drainBacklog seeds a fresh database with d.Backlog messages, forces a
@@ -251,7 +257,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 	workers.Add(stalled)
 
 	run.clk.Advance(s21Lease + time.Second)
-	run.event("clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
+	run.event(lab.KindExpiry, "clock", "advance", fmt.Sprintf("scenario clock moves %v: both leases have expired", s21Lease+time.Second))
 
 	// Both drain workers are up before either claims: a child process
 	// takes longer to start than a claim takes to run.
@@ -268,7 +274,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 	if err != nil {
 		return err
 	}
-	run.event("scenario", "drain", fmt.Sprintf("%s: %s and %s drain concurrently, each on its own connection", label, s21Drainers[0], s21Drainers[1]))
+	run.event(lab.KindNote, "scenario", "drain", fmt.Sprintf("%s: %s and %s drain concurrently, each on its own connection", label, s21Drainers[0], s21Drainers[1]))
 	err = cast.RunConcurrently(ctx, s21Drainers, func(ctx context.Context, worker string) error {
 		return run.drainAs(ctx, drainers[worker], worker, d)
 	})
@@ -280,7 +286,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 		return err
 	}
 	d.Reads += after - before
-	run.event("scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
+	run.event(lab.KindNote, "scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
 		label, d.Drained, d.Reads, run.words().unit, d.Busy, run.words().retried))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
@@ -323,7 +329,7 @@ func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *cast.ScaleDra
 	if err != nil {
 		return err
 	}
-	run.event("scenario", "seed", fmt.Sprintf("%s: %d Pending messages, one a second from %s, in one streamed transaction", label, d.Backlog, clock.Format(first)))
+	run.event(lab.KindNote, "scenario", "seed", fmt.Sprintf("%s: %d Pending messages, one a second from %s, in one streamed transaction", label, d.Backlog, clock.Format(first)))
 	d.Plan, err = store.ClaimPlan(ctx, setup, d.Claim, run.clk.Now())
 	return err
 }
@@ -356,12 +362,13 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 	d.RecordClaim(s21Crashed, b)
 	if len(b.Messages) == 0 {
 		// Measured, not hidden: expired_reclaimed then falls short.
-		run.event(s21Crashed, "claim", "claimed nothing: no forced expiry of a crashed worker's message in this drain"+death)
+		run.event(lab.KindEmpty, s21Crashed, "claim", "claimed nothing: no forced expiry of a crashed worker's message in this drain"+death)
 		return nil
 	}
 	m := b.Messages[0]
 	d.Expiries = append(d.Expiries, cast.ScaleExpiry{Holder: s21Crashed, ID: m.ID, Token: m.Token, Late: "-"})
-	run.event(s21Crashed, "CRASH", fmt.Sprintf("died holding message %d (token %d), lease until %s%s", m.ID, m.Token, m.LockedUntil, death))
+	run.add(lab.Event{Kind: lab.KindCrash, Subject: m.AggregateKey, Actor: s21Crashed, Action: "CRASH",
+		Detail: fmt.Sprintf("died holding message %d (token %d), lease until %s%s", m.ID, m.Token, m.LockedUntil, death)})
 	return nil
 }
 
@@ -384,7 +391,7 @@ func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerCo
 		return w, held, err
 	}
 	if len(held.Messages) != 1 {
-		run.event(s21Stalled, "claim", "claimed nothing: no stalled worker's message and no late finalize in this drain")
+		run.event(lab.KindEmpty, s21Stalled, "claim", "claimed nothing: no stalled worker's message and no late finalize in this drain")
 		return w, held, nil
 	}
 	m := held.Messages[0]
@@ -392,7 +399,8 @@ func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerCo
 	if err != nil {
 		return w, held, err
 	}
-	run.event(s21Stalled, "claim, process, stall", instance.WithHow(fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil), how))
+	run.add(lab.Event{Kind: lab.KindClaim, Subject: m.AggregateKey, Until: m.LockedUntil, Rows: lab.RowsOf(1), Actor: s21Stalled, Action: "claim, process, stall",
+		Detail: instance.WithHow(fmt.Sprintf("message %d (token %d), lease until %s; a long GC pause begins before its finalize", m.ID, m.Token, m.LockedUntil), how)})
 	return w, held, nil
 }
 
@@ -407,7 +415,7 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 		return err
 	}
 	if how != "" {
-		run.event(s21Stalled, "wakes", how+"; it finalizes with the token it was given")
+		run.add(lab.Event{Kind: lab.KindWake, Subject: m.AggregateKey, Actor: s21Stalled, Action: "wakes", Detail: how + "; it finalizes with the token it was given"})
 	}
 	f, err := stalled.Finalize(ctx, held.Messages, run.clk.Now())
 	if err != nil {
@@ -419,11 +427,12 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 		late += "s"
 	}
 	d.Expiries = append(d.Expiries, cast.ScaleExpiry{Holder: s21Stalled, ID: m.ID, Token: m.Token, Late: late, Refused: len(f.Finalized) == 0})
-	outcome := "changed 0 rows: the message was reclaimed under a newer token (lease lost)"
+	outcome, kind := "changed 0 rows: the message was reclaimed under a newer token (lease lost)", lab.KindFenced
 	if len(f.Finalized) == 1 {
-		outcome = "changed 1 row: a stale owner completed a message it no longer owned"
+		outcome, kind = "changed 1 row: a stale owner completed a message it no longer owned", lab.KindStale
 	}
-	run.event(s21Stalled, "late finalize", fmt.Sprintf("message %d with stale token %d %s", m.ID, m.Token, outcome))
+	run.add(lab.Event{Kind: kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(len(f.Finalized))), Actor: s21Stalled, Action: "late finalize",
+		Detail: fmt.Sprintf("message %d with stale token %d %s", m.ID, m.Token, outcome)})
 	return nil
 }
 

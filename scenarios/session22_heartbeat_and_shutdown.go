@@ -262,7 +262,7 @@ func (run *heartbeatRun) commit(ctx context.Context, ids ...string) error {
 			return err
 		}
 	}
-	run.stage.Event("producer", "commit", fmt.Sprintf("outbox events %v committed with their business changes", ids))
+	run.stage.Event(lab.KindCommit, "producer", "commit", fmt.Sprintf("outbox events %v committed with their business changes", ids))
 	return nil
 }
 
@@ -289,7 +289,7 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	run.stage.Event(hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
+	run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
 	if err := run.at(ctx, 76); err != nil {
 		return err
 	}
@@ -354,7 +354,7 @@ func (run *heartbeatRun) pause(ctx context.Context) error {
 	}{
 		{105, func() error { return run.a.Freeze(ctx, "a stop-the-world pause (a frozen VM): no heartbeat, no work") }},
 		{131, func() error {
-			run.stage.Event("clock", "lease expires", "Relay-A's lease on e2 has expired; its heartbeat never ran")
+			run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: hbPaused, Actor: "clock", Action: "lease expires", Detail: "Relay-A's lease on e2 has expired; its heartbeat never ran"})
 			return nil
 		}},
 		{132, func() error { return run.newOwner(ctx) }},
