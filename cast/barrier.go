@@ -14,6 +14,7 @@ type Barrier struct {
 	parties int
 	waiting int
 	release chan struct{}
+	rounds  int // rounds released with every party arrived
 }
 
 // NewBarrier returns a barrier for n parties.
@@ -30,6 +31,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	b.waiting++
 	ch := b.release
 	if b.waiting >= b.parties {
+		b.rounds++
 		b.openLocked()
 		b.mu.Unlock()
 		return nil
@@ -47,6 +49,14 @@ func (b *Barrier) Wait(ctx context.Context) error {
 		b.waiting--
 		return ctx.Err()
 	}
+}
+
+// Rounds is how many rounds the barrier released with every party
+// arrived: the measure that it held, where a lesson says it must.
+func (b *Barrier) Rounds() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rounds
 }
 
 // Leave removes a party for good (a worker that has finished), releasing

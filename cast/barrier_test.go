@@ -97,3 +97,42 @@ func TestBarrier(t *testing.T) {
 		}
 	})
 }
+
+// TestBarrierRounds: a round counts only when every party arrived; a
+// party that leaves releases the others without a round.
+func TestBarrierRounds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := NewBarrier(2)
+	if b.Rounds() != 0 {
+		t.Fatalf("rounds before any wait = %d", b.Rounds())
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Wait(ctx) }()
+	if err := b.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b.Rounds() != 1 {
+		t.Errorf("rounds after both arrived = %d, want 1", b.Rounds())
+	}
+	go func() { done <- b.Wait(ctx) }()
+	for {
+		b.mu.Lock()
+		waiting := b.waiting
+		b.mu.Unlock()
+		if waiting == 1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	b.Leave()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b.Rounds() != 1 {
+		t.Errorf("rounds after a party left = %d, want still 1", b.Rounds())
+	}
+}

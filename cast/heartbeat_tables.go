@@ -160,8 +160,9 @@ func (s *HeartbeatStage) StaleSends(offers []store.BrokerOffer) (int, error) {
 	return n, nil
 }
 
-// LostEvents counts events marked delivered that no accepted broker offer
-// carries: no consumer will ever see them.
+// LostEvents counts the committed events no accepted broker offer carries
+// when the run ends, whether or not a relay marked them delivered: no
+// consumer will ever see them.
 func LostEvents(events []store.Event, offers []store.BrokerOffer) int {
 	offered := map[string]bool{}
 	for _, o := range offers {
@@ -171,7 +172,7 @@ func LostEvents(events []store.Event, offers []store.BrokerOffer) int {
 	}
 	n := 0
 	for _, e := range events {
-		if e.Delivered && !offered[e.ID] {
+		if !offered[e.ID] {
 			n++
 		}
 	}

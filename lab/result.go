@@ -66,6 +66,12 @@ type Result struct {
 	// as designed), and MistakeShows what running it demonstrates.
 	Mistake      string
 	MistakeShows string
+	// MistakeChanges, for a variant that swaps no statement, says what it
+	// changes instead.
+	MistakeChanges string
+	// MistakesNotRun names the variant's mistake statements the statement
+	// ledger counted 0 runs of: swapped in, never executed.
+	MistakesNotRun []string
 
 	Database     string // path of the SQLite file the run used, or the server and schema on PostgreSQL
 	Engine       string // "sqlite" or "postgres"

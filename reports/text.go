@@ -76,8 +76,13 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		p.paragraph(sentence(r.Mistake))
 		if changed := changedStatements(r.Statements); len(changed) > 0 {
 			p.paragraph("Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + ".")
-		} else {
-			p.paragraph("It changes no SQL statement: the mistake is in what the code does around the statements (the timeline and ledgers show it).")
+		}
+		if len(r.MistakesNotRun) > 0 {
+			p.paragraph("Swapped in but never executed in this run (the statement ledger counted 0 runs): " +
+				strings.Join(r.MistakesNotRun, "; ") + ".")
+		}
+		if r.MistakeChanges != "" {
+			p.paragraph("It changes no SQL statement; it changes " + r.MistakeChanges + ". The timeline and the ledgers show what that did.")
 		}
 		p.section("What this run shows")
 		p.paragraph(r.MistakeShows)
@@ -332,6 +337,8 @@ func changedStatements(all []lab.Statement) []string {
 		switch {
 		case s.Omitted:
 			out = append(out, s.Replaces+" left out")
+		case s.Mistake != "" && s.Runs == 0:
+			out = append(out, fmt.Sprintf("%q in place of %q (%s), never executed in this run", s.Name, s.Replaces, s.Mistake))
 		case s.Mistake != "":
 			out = append(out, fmt.Sprintf("%q in place of %q (%s)", s.Name, s.Replaces, s.Mistake))
 		}

@@ -52,7 +52,7 @@ var interleavingExplorer = Scenario{
 		{Name: explore.CheckProjectionBackward, About: "orderings in which ACC-1's projected version decreased after a consume"},
 	},
 	Variants: []Variant{
-		{Name: xCompleteBeforeSend, Mistake: "the relay marks the row published before it sends: an instance that stops between " +
+		{Name: xCompleteBeforeSend, Changes: "the relay's order of its steps: it completes, then sends", Mistake: "the relay marks the row published before it sends: an instance that stops between " +
 			"the two leaves a published event the broker never saw",
 			Breaks: []string{explore.CheckAtLeastOnce},
 			Shows: "The explorer finds orderings in which a relay marks e1 published and stops before sending it, the " +

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,8 +79,14 @@ type Variant struct {
 	// Designs are the consumer designs the variant runs in place of the
 	// lesson's designs they replace (see [cast.ConsumerDesign.Replaces]).
 	Designs []cast.ConsumerDesign
+	// Changes, for a variant that swaps no statement, says what it changes
+	// instead: an order, a timing, an option, a policy, the schema or the
+	// code around the statements.
+	Changes string
 	// Shows is what running the mistake demonstrates, for the report's
 	// "What this run shows"; "" falls back to a sentence built from Mistake.
+	// A figure in it is the run's: {key} stands for the measured metric
+	// key (see [fillFigures]).
 	Shows string
 	// Engine, when set, is the only engine the mistake can be made on
 	// (SQLite has no FOR UPDATE, say).
@@ -320,13 +328,20 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.Lesson += " " + sc.OnPostgres
 	}
 	if v, ok := sc.Variant(variant); ok {
-		res.Mistake, res.MistakeShows = v.Mistake, v.Shows
+		res.Mistake, res.MistakeShows, res.MistakeChanges = v.Mistake, fillFigures(v.Shows, res), v.Changes
 		if res.MistakeShows == "" {
 			res.MistakeShows = "What happens when " + v.Mistake + ". The checks that FAIL below are the invariants this mistake breaks; the lesson as designed keeps every one of them."
 		}
 		exposeMistake(res, v)
 	}
 	res.Statements, res.Transactions = ledgerStatements(env.Ledger, env.Engine()), ledgerTransactions(env.Ledger)
+	if v, ok := sc.Variant(variant); ok {
+		for _, m := range v.Swaps {
+			if !slices.ContainsFunc(res.Statements, func(s lab.Statement) bool { return s.Name == m.Name }) {
+				res.MistakesNotRun = append(res.MistakesNotRun, m.Name)
+			}
+		}
+	}
 	if res.Database == "" {
 		res.Database = env.DatabasePath()
 	}
@@ -339,6 +354,22 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.CustomSQL = "claim from " + opts.Claim.Source
 	}
 	return res, nil
+}
+
+// figureRE is a placeholder for a measured figure in a text: {metric_key}.
+var figureRE = regexp.MustCompile(`\{([a-z0-9_]+)\}`)
+
+// fillFigures puts the run's measured figures in text: each {key} becomes
+// the metric key as the report prints numbers, or "?" when the run did not
+// measure it, so a sentence never states a figure the run did not show.
+func fillFigures(text string, r *lab.Result) string {
+	return figureRE.ReplaceAllStringFunc(text, func(m string) string {
+		v, ok := r.Metric(m[1 : len(m)-1])
+		if !ok {
+			return "?"
+		}
+		return lab.FormatNumber(v)
+	})
 }
 
 // exposeMistake makes a variant that broke no check fail all the same, with

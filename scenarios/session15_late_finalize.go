@@ -58,8 +58,8 @@ var lateFinalize = Scenario{
 			Mistake: "finalization marks the message Processed by Id alone, so the stalled worker's late finalize commits and overwrites the owner's result",
 			Breaks:  []string{"rejected_finalizations", "ownership_violations", "owner_result_kept"},
 			Shows: "Worker-A wakes after its lease ended and after Worker-B had finalized PAY-001, and its finalize by " +
-				"Id commits anyway (0 rejected, 1 committed by a non-owner): PAY-001's ProcessedAtUtc becomes " +
-				"Worker-A's 09:00:00.700Z instead of the owner's. Both saw Paid TXN-0001 here, so the damage is " +
+				"Id commits anyway ({rejected_finalizations} rejected, {ownership_violations} committed by a non-owner): " +
+				"PAY-001's ProcessedAtUtc becomes Worker-A's instead of the owner's. Both saw the same provider answer, so the damage is " +
 				"quiet; the guard LockedBy = me, with a rollback on 0 rows, is what keeps a worker that outlived its " +
 				"lease from overwriting the owner's outcome."},
 	},

@@ -89,27 +89,29 @@ var outboxLeasing = Scenario{
 			Swaps:  []store.Stmt{store.ClaimSelectPendingOnly, store.ClaimUpdatePendingOnly},
 			Breaks: []string{"recovery_ok", "outbox_processed", "outbox_processing", "processing_attempts", "unique_messages", "status_checks", "paid"},
 			Shows: "Worker-A crashes holding PAY-001; after its lease has expired, Worker-B's claim still skips the " +
-				"Processing row, so PAY-001 stays Processing for good and is never checked at the provider (5 of 6 " +
-				"messages processed, 3 of 4 payments Paid). A lease must end: a claim has to treat a Processing row " +
+				"Processing row, so PAY-001 stays Processing for good and is never checked at the provider " +
+				"({unique_messages} messages processed, {paid} payments Paid, {outbox_processing} left Processing). " +
+				"A lease must end: a claim has to treat a Processing row " +
 				"whose lease has expired as claimable, or one crash locks a message forever."},
 		{Name: variantUnguardedClaim, Mistake: "SELECT, then UPDATE by Id alone in a second transaction; a barrier between them lets both workers take the same message",
 			Swaps:  []store.Stmt{store.ClaimUpdateByID},
 			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "With a take-over that no longer re-checks the row, a worker takes a message another worker holds: " +
 				"Worker-B takes PAY-001 while Worker-A's lease is live, and in the concurrent phase both workers " +
-				"process almost every message (attempts and provider status checks near 12 for 6 messages). A claim " +
+				"process messages twice ({processing_attempts} attempts and {status_checks} provider status checks for " +
+				"{unique_messages} messages). A claim " +
 				"must check and take in one transaction that changes exactly one row; the owner guard at finalization " +
 				"still keeps the final rows right, so only the ledgers show the duplicated work."},
-		{Name: variantPaidWithoutTxn, Mistake: "the worker marks a payment Paid but drops the provider's transaction id",
+		{Name: variantPaidWithoutTxn, Changes: "the worker's code: it stores the provider's Paid answer without its transaction id", Mistake: "the worker marks a payment Paid but drops the provider's transaction id",
 			Breaks: []string{"fake_successes"},
-			Shows: "The four payments the provider answered Paid end with no TransactionId (fake successes: 4), so the " +
+			Shows: "The payments the provider answered Paid end with no TransactionId (fake successes: {fake_successes}), so the " +
 				"database records money as received with nothing that ties it to the provider's record. The outbox " +
 				"machinery worked perfectly here, which is why only this check notices: a Paid payment must carry the " +
 				"id the provider assigned for its key."},
-		{Name: variantWorkerCreates, Mistake: "the worker calls the provider's create payment again before checking its status",
+		{Name: variantWorkerCreates, Changes: "the worker's code: it calls the provider's create payment before its status check", Mistake: "the worker calls the provider's create payment again before checking its status",
 			Breaks: []string{"worker_creation_calls", "keys_not_created_exactly_once"},
 			Shows: "Each worker calls the provider's create before its status check, so every key is created twice, once " +
-				"at checkout and once by a worker (6 worker creation calls); with a real provider that is a second " +
+				"at checkout and once by a worker ({worker_creation_calls} worker creation calls); with a real provider that is a second " +
 				"charge. Creation happens exactly once per key, at checkout; a worker only asks for the status of " +
 				"what checkout created."},
 		{Name: variantForUpdateWaits, Engine: store.Postgres,

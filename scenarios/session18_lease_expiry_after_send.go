@@ -66,7 +66,7 @@ var leaseExpiryAfterSend = Scenario{
 				"award, and no consumed_events row. A send after a lease expiry makes delivery at least once, so the " +
 				"consumer must record e42 in consumed_events in the same transaction as the credit and skip an event " +
 				"it has already seen."},
-		{Name: variantBrokerDedupWindow, Mistake: "relying on the broker's deduplication window (2 min by default): the resend is dropped, " +
+		{Name: variantBrokerDedupWindow, Changes: "an option: the broker drops a resend inside its deduplication window (--broker-window)", Mistake: "relying on the broker's deduplication window (2 min by default): the resend is dropped, " +
 			"so the duplicate never reaches the consumers and the naive consumer looks correct. The counterexample is hidden, not " +
 			"fixed: session 20 replays the event after the window",
 			Breaks: []string{"broker_offers", "naive_credit_cents"},

@@ -105,7 +105,7 @@ var failureClasses = Scenario{
 			Shows: "In row 2 Relay-A completes after its lease expired and Relay-B claimed the event with token 2, and " +
 				"the row is published by that stale owner before Relay-B completes. Only the fencing token tells a " +
 				"stale owner from the current one; the other five rows have no stale owner and still pass."},
-		{Name: s19EventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
+		{Name: s19EventIDPerSend, Changes: "the relay's code: each send carries a new message id, not the outbox event id", Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
 			"neither the broker nor the inbox can recognise a resend",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"},
 			Shows: "Rows 1, 3 and 5 credit 2000 cents: each resend carries a new message id, so the inbox records two " +

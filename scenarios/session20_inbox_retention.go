@@ -80,7 +80,7 @@ var inboxRetention = Scenario{
 			Shows: "With no inbox, every part ends at 4000 cents for one 1000-cent award: the first delivery, the " +
 				"redeliveries of unacknowledged deliveries and the replay three days later all credit again, whatever " +
 				"the inbox retention. Retention decides how long an inbox protects; without an inbox nothing does."},
-		{Name: s20EventIDPerSend, Mistake: "the relay gives every send a new message id instead of the outbox event id, so the " +
+		{Name: s20EventIDPerSend, Changes: "the relay's code: each send carries a new message id, not the outbox event id", Mistake: "the relay gives every send a new message id instead of the outbox event id, so the " +
 			"broker's dedup window cannot recognise the resend",
 			Breaks: []string{"broker_dropped_within_window", "credit_broker_window_cents"},
 			Shows: "In part 2 the resend 30 s after the first send carries a new message id, so the broker's window does " +

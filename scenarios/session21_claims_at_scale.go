@@ -87,18 +87,19 @@ var claimsAtScale = Scenario{
 		{Name: "stale_finalizes_refused", About: "the stalled worker's late finalize with its stale token changed 0 rows, in each of the four drains: 4"},
 	},
 	Variants: []Variant{
-		{Name: variantUnindexedClaim, Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
+		{Name: variantUnindexedClaim, Changes: "the schema: the indexed claim runs without migration 021's index", Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
 			"applied in production): the same statement falls back to reading the whole table",
 			Breaks: []string{"indexed_cost_growth"},
 			Shows: "Without migration 021's index the indexed claim's plan becomes a scan of the table, like the lesson " +
-				"claim's, and its cost per message grows about 4x at 10x the backlog instead of staying flat. The " +
+				"claim's, and its cost per message grows {indexed_cost_growth}x from {backlog_small} to {backlog_large} messages " +
+				"instead of staying flat. The " +
 				"statement text is unchanged: a claim's cost depends on the schema it runs on, so the index is part " +
 				"of the claim's design."},
 		{Name: "finalize-by-id", Swaps: []store.Stmt{store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID}, Mistake: "finalize by Id alone, without the owner and token guard: the stalled worker's late " +
 			"finalize completes a message the drain already completed",
 			Breaks: []string{"duplicates", "stale_finalizes_refused"},
-			Shows: "In each of the four drains Worker-B stalls past its lease, the drain reclaims and finalizes its " +
-				"message, and Worker-B's late finalize by Id commits a second time (duplicates: 4). Scale does not " +
+			Shows: "In each of the {drains} drains Worker-B stalls past its lease, the drain reclaims and finalizes its " +
+				"message, and Worker-B's late finalize by Id commits a second time (duplicates: {duplicates}). Scale does not " +
 				"change session 15's rule: finalization is guarded by the owner and the token, or a worker that " +
 				"outlived its lease completes a message again."},
 		{Name: "pending-only-claim", Swaps: []store.Stmt{store.PendingOnlySelectNext, store.PendingOnlyClaimOne,
@@ -106,16 +107,16 @@ var claimsAtScale = Scenario{
 			"but the crashed worker's message stays Processing forever",
 			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused"},
 			Shows: "The Status = 'Pending' claim is fast and flat, but it never takes over a Processing row whose lease " +
-				"has expired: the message Worker-A held when it crashed stays Processing in both drains (lost: 2). " +
+				"has expired: the message Worker-A held when it crashed stays Processing in both drains (lost: {lost}). " +
 				"Recovery rests on the expired-lease half of the claimable predicate; an index must serve the whole " +
 				"predicate, not a faster half of it."},
-		{Name: variantDevSizedBacklog, Mistake: fmt.Sprintf("measure both claims on the backlog a developer has at hand (%d messages, "+
+		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: fmt.Sprintf("measure both claims on the backlog a developer has at hand (%d messages, "+
 			"twice) instead of one ten times larger: the lesson claim looks as flat as the indexed one", s21SmallBacklog),
 			Breaks: []string{"lesson_cost_growth"},
-			Shows: fmt.Sprintf("Measured on %d messages twice, the lesson claim's cost per message does not grow (about 1x), so a scan "+
-				"whose cost grows about 4x at %dx the backlog stays invisible. A cost that grows with the backlog "+
-				"shows only on a backlog large enough to grow: measure at production size, or a full-table claim "+
-				"looks as good as an indexed one.", s21SmallBacklog, s21Growth)},
+			Shows: "Measured on {backlog_small} messages twice, the lesson claim's cost per message grows " +
+				"{lesson_cost_growth}x, so a scan whose cost grows with the backlog stays invisible. A cost that grows " +
+				"with the backlog shows only on a backlog large enough to grow: measure at production size, or a " +
+				"full-table claim looks as good as an indexed one."},
 	},
 	Run: runClaimsAtScale,
 }

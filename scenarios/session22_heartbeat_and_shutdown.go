@@ -79,12 +79,12 @@ var heartbeatAndShutdown = Scenario{
 		{Name: "cancelled_on_lease_loss", About: "works cancelled on a lost lease before their send: 1, Relay-A's on e2"},
 		{Name: "completed_by_new_owner", About: "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
 		{Name: "deadline_refusals", About: "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
-		{Name: "lost_events", About: "events marked delivered that the broker never received: 0"},
+		{Name: "lost_events", About: "committed events the broker never received by the end of the run, marked delivered or not: 0"},
 		{Name: "completed_without_send", About: "completions that changed a row for an event the completing relay never sent: 0"},
 		{Name: "recovered_after_restart", About: "events in flight at shutdown that the restarted relay recovered and delivered: 2 (e5, e6)"},
 	},
 	Variants: []Variant{
-		{Name: variantRenewalFailureOnlyLogged, Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +
+		{Name: variantRenewalFailureOnlyLogged, Changes: "Relay-A's heartbeat policy: a 0-row renewal is logged and the work goes on", Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +
 			"goes on after the pause, sends e2 with its lost lease, and tries a completion that is fenced out",
 			Breaks: []string{"stale_sends", "cancelled_on_lease_loss"},
 			Shows: "Relay-A's heartbeat on e2 changes 0 rows after its pause, but the relay only logs it: it sends e2 " +
@@ -92,9 +92,9 @@ var heartbeatAndShutdown = Scenario{
 				"Relay-B's token 2. Fencing keeps the row right but cannot unsend a message: a 0-row renewal must " +
 				"cancel the work before it sends."},
 		{Name: variantNoDeadline, Swaps: []store.Stmt{store.RenewWithoutDeadline}, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
-			Breaks: []string{"deadline_refusals"},
+			Breaks: []string{"deadline_refusals", "lost_events"},
 			Shows: "Relay-C's gateway call never returns and its heartbeat renews e3 every 21 s with no end (deadline " +
-				"refusals: 0), so no other relay can take e3 over and it is still undelivered when the run ends. A " +
+				"refusals: 0), so no other relay can take e3 over and the broker never receives it (lost events: 1). A " +
 				"heartbeat proves the process is alive, not that its work progresses: a processing deadline counted " +
 				"from claimed_at has to stop the renewals."},
 		{Name: variantShutdownMarksComplete, Swaps: []store.Stmt{store.MarkHeldComplete}, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
@@ -104,7 +104,7 @@ var heartbeatAndShutdown = Scenario{
 				"receives them (lost events: 2) and the restarted relay has nothing to recover. A completion must " +
 				"mean the broker accepted the event: at shutdown a relay leaves its unsent events to their leases, so " +
 				"they come back after a restart."},
-		{Name: variantRenewWithoutMargin, Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
+		{Name: variantRenewWithoutMargin, Changes: "Relay-A's heartbeat policy: a margin of 0, so it renews when its lease ends", Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
 			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
 			Breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"},
 			Shows: "Relay-A's beat at 09:00:32 comes after e1's lease ended at 09:00:31, so it changes 0 rows and e1's " +

@@ -200,3 +200,15 @@ func names(stmts []store.Stmt) []string {
 	}
 	return out
 }
+
+// TestVariantsSayWhatTheyChange: a variant changes statements (Swaps or a
+// consumer's Designs) or says what it changes instead, never neither.
+func TestVariantsSayWhatTheyChange(t *testing.T) {
+	for _, sc := range All() {
+		for _, v := range sc.Variants {
+			if len(v.Swaps) == 0 && len(v.Designs) == 0 && v.Changes == "" {
+				t.Errorf("%s %s swaps no statement and says nothing of what it changes", sc.Name, v.Name)
+			}
+		}
+	}
+}

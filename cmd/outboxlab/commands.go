@@ -50,16 +50,33 @@ func listCommand() *cli.Command {
 					Name     string   `json:"name"`
 					Title    string   `json:"title"`
 					Variants []string `json:"variants"`
+					// PostgresVariants are the variants only PostgreSQL can
+					// run (with --db): SQLite has no row locks.
+					PostgresVariants []string `json:"postgres_variants"`
 				}
 				var out []entry
 				for _, sc := range scenarios.All() {
-					out = append(out, entry{Name: sc.Name, Title: sc.Title, Variants: append([]string{}, sc.VariantNames()...)})
+					e := entry{Name: sc.Name, Title: sc.Title, Variants: append([]string{}, sc.VariantNames()...), PostgresVariants: []string{}}
+					for _, v := range sc.Variants {
+						if v.Engine == store.Postgres {
+							e.PostgresVariants = append(e.PostgresVariants, v.Name)
+						}
+					}
+					out = append(out, e)
 				}
 				return reports.JSONLine(c.App.Writer, out)
 			}
 			t := lab.Table{Columns: []string{"Scenario", "Lesson", "Variants (--variant)"}}
 			for _, sc := range scenarios.All() {
-				t.AddRow(sc.Name, sc.Title, strings.Join(sc.VariantNames(), ", "))
+				var names []string
+				for _, v := range sc.Variants {
+					name := v.Name
+					if v.Engine == store.Postgres {
+						name += " (PostgreSQL only: --db)"
+					}
+					names = append(names, name)
+				}
+				t.AddRow(sc.Name, sc.Title, strings.Join(names, ", "))
 			}
 			return reports.WriteTable(c.App.Writer, t)
 		},
