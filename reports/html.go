@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/outboxlab/outboxlab/lab"
 )
@@ -51,6 +52,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
 		CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
 		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend()),
+		Messages: byMessage(rc),
 	}
 	return pageTemplate.Execute(w, page)
 }
@@ -65,6 +67,80 @@ type htmlPage struct {
 	CSS                                                                         template.CSS
 	JS                                                                          template.JS
 	SVG, Glyphs                                                                 template.HTML
+	Messages                                                                    []messageRow
+}
+
+// messageRow is one message of the page's per-message view: what each
+// actor did to it, by kind of work.
+type messageRow struct {
+	Subject                           string
+	Work, Sends, Effects              string
+	WorkTwice, SentTwice, EffectTwice bool
+}
+
+// byMessage is the per-message view: one row per message the timeline's
+// processing attempts, sends or effects name, in order of first mention,
+// with each actor's count; a row is flagged where a kind of work happened
+// more than once (effects: more than once by one actor), and the view is
+// empty when no message had any.
+func byMessage(rc race) []messageRow {
+	type tally struct {
+		order  []string
+		counts map[string]int
+	}
+	add := func(t *tally, actor string) {
+		if t.counts == nil {
+			t.counts = map[string]int{}
+		}
+		if t.counts[actor] == 0 {
+			t.order = append(t.order, actor)
+		}
+		t.counts[actor]++
+	}
+	text := func(t tally) (string, int, int) {
+		var parts []string
+		total, most := 0, 0
+		for _, a := range t.order {
+			parts = append(parts, fmt.Sprintf("%s ×%d", a, t.counts[a]))
+			total += t.counts[a]
+			most = max(most, t.counts[a])
+		}
+		if len(parts) == 0 {
+			return "-", 0, 0
+		}
+		return strings.Join(parts, ", "), total, most
+	}
+	var subjects []string
+	work, sends, effects := map[string]*tally{}, map[string]*tally{}, map[string]*tally{}
+	for _, e := range rc.Events {
+		var t map[string]*tally
+		switch e.Kind {
+		case lab.KindWork:
+			t = work
+		case lab.KindOffer:
+			t = sends
+		case lab.KindEffect:
+			t = effects
+		default:
+			continue
+		}
+		if e.Subject == "" {
+			continue
+		}
+		if work[e.Subject] == nil {
+			subjects = append(subjects, e.Subject)
+			work[e.Subject], sends[e.Subject], effects[e.Subject] = &tally{}, &tally{}, &tally{}
+		}
+		add(t[e.Subject], e.Actor)
+	}
+	var rows []messageRow
+	for _, s := range subjects {
+		w, wn, _ := text(*work[s])
+		o, on, _ := text(*sends[s])
+		f, _, fmost := text(*effects[s])
+		rows = append(rows, messageRow{Subject: s, Work: w, Sends: o, Effects: f, WorkTwice: wn > 1, SentTwice: on > 1, EffectTwice: fmost > 1})
+	}
+	return rows
 }
 
 // glyphLegend draws each kind of event's mark with what it means.
@@ -115,6 +191,13 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </div>
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
+{{if .Messages}}<h2>By message: who worked on each</h2>
+<p class="meta">One row per message, from the timeline: the processing attempts (status checks at the provider), the sends to the broker and the consumers' effects each actor made on it. Red: done more than once.</p>
+<table id="messages">
+<thead><tr><th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
+<tbody>{{range .Messages}}<tr><td>{{.Subject}}</td><td{{if .WorkTwice}} class="fail"{{end}}>{{.Work}}</td><td{{if .SentTwice}} class="fail"{{end}}>{{.Sends}}</td><td{{if .EffectTwice}} class="fail"{{end}}>{{.Effects}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
 <div class="picture">
 <div class="scroll">{{.SVG}}</div>
 <aside id="detail" aria-live="polite"><h3>Events</h3><p>Hover over or focus (Tab) an event to see what it did, the rows it changed and the run's statements for that kind of event.</p></aside>
@@ -261,11 +344,20 @@ func svgOf(rc race, statements []lab.Statement) string {
 func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
 	b.WriteString(`<g class="axis">`)
 	lastLabel := -1e9
+	lastDay := int64(-1)
+	logical := len(rc.Events) > 0 && strings.Contains(rc.Events[0].At, "t=")
 	for _, p := range lo.ticks {
 		x := lo.atX[[2]int64{int64(p.seg), p.t}]
 		label := ""
-		if x-lastLabel >= 64 {
+		day := p.t / 86400000
+		// A tick on a new day always names its date: a lesson whose clock
+		// crosses a day (session 20's three days) shows where.
+		if newDay := !logical && day != lastDay; x-lastLabel >= 64 || newDay {
 			label = clockLabel(p.t, rc)
+			if newDay {
+				label = time.UnixMilli(p.t).UTC().Format("Jan 2 ") + label
+				lastDay = day
+			}
 			lastLabel = x
 		}
 		fmt.Fprintf(b, `<g class="tick" data-seg="%d" data-t="%d" data-x="%.1f"><line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`,

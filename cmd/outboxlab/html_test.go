@@ -48,17 +48,20 @@ type browserPage struct {
 	leases  int      // one bar per successful claim
 	crashAt string   // the crash marker's clock, "" for no crash
 	fenced  string   // the actor of a red fenced write, "" for none
+	// twice is how many messages the per-message view shows in red as
+	// processed more than once (-1: the page has no such view).
+	twice int
 }
 
 var browserPages = []browserPage{
 	{name: "session-15-before", args: []string{"run", "session-15-competing-workers-no-claim"},
-		lanes: []string{"checkout", "Worker-A", "Worker-B"}, leases: 0},
+		lanes: []string{"checkout", "Worker-A", "Worker-B"}, leases: 0, twice: 6},
 	{name: "session-15-after", args: []string{"run", "session-15-outbox-leasing"},
-		lanes: []string{"checkout", "Worker-A", "Worker-B", "clock", "scenario"}, leases: 7, crashAt: "2026-01-15T09:00:00.000Z"},
+		lanes: []string{"checkout", "Worker-A", "Worker-B", "clock", "scenario"}, leases: 7, crashAt: "2026-01-15T09:00:00.000Z", twice: 0},
 	{name: "session-18", args: []string{"run", "session-18-lease-expiry-after-send"},
-		lanes: []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer", "Naive-Consumer"}, leases: 2, fenced: "Relay-A"},
+		lanes: []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer", "Naive-Consumer"}, leases: 2, fenced: "Relay-A", twice: 0},
 	{name: "explore-naive-consumer", args: []string{"run", "explore", "--variant", "naive-consumer", "--bound", "3"},
-		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3},
+		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3, twice: 0},
 }
 
 // pageFacts is what the test reads from a page's DOM.
@@ -73,6 +76,8 @@ type pageFacts struct {
 		Fill  string `json:"fill"`
 	} `json:"fenced"`
 	Checks  int    `json:"checks"`
+	Twice   int    `json:"twice"`
+	Width   int    `json:"width"`
 	Verdict string `json:"verdict"`
 	Detail  string `json:"detail"`
 }
@@ -100,6 +105,8 @@ const factsJS = `(() => {
     crashInRun: crashInRun,
     fenced: q('svg .ev.k-fenced').map(f => ({actor: f.dataset.actor, fill: getComputedStyle(f.querySelector('.fenced-mark')).fill})),
     checks: q('#checks tbody tr').length,
+    twice: q('#messages tbody tr td:nth-child(2).fail').length,
+    width: document.documentElement.scrollWidth,
     verdict: document.getElementById('verdict').textContent,
     detail: document.getElementById('detail').textContent,
   };
@@ -122,7 +129,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		// Offline: no name resolves, so any request to the network fails.
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1600, 1000),
+		chromedp.WindowSize(1400, 1000), // the window a page must fit
 	)
 	defer cancelAlloc()
 	browser, cancelBrowser := chromedp.NewContext(allocCtx)
@@ -243,6 +250,12 @@ func assertFacts(t *testing.T, pg browserPage, f pageFacts) {
 		if !strings.Contains(f.Detail, "UPDATE") || !strings.Contains(f.Detail, "Rows this event changed: 0") {
 			t.Errorf("focusing the fenced write shows %q, want its SQL and 0 rows", f.Detail)
 		}
+	}
+	if f.Twice != pg.twice {
+		t.Errorf("the per-message view shows %d messages processed more than once, want %d", f.Twice, pg.twice)
+	}
+	if f.Width > 1400 {
+		t.Errorf("the page is %d pixels wide: it must fit a 1400-pixel window (the picture scrolls inside it)", f.Width)
 	}
 	if f.Checks == 0 || strings.TrimSpace(f.Verdict) == "" {
 		t.Errorf("the checks table (%d rows) and the verdict (%q) must be under the picture", f.Checks, f.Verdict)
