@@ -33,6 +33,8 @@ func (d *Day15) Audit(ctx context.Context, db *store.DB, r *lab.Result) error {
 		{"seeded_payments", store.CountPayments.SQL, nil},
 		{"seeded_messages", store.CountOutbox.SQL, nil},
 		{"duplicate_rows", store.DuplicateRows.SQL, nil},
+		{"duplicate_payment_rows", store.DuplicatePaymentRows.SQL, nil},
+		{"duplicate_outbox_rows", store.DuplicateOutboxRows.SQL, nil},
 	}
 	for _, c := range counts {
 		n, err := db.Count(ctx, c.query, c.args...)

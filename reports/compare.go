@@ -2,6 +2,8 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
+	"html/template"
 	"path/filepath"
 	"time"
 
@@ -39,3 +41,41 @@ func WriteComparison(out, session, headline string, t lab.Table, from []string, 
 	}
 	return WriteNew(ComparisonPath(out, session, started), buf.Bytes())
 }
+
+// ComparisonLink is one run a comparison page links to: its scenario and
+// the path of its page, relative to the comparison's ("" for none).
+type ComparisonLink struct{ Scenario, Page string }
+
+// WriteComparisonHTML renders the comparison as a page beside its text
+// report, reportPath, linking the runs it was taken from, and files it
+// without overwriting any page. It returns the path written.
+func WriteComparisonHTML(reportPath, headline string, t lab.Table, from []ComparisonLink) (string, error) {
+	var buf bytes.Buffer
+	err := comparisonTemplate.Execute(&buf, struct {
+		CSS      template.CSS
+		Headline string
+		Table    lab.Table
+		From     []ComparisonLink
+	}{template.CSS(pageCSS), headline, t, from})
+	if err != nil {
+		return "", fmt.Errorf("reports: render the comparison page: %w", err)
+	}
+	return WriteNew(HTMLPath(reportPath), buf.Bytes())
+}
+
+var comparisonTemplate = template.Must(template.New("comparison").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.Table.Title}}</title><style>{{.CSS}}</style></head>
+<body>
+<h1>{{.Table.Title}}</h1>
+<p class="design" id="headline">{{.Headline}}</p>
+<p class="meta">Taken from: {{range $i, $f := .From}}{{if $i}}, {{end}}{{if $f.Page}}<a href="{{$f.Page}}">{{$f.Scenario}}</a>{{else}}{{$f.Scenario}}{{end}}{{end}}.</p>
+{{if .Table.Note}}<p class="verdict">{{.Table.Note}}</p>{{end}}
+<table id="comparison">
+<thead><tr>{{range .Table.Columns}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Table.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</body>
+</html>
+`))

@@ -166,6 +166,10 @@ var (
 	// sharing an aggregate: rows that should not exist.
 	DuplicateRows = audit("audit: count duplicate payment and outbox rows", `SELECT (SELECT count(*) - count(DISTINCT IdempotencyKey) FROM Payments)
      + (SELECT count(*) - count(DISTINCT AggregateKey) FROM OutboxMessages)`)
+	// DuplicatePaymentRows counts payment rows beyond one per key.
+	DuplicatePaymentRows = audit("audit: count duplicate payment rows", `SELECT count(*) - count(DISTINCT IdempotencyKey) FROM Payments`)
+	// DuplicateOutboxRows counts outbox rows beyond one per payment.
+	DuplicateOutboxRows = audit("audit: count duplicate outbox rows", `SELECT count(*) - count(DISTINCT AggregateKey) FROM OutboxMessages`)
 	// CountPayments counts every payment row.
 	CountPayments = audit("audit: count payments", `SELECT count(*) FROM Payments`)
 	// CountOutbox counts every outbox row.

@@ -453,6 +453,7 @@ func runAction(c *cli.Context, s *settings) error {
 	allPassed := true
 	lastKept := ""                     // with --keep-db, named if a stop comes between runs
 	firsts := map[string]*lab.Result{} // each scenario's first run, for the Day 15 comparison
+	pages := map[string]string{}       // and its page, with --html
 	for _, sc := range p.scenarios {
 		tally := &repeatTally{}
 		for i := 0; i < p.repeat; i++ {
@@ -468,7 +469,7 @@ func runAction(c *cli.Context, s *settings) error {
 			}
 			tally.add(res)
 			if i == 0 {
-				firsts[sc.Name] = res
+				firsts[sc.Name], pages[sc.Name] = res, page
 			}
 			allPassed = allPassed && res.Passed()
 			p.indexRun(res, page, i)
@@ -480,7 +481,7 @@ func runAction(c *cli.Context, s *settings) error {
 			printRepeatSummary(c.App.Writer, sc, p.variant, tally)
 		}
 	}
-	if err := p.compareDay15(c.App.Writer, firsts); err != nil {
+	if err := p.compareDay15(c.App.Writer, firsts, pages); err != nil {
 		return err
 	}
 	if err := p.writeIndex(c.App.Writer); err != nil {
@@ -493,8 +494,10 @@ func runAction(c *cli.Context, s *settings) error {
 }
 
 // compareDay15 writes, and in text format prints, the Day 15 BEFORE and
-// AFTER comparison when this invocation ran both scenarios as designed.
-func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result) error {
+// AFTER comparison when this invocation ran both scenarios as designed;
+// with --html also its page, linking the two runs' pages (pages), and with
+// --all the index links it.
+func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result, pages map[string]string) error {
 	before, after := firsts["session-15-competing-workers-no-claim"], firsts["session-15-outbox-leasing"]
 	headline, t, ok := scenarios.Day15Comparison(before, after)
 	if !ok {
@@ -503,6 +506,31 @@ func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result) error
 	path, err := reports.WriteComparison(p.out, after.Session, headline, t, []string{before.Scenario, after.Scenario}, p.now())
 	if err != nil {
 		return fmt.Errorf("write the Day 15 comparison: %w", err)
+	}
+	if p.html {
+		var from []reports.ComparisonLink
+		for _, r := range []*lab.Result{before, after} {
+			rel, err := filepath.Rel(filepath.Dir(path), pages[r.Scenario])
+			if pages[r.Scenario] == "" || err != nil {
+				rel = ""
+			}
+			from = append(from, reports.ComparisonLink{Scenario: r.Scenario, Page: filepath.ToSlash(rel)})
+		}
+		page, err := reports.WriteComparisonHTML(path, headline, t, from)
+		if err != nil {
+			return fmt.Errorf("write the Day 15 comparison page: %w", err)
+		}
+		if p.all {
+			rel, err := filepath.Rel(p.out, page)
+			if err != nil {
+				rel = page
+			}
+			p.index = append(p.index, reports.IndexEntry{Scenario: "Day 15: BEFORE and AFTER", Title: t.Title, Design: "comparison",
+				Passed: true, Verdict: headline, Page: filepath.ToSlash(rel)})
+		}
+		if p.format == "text" {
+			defer fmt.Fprintln(w, "  page:     "+page)
+		}
 	}
 	if p.format != "text" {
 		return nil

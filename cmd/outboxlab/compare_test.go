@@ -54,3 +54,34 @@ func TestDay15Comparison(t *testing.T) {
 		})
 	}
 }
+
+// TestDay15ComparisonPage: with --html the comparison gets a page of its
+// own beside its report, linking the two runs' pages, keeping the
+// article's duplicate rows as 0 / 0 and explaining the claims beyond one
+// per message; with --all, index.html links it.
+func TestDay15ComparisonPage(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	got := runCLI(t, "run", "session-15-competing-workers-no-claim", "session-15-outbox-leasing", "--html", "--out", out)
+	pages, _ := filepath.Glob(filepath.Join(out, "Session-15", "Session-15-Before-After-*.html"))
+	if got.code != 0 || len(pages) != 1 {
+		t.Fatalf("exit %d, pages %v:\n%s%s", got.code, pages, got.stdout, got.stderr)
+	}
+	b, err := os.ReadFile(pages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<td>duplicate payment / outbox rows</td><td>0 / 0</td><td>0 / 0</td>`,
+		"the recovery demo&#39;s first claim of PAY-001 died with Worker-A",
+		`href="Session-15-Competing-Workers-No-Claim-RunReport-`, `href="Session-15-Outbox-Leasing-RunReport-`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the comparison page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, "above it") {
+		t.Error("the comparison page refers to runs above it")
+	}
+}
