@@ -301,10 +301,32 @@ func (d *Day15) ProcessAndFinalize(ctx context.Context, out Finalizer, worker st
 		detail = fmt.Sprintf("message %d (%s) Processed by %q, with no ownership check; payment set %s", m.ID, m.AggregateKey, fin.Name, o.Status)
 	}
 	if !f.Finalized {
-		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, %s no longer owns it; rolled back", m.ID, m.AggregateKey, worker)
+		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(f.Refused, worker))
 	}
 	d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries, detail)
 	return nil
+}
+
+// refusedBy names the predicate of the owner-guarded finalization that
+// turned worker's write away, from the message as the guard found it: the
+// status, when someone had already finalized it; else the owner, when
+// another worker holds it.
+func refusedBy(m store.Message, worker string) string {
+	switch {
+	case m.Status != "Processing":
+		return fmt.Sprintf("Status = 'Processing' (the message is %s", m.Status) + finalizedBy(m) + ")"
+	case m.LockedBy != worker:
+		return fmt.Sprintf("LockedBy = %s (%s holds its lease)", worker, m.LockedBy)
+	}
+	return "the guard, though the message is Processing under " + worker
+}
+
+// finalizedBy says who finalized m, as far as the row says.
+func finalizedBy(m store.Message) string {
+	if m.Status == "Processed" && m.LockedBy != "" {
+		return ", finalized by " + m.LockedBy
+	}
+	return ""
 }
 
 // RecordLoad notes what worker read with the plain load.

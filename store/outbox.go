@@ -303,7 +303,11 @@ func messageByID(ctx context.Context, tx *sql.Tx, id int64) (Message, error) {
 // Finalization is the result of [Outbox.Finalize].
 type Finalization struct {
 	Finalized bool // false: the worker no longer owned the message; nothing was written
-	Stats     TxStats
+	// Refused, when not Finalized, is the message as the guard found it,
+	// read back in the finalization's transaction before it rolled back:
+	// what tells which predicate turned the write away.
+	Refused Message
+	Stats   TxStats
 }
 
 // errNotOwner rolls back a finalization whose guard changed no row.
@@ -317,6 +321,7 @@ var errNotOwner = errors.New("not the owner")
 // never refuses.
 func (o *Outbox) Finalize(ctx context.Context, id int64, worker string, out Outcome, now time.Time) (Finalization, error) {
 	at := clock.Format(now)
+	var refused Message
 	stats, err := o.db.InTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, o.sql.Finalize.SQL, sql.Named("now", at), sql.Named("id", id), sql.Named("worker", worker))
 		if err != nil {
@@ -325,12 +330,15 @@ func (o *Outbox) Finalize(ctx context.Context, id int64, worker string, out Outc
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n != 1 {
+			if refused, err = messageByID(ctx, tx, id); err != nil {
+				return err
+			}
 			return errNotOwner
 		}
 		return o.applyOutcome(ctx, tx, out, at)
 	})
 	if errors.Is(err, errNotOwner) {
-		return Finalization{Finalized: false, Stats: stats}, nil
+		return Finalization{Finalized: false, Refused: refused, Stats: stats}, nil
 	}
 	if err != nil {
 		return Finalization{Stats: stats}, fmt.Errorf("store: finalize message %d for %s: %w", id, worker, err)
