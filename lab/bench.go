@@ -24,6 +24,11 @@ type BenchReport struct {
 	PeakMemory string
 	// RiverAbout, when River ran beside the lab's claims, says how.
 	RiverAbout string
+	// GoqiteAbout, when goqite ran beside them (SQLite), says how.
+	GoqiteAbout string
+	// FetchAheadAbout, when the fetch-ahead design ran, gives its shape and
+	// its completer's settings.
+	FetchAheadAbout string
 }
 
 // BenchMachine is what the run ran on.
@@ -63,8 +68,26 @@ type BenchRow struct {
 	Lost            int64   `json:"lost"`         // messages not Processed after the drain, from the database
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 
+	// CompleteP50Ms and CompleteP99Ms are the completion lag: from the end
+	// of a message's work to the commit of the transaction that completed
+	// it (its finalize, or the fetch-ahead completer's batch), retries
+	// included; 0 where the bench cannot see it (River, goqite).
+	CompleteP50Ms float64 `json:"complete_lag_p50_ms"`
+	CompleteP99Ms float64 `json:"complete_lag_p99_ms"`
+	// Rejected counts completions the owner-and-token guard refused
+	// (expected 0 in a bench cell: no lease expires during a drain).
+	Rejected int64 `json:"refused"`
+
+	// MeanFetch and MeanCompletion, for fetch-ahead, are the messages per
+	// fetch statement and per completion statement, on average: the
+	// batches River's shape makes of its own.
+	MeanFetch      float64 `json:"-"`
+	MeanCompletion float64 `json:"-"`
+	// Peer marks a queue measured beside the lab's designs (River,
+	// goqite): it has no batch, claim latency or worker split of its own.
+	Peer bool `json:"-"`
+
 	LongestWaitMs float64       `json:"-"` // the slowest claim or finalize, retries included
 	WorkerShares  []float64     `json:"-"` // each worker's share of the messages, in worker order
-	Rejected      int64         `json:"-"` // finalizes refused by the guard (expected 0: no lease expires)
 	Drain         time.Duration `json:"-"`
 }
