@@ -77,6 +77,11 @@ type Config struct {
 	// first (0: as soon as it is free to).
 	CompleteBatch    int
 	CompleteInterval time.Duration
+	// Checkpoint, on PostgreSQL, forces a CHECKPOINT before the ceiling
+	// and before every cell's drain, so each starts with nothing dirty
+	// and no checkpoint of earlier cells still writing (see server.go).
+	// Every row reports the server's background activity either way.
+	Checkpoint bool
 }
 
 // DefaultConfig is `outboxlab bench` without flags.
@@ -85,7 +90,7 @@ func DefaultConfig() Config {
 		Messages: []int{1_000, 10_000, 100_000}, Workers: []int{1, 2, 4},
 		Claims: []string{"indexed"}, Batches: []int{1},
 		Synchronous: "NORMAL", Retry: RetryLab,
-		CompleteBatch: DefaultCompleteBatch, CompleteInterval: DefaultCompleteInterval,
+		CompleteBatch: DefaultCompleteBatch, CompleteInterval: DefaultCompleteInterval, Checkpoint: true,
 		Lease: 10 * time.Minute, CeilingRounds: 8, CeilingRound: 250 * time.Millisecond,
 	}
 }
@@ -198,7 +203,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	p := newProgress(cfg.Progress)
 	defer p.finish()
-	ceiling, machine, err := measureCeiling(ctx, cfg, p)
+	watch, err := newServerWatch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer watch.close()
+	ceiling, machine, err := measureCeiling(ctx, cfg, p, watch)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			for _, n := range cfg.Messages {
 				for _, w := range cfg.Workers {
 					p.setCell(fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w))
-					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p)
+					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p, watch)
 					if err == nil {
 						err = ctx.Err() // an interrupted drain measured nothing
 					}
@@ -233,7 +243,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.River {
-		if err := runRiver(ctx, cfg, rep, p); err != nil {
+		if err := runRiver(ctx, cfg, rep, p, watch); err != nil {
 			return rep, err
 		}
 	}
@@ -242,7 +252,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return rep, err
 		}
 	}
-	if rep.CeilingAfter, _, err = measureCeiling(ctx, cfg, p); err != nil {
+	if rep.CeilingAfter, _, err = measureCeiling(ctx, cfg, p, watch); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -323,8 +333,8 @@ func openConfig(cfg Config) store.Config {
 
 // measureCeiling runs the ceiling transaction for CeilingRounds rounds on
 // its own file in cfg.Dir (or its own schema on the server), migrated like
-// the bench's, and keeps the median round.
-func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Machine, error) {
+// the bench's, and keeps the median round; watch sees the server meanwhile.
+func measureCeiling(ctx context.Context, cfg Config, p *progress, watch *serverWatch) (Ceiling, Machine, error) {
 	src, err := newSource(ctx, cfg, "ceiling")
 	if err != nil {
 		return Ceiling{}, Machine{}, err
@@ -359,6 +369,9 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 		}
 	}
 	p.setCell("ceiling (single-row UPDATE by primary key)")
+	if err := watch.begin(ctx); err != nil {
+		return c, m, err
+	}
 	for r := range cfg.CeilingRounds {
 		p.phase("round", int64(r), int64(cfg.CeilingRounds))
 		start := time.Now()
@@ -374,7 +387,8 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 	}
 	c.TxPerS = lab.Median(c.Rounds)
 	c.MsgsPerS = c.TxPerS / 2
-	return c, m, nil
+	c.Server, err = watch.end(ctx)
+	return c, m, err
 }
 
 // benchSchema is session 21's schema, on which every bench file runs.
@@ -403,8 +417,9 @@ type workerTally struct {
 // database ends the cell (and shows as errors and lost) instead of hanging.
 const maxConsecutiveErrors = 20
 
-// runCell seeds a fresh file and drains it with cell.workers workers.
-func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) {
+// runCell seeds a fresh file and drains it with cell.workers workers;
+// watch sees the server during the drain.
+func runCell(ctx context.Context, cfg Config, c cell, p *progress, watch *serverWatch) (Row, error) {
 	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
 	src, err := newSource(ctx, cfg, fmt.Sprintf("bench-%s-b%d-%d-w%d", c.claim, c.batch, c.messages, c.workers))
 	if err != nil {
@@ -426,9 +441,15 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	if c.claim == FetchAheadClaim {
 		drainFn = drainFetchAhead
 	}
+	if err := watch.begin(ctx); err != nil {
+		return row, err
+	}
 	tallies, drained, err := drainFn(ctx, cfg, c, src, claims, p)
 	row.Drain = drained.elapsed
 	if err != nil {
+		return row, err
+	}
+	if row.Server, err = watch.end(ctx); err != nil {
 		return row, err
 	}
 	row.MsgsPerS = float64(drained.finalized) / row.Drain.Seconds()

@@ -2,11 +2,13 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/outboxlab/outboxlab/bench"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/lab"
 )
 
 // TestRunOnPostgres runs a tiny bench on the test server: both of
@@ -50,4 +52,28 @@ func TestFetchAheadOnPostgres(t *testing.T) {
 	cfg.Messages, cfg.Workers, cfg.Claims = []int{300}, []int{1, 4}, []string{bench.FetchAheadClaim}
 	cfg.CeilingRounds, cfg.CeilingRound = 2, 20*time.Millisecond
 	checkFetchAheadAndPeers(t, cfg, []string{bench.FetchAheadClaim, bench.FetchAheadClaim, bench.RiverClaim, bench.RiverClaim})
+}
+
+// TestServerActivityPerRow: on PostgreSQL every row and both ceilings say
+// what the server did meanwhile; with Checkpoint a CHECKPOINT ran before
+// each (the test server's login may), without it none did.
+func TestServerActivityPerRow(t *testing.T) {
+	url := pgtest.URL(t)
+	for _, forced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("checkpoint=%v", forced), func(t *testing.T) {
+			cfg := bench.DefaultConfig()
+			cfg.Database, cfg.Checkpoint = url, forced
+			cfg.Messages, cfg.Workers, cfg.Claims = []int{100}, []int{2}, []string{"skip-locked"}
+			cfg.CeilingRounds, cfg.CeilingRound = 2, 20*time.Millisecond
+			rep, err := bench.Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*lab.BenchServer{rep.Ceiling.Server, rep.CeilingAfter.Server, rep.Rows[0].Server} {
+				if s == nil || s.CheckpointForced != forced || s.CheckpointRefused != "" || s.WALMB <= 0 {
+					t.Fatalf("server activity %+v, want a forced checkpoint %v and some WAL", s, forced)
+				}
+			}
+		})
+	}
 }

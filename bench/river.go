@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -58,7 +59,7 @@ func riverAbout(engine string) string {
 
 // runRiver drains every backlog size with River for every worker count,
 // after the lab's cells, and adds one row each to rep.
-func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress) error {
+func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress, watch *serverWatch) error {
 	rep.RiverAbout = riverAbout(rep.Engine)
 	for _, n := range cfg.Messages {
 		for _, w := range cfg.Workers {
@@ -67,7 +68,7 @@ func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress) error {
 			if cfg.Database == "" {
 				cellFn = riverSQLiteCell
 			}
-			row, err := cellFn(ctx, cfg, n, w, p)
+			row, err := cellFn(ctx, cfg, n, w, p, watch)
 			if err == nil {
 				err = ctx.Err()
 			}
@@ -87,7 +88,7 @@ func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress) error {
 // riverCell migrates River into a fresh schema on cfg.Database, inserts n
 // no-op jobs and works them with one client of w workers, then counts the
 // outcome.
-func riverCell(ctx context.Context, cfg Config, n, w int, p *progress) (Row, error) {
+func riverCell(ctx context.Context, cfg Config, n, w int, p *progress, watch *serverWatch) (Row, error) {
 	url := cfg.Database
 	row := Row{Messages: n, Workers: w, Claim: RiverClaim, Peer: true}
 	schema := randomSchema()
@@ -107,12 +108,13 @@ func riverCell(ctx context.Context, cfg Config, n, w int, p *progress) (Row, err
 		return row, fmt.Errorf("bench: river: %w", err)
 	}
 	defer pool.Close()
-	d, err := driveRiver(ctx, riverpgxv5.New(pool), schema, n, w, p)
+	d, err := driveRiver(ctx, riverpgxv5.New(pool), schema, n, w, p, watch)
 	row.Drain = d.elapsed
 	if err != nil {
 		return row, err
 	}
 	row.MsgsPerS = float64(d.completed) / row.Drain.Seconds()
+	row.Server = d.server
 
 	db, err := store.OpenPostgres(ctx, url, schema, store.Config{})
 	if err != nil {
@@ -131,7 +133,7 @@ func riverCell(ctx context.Context, cfg Config, n, w int, p *progress) (Row, err
 // riverSQLiteCell migrates River into a fresh file in cfg.Dir, inserts n
 // no-op jobs and works them with one client of w workers on one
 // connection, then counts the outcome.
-func riverSQLiteCell(ctx context.Context, cfg Config, n, w int, p *progress) (Row, error) {
+func riverSQLiteCell(ctx context.Context, cfg Config, n, w int, p *progress, _ *serverWatch) (Row, error) {
 	row := Row{Messages: n, Workers: w, Claim: RiverClaim, Peer: true}
 	path := filepath.Join(cfg.Dir, fmt.Sprintf("river-%d-w%d.db", n, w))
 	defer func() { _ = store.RemoveFiles(path) }()
@@ -139,7 +141,7 @@ func riverSQLiteCell(ctx context.Context, cfg Config, n, w int, p *progress) (Ro
 	if err != nil {
 		return row, err
 	}
-	d, err := driveRiver(ctx, riversqlite.New(pool), "", n, w, p)
+	d, err := driveRiver(ctx, riversqlite.New(pool), "", n, w, p, nil)
 	pool.Close()
 	row.Drain = d.elapsed
 	if err != nil {
@@ -164,13 +166,14 @@ func riverSQLiteCell(ctx context.Context, cfg Config, n, w int, p *progress) (Ro
 type riverDrain struct {
 	elapsed           time.Duration
 	completed, failed int64
+	server            *lab.BenchServer
 }
 
 // driveRiver migrates River's tables with driver (into schema, on
 // PostgreSQL), inserts n no-op jobs, and works them with one client of w
 // workers until all completed (or none completed for riverIdle), then
-// stops the client.
-func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema string, n, w int, p *progress) (riverDrain, error) {
+// stops the client; watch sees the server during the drain.
+func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema string, n, w int, p *progress, watch *serverWatch) (riverDrain, error) {
 	var d riverDrain
 	quiet := slog.New(slog.DiscardHandler)
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: quiet})
@@ -196,6 +199,9 @@ func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sc
 		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer cancel()
 
+	if err := watch.begin(ctx); err != nil {
+		return d, err
+	}
 	p.phase("draining", 0, int64(n))
 	began := time.Now()
 	if err := client.Start(ctx); err != nil {
@@ -203,6 +209,9 @@ func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sc
 	}
 	d.completed, d.failed = waitRiver(ctx, events, n, p)
 	d.elapsed = time.Since(began)
+	if d.server, err = watch.end(ctx); err != nil {
+		return d, err
+	}
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	if err := client.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -49,6 +49,29 @@ type BenchCeiling struct {
 	MsgsPerS     float64 // TxPerS / 2: a message needs a claim and a finalize
 	Transactions int     // over all rounds
 	Rounds       []float64
+	// Server, on PostgreSQL, is what the server did in the background
+	// while the ceiling was measured.
+	Server *BenchServer
+}
+
+// BenchServer is what a PostgreSQL server did in the background during one
+// measurement (a cell's drain, or the ceiling), from its cumulative
+// statistics: the checkpoints, what they and the backends wrote, the
+// write-ahead log and autovacuum. The JSON keys are the bench's contract.
+type BenchServer struct {
+	// CheckpointForced says a CHECKPOINT ran just before the measurement
+	// (the bench's default), CheckpointMs how long it took; CheckpointRefused
+	// says why not, when the login may not.
+	CheckpointForced  bool    `json:"checkpoint_forced"`
+	CheckpointMs      float64 `json:"checkpoint_ms"`
+	CheckpointRefused string  `json:"checkpoint_refused,omitempty"`
+	// Checkpoints started during the measurement (timed or requested).
+	Checkpoints       int64   `json:"checkpoints"`
+	BuffersCheckpoint int64   `json:"buffers_checkpoint"`  // written by the checkpointer
+	BuffersBackend    int64   `json:"buffers_backend"`     // written by backends to evict them
+	WALMB             float64 `json:"wal_mb"`              // write-ahead log written
+	Autovacuums       int64   `json:"autovacuums"`         // autovacuum and autoanalyze runs
+	CatalogDeadTuples int64   `json:"catalog_dead_tuples"` // dead row versions in the system catalogs, at the end
 }
 
 // BenchRow is one cell of the matrix. The JSON keys are the bench's contract.
@@ -83,6 +106,9 @@ type BenchRow struct {
 	// batches River's shape makes of its own.
 	MeanFetch      float64 `json:"-"`
 	MeanCompletion float64 `json:"-"`
+	// Server, on PostgreSQL, is what the server did in the background
+	// during the cell's drain.
+	Server *BenchServer `json:"server,omitempty"`
 	// Peer marks a queue measured beside the lab's designs (River,
 	// goqite): it has no batch, claim latency or worker split of its own.
 	Peer bool `json:"-"`

@@ -41,6 +41,7 @@ func benchCommand(s *settings) *cli.Command {
 			&cli.IntFlag{Name: "complete-batch", Value: def.CompleteBatch, Usage: "fetch-ahead: the completer flushes once it holds `N` finished messages"},
 			&cli.StringFlag{Name: "complete-interval", Value: def.CompleteInterval.String(), Usage: "fetch-ahead: or this `DURATION` after the first of them finished (0: as soon as it is free)"},
 			&cli.BoolFlag{Name: "river", Usage: "also drain each backlog with River (riverqueue/river; its SQLite driver without --db), for each worker count"},
+			&cli.BoolFlag{Name: "checkpoint", Value: def.Checkpoint, Usage: "with --db: CHECKPOINT before the ceiling and before every drain, so each starts with nothing dirty and no checkpoint of earlier cells still writing (--checkpoint=false leaves checkpoints to the server)"},
 			&cli.BoolFlag{Name: "goqite", Usage: "SQLite: also drain each backlog with goqite (maragu.dev/goqite), for each worker count"},
 			formatFlag,
 			&cli.StringFlag{Name: "out", Usage: "also file the output under this `FOLDER` (never overwriting)"},
@@ -72,6 +73,7 @@ func benchAction(c *cli.Context, s *settings) error {
 	cfg.Retry = c.String("retry")
 	cfg.River = c.Bool("river")
 	cfg.Goqite = c.Bool("goqite")
+	cfg.Checkpoint = c.Bool("checkpoint")
 	cfg.CompleteBatch = c.Int("complete-batch")
 	if v := c.String("complete-interval"); v == "0" {
 		cfg.CompleteInterval = 0
