@@ -137,11 +137,13 @@ func (c Config) Validate() error {
 	if c.Goqite && c.Database != "" {
 		return errors.New("bench: --goqite runs goqite on SQLite: leave out --db")
 	}
-	if c.CompleteBatch < 1 || c.CompleteBatch > 10_000 {
-		return fmt.Errorf("bench: --complete-batch %d: want 1 to 10,000", c.CompleteBatch)
-	}
-	if c.CompleteInterval < 0 || c.CompleteInterval > 10*time.Second {
-		return fmt.Errorf("bench: --complete-interval %v: want 0 to 10s", c.CompleteInterval)
+	if slices.Contains(c.Claims, FetchAheadClaim) {
+		if c.CompleteBatch < 1 || c.CompleteBatch > 10_000 {
+			return fmt.Errorf("bench: --complete-batch %d: want 1 to 10,000", c.CompleteBatch)
+		}
+		if c.CompleteInterval < 0 || c.CompleteInterval > 10*time.Second {
+			return fmt.Errorf("bench: --complete-interval %v: want 0 to 10s", c.CompleteInterval)
+		}
 	}
 	if c.Database != "" && !store.IsPostgresURL(c.Database) {
 		return fmt.Errorf("bench: --db %q: want a postgres:// or postgresql:// URL", store.RedactURL(c.Database))

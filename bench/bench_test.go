@@ -111,8 +111,9 @@ func TestValidate(t *testing.T) {
 		{"ErrClaim", func(c *bench.Config) { c.Claims = []string{"pending-only"} }, `--claim "pending-only"`},
 		{"OKFetchAheadAndPeers", func(c *bench.Config) { c.Claims, c.River, c.Goqite = []string{"indexed", "fetch-ahead"}, true, true }, ""},
 		{"OKCompleteAtOnce", func(c *bench.Config) { c.CompleteInterval = 0 }, ""},
-		{"ErrCompleteBatch", func(c *bench.Config) { c.CompleteBatch = 0 }, "--complete-batch 0"},
-		{"ErrCompleteInterval", func(c *bench.Config) { c.CompleteInterval = time.Minute }, "--complete-interval 1m0s"},
+		{"OKCompleteBatchUnused", func(c *bench.Config) { c.CompleteBatch = 0 }, ""},
+		{"ErrCompleteBatch", func(c *bench.Config) { c.Claims, c.CompleteBatch = []string{"fetch-ahead"}, 0 }, "--complete-batch 0"},
+		{"ErrCompleteInterval", func(c *bench.Config) { c.Claims, c.CompleteInterval = []string{"fetch-ahead"}, time.Minute }, "--complete-interval 1m0s"},
 		{"ErrSynchronous", func(c *bench.Config) { c.Synchronous = "off" }, `--synchronous "off"`},
 		{"ErrRetry", func(c *bench.Config) { c.Retry = "forever" }, `--retry "forever"`},
 	}
