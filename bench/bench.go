@@ -44,8 +44,8 @@ const (
 type Config struct {
 	Messages    []int    // backlog sizes
 	Workers     []int    // worker counts; each worker opens its own connection
-	Claims      []string // "lesson", "indexed"
-	Batches     []int    // messages per claim and per finalize transaction
+	Claims      []string // "lesson", "indexed", "skip-locked" (PostgreSQL), "fetch-ahead"
+	Batches     []int    // messages per claim and per finalize transaction (fetch-ahead: not used)
 	Synchronous string   // NORMAL or FULL
 	Retry       string   // RetryLab (default) or RetrySQLite
 	// Dir is an existing folder for the database files, which the bench
@@ -64,9 +64,24 @@ type Config struct {
 	// schema of its own on that server (dropped afterwards) instead of a
 	// file in Dir. Synchronous and Retry are SQLite's and do not apply.
 	Database string
-	// River also drains each backlog size with River (PostgreSQL only), for
-	// each worker count, beside the lab's claims.
+	// River also drains each backlog size with River, for each worker
+	// count, beside the lab's claims: with its pgx v5 driver on PostgreSQL,
+	// with its SQLite driver (riversqlite) on SQLite.
 	River bool
+	// Goqite also drains each backlog size with goqite (SQLite only), for
+	// each worker count.
+	Goqite bool
+	// CompleteBatch and CompleteInterval are when the fetch-ahead
+	// completer flushes: once it holds CompleteBatch finished messages, or
+	// CompleteInterval after the first of them finished, whichever comes
+	// first (0: as soon as it is free to).
+	CompleteBatch    int
+	CompleteInterval time.Duration
+	// Checkpoint, on PostgreSQL, forces a CHECKPOINT before the ceiling
+	// and before every cell's drain, so each starts with nothing dirty
+	// and no checkpoint of earlier cells still writing (see server.go).
+	// Every row reports the server's background activity either way.
+	Checkpoint bool
 }
 
 // DefaultConfig is `outboxlab bench` without flags.
@@ -75,6 +90,7 @@ func DefaultConfig() Config {
 		Messages: []int{1_000, 10_000, 100_000}, Workers: []int{1, 2, 4},
 		Claims: []string{"indexed"}, Batches: []int{1},
 		Synchronous: "NORMAL", Retry: RetryLab,
+		CompleteBatch: DefaultCompleteBatch, CompleteInterval: DefaultCompleteInterval, Checkpoint: true,
 		Lease: 10 * time.Minute, CeilingRounds: 8, CeilingRound: 250 * time.Millisecond,
 	}
 }
@@ -107,16 +123,27 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, name := range c.Claims {
+		if name == FetchAheadClaim {
+			continue
+		}
 		s, ok := store.ScaleClaimNamed(name)
 		if !ok {
-			return fmt.Errorf("bench: --claim %q: want lesson, indexed or skip-locked", name)
+			return fmt.Errorf("bench: --claim %q: want lesson, indexed, skip-locked or fetch-ahead", name)
 		}
 		if s.PostgresOnly && c.Database == "" {
 			return fmt.Errorf("bench: --claim %s runs on PostgreSQL only: give --db with a postgres:// URL", name)
 		}
 	}
-	if c.River && c.Database == "" {
-		return errors.New("bench: --river runs River on PostgreSQL: give --db with a postgres:// URL")
+	if c.Goqite && c.Database != "" {
+		return errors.New("bench: --goqite runs goqite on SQLite: leave out --db")
+	}
+	if slices.Contains(c.Claims, FetchAheadClaim) {
+		if c.CompleteBatch < 1 || c.CompleteBatch > 10_000 {
+			return fmt.Errorf("bench: --complete-batch %d: want 1 to 10,000", c.CompleteBatch)
+		}
+		if c.CompleteInterval < 0 || c.CompleteInterval > 10*time.Second {
+			return fmt.Errorf("bench: --complete-interval %v: want 0 to 10s", c.CompleteInterval)
+		}
 	}
 	if c.Database != "" && !store.IsPostgresURL(c.Database) {
 		return fmt.Errorf("bench: --db %q: want a postgres:// or postgresql:// URL", store.RedactURL(c.Database))
@@ -178,19 +205,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	p := newProgress(cfg.Progress)
 	defer p.finish()
-	ceiling, machine, err := measureCeiling(ctx, cfg, p)
+	watch, err := newServerWatch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer watch.close()
+	ceiling, machine, err := measureCeiling(ctx, cfg, p, watch)
 	if err != nil {
 		return nil, err
 	}
 	rep.Ceiling, rep.Machine = ceiling, machine
+	if slices.Contains(cfg.Claims, FetchAheadClaim) {
+		rep.FetchAheadAbout = fetchAheadAbout(cfg, rep.Engine)
+	}
 
-	cells := len(cfg.Claims) * len(cfg.Batches) * len(cfg.Messages) * len(cfg.Workers)
+	cells := 0
 	for _, claim := range cfg.Claims {
-		for _, batch := range cfg.Batches {
+		cells += len(batchesOf(cfg, claim)) * len(cfg.Messages) * len(cfg.Workers)
+	}
+	for _, claim := range cfg.Claims {
+		for _, batch := range batchesOf(cfg, claim) {
 			for _, n := range cfg.Messages {
 				for _, w := range cfg.Workers {
 					p.setCell(fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w))
-					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p)
+					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p, watch)
 					if err == nil {
 						err = ctx.Err() // an interrupted drain measured nothing
 					}
@@ -207,14 +245,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.River {
-		if err := runRiver(ctx, cfg, rep, p); err != nil {
+		if err := runRiver(ctx, cfg, rep, p, watch); err != nil {
 			return rep, err
 		}
 	}
-	if rep.CeilingAfter, _, err = measureCeiling(ctx, cfg, p); err != nil {
+	if cfg.Goqite {
+		if err := runGoqite(ctx, cfg, rep, p); err != nil {
+			return rep, err
+		}
+	}
+	if rep.CeilingAfter, _, err = measureCeiling(ctx, cfg, p, watch); err != nil {
 		return rep, err
 	}
 	return rep, nil
+}
+
+// batchesOf is the batch sizes claim runs at: every --batch, except for
+// fetch-ahead, whose fetcher takes what its workers have room for and
+// whose completer flushes at --complete-batch: one cell, batch 0.
+func batchesOf(cfg Config, claim string) []int {
+	if claim == FetchAheadClaim {
+		return []int{0}
+	}
+	return cfg.Batches
 }
 
 // source opens the connections of one cell's database: a file in cfg.Dir,
@@ -282,8 +335,8 @@ func openConfig(cfg Config) store.Config {
 
 // measureCeiling runs the ceiling transaction for CeilingRounds rounds on
 // its own file in cfg.Dir (or its own schema on the server), migrated like
-// the bench's, and keeps the median round.
-func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Machine, error) {
+// the bench's, and keeps the median round; watch sees the server meanwhile.
+func measureCeiling(ctx context.Context, cfg Config, p *progress, watch *serverWatch) (Ceiling, Machine, error) {
 	src, err := newSource(ctx, cfg, "ceiling")
 	if err != nil {
 		return Ceiling{}, Machine{}, err
@@ -318,6 +371,9 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 		}
 	}
 	p.setCell("ceiling (single-row UPDATE by primary key)")
+	if err := watch.begin(ctx); err != nil {
+		return c, m, err
+	}
 	for r := range cfg.CeilingRounds {
 		p.phase("round", int64(r), int64(cfg.CeilingRounds))
 		start := time.Now()
@@ -333,7 +389,8 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress) (Ceiling, Mach
 	}
 	c.TxPerS = lab.Median(c.Rounds)
 	c.MsgsPerS = c.TxPerS / 2
-	return c, m, nil
+	c.Server, err = watch.end(ctx)
+	return c, m, err
 }
 
 // benchSchema is session 21's schema, on which every bench file runs.
@@ -346,13 +403,15 @@ type cell struct {
 	workers  int
 }
 
-// workerTally is what one worker measured; only that worker writes it.
+// workerTally is what one worker (or the fetch-ahead fetcher or
+// completer) measured; only that goroutine writes it.
 type workerTally struct {
-	latencies []int32 // claim latencies in microseconds
+	latencies []int32 // claim (fetch) latencies in microseconds
+	lags      []int32 // completion lag of each completed message, in microseconds
 	busy      int64
 	errors    int64
 	longest   time.Duration
-	finalized int64
+	finalized int64 // messages this worker finalized (fetch-ahead: worked)
 	rejected  int64
 }
 
@@ -360,8 +419,9 @@ type workerTally struct {
 // database ends the cell (and shows as errors and lost) instead of hanging.
 const maxConsecutiveErrors = 20
 
-// runCell seeds a fresh file and drains it with cell.workers workers.
-func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) {
+// runCell seeds a fresh file and drains it with cell.workers workers;
+// watch sees the server during the drain.
+func runCell(ctx context.Context, cfg Config, c cell, p *progress, watch *serverWatch) (Row, error) {
 	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
 	src, err := newSource(ctx, cfg, fmt.Sprintf("bench-%s-b%d-%d-w%d", c.claim, c.batch, c.messages, c.workers))
 	if err != nil {
@@ -379,13 +439,27 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress) (Row, error) 
 	}
 	defer setup.Close()
 	claims := make([]atomic.Uint32, c.messages+1) // successful claims per message Id (1..n)
-	tallies, drained, err := drainCell(ctx, cfg, c, src, claims, p)
+	drainFn := drainCell
+	if c.claim == FetchAheadClaim {
+		drainFn = drainFetchAhead
+	}
+	if err := watch.begin(ctx); err != nil {
+		return row, err
+	}
+	tallies, drained, err := drainFn(ctx, cfg, c, src, claims, p)
 	row.Drain = drained.elapsed
 	if err != nil {
 		return row, err
 	}
+	if row.Server, err = watch.end(ctx); err != nil {
+		return row, err
+	}
 	row.MsgsPerS = float64(drained.finalized) / row.Drain.Seconds()
-	tallyRow(&row, tallies, c.messages)
+	if drained.fetches > 0 && drained.completions > 0 {
+		row.MeanFetch = float64(drained.finalized) / float64(drained.fetches)
+		row.MeanCompletion = float64(drained.finalized) / float64(drained.completions)
+	}
+	tallyRow(&row, tallies, c.messages, drained.process)
 	// Duplicates and lost messages are counted in the database: every
 	// claim increments the message's fencing token, and no lease expires
 	// during a cell, so a token above 1 is a second claim. The workers' own
@@ -433,16 +507,24 @@ func seedCell(ctx context.Context, c cell, src source, p *progress) (*store.DB, 
 	return setup, nil
 }
 
-// cellDrain is how long a cell's drain took and how many messages it finalized.
+// cellDrain is how long a cell's drain took and how many messages it
+// finalized; process, for fetch-ahead, is what its fetcher and completer
+// measured (claim latencies, completion lags, retries, refusals).
 type cellDrain struct {
-	elapsed   time.Duration
-	finalized int64
+	elapsed     time.Duration
+	finalized   int64
+	process     *workerTally
+	fetches     int // fetch statements run, fetch-ahead only
+	completions int // completion statements run, fetch-ahead only
 }
 
 // drainCell drains the cell's database with c.workers workers. Every worker
 // opens its connection and prepares its statements before the clock
 // starts; then all start together.
 func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
+	if c.batch < 1 {
+		return nil, cellDrain{}, fmt.Errorf("bench: %s claim: batch %d", c.claim, c.batch)
+	}
 	design, _ := store.ScaleClaimNamed(c.claim)
 	tallies := make([]workerTally, c.workers)
 	var finalized atomic.Int64
@@ -468,6 +550,7 @@ func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []ato
 			}
 			defer cl.Close()
 			t.latencies = make([]int32, 0, c.messages/c.batch/c.workers+16)
+			t.lags = make([]int32, 0, c.messages/c.workers+16)
 			ready <- nil
 			<-start
 			drain(ctx, cl, clk, cfg.Lease, c.batch, claims, t, &finalized)
@@ -487,23 +570,33 @@ func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []ato
 	return tallies, d, openErr
 }
 
-// tallyRow adds the workers' tallies to row: latency percentiles, retries,
-// errors, refusals, the longest wait and each worker's share.
-func tallyRow(row *Row, tallies []workerTally, messages int) {
-	var lat []int32
+// tallyRow adds the workers' tallies (and the fetch-ahead process's
+// fetcher and completer, if any) to row: latency and completion-lag
+// percentiles, retries, errors, refusals, the longest wait and each
+// worker's share.
+func tallyRow(row *Row, tallies []workerTally, messages int, process *workerTally) {
+	var lat, lags []int32
 	var longest time.Duration
-	for i := range tallies {
-		t := &tallies[i]
+	add := func(t *workerTally) {
 		lat = append(lat, t.latencies...)
-		t.latencies = nil
+		lags = append(lags, t.lags...)
+		t.latencies, t.lags = nil, nil
 		row.BusyRetries += t.busy
 		row.Errors += t.errors
 		row.Rejected += t.rejected
 		longest = max(longest, t.longest)
-		row.WorkerShares = append(row.WorkerShares, float64(t.finalized)/float64(max(messages, 1)))
+	}
+	for i := range tallies {
+		add(&tallies[i])
+		row.WorkerShares = append(row.WorkerShares, float64(tallies[i].finalized)/float64(max(messages, 1)))
+	}
+	if process != nil {
+		add(process)
 	}
 	slices.Sort(lat)
+	slices.Sort(lags)
 	row.P50Ms, row.P99Ms = percentileMs(lat, 0.50), percentileMs(lat, 0.99)
+	row.CompleteP50Ms, row.CompleteP99Ms = percentileMs(lags, 0.50), percentileMs(lags, 0.99)
 	row.LongestWaitMs = float64(longest.Microseconds()) / 1000
 }
 
@@ -547,6 +640,12 @@ func drain(ctx context.Context, cl *store.Claimer, clk clock.Clock, lease time.D
 			continue
 		}
 		failures = 0
+		// The work was empty and ended when the finalize began: each
+		// message's completion lag is the finalize transaction's time.
+		lag := int32(min(f.Stats.Waited.Microseconds(), 1<<31-1))
+		for range f.Finalized {
+			t.lags = append(t.lags, lag)
+		}
 		t.finalized += int64(len(f.Finalized))
 		t.rejected += int64(len(f.Rejected))
 		finalized.Add(int64(len(f.Finalized)))

@@ -90,8 +90,8 @@ func TestRowJSONKeys(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"batch", "busy_retries", "ceiling_msgs_per_s", "ceiling_ratio", "claim", "duplicates", "errors",
-		"lost", "messages", "msgs_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "workers"}
+	want := []string{"batch", "busy_retries", "ceiling_msgs_per_s", "ceiling_ratio", "claim", "complete_lag_p50_ms", "complete_lag_p99_ms",
+		"duplicates", "errors", "lost", "messages", "msgs_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "refused", "workers"}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
@@ -109,6 +109,11 @@ func TestValidate(t *testing.T) {
 		{"ErrZeroWorkers", func(c *bench.Config) { c.Workers = []int{0} }, "--workers 0"},
 		{"ErrBatch", func(c *bench.Config) { c.Batches = []int{-1} }, "--batch -1"},
 		{"ErrClaim", func(c *bench.Config) { c.Claims = []string{"pending-only"} }, `--claim "pending-only"`},
+		{"OKFetchAheadAndPeers", func(c *bench.Config) { c.Claims, c.River, c.Goqite = []string{"indexed", "fetch-ahead"}, true, true }, ""},
+		{"OKCompleteAtOnce", func(c *bench.Config) { c.CompleteInterval = 0 }, ""},
+		{"OKCompleteBatchUnused", func(c *bench.Config) { c.CompleteBatch = 0 }, ""},
+		{"ErrCompleteBatch", func(c *bench.Config) { c.Claims, c.CompleteBatch = []string{"fetch-ahead"}, 0 }, "--complete-batch 0"},
+		{"ErrCompleteInterval", func(c *bench.Config) { c.Claims, c.CompleteInterval = []string{"fetch-ahead"}, time.Minute }, "--complete-interval 1m0s"},
 		{"ErrSynchronous", func(c *bench.Config) { c.Synchronous = "off" }, `--synchronous "off"`},
 		{"ErrRetry", func(c *bench.Config) { c.Retry = "forever" }, `--retry "forever"`},
 	}
@@ -132,8 +137,8 @@ func TestRunNeedsFolder(t *testing.T) {
 	}
 }
 
-// TestValidatePostgresSettings: skip-locked and River need a PostgreSQL
-// server, and --db takes only a postgres:// URL.
+// TestValidatePostgresSettings: skip-locked needs a PostgreSQL server,
+// goqite runs on SQLite only, and --db takes only a postgres:// URL.
 func TestValidatePostgresSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -142,10 +147,11 @@ func TestValidatePostgresSettings(t *testing.T) {
 		msg  string // "" when valid
 	}{
 		{"SkipLockedOnSQLite", func(c *bench.Config) { c.Claims = []string{"skip-locked"} }, "runs on PostgreSQL only"},
-		{"RiverOnSQLite", func(c *bench.Config) { c.River = true }, "--river runs River on PostgreSQL"},
+		{"RiverOnSQLite", func(c *bench.Config) { c.River = true }, ""},
+		{"GoqiteOnPostgres", func(c *bench.Config) { c.Database, c.Goqite = "postgres://localhost/lab", true }, "--goqite runs goqite on SQLite"},
 		{"NotPostgres", func(c *bench.Config) { c.Database = "file:bench.db" }, "want a postgres:// or postgresql:// URL"},
 		{"SkipLockedOnPostgres", func(c *bench.Config) {
-			c.Database, c.Claims, c.River = "postgres://localhost/lab", []string{"indexed", "skip-locked"}, true
+			c.Database, c.Claims, c.River = "postgres://localhost/lab", []string{"indexed", "skip-locked", "fetch-ahead"}, true
 		}, ""},
 	}
 	for _, tt := range tests {
@@ -158,5 +164,54 @@ func TestValidatePostgresSettings(t *testing.T) {
 				t.Fatalf("Validate = %v, want %q", err, tt.msg)
 			}
 		})
+	}
+}
+
+// TestRunFetchAheadAndPeers runs fetch-ahead, River's SQLite driver and
+// goqite on SQLite: each drains its backlog once, with no error,
+// duplicate, lost message or refused completion; fetch-ahead reports its
+// fetch and completion batches and its completion lag. Rates are
+// measured, never asserted.
+func TestRunFetchAheadAndPeers(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Claims, cfg.River, cfg.Goqite = []string{bench.FetchAheadClaim}, true, true
+	checkFetchAheadAndPeers(t, cfg, []string{bench.FetchAheadClaim, bench.FetchAheadClaim, bench.RiverClaim, bench.RiverClaim, bench.GoqiteClaim, bench.GoqiteClaim})
+	left, err := os.ReadDir(cfg.Dir)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("files left in the bench folder: %v %v", left, err)
+	}
+}
+
+// checkFetchAheadAndPeers runs cfg and checks its rows are claims, in
+// order, each drained once.
+func checkFetchAheadAndPeers(t *testing.T, cfg bench.Config, claims []string) {
+	t.Helper()
+	rep, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rep.Rows {
+		got = append(got, r.Claim)
+		if r.Errors != 0 || r.Duplicates != 0 || r.Lost != 0 || r.Rejected != 0 || r.MsgsPerS <= 0 {
+			t.Errorf("%+v: want every message drained once, without errors", r)
+		}
+		switch r.Claim {
+		case bench.FetchAheadClaim:
+			if r.Peer || r.Batch != 0 || r.MeanFetch < 1 || r.MeanFetch > float64(r.Workers) || r.MeanCompletion < 1 ||
+				r.MeanCompletion > float64(cfg.CompleteBatch) || r.CompleteP50Ms <= 0 || r.CompleteP99Ms < r.CompleteP50Ms || len(r.WorkerShares) != r.Workers {
+				t.Errorf("fetch-ahead row %+v", r)
+			}
+		case bench.RiverClaim, bench.GoqiteClaim:
+			if !r.Peer {
+				t.Errorf("peer row %+v not marked", r)
+			}
+		}
+	}
+	if !slices.Equal(got, claims) {
+		t.Fatalf("rows %v, want %v", got, claims)
+	}
+	if rep.FetchAheadAbout == "" || rep.RiverAbout == "" || (rep.Engine == "sqlite") != (rep.GoqiteAbout != "") {
+		t.Fatalf("report header %+v", rep)
 	}
 }

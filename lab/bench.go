@@ -24,6 +24,11 @@ type BenchReport struct {
 	PeakMemory string
 	// RiverAbout, when River ran beside the lab's claims, says how.
 	RiverAbout string
+	// GoqiteAbout, when goqite ran beside them (SQLite), says how.
+	GoqiteAbout string
+	// FetchAheadAbout, when the fetch-ahead design ran, gives its shape and
+	// its completer's settings.
+	FetchAheadAbout string
 }
 
 // BenchMachine is what the run ran on.
@@ -44,6 +49,29 @@ type BenchCeiling struct {
 	MsgsPerS     float64 // TxPerS / 2: a message needs a claim and a finalize
 	Transactions int     // over all rounds
 	Rounds       []float64
+	// Server, on PostgreSQL, is what the server did in the background
+	// while the ceiling was measured.
+	Server *BenchServer
+}
+
+// BenchServer is what a PostgreSQL server did in the background during one
+// measurement (a cell's drain, or the ceiling), from its cumulative
+// statistics: the checkpoints, what they and the backends wrote, the
+// write-ahead log and autovacuum. The JSON keys are the bench's contract.
+type BenchServer struct {
+	// CheckpointForced says a CHECKPOINT ran just before the measurement
+	// (the bench's default), CheckpointMs how long it took; CheckpointRefused
+	// says why not, when the login may not.
+	CheckpointForced  bool    `json:"checkpoint_forced"`
+	CheckpointMs      float64 `json:"checkpoint_ms"`
+	CheckpointRefused string  `json:"checkpoint_refused,omitempty"`
+	// Checkpoints started during the measurement (timed or requested).
+	Checkpoints       int64   `json:"checkpoints"`
+	BuffersCheckpoint int64   `json:"buffers_checkpoint"`  // written by the checkpointer
+	BuffersBackend    int64   `json:"buffers_backend"`     // written by backends to evict them
+	WALMB             float64 `json:"wal_mb"`              // write-ahead log written
+	Autovacuums       int64   `json:"autovacuums"`         // autovacuum and autoanalyze runs
+	CatalogDeadTuples int64   `json:"catalog_dead_tuples"` // dead row versions in the system catalogs, at the end
 }
 
 // BenchRow is one cell of the matrix. The JSON keys are the bench's contract.
@@ -63,8 +91,29 @@ type BenchRow struct {
 	Lost            int64   `json:"lost"`         // messages not Processed after the drain, from the database
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 
+	// CompleteP50Ms and CompleteP99Ms are the completion lag: from the end
+	// of a message's work to the commit of the transaction that completed
+	// it (its finalize, or the fetch-ahead completer's batch), retries
+	// included; 0 where the bench cannot see it (River, goqite).
+	CompleteP50Ms float64 `json:"complete_lag_p50_ms"`
+	CompleteP99Ms float64 `json:"complete_lag_p99_ms"`
+	// Rejected counts completions the owner-and-token guard refused
+	// (expected 0 in a bench cell: no lease expires during a drain).
+	Rejected int64 `json:"refused"`
+
+	// MeanFetch and MeanCompletion, for fetch-ahead, are the messages per
+	// fetch statement and per completion statement, on average: the
+	// batches River's shape makes of its own.
+	MeanFetch      float64 `json:"-"`
+	MeanCompletion float64 `json:"-"`
+	// Server, on PostgreSQL, is what the server did in the background
+	// during the cell's drain.
+	Server *BenchServer `json:"server,omitempty"`
+	// Peer marks a queue measured beside the lab's designs (River,
+	// goqite): it has no batch, claim latency or worker split of its own.
+	Peer bool `json:"-"`
+
 	LongestWaitMs float64       `json:"-"` // the slowest claim or finalize, retries included
 	WorkerShares  []float64     `json:"-"` // each worker's share of the messages, in worker order
-	Rejected      int64         `json:"-"` // finalizes refused by the guard (expected 0: no lease expires)
 	Drain         time.Duration `json:"-"`
 }

@@ -22,19 +22,27 @@ func benchCommand(s *settings) *cli.Command {
 		Description: "Measures, on this machine, the ceiling (a prepared single-row UPDATE by primary key, one\n" +
 			"BEGIN IMMEDIATE transaction each) and then drains a fresh backlog for every combination of\n" +
 			"--messages, --workers, --claim and --batch, each worker on its own connection. Lists are\n" +
-			"comma-separated. Databases live in a temporary folder that is removed afterwards. With --db the\n" +
-			"ceiling and every cell run on that PostgreSQL server, each in a schema of its own that is dropped\n" +
-			"afterwards, and --river drains the same backlogs with River beside them. Exit 1 if any cell had\n" +
-			"errors, duplicates or lost messages.",
+			"comma-separated. --claim fetch-ahead is River's shape, fenced: one process whose one fetcher claims\n" +
+			"up to its free workers in one statement, workers that take one message at a time, and one completer\n" +
+			"that completes finished messages in one statement each row under its owner and token (at\n" +
+			"--complete-batch or --complete-interval). Databases live in a temporary folder that is removed\n" +
+			"afterwards. With --db the ceiling and every cell run on that PostgreSQL server, each in a schema of\n" +
+			"its own that is dropped afterwards. --river drains the same backlogs with River (its pgx driver on\n" +
+			"PostgreSQL, its SQLite driver on SQLite) and --goqite with goqite (SQLite), beside them. Exit 1 if\n" +
+			"any cell had errors, duplicates, lost messages or refused completions.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "messages", Value: joinInts(def.Messages), Usage: "backlog sizes, a `LIST` such as 1000,10000,100000"},
 			&cli.StringFlag{Name: "workers", Value: joinInts(def.Workers), Usage: "worker counts, a `LIST`; each worker is its own connection"},
-			&cli.StringFlag{Name: "claim", Value: strings.Join(def.Claims, ","), Usage: "claim statement: lesson, indexed or skip-locked (PostgreSQL), or a `LIST` of them"},
+			&cli.StringFlag{Name: "claim", Value: strings.Join(def.Claims, ","), Usage: "claim design: lesson, indexed, skip-locked (PostgreSQL) or fetch-ahead, or a `LIST` of them"},
 			&cli.StringFlag{Name: "batch", Value: joinInts(def.Batches), Usage: "messages per claim and per finalize transaction, a `LIST` such as 1,16"},
 			&cli.StringFlag{Name: "synchronous", Value: "normal", Usage: "SQLite synchronous `SETTING`: normal or full"},
 			&cli.StringFlag{Name: "retry", Value: bench.RetryLab, Usage: "lock waiting `MODE`: lab (short jittered retries) or sqlite (SQLite's busy handler)"},
 			dbFlag,
-			&cli.BoolFlag{Name: "river", Usage: "with --db: also drain each backlog with River (riverqueue/river), for each worker count"},
+			&cli.IntFlag{Name: "complete-batch", Value: def.CompleteBatch, Usage: "fetch-ahead: the completer flushes once it holds `N` finished messages"},
+			&cli.StringFlag{Name: "complete-interval", Value: def.CompleteInterval.String(), Usage: "fetch-ahead: or this `DURATION` after the first of them finished (0: as soon as it is free)"},
+			&cli.BoolFlag{Name: "river", Usage: "also drain each backlog with River (riverqueue/river; its SQLite driver without --db), for each worker count"},
+			&cli.BoolFlag{Name: "checkpoint", Value: def.Checkpoint, Usage: "with --db: CHECKPOINT before the ceiling and before every drain, so each starts with nothing dirty and no checkpoint of earlier cells still writing (--checkpoint=false leaves checkpoints to the server)"},
+			&cli.BoolFlag{Name: "goqite", Usage: "SQLite: also drain each backlog with goqite (maragu.dev/goqite), for each worker count"},
 			formatFlag,
 			&cli.StringFlag{Name: "out", Usage: "also file the output under this `FOLDER` (never overwriting)"},
 		},
@@ -64,6 +72,14 @@ func benchAction(c *cli.Context, s *settings) error {
 	cfg.Synchronous = c.String("synchronous")
 	cfg.Retry = c.String("retry")
 	cfg.River = c.Bool("river")
+	cfg.Goqite = c.Bool("goqite")
+	cfg.Checkpoint = c.Bool("checkpoint")
+	cfg.CompleteBatch = c.Int("complete-batch")
+	if v := c.String("complete-interval"); v == "0" {
+		cfg.CompleteInterval = 0
+	} else if cfg.CompleteInterval, err = parseDuration("complete-interval", v); err != nil {
+		return err
+	}
 	if cfg.Database, err = serverURL(c); err != nil {
 		return err
 	}

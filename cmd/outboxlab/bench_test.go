@@ -22,9 +22,10 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"MessagesHex", []string{"--messages", "0x10"}, `--messages: "0x10" is not a positive whole number`},
 		{"WorkersOctal", []string{"--workers", "010"}, `--workers: "010" is not a positive whole number`},
 		{"WorkersPlus", []string{"--workers", "+2"}, `--workers: "+2" is not a positive whole number`},
-		{"UnknownClaim", []string{"--claim", "fastest"}, `--claim "fastest": want lesson, indexed or skip-locked`},
+		{"UnknownClaim", []string{"--claim", "fastest"}, `--claim "fastest": want lesson, indexed, skip-locked or fetch-ahead`},
 		{"SkipLockedOnSQLite", []string{"--claim", "skip-locked"}, "--claim skip-locked runs on PostgreSQL only"},
-		{"RiverOnSQLite", []string{"--river"}, "--river runs River on PostgreSQL"},
+		{"CompleteBatchZero", []string{"--claim", "fetch-ahead", "--complete-batch", "0"}, "--complete-batch 0: want 1 to 10,000"},
+		{"CompleteIntervalWord", []string{"--complete-interval", "soon"}, `--complete-interval "soon" is not a duration`},
 		{"DBNotPostgres", []string{"--db", "sqlite:///tmp/x.db"}, "--db takes a postgres:// URL"},
 		{"DBUnreachable", []string{"--db", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, "cannot reach the PostgreSQL server"},
 		{"Synchronous", []string{"--synchronous", "off"}, `--synchronous "off": want normal or full`},
@@ -64,7 +65,7 @@ func TestBenchJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &row); err != nil {
 			t.Fatalf("%v: %s", err, l)
 		}
-		if len(row) != 14 || row["claim"] != "indexed" || row["duplicates"] != 0.0 || row["lost"] != 0.0 || row["errors"] != 0.0 {
+		if len(row) != 17 || row["claim"] != "indexed" || row["duplicates"] != 0.0 || row["lost"] != 0.0 || row["errors"] != 0.0 {
 			t.Fatalf("row %v", row)
 		}
 	}
