@@ -277,7 +277,13 @@ func (g *guardConn) enter(query string) func() {
 	return func() { g.mode = modeLab }
 }
 
-func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, _, dbName, _ string) sqlite.AuthorizerReturnCode {
+// authorize is SQLite's authorizer callback. For most actions arg1 names
+// the object (the table, the PRAGMA, the attached file); for
+// [sqlite.AuthFunction], arg1 is NULL and arg2 is the function's name.
+func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, _ string) sqlite.AuthorizerReturnCode {
+	if action == sqlite.AuthFunction {
+		arg1 = arg2 // so the rules and the refusal name the function
+	}
 	if g.mode == modeLab {
 		if action == sqlite.AuthAttach || action == sqlite.AuthDetach {
 			g.denied = actionName(action, arg1)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 func TestClaimFileSplitStatements(t *testing.T) {
@@ -124,6 +126,9 @@ func TestClaimFileCheck(t *testing.T) {
 		{"SyntaxError", "SELEC Id FROM OutboxMessages; " + lessonUpdate, "could not run it"},
 		{"DashLineInString", "SELECT Id FROM OutboxMessages WHERE Payload <> 'a\n-- b' LIMIT 1; " + lessonUpdate, "starts with '--'"},
 		{"HugeBlob", "SELECT length(zeroblob(100000000)); " + lessonUpdate, "too big"},
+		{"LoadExtensionInSelect", "SELECT load_extension('" + filepath.Join(dir, "evil.so") + "'); " + lessonUpdate, "authorizer refused the function load_extension"},
+		{"LoadExtensionInUpdate", lessonSelect + "; UPDATE OutboxMessages SET LockedBy = load_extension('evil') WHERE Id = :id", "authorizer refused the function load_extension"},
+		{"LoadExtensionUpperCase", "SELECT Id FROM OutboxMessages WHERE LOAD_EXTENSION('evil') IS NULL LIMIT 1; " + lessonUpdate, "authorizer refused the function load_extension"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +155,30 @@ func TestClaimFileCheck(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAuthorizerFunctionRule: SQLite presents a function call with arg1
+// NULL and the function's name in arg2; the rule reads arg2, so
+// load_extension is refused in every spelling and other functions pass.
+func TestAuthorizerFunctionRule(t *testing.T) {
+	t.Parallel()
+	g := &guardConn{claim: &ClaimFile{}, mode: modeSelect}
+	for _, tt := range []struct {
+		name string
+		want sqlite.AuthorizerReturnCode
+	}{
+		{"load_extension", sqlite.AuthorizerDeny},
+		{"Load_Extension", sqlite.AuthorizerDeny},
+		{"lower", sqlite.AuthorizerOK},
+		{"max", sqlite.AuthorizerOK},
+	} {
+		if got := g.authorize(sqlite.AuthFunction, "", tt.name, "", ""); got != tt.want {
+			t.Errorf("function %s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if !strings.Contains(g.denied, "load_extension") && !strings.Contains(g.denied, "Load_Extension") {
+		t.Errorf("the refusal does not name the function: %q", g.denied)
+	}
 }
 
 // TestUntrustedConnection checks the guard on a run's own connections: a
