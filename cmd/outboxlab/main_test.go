@@ -459,6 +459,33 @@ func TestInterspersed(t *testing.T) {
 	}
 }
 
+// TestValueFlagGivenTwice: a flag that takes one value, given twice, is a
+// usage error naming the flag, wherever the two stand, not a silent
+// override by the last.
+func TestValueFlagGivenTwice(t *testing.T) {
+	t.Parallel()
+	lesson := filepath.Join("..", "..", "examples", "claim-lesson.sql")
+	pending := filepath.Join("..", "..", "examples", "claim-pending-only.sql")
+	for _, args := range [][]string{
+		{"run", "session-15-outbox-leasing", "--claim-sql", lesson, "--claim-sql", pending},
+		{"run", "session-15-outbox-leasing", "--claim-sql=" + lesson, "--claim-sql", pending},
+		{"run", "--claim-sql", lesson, "session-15-outbox-leasing", "-claim-sql", pending},
+		{"grade", lesson, "--out", t.TempDir(), "--out", t.TempDir()},
+	} {
+		o := runCLI(t, args...)
+		flag := "--claim-sql"
+		if args[0] == "grade" {
+			flag = "--out"
+		}
+		if o.code != exitUsage || !strings.Contains(o.stderr, flag+" is given more than once") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 naming %s", args, o.code, o.stderr, flag)
+		}
+		if strings.Contains(o.stdout, "PASS") || strings.Contains(o.stdout, "FAIL") {
+			t.Errorf("%q ran: %s", args, o.stdout)
+		}
+	}
+}
+
 func TestParseDuration(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
