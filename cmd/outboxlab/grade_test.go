@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -194,5 +196,64 @@ func TestGradeTimeout(t *testing.T) {
 	}
 	if o.code != exitUsage || g.verdict() != "NOT JUDGED" || !strings.Contains(g.Error, "gave up after 1ms") || strings.Contains(g.Error, "refused") {
 		t.Errorf("exit %d, error %q; want 2, NOT JUDGED and a timeout", o.code, g.Error)
+	}
+}
+
+// TestGradeGradersShareOut: many graders started at once with one --out
+// (a class graded by several terminals, or a script's parallel loop) all
+// succeed, and no report overwrites another.
+func TestGradeGradersShareOut(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	out := filepath.Join(t.TempDir(), "reports")
+	lesson, err := filepath.Abs(filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const graders = 24
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	results := make(chan result, graders)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range graders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, "grade", "--format", "json", "--out", out, lesson)
+			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			<-start
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code = -1
+			}
+			results <- result{code, stdout.String(), stderr.String()}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	reportsSeen := map[string]bool{}
+	for r := range results {
+		var g grade
+		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &g) != nil {
+			t.Errorf("a grader: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			continue
+		}
+		if reportsSeen[g.Report] {
+			t.Errorf("two graders filed the same report %s", g.Report)
+		}
+		reportsSeen[g.Report] = true
+	}
+	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "Grade-Summary-*.txt"))
+	if len(summaries) != graders {
+		t.Errorf("%d summaries, want %d", len(summaries), graders)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -325,17 +326,49 @@ func TestRepeatTallyKeepsNoResult(t *testing.T) {
 	}
 }
 
-// TestBinary runs the built program as a newcomer would: real exit codes,
-// and Ctrl-C stops the workers and removes the temporary databases.
-func TestBinary(t *testing.T) {
+// built is the program, built once for the tests that run it as a user
+// would (a real process: exit codes, signals, graders side by side).
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// binary builds the program once per test binary and returns its path;
+// TestMain removes it ([removeBuilt]). With -short it skips t.
+func binary(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "outboxlab")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "outboxlab-test-bin-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "outboxlab")
+		if out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
+	return built.path
+}
+
+// removeBuilt removes the built program, if a test built it.
+func removeBuilt() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+}
+
+// TestBinary runs the built program as a newcomer would: real exit codes,
+// and Ctrl-C stops the workers and removes the temporary databases.
+func TestBinary(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
 	t.Run("ExitCodes", func(t *testing.T) {
 		t.Parallel()
 		for _, tt := range []struct {

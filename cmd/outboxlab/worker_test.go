@@ -19,7 +19,9 @@ func TestMain(m *testing.M) {
 	if isWorker(os.Args) {
 		os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBuilt()
+	os.Exit(code)
 }
 
 // TestRunProcesses: run --processes passes session 14 with its checkout a
