@@ -52,7 +52,7 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	p.kv("Lesson", r.Title)
 	p.kv("Variant", variantLabel(r.Variant))
 	if r.CustomSQL != "" {
-		p.kv("Your SQL", r.CustomSQL+" (judged by this lesson's checks)")
+		p.kv("Your SQL", Printable(r.CustomSQL)+" (judged by this lesson's checks)")
 	}
 	p.kv("Design", designLabel(r))
 	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")
@@ -146,9 +146,13 @@ type printer struct {
 	err error
 }
 
+// line writes s and a line break (s may hold more lines). A report quotes
+// what a student wrote (their claim's SQL, its errors): control characters
+// other than a tab and a line break are escaped ([Printable]), and the CR
+// of a CRLF line break dropped.
 func (p *printer) line(s string) {
 	if p.err == nil {
-		_, p.err = fmt.Fprintln(p.w, s)
+		_, p.err = fmt.Fprintln(p.w, escapeControls(strings.TrimSuffix(strings.ReplaceAll(s, "\r\n", "\n"), "\r"), "\t\n"))
 	}
 }
 
@@ -217,7 +221,13 @@ func renderTable(w io.Writer, columns []string, rows [][]string) error {
 	}
 	tb.Header(header...)
 	for _, row := range rows {
-		if err := tb.Append(row); err != nil {
+		// A cell may break into lines; any other control character is
+		// escaped, so it neither acts on the terminal nor shifts a column.
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = escapeControls(c, "\n")
+		}
+		if err := tb.Append(cells); err != nil {
 			return fmt.Errorf("reports: table row: %w", err)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -259,7 +261,7 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 func reportFolder(file string) string {
 	stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	stem = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < ' ' {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
 			return '_'
 		}
 		return r
@@ -275,14 +277,17 @@ func reportFolder(file string) string {
 func writeGradeTable(w io.Writer, grades []grade) error {
 	t := lab.Table{Columns: []string{"File", "Verdict", "Failed check", "Reason"}}
 	for _, g := range grades {
+		// A file's name and an error quoting its SQL are the student's
+		// data: escaped, they cannot act on the terminal or break a row.
+		file := reports.Printable(g.File)
 		switch {
 		case g.Error != "":
-			t.AddRow(g.File, g.verdict(), "-", g.Error)
+			t.AddRow(file, g.verdict(), "-", reports.Printable(g.Error))
 		case len(g.FailedChecks) == 0:
-			t.AddRow(g.File, g.verdict(), "-", "every check passed")
+			t.AddRow(file, g.verdict(), "-", "every check passed")
 		}
 		for i, name := range g.FailedChecks {
-			t.AddRow(g.File, g.verdict(), name, g.reasons[i])
+			t.AddRow(file, g.verdict(), name, g.reasons[i])
 		}
 	}
 	if err := reports.WriteTable(w, t); err != nil {

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/outboxlab/outboxlab/reports"
 )
 
 const (
@@ -255,5 +258,108 @@ func TestGradeGradersShareOut(t *testing.T) {
 	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "Grade-Summary-*.txt"))
 	if len(summaries) != graders {
 		t.Errorf("%d summaries, want %d", len(summaries), graders)
+	}
+}
+
+// TestGradeEscapesNames: file names are data. A name holding ESC, CR, BS,
+// DEL, a C1 control, a bidirectional override or a byte that is not UTF-8,
+// and an error quoting such SQL, reach the table, the summary and the
+// report escaped (\x1b), never as the raw character, and every row of the
+// table is as wide as its borders. JSON keeps the exact names.
+func TestGradeEscapesNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lesson, err := os.ReadFile(filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"clear\x1b[2J\x1b[H.sql", "cr\rback\bdel\x7f.sql", "c1\u009b2J.sql", "bidi\u202elqs.sql", "tab\tand\nnewline.sql", "bad\xffbyte.sql", "Zoë.sql"}
+	var paths []string
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, lesson, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	refused := filepath.Join(dir, "refused\x1b]0;pwned\x07.sql")
+	if err := os.WriteFile(refused, []byte("SELECT Id FROM OutboxMessages WHERE Payload = '\x1b[2J"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, refused)
+	out := filepath.Join(t.TempDir(), "reports")
+
+	o := runCLI(t, append([]string{"grade", "--out", out}, paths...)...)
+	if o.code != exitUsage {
+		t.Fatalf("exit %d, want 2 (one file refused); stderr %s", o.code, o.stderr)
+	}
+	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "Grade-Summary-*.txt"))
+	if len(summaries) != 1 {
+		t.Fatalf("summaries %v", summaries)
+	}
+	summary, err := os.ReadFile(summaries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportFiles, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*.txt"))
+	if len(reportFiles) != len(names) {
+		t.Fatalf("reports %v, want %d", reportFiles, len(names))
+	}
+	texts := map[string]string{"stdout": o.stdout, "stderr": o.stderr, "summary": string(summary)}
+	for _, r := range reportFiles {
+		b, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[r] = string(b)
+	}
+	for what, text := range texts {
+		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			if strings.Contains(what, string(filepath.Separator)) {
+				line = strings.ReplaceAll(line, "\t", " ") // a report may indent its SQL with tabs
+			}
+			if reports.Printable(line) != line {
+				t.Errorf("%s holds a raw control character: %q", what, line)
+			}
+		}
+	}
+	for _, want := range []string{`clear\x1b[2J\x1b[H.sql`, `cr\rback\x08del\x7f.sql`, `c1\u009b2J.sql`, `bidi\u202elqs.sql`, `tab\tand\nnewline.sql`, `bad\xffbyte.sql`, "Zoë.sql", `refused\x1b]0;pwned\x07.sql`, `'\x1b[2J`} {
+		if !strings.Contains(o.stdout, want) || !strings.Contains(string(summary), want) {
+			t.Errorf("the table or the summary does not show %s", want)
+		}
+	}
+	// Every row and border of the table is as wide as the top border.
+	var width int
+	for _, line := range strings.Split(o.stdout, "\n") {
+		if !strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "|") {
+			continue
+		}
+		if width == 0 {
+			width = utf8.RuneCountInString(line)
+		}
+		if n := utf8.RuneCountInString(line); n != width {
+			t.Errorf("table line %d columns wide, the border %d: %q", n, width, line)
+		}
+	}
+	if width == 0 {
+		t.Fatalf("no table on stdout:\n%s", o.stdout)
+	}
+
+	o = runCLI(t, append([]string{"grade", "--format", "json", "--out", out}, paths...)...)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		if reports.Printable(line) != line {
+			t.Errorf("JSON line holds a raw control character: %q", line)
+		}
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		seen[g.File] = true
+	}
+	for _, p := range paths {
+		if !seen[strings.ToValidUTF8(p, "\uFFFD")] {
+			t.Errorf("JSON does not name %q", p)
+		}
 	}
 }
