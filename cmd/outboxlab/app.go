@@ -53,6 +53,10 @@ type settings struct {
 	// rounds of this length (tests: the matrix is what they check).
 	ceilingRound time.Duration
 
+	// fileReport, when set, files a grade's reports and summary instead
+	// of [reports.WriteNew] (tests: a full disk).
+	fileReport func(path string, data []byte) (string, error)
+
 	mu     sync.Mutex // warnings may come from runs graded at once
 	stderr io.Writer
 }

@@ -38,7 +38,7 @@ func loadClaimFile(ctx context.Context, path string) (store.ClaimFile, error) {
 	}
 	b, err := readRegularFile(path, store.MaxClaimFileSize)
 	if err != nil {
-		return store.ClaimFile{}, fmt.Errorf("cannot read it: %w", err)
+		return store.ClaimFile{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	cf, err := store.ParseClaimFile(string(b))
 	if err != nil {
@@ -49,6 +49,11 @@ func loadClaimFile(ctx context.Context, path string) (store.ClaimFile, error) {
 	}
 	return cf, nil
 }
+
+// errUnreadable means a claim file could not be read as one: missing, not
+// a regular file, unreadable, or over its size limit. It is the file's
+// fault, as a refusal is.
+var errUnreadable = errors.New("cannot read it")
 
 // errNotRegular means a path names a FIFO, a device, a socket or a folder.
 var errNotRegular = errors.New("not a regular file")

@@ -38,7 +38,8 @@ func gradeCommand(s *settings) *cli.Command {
 			"With --db the files run on that PostgreSQL server, each in a schema of its own and as a throwaway\n" +
 			"login role the lab creates for it (rights: USAGE, CREATE on that schema only) and drops afterwards;\n" +
 			"the URL's login needs CREATEROLE (or SUPERUSER) and pg_hba.conf must accept the role's password login.\n" +
-			"Exit code: 0 every file passed, 1 some file failed a check, 2 some file could not be judged.",
+			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
+			"interrupted.\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
@@ -51,6 +52,19 @@ func gradeCommand(s *settings) *cli.Command {
 	}
 }
 
+// gradeExitCodes is grade's exit codes, as its help prints them.
+const gradeExitCodes = `Exit code:
+  0    every file passed
+  1    every file was judged, and some failed a check
+  2    some file could not be judged for its own sake: refused (not a regular file, over 1 MiB, not two
+       statements, not a read-only SELECT and an UPDATE of OutboxMessages), a statement that failed or ran
+       too long in the run, or no verdict within --timeout; also bad input before any file: a flag, an
+       --out that cannot take reports, a --db server that cannot host a grade
+  3    the lab's own failure, not a file's: a report or the summary could not be written (a full disk),
+       or a run could not complete (no temporary folder under TMPDIR, a lost database connection);
+       the verdicts reached are printed all the same
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP): the verdicts reached so far are printed first`
+
 // grade is the judgement of one claim file.
 type grade struct {
 	File         string   `json:"file"`
@@ -58,9 +72,23 @@ type grade struct {
 	FailedChecks []string `json:"failed_checks"`
 	Report       string   `json:"report"`
 	Error        string   `json:"error"`
+	// ReportError says why the report of a file that was judged could
+	// not be written (a full disk); the verdict stands.
+	ReportError string `json:"report_error,omitempty"`
 
 	reasons []string // one line per failed check, in FailedChecks order
+	fault   fault    // whose fault Error is
 }
+
+// fault is why a file has no verdict: its own input, the lab, or a stop.
+type fault int
+
+const (
+	noFault     fault = iota
+	fileFault         // the file was refused, or its statements failed or ran too long: exit 2
+	labFault          // the lab could not judge it (no run folder, a lost connection): exit 3
+	interrupted       // the grade was stopped before its verdict: exit 130
+)
 
 // verdict is the table's word for g.
 func (g *grade) verdict() string {
@@ -83,10 +111,16 @@ type gradePlan struct {
 	format   string
 	options  scenarios.Options // each file's run sets its Claim
 	now      func() time.Time
+	// fileReport files a report's bytes as [reports.WriteNew] does;
+	// tests make it fail as a full disk would.
+	fileReport func(path string, data []byte) (string, error)
 }
 
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
-	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now}
+	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now, fileReport: s.fileReport}
+	if p.fileReport == nil {
+		p.fileReport = reports.WriteNew
+	}
 	var err error
 	if p.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err
@@ -137,47 +171,76 @@ func gradeAction(c *cli.Context, s *settings) error {
 	sc := p.scenario
 	started := p.now().UTC()
 	grades := gradeAll(c.Context, sc, p)
-	if c.Context.Err() != nil {
-		return c.Context.Err()
-	}
+	// Every verdict reached is printed, whatever happens next: a summary
+	// that cannot be written (a full disk) or an interruption loses none.
 	var table bytes.Buffer
 	if err := writeGradeTable(&table, grades); err != nil {
 		return err
 	}
-	summary, err := reports.WriteNew(filepath.Join(p.out, "Grade", "Grade-Summary-"+started.Format("20060102T150405Z")+".txt"),
+	summary, summaryErr := p.fileReport(filepath.Join(p.out, "Grade", "Grade-Summary-"+started.Format("20060102T150405Z")+".txt"),
 		append([]byte(fmt.Sprintf("outboxlab grade: %d claim files judged by %s's checks\n\n", len(grades), sc.Name)), table.Bytes()...))
-	if err != nil {
+	if err := printGrades(c.App.Writer, p.format, grades, table.Bytes(), summary); err != nil {
 		return err
 	}
-	w := c.App.Writer
-	if p.format == "json" {
+	if c.Context.Err() != nil {
+		return c.Context.Err()
+	}
+	return gradeOutcome(grades, summaryErr)
+}
+
+// printGrades prints every grade: one JSON line each, or the table and
+// where the summary is (when it was written).
+func printGrades(w io.Writer, format string, grades []grade, table []byte, summary string) error {
+	if format == "json" {
 		for _, g := range grades {
 			if err := reports.JSONLine(w, g); err != nil {
 				return err
 			}
 		}
-	} else {
-		if _, err := w.Write(table.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\nsummary: %s\n", summary)
+		return nil
 	}
-	return gradeOutcome(grades)
+	if _, err := w.Write(table); err != nil {
+		return err
+	}
+	if summary != "" {
+		_, err := fmt.Fprintf(w, "\nsummary: %s\n", summary)
+		return err
+	}
+	return nil
 }
 
-// gradeOutcome is the exit: 2 when a file could not be judged, 1 when one
-// failed a check.
-func gradeOutcome(grades []grade) error {
-	notJudged, failed := 0, 0
+// gradeOutcome is the exit (see gradeExitCodes): 3 when the lab failed a
+// file or a report or the summary could not be written, else 2 when a
+// file could not be judged for its own sake, else 1 when one failed a
+// check.
+func gradeOutcome(grades []grade, summaryErr error) error {
+	var labFailed, unwritten, notJudged, failed int
 	for _, g := range grades {
-		switch g.verdict() {
-		case "NOT JUDGED":
+		switch {
+		case g.fault == labFault:
+			labFailed++
+		case g.Error != "":
 			notJudged++
-		case "FAIL":
+		case !g.Passed:
 			failed++
+		}
+		if g.ReportError != "" {
+			unwritten++
 		}
 	}
 	switch {
+	case labFailed > 0 || unwritten > 0 || summaryErr != nil:
+		var what []string
+		if labFailed > 0 {
+			what = append(what, fmt.Sprintf("%d of %d files could not be judged for the lab's own reason", labFailed, len(grades)))
+		}
+		if unwritten > 0 {
+			what = append(what, fmt.Sprintf("%d reports could not be written", unwritten))
+		}
+		if summaryErr != nil {
+			what = append(what, "the summary could not be written: "+summaryErr.Error())
+		}
+		return fmt.Errorf("grade: %s (every verdict reached is printed above)", strings.Join(what, "; "))
 	case notJudged > 0:
 		return usagef("grade: %d of %d files could not be judged (see the table)", notJudged, len(grades))
 	case failed > 0:
@@ -198,7 +261,7 @@ func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				grades[i] = grade{File: file, Error: "interrupted"}
+				grades[i] = grade{File: file, FailedChecks: []string{}, Error: "interrupted", fault: interrupted}
 				return
 			}
 			defer func() { <-sem }()
@@ -209,19 +272,27 @@ func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade
 	return grades
 }
 
-// gradeFile judges one claim file; any failure to judge it is its Error.
+// gradeFile judges one claim file; any failure to judge it is its Error,
+// with whose fault it is.
 func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *gradePlan) grade {
 	g := grade{File: file, FailedChecks: []string{}}
+	notJudged := func(f fault, msg string) grade {
+		g.Error, g.fault = msg, f
+		if ctx.Err() != nil {
+			g.Error, g.fault = "interrupted", interrupted
+		}
+		return g
+	}
 	// The claim file check runs once on a tiny database and is not timed:
 	// --timeout bounds the scenario run, which a slow claim can stretch.
 	cf, err := loadClaimFile(ctx, file)
 	switch {
 	case ctx.Err() != nil:
-		g.Error = "interrupted"
-		return g
+		return notJudged(interrupted, "")
+	case errors.As(err, new(*store.ClaimFileError)) || errors.Is(err, errUnreadable):
+		return notJudged(fileFault, "refused: "+oneLine(err.Error()))
 	case err != nil:
-		g.Error = "refused: " + oneLine(err.Error())
-		return g
+		return notJudged(labFault, "the lab could not check it: "+oneLine(err.Error()))
 	}
 	opts := p.options
 	opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Select, Update: cf.Update}
@@ -229,16 +300,20 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	res, err := scenarios.Execute(runCtx, sc, "", opts, false)
+	var stmtErr *store.ClaimStatementError
 	switch {
 	case ctx.Err() != nil:
-		g.Error = "interrupted"
-		return g
+		return notJudged(interrupted, "")
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		g.Error = fmt.Sprintf("gave up after %s: the claim did not finish the lesson in time", p.timeout)
-		return g
+		return notJudged(fileFault, fmt.Sprintf("gave up after %s: the claim did not finish the lesson in time", p.timeout))
+	case errors.As(err, new(*store.ClaimFileError)):
+		// On PostgreSQL the server itself checks the file, in the run's
+		// own database, before the lesson starts.
+		return notJudged(fileFault, "refused: "+oneLine(err.Error()))
+	case errors.As(err, &stmtErr):
+		return notJudged(fileFault, fmt.Sprintf("its %s failed in the run: %s", stmtErr.Statement, oneLine(stmtErr.Err.Error())))
 	case err != nil:
-		g.Error = "the run could not complete: " + oneLine(err.Error())
-		return g
+		return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
 	}
 	g.Passed = res.Passed()
 	for _, ch := range res.Checks {
@@ -247,12 +322,16 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 			g.reasons = append(g.reasons, fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed))
 		}
 	}
-	path, err := reports.Write(filepath.Join(p.out, reportFolder(file)), res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
-	if err != nil {
-		g.Error = "the report could not be written: " + oneLine(err.Error())
-		return g
+	var buf bytes.Buffer
+	info := reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)}
+	err = reports.Text(&buf, res, info)
+	if err == nil {
+		g.Report, err = p.fileReport(reports.Path(filepath.Join(p.out, reportFolder(file)), res, started), buf.Bytes())
 	}
-	g.Report = path
+	if err != nil {
+		// The verdict stands; only its report is lost (exit 3).
+		g.ReportError = oneLine(err.Error())
+	}
 	return g
 }
 
@@ -288,6 +367,9 @@ func writeGradeTable(w io.Writer, grades []grade) error {
 		}
 		for i, name := range g.FailedChecks {
 			t.AddRow(file, g.verdict(), name, g.reasons[i])
+		}
+		if g.ReportError != "" {
+			t.AddRow(file, g.verdict(), "-", "its report could not be written: "+reports.Printable(g.ReportError))
 		}
 	}
 	if err := reports.WriteTable(w, t); err != nil {

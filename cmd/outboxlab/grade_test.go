@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -360,6 +363,195 @@ func TestGradeEscapesNames(t *testing.T) {
 	for _, p := range paths {
 		if !seen[strings.ToValidUTF8(p, "\uFFFD")] {
 			t.Errorf("JSON does not name %q", p)
+		}
+	}
+}
+
+// slowClaimSQL is a claim that passes every check but takes a few seconds
+// to grade: its SELECT counts ten million rows for each candidate message.
+const slowClaimSQL = `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+  AND (WITH t(x) AS (VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10))
+       SELECT count(*) FROM t a, t b, t c, t d, t e, t f, t g WHERE a.x <> OutboxMessages.Id) > 0
+ORDER BY CreatedAtUtc, Id LIMIT 1;
+` + okUpdate
+
+// TestGradeFullDisk: a disk that fills loses no verdict. Whatever report
+// or summary cannot be written, every verdict reached is printed, as JSON
+// or as the table, each unwritten report is named, and the exit is 3.
+func TestGradeFullDisk(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	refused := filepath.Join(dir, "refused.sql")
+	if err := os.WriteFile(refused, []byte("PRAGMA writable_schema = ON;\n"+okUpdate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join("..", "..", "examples", "claim-lesson.sql"), filepath.Join("..", "..", "examples", "claim-pending-only.sql"), refused}
+	verdicts := map[string]string{"claim-lesson.sql": "PASS", "claim-pending-only.sql": "FAIL", "refused.sql": "NOT JUDGED"}
+	full := func(path string, _ []byte) (string, error) {
+		return "", fmt.Errorf("reports: write %s: %w", path, syscall.ENOSPC)
+	}
+	summaryOnly := func(path string, data []byte) (string, error) {
+		if strings.Contains(path, "Grade-Summary") {
+			return full(path, data)
+		}
+		return reports.WriteNew(path, data)
+	}
+	for _, tt := range []struct {
+		name       string
+		fileReport func(string, []byte) (string, error)
+		format     string
+		unwritten  int // reports not written
+	}{
+		{"FullJSON", full, "json", 2},
+		{"FullText", full, "text", 2},
+		{"SummaryOnlyJSON", summaryOnly, "json", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &settings{now: time.Now, tempRoot: t.TempDir(), fileReport: tt.fileReport}
+			o := runCLIWith(t, s, append([]string{"grade", "--format", tt.format, "--out", filepath.Join(t.TempDir(), "r")}, files...)...)
+			if o.code != exitFailed {
+				t.Errorf("exit %d, want %d; stderr %s", o.code, exitFailed, o.stderr)
+			}
+			if !strings.Contains(o.stderr, "could not be written") {
+				t.Errorf("stderr does not say what could not be written: %s", o.stderr)
+			}
+			if tt.format == "text" {
+				for name, v := range verdicts {
+					if !regexp.MustCompile(regexp.QuoteMeta(name) + ` +\| ` + v + ` `).MatchString(o.stdout) {
+						t.Errorf("the table lacks %s %s:\n%s", name, v, o.stdout)
+					}
+				}
+				if n := strings.Count(o.stdout, "its report could not be written: reports: write"); n != tt.unwritten {
+					t.Errorf("%d rows say a report was not written, want %d:\n%s", n, tt.unwritten, o.stdout)
+				}
+				if strings.Contains(o.stdout, "summary: ") {
+					t.Errorf("the table names a summary that was not written:\n%s", o.stdout)
+				}
+				return
+			}
+			got := map[string]grade{}
+			for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+				var g grade
+				if err := json.Unmarshal([]byte(line), &g); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				got[filepath.Base(g.File)] = g
+			}
+			unwritten := 0
+			for name, v := range verdicts {
+				g, ok := got[name]
+				if !ok || g.verdict() != v {
+					t.Errorf("%s: %+v, want verdict %s", name, g, v)
+				}
+				if g.ReportError != "" {
+					unwritten++
+					if g.Report != "" || !strings.Contains(g.ReportError, "no space left on device") {
+						t.Errorf("%s: report %q, report_error %q", name, g.Report, g.ReportError)
+					}
+				}
+			}
+			if unwritten != tt.unwritten {
+				t.Errorf("%d reports not written, want %d", unwritten, tt.unwritten)
+			}
+		})
+	}
+}
+
+// TestGradeLabFailure: a grade that cannot make its temporary folder
+// (TMPDIR missing, a file, or read-only) exits 3 as run does: the lab's
+// fault, not the file's. The verdicts are printed as NOT JUDGED, saying so.
+func TestGradeLabFailure(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	notAFolder := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notAFolder, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpdirs := map[string]string{"Missing": filepath.Join(t.TempDir(), "missing"), "NotAFolder": notAFolder}
+	if os.Geteuid() != 0 { // root writes in a read-only folder
+		readOnly := t.TempDir()
+		if err := os.Chmod(readOnly, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		tmpdirs["ReadOnly"] = readOnly
+	}
+	lesson := filepath.Join("..", "..", "examples", "claim-lesson.sql")
+	for name, tmpdir := range tmpdirs {
+		for _, args := range [][]string{
+			{"grade", "--out", t.TempDir(), lesson},
+			{"run", "session-15-outbox-leasing", "--claim-sql", lesson, "--out", t.TempDir()},
+		} {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmpdir)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailed {
+				t.Errorf("%s %s: %v, want exit %d; stdout %s stderr %s", name, args[0], err, exitFailed, stdout.String(), stderr.String())
+			}
+			if args[0] == "grade" && !strings.Contains(stdout.String(), "NOT JUDGED") {
+				t.Errorf("%s grade: the table is missing:\n%s", name, stdout.String())
+			}
+		}
+	}
+}
+
+// TestGradeInterruptPrintsVerdicts: Ctrl-C during a grade prints the
+// verdicts reached so far (and which files it did not reach), then exits
+// 130. The signal comes once the first file's report is filed.
+func TestGradeInterruptPrintsVerdicts(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow.sql")
+	if err := os.WriteFile(slow, []byte(slowClaimSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "reports")
+	cmd := exec.Command(bin, "grade", "--jobs", "1", "--out", out, filepath.Join("..", "..", "examples", "claim-lesson.sql"), slow, slow)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for first := filepath.Join(out, "claim-lesson", "Session-15"); ; time.Sleep(20 * time.Millisecond) {
+		if reps, _ := filepath.Glob(filepath.Join(first, "*.txt")); len(reps) > 0 {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("exited before the first report: %v; stderr %s", err, stderr.String())
+		default:
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := <-exited
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("%v, want exit %d; stderr %s", err, exitInterrupted, stderr.String())
+	}
+	if !regexp.MustCompile(`claim-lesson\.sql +\| PASS `).MatchString(stdout.String()) || !regexp.MustCompile(`slow\.sql +\| NOT JUDGED \| - +\| interrupted`).MatchString(stdout.String()) {
+		t.Errorf("stdout does not show the verdict reached and the files not reached:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+// TestGradeHelpExitCodes: grade --help documents every exit code grade
+// can return.
+func TestGradeHelpExitCodes(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, "grade", "--help")
+	for _, code := range []string{"0 ", "1 ", "2 ", "3 ", "130 "} {
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(code)).MatchString(o.stdout) {
+			t.Errorf("grade --help does not document exit %s:\n%s", code, o.stdout)
 		}
 	}
 }
