@@ -220,3 +220,27 @@ func TestUntrustedConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimHeapLimit: SQLite counts its memory in this process, and once
+// a connection that may run a claim file opens, all of SQLite's memory is
+// bounded by ClaimHeapLimit; a claim statement that sorts a hundred 8 MB
+// values is stopped and refused, its first statement named.
+func TestClaimHeapLimit(t *testing.T) {
+	t.Parallel()
+	if !memoryAccounted {
+		t.Fatal("SQLite does not count its memory: its heap limit cannot hold")
+	}
+	cf, err := ParseClaimFile(`WITH t(x) AS (VALUES (1),(2)), r AS (SELECT a.x FROM t a, t b, t c, t d, t e, t f, t g LIMIT 127)
+SELECT count(*) FROM (SELECT zeroblob(8000000) || x AS b FROM r GROUP BY b); ` + lessonUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckClaimFile(context.Background(), cf)
+	var cfe *ClaimFileError
+	if !errors.As(err, &cfe) || cfe.Statement != "first statement" {
+		t.Errorf("err = %v, want the first statement refused", err)
+	}
+	if got := sqliteHeapLimit(); got != ClaimHeapLimit {
+		t.Errorf("SQLite's hard heap limit is %d, want %d", got, ClaimHeapLimit)
+	}
+}
