@@ -199,7 +199,7 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
-	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim, p.parseDB} {
+	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim, func(c *cli.Context) error { return p.parseDB(c, s) }} {
 		if err := part(c); err != nil {
 			return nil, err
 		}
@@ -343,20 +343,55 @@ func (p *runPlan) parseBound(c *cli.Context) error {
 // dbFlag chooses PostgreSQL instead of the embedded SQLite file.
 var dbFlag = &cli.StringFlag{Name: "db", Usage: "run on the PostgreSQL server at `URL` (postgres://...), each run in a schema of its own, instead of an SQLite file"}
 
-// parseDB reads --db and checks, before any run, that the server answers.
-func (p *runPlan) parseDB(c *cli.Context) error {
+// parseDB reads --db and checks, before any run, that the server answers
+// (and with --claim-sql, that it can host the claim file's run).
+func (p *runPlan) parseDB(c *cli.Context, s *settings) error {
 	dsn, err := serverURL(c)
 	if err != nil || dsn == "" {
 		return err
 	}
 	if p.options.Claim != nil {
-		// The claim file will run as a throwaway login role: check now
-		// that one can be made and can log in (exit 2 with the reason).
-		if err := store.CheckGraderServer(c.Context, dsn); err != nil {
-			return &usageError{err}
+		// The claim file will run as a throwaway login role in a
+		// database of its own: check now that they can be made and used
+		// (exit 2 with the reason).
+		if err := checkGraderServer(c.Context, s, dsn); err != nil {
+			return err
 		}
 	}
 	p.options.Database = dsn
+	return nil
+}
+
+// checkGraderServer prepares the server at dsn for claim files: it removes
+// the roles and databases of grades whose process is gone (a SIGKILL
+// leaves them), saying so, then checks that a grader role and its
+// database can be made and used there. A server that cannot host a grade
+// is bad input, exit 2, with the reason.
+func checkGraderServer(ctx context.Context, s *settings, dsn string) error {
+	swept, err := store.SweepGraders(ctx, dsn)
+	if err != nil {
+		s.warn(fmt.Errorf("could not look for what killed grades left on the server: %w", err))
+	}
+	for _, g := range swept {
+		var what []string
+		if g.Role != "" {
+			what = append(what, "role "+g.Role)
+		}
+		if g.Database != "" {
+			what = append(what, "database "+g.Database)
+		}
+		if len(g.Schemas) > 0 {
+			what = append(what, "schemas "+strings.Join(g.Schemas, ", "))
+		}
+		if g.Err != nil {
+			s.warn(fmt.Errorf("could not remove all of %s, left by a grade whose process is gone: %w", strings.Join(what, ", "), g.Err))
+			continue
+		}
+		s.note("removed " + strings.Join(what, ", ") + ", left by a grade whose process is gone")
+	}
+	if err := store.CheckGraderServer(ctx, dsn); err != nil {
+		return &usageError{err}
+	}
 	return nil
 }
 
@@ -520,6 +555,7 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 		// The engineer's SQL could not run: that is their input's fault.
 		// Any other failure is the lab's, exit 3.
 		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
+
 	case err != nil:
 		return nil, "", "", err
 	}

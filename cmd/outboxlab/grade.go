@@ -145,11 +145,12 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 		return nil, err
 	}
 	if p.options.Database != "" {
-		// Each file will run as a throwaway login role: check once that
-		// one can be made and can log in, so a missing right is exit 2
-		// with its reason rather than every file NOT JUDGED.
-		if err := store.CheckGraderServer(c.Context, p.options.Database); err != nil {
-			return nil, &usageError{err}
+		// Each file will run as a throwaway login role in a database of
+		// its own: remove what killed grades left, then check once that
+		// a role and a database can be made and used, so a missing right
+		// is exit 2 with its reason rather than every file NOT JUDGED.
+		if err := checkGraderServer(c.Context, s, p.options.Database); err != nil {
+			return nil, err
 		}
 	}
 	paths := []string{filepath.Join(p.out, "Grade", "Grade-Summary-"+p.now().UTC().Format("20060102T150405Z")+".txt")}

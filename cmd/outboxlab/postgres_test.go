@@ -1,20 +1,25 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	neturl "net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -111,8 +116,9 @@ func schemaExists(t *testing.T, url, schema string) bool {
 // hex), which must appear in no output.
 var graderPassword = regexp.MustCompile(`[0-9a-f]{48}`)
 
-// graderRoleLine reads the role and its rights from a report's Database line.
-var graderRoleLine = regexp.MustCompile(`claim file ran as login role (outboxlab_grader_[0-9a-f]{8}), rights: USAGE, CREATE on schema (outboxlab_session_15_outbox_leasing_[0-9a-f]{8}) only`)
+// graderRoleLine reads the role, its rights and its database from a
+// report's Database line.
+var graderRoleLine = regexp.MustCompile(`claim file ran as login role (outboxlab_grader_[0-9a-f]{8}), rights: USAGE, CREATE on schema (outboxlab_session_15_outbox_leasing_[0-9a-f]{8}) only, in database (outboxlab_grade_[0-9a-f]{8}), its own`)
 
 // TestGradeOnPostgres grades the examples and the class's claim files on
 // the test server, two at a time: every verdict is the one SQLite gives
@@ -182,8 +188,8 @@ func TestGradeOnPostgres(t *testing.T) {
 			t.Errorf("%s: role %s or schema %s shared with another file", f.name, m[1], m[2])
 		}
 		roles[m[1]], schemas[m[2]] = true, true
-		if roleExists(t, url, m[1]) || schemaExists(t, url, m[2]) {
-			t.Errorf("%s: role %s or schema %s left after grade", f.name, m[1], m[2])
+		if roleExists(t, url, m[1]) || schemaExists(t, url, m[2]) || databaseExists(t, url, m[3]) {
+			t.Errorf("%s: role %s, schema %s or database %s left after grade", f.name, m[1], m[2], m[3])
 		}
 	}
 	if len(roles) != 5 {
@@ -204,8 +210,8 @@ func TestGradeOnPostgres(t *testing.T) {
 
 // TestRunClaimOnPostgres runs a claim file with --processes (session 15's
 // Worker-A is a child process, which must log in as the role too) and
-// --keep-db: the schema stays, handed to the URL's login, and the role is
-// dropped all the same.
+// --keep-db: the run's database stays with its schema, handed to the
+// URL's login, and the role is dropped all the same.
 func TestRunClaimOnPostgres(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
@@ -223,9 +229,10 @@ func TestRunClaimOnPostgres(t *testing.T) {
 	if m == nil || !r.Passed || r.Engine != "postgres" {
 		t.Fatalf("database %q, passed %v, engine %q", r.Database, r.Passed, r.Engine)
 	}
-	t.Cleanup(func() { _ = store.DropSchema(context.Background(), url, m[2], store.Config{}) })
-	if roleExists(t, url, m[1]) || !schemaExists(t, url, m[2]) {
-		t.Errorf("after --keep-db: role %s exists %v (want false), schema %s exists %v (want true)", m[1], roleExists(t, url, m[1]), m[2], schemaExists(t, url, m[2]))
+	t.Cleanup(func() { pgtest.Exec(t, url, "DROP DATABASE IF EXISTS "+m[3]+" WITH (FORCE)") })
+	kept := strings.Replace(url, "/postgres?", "/"+m[3]+"?", 1)
+	if roleExists(t, url, m[1]) || !databaseExists(t, url, m[3]) || kept == url || !schemaExists(t, kept, m[2]) {
+		t.Errorf("after --keep-db: role %s exists %v (want false), database %s exists %v, schema %s in it (want both)", m[1], roleExists(t, url, m[1]), m[3], databaseExists(t, url, m[3]), m[2])
 	}
 	report, err := os.ReadFile(r.Report)
 	if err != nil {
@@ -285,6 +292,20 @@ func TestGradeOnPostgresWithoutCreateRole(t *testing.T) {
 	}
 }
 
+func databaseExists(t *testing.T, url, name string) bool {
+	t.Helper()
+	db, err := store.OpenPostgres(context.Background(), url, "", store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.Count(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = ?", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
 func roleExists(t *testing.T, url, role string) bool {
 	t.Helper()
 	db, err := store.OpenPostgres(context.Background(), url, "", store.Config{})
@@ -323,5 +344,114 @@ func noGraderRolesLeft(t *testing.T, url string, started time.Time) {
 			t.Errorf("%d grader roles made since the test started are still there", n)
 			return
 		}
+	}
+}
+
+// slowerClaimSQL passes every check, on either engine, and each of its
+// SELECTs counts a million rows, so a grade of it lives for seconds.
+const slowerClaimSQL = `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+  AND (WITH t(x) AS (VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10))
+       SELECT count(*) FROM t a, t b, t c, t d, t e, t f) > 0
+ORDER BY CreatedAtUtc, Id LIMIT 1;
+` + okUpdate
+
+// startGrade starts the program grading files on the server at url, and
+// waits until one of its grades has its role and database on the server:
+// it returns the process and that grade's id. The grade is found by the
+// advisory lock its process holds (see store.GraderRole).
+func startGrade(t *testing.T, bin, url string, files ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"grade", "--db", url, "--jobs", "1", "--format", "json", "--out", t.TempDir()}, files...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	host, _ := os.Hostname()
+	app := fmt.Sprintf("outboxlab grade (pid %d on %s)", cmd.Process.Pid, host)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ids := pgtest.Strings(t, url, `SELECT id FROM (
+  SELECT lpad(to_hex(l.objid::bigint), 8, '0') AS id FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+  WHERE a.application_name = $1 AND l.locktype = 'advisory' AND l.granted) g
+WHERE EXISTS (SELECT 1 FROM pg_database WHERE datname = 'outboxlab_grade_' || g.id)
+  AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'outboxlab_grader_' || g.id)`, app)
+		if len(ids) > 0 {
+			return cmd, ids[0]
+		}
+	}
+	t.Fatalf("grade %d made no role and database within 30 s; stderr %s", cmd.Process.Pid, stderr.String())
+	return nil, ""
+}
+
+// TestGradeOnPostgresSweepsAfterSIGKILL: a grade killed with SIGKILL
+// leaves its role and its database; the next grade removes them, says so,
+// and leaves alone those of a grade still running, which finishes with
+// every file judged (a grade whose database was swept from under it could
+// not).
+func TestGradeOnPostgresSweepsAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	bin := binary(t)
+	slow := filepath.Join(t.TempDir(), "slow.sql")
+	if err := os.WriteFile(slow, []byte(slowerClaimSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	running, liveID := startGrade(t, bin, url, slow, slow, slow, slow)
+	killed, deadID := startGrade(t, bin, url, slow, slow, slow)
+	if err := killed.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = killed.Wait()
+	deadRole, deadDB := "outboxlab_grader_"+deadID, "outboxlab_grade_"+deadID
+	if !roleExists(t, url, deadRole) || !databaseExists(t, url, deadDB) {
+		t.Fatalf("the killed grade left no role %s and database %s to sweep", deadRole, deadDB)
+	}
+
+	o := runCLI(t, "grade", "--db", url, "--out", t.TempDir(), filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if o.code != exitOK {
+		t.Fatalf("the next grade: exit %d, %s %s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "removed role "+deadRole+", database "+deadDB+", left by a grade whose process is gone") {
+		t.Errorf("the next grade does not say it removed %s's role and database: %s", deadID, o.stderr)
+	}
+	if roleExists(t, url, deadRole) || databaseExists(t, url, deadDB) {
+		t.Errorf("role %s or database %s is still there after the next grade", deadRole, deadDB)
+	}
+	if !runfolder.Alive(running.Process.Pid) {
+		t.Fatal("the running grade ended before the next grade swept: make slow.sql slower")
+	}
+	if strings.Contains(o.stderr, liveID) {
+		t.Errorf("the next grade touched the running grade's %s: %s", liveID, o.stderr)
+	}
+	if err := running.Wait(); err != nil {
+		t.Errorf("the running grade, whose objects a sweep must leave alone: %v", err)
+	}
+}
+
+// TestGradeOnPostgresRefusesPublicSequence: a server where PUBLIC holds
+// USAGE on a sequence cannot host a grade (nextval would move it for
+// everyone): exit 2 before any file, naming the sequence and the REVOKE.
+func TestGradeOnPostgresRefusesPublicSequence(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "outboxlab_test_seqdb_" + hex.EncodeToString(b[:])
+	pgtest.Exec(t, url, "CREATE DATABASE "+name)
+	t.Cleanup(func() { pgtest.Exec(t, url, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	dsn := strings.Replace(url, "/postgres?", "/"+name+"?", 1)
+	if dsn == url {
+		t.Skip("the test server's URL names no database /postgres to replace")
+	}
+	pgtest.Exec(t, dsn, "CREATE SCHEMA shop", "CREATE SEQUENCE shop.order_numbers", "GRANT USAGE ON SEQUENCE shop.order_numbers TO PUBLIC")
+	o := runCLI(t, "grade", "--db", dsn, "--out", t.TempDir(), filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if o.code != exitUsage || !strings.Contains(o.stderr, "use the sequence shop.order_numbers") || !strings.Contains(o.stderr, "REVOKE ALL ON SEQUENCE") {
+		t.Errorf("exit %d, stderr %q; want 2 naming shop.order_numbers and a REVOKE", o.code, o.stderr)
+	}
+	if strings.Contains(o.stdout, "PASS") {
+		t.Errorf("a file was graded: %s", o.stdout)
 	}
 }
