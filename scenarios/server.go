@@ -20,7 +20,8 @@ import (
 //
 // A run with an engineer's claim file is confined: before its first schema
 // the login in --db creates a throwaway login role and a database of its
-// own for it ([store.GraderRole]), the run's schemas are made in that
+// own for it ([store.GraderRole]), PostgreSQL judges the file there
+// ([store.GraderRole.CheckClaimFile]), the run's schemas are made in that
 // database with USAGE and CREATE for the role and nothing else, and every
 // connection of the run, a child process's too, logs in as that role to
 // that database; the role and the database are dropped, on every path.
@@ -75,6 +76,9 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 				return "", err
 			}
 			s.role, s.server = role, store.NewServer(role.URL())
+			if err := role.CheckClaimFile(ctx, *s.claim); err != nil {
+				return "", err
+			}
 		}
 		admin = s.role.AdminURL()
 	}

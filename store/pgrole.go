@@ -22,7 +22,7 @@ import (
 )
 
 // A claim file is untrusted input. On SQLite an authorizer confines it
-// (see [CheckClaimFile]); on PostgreSQL the server does.
+// (see [CheckClaimFile]); on PostgreSQL the server does, twice over.
 //
 // Confinement, the guarantee: each run that takes a claim file gets a
 // [GraderRole], a fresh login role with no attribute and no membership,
@@ -43,7 +43,13 @@ import (
 // statements are bounded by its settings (statement_timeout, work_mem,
 // and temp_file_limit where the login in --db may set it).
 //
-// The file is still checked by SQLite's authorizer before the run.
+// Validation, the explanation: before the run, PostgreSQL's own parser
+// judges the file in that database ([GraderRole.CheckClaimFile]): a read-
+// only SELECT and an UPDATE of OutboxMessages, calling no function the
+// server marks VOLATILE (nextval, setval, set_config, pg_sleep, lo_*,
+// pg_advisory_lock, pg_notify, pg_terminate_backend, dblink, ...) and
+// reading only the run's tables, so a file is refused with a reason
+// rather than stopped by a missing right.
 //
 // A grade killed with SIGKILL cannot drop its role and database: each
 // grade holds a session-level advisory lock, in the --db login's
@@ -576,7 +582,7 @@ func checkConfined(ctx context.Context, db *DB) error {
 			return fmt.Errorf("store: %s: %w", c.s.Name, err)
 		}
 		if len(names) > 0 {
-			return fmt.Errorf("%w: every login, through PUBLIC, may %s %s, and so could a claim file; %s, or give the lab a database of its own",
+			return fmt.Errorf("%w: every login, through PUBLIC, may %s %s, and so could a claim file; %s, or point --db at a database of the lab's own",
 				ErrNotConfined, c.what, strings.Join(names, ", "), c.fix)
 		}
 	}

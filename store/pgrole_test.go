@@ -67,7 +67,7 @@ func TestGraderRoleConfined(t *testing.T) {
 	if strings.Contains(RedactURL(r.URL()), r.password) {
 		t.Fatal("RedactURL shows the role's password")
 	}
-	own, other, victim := randomName("outboxlab_roletest_own_"), randomName("outboxlab_roletest_other_"), randomName("roletest_victim_")
+	own, other, victim := randomName("outboxlab_roletest_own_"), randomName("outboxlab_roletest_other_"), randomName("outboxlab_roletest_victim_")
 	pgtest.Exec(t, r.AdminURL(), "CREATE SCHEMA "+other, "CREATE TABLE "+other+".secret (v text)", "INSERT INTO "+other+".secret VALUES ('s3cret')",
 		"GRANT USAGE ON SCHEMA "+other+" TO PUBLIC")
 	pgtest.Exec(t, admin, "CREATE SCHEMA "+victim, "CREATE SEQUENCE "+victim+".s", "CREATE TABLE "+victim+".t (v text)",

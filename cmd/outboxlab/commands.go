@@ -417,7 +417,7 @@ func (p *runPlan) parseClaim(c *cli.Context) error {
 	if !c.IsSet("claim-sql") {
 		return nil
 	}
-	claim, err := readClaimSQL(c.Context, c.String("claim-sql"))
+	claim, err := readClaimSQL(c.Context, c.String("claim-sql"), c.IsSet("db"))
 	if err != nil {
 		return err
 	}
@@ -555,7 +555,12 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 		// The engineer's SQL could not run: that is their input's fault.
 		// Any other failure is the lab's, exit 3.
 		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
-
+	case errors.As(err, new(*store.ClaimFileError)) && p.options.Claim != nil:
+		// On PostgreSQL the server judges the file in the run's own
+		// database, before the lesson starts.
+		var cfe *store.ClaimFileError
+		errors.As(err, &cfe)
+		return nil, "", "", usagef("--claim-sql %s: %v", p.options.Claim.Source, cfe)
 	case err != nil:
 		return nil, "", "", err
 	}

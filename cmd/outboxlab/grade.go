@@ -286,7 +286,7 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	}
 	// The claim file check runs once on a tiny database and is not timed:
 	// --timeout bounds the scenario run, which a slow claim can stretch.
-	cf, err := loadClaimFile(ctx, file)
+	cf, err := loadClaimFile(ctx, file, p.options.Database != "")
 	switch {
 	case ctx.Err() != nil:
 		return notJudged(interrupted, "")
@@ -302,15 +302,16 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	defer cancel()
 	res, err := scenarios.Execute(runCtx, sc, "", opts, false)
 	var stmtErr *store.ClaimStatementError
+	var refusal *store.ClaimFileError
 	switch {
 	case ctx.Err() != nil:
 		return notJudged(interrupted, "")
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return notJudged(fileFault, fmt.Sprintf("gave up after %s: the claim did not finish the lesson in time", p.timeout))
-	case errors.As(err, new(*store.ClaimFileError)):
+	case errors.As(err, &refusal):
 		// On PostgreSQL the server itself checks the file, in the run's
 		// own database, before the lesson starts.
-		return notJudged(fileFault, "refused: "+oneLine(err.Error()))
+		return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
 	case errors.As(err, &stmtErr):
 		return notJudged(fileFault, fmt.Sprintf("its %s failed in the run: %s", stmtErr.Statement, oneLine(stmtErr.Err.Error())))
 	case err != nil:

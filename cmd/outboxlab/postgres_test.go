@@ -120,31 +120,96 @@ var graderPassword = regexp.MustCompile(`[0-9a-f]{48}`)
 // report's Database line.
 var graderRoleLine = regexp.MustCompile(`claim file ran as login role (outboxlab_grader_[0-9a-f]{8}), rights: USAGE, CREATE on schema (outboxlab_session_15_outbox_leasing_[0-9a-f]{8}) only, in database (outboxlab_grade_[0-9a-f]{8}), its own`)
 
-// TestGradeOnPostgres grades the examples and the class's claim files on
-// the test server, two at a time: every verdict is the one SQLite gives
-// (TestGradeHostileFiles), each judged file ran as a role of its own with
-// rights on its own schema only, and no role, schema or password is left
-// anywhere afterwards.
+// pgHostileFiles are claim files written for PostgreSQL, by mistake or on
+// purpose: syntax SQLite reads otherwise, functions with side effects,
+// objects in other schemas, statements that are not queries; and two
+// that use PostgreSQL's own dialect well. victim is a schema of the --db
+// login's database.
+func pgHostileFiles(victim string) []hostileFile {
+	where := "(Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))"
+	sel := func(cond string) string {
+		return "SELECT Id FROM OutboxMessages WHERE " + where + " AND " + cond + " ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate
+	}
+	return []hostileFile{
+		{name: "pg-array-alias-nextval.sql", text: "SELECT m.Id FROM OutboxMessages m, (SELECT ARRAY [nextval('" + victim + ".s')] FROM (SELECT 1 AS ARRAY) a) b LIMIT 1;\n" + okUpdate, verdict: "NOT JUDGED", reason: "does not exist"},
+		{name: "pg-array-alias-own-sequence.sql", text: "SELECT m.Id FROM OutboxMessages m, (SELECT ARRAY [nextval('outboxmessages_id_seq')] FROM (SELECT 1 AS ARRAY) a) b LIMIT 1;\n" + okUpdate, verdict: "NOT JUDGED", reason: "calls nextval(regclass)"},
+		{name: "pg-regclass-cast.sql", text: sel("nextval(('outboxmessages' || '_id_seq')::regclass) > 0"), verdict: "NOT JUDGED", reason: "calls nextval(regclass)"},
+		{name: "pg-unicode-name.sql", text: sel(`U&"\006eextval"('outboxmessages_id_seq') > 0`), verdict: "NOT JUDGED", reason: "calls nextval(regclass)"},
+		{name: "pg-sleep.sql", text: sel("pg_sleep(5) IS NOT NULL"), verdict: "NOT JUDGED", reason: "calls pg_sleep(double precision)"},
+		{name: "pg-set-config.sql", text: sel("set_config('search_path', 'public', false) <> ''"), verdict: "NOT JUDGED", reason: "calls set_config"},
+		{name: "pg-lo-from-bytea.sql", text: sel("lo_from_bytea(0, 'x') > 0"), verdict: "NOT JUDGED", reason: "calls lo_from_bytea"},
+		{name: "pg-advisory-lock.sql", text: sel("pg_advisory_lock(42) IS NOT NULL"), verdict: "NOT JUDGED", reason: "calls pg_advisory_lock"},
+		{name: "pg-notify.sql", text: sel("pg_notify('outbox', 'x') IS NOT NULL"), verdict: "NOT JUDGED", reason: "calls pg_notify"},
+		{name: "pg-txid-current.sql", text: sel("txid_current() > 0"), verdict: "NOT JUDGED", reason: "calls txid_current()"},
+		{name: "pg-dollar-quoted.sql", text: sel("Payload <> $$ ;-- $$ AND lo_from_bytea(0, 'x') > 0"), verdict: "NOT JUDGED", reason: "unterminated dollar-quoted string"},
+		{name: "pg-copy-program.sql", text: "COPY (SELECT 1) TO PROGRAM 'touch /tmp/outboxlab-pwned';\n" + okUpdate, verdict: "NOT JUDGED", reason: "reads it as COPY"},
+		{name: "pg-do-block.sql", text: "DO 'BEGIN PERFORM lo_from_bytea(0, ''x''); END';\n" + okUpdate, verdict: "NOT JUDGED", reason: "reads it as DO"},
+		{name: "pg-set-role.sql", text: okSelect + ";\nSET ROLE postgres", verdict: "NOT JUDGED", reason: "reads it as SET"},
+		{name: "pg-writable-with.sql", text: okSelect + ";\nWITH paid AS (UPDATE Payments SET PaymentStatus = 'Paid' RETURNING Id) " + okUpdate, verdict: "NOT JUDGED", reason: "an UPDATE with UPDATE"},
+		{name: "pg-for-update-other-schema.sql", text: "SELECT m.Id FROM OutboxMessages m, " + victim + ".t v LIMIT 1 FOR UPDATE;\n" + okUpdate, verdict: "NOT JUDGED", reason: "does not exist"},
+		{name: "pg-catalog.sql", text: "SELECT count(*) FROM pg_stat_activity;\n" + okUpdate, verdict: "NOT JUDGED", reason: "names pg_stat_activity"},
+		{name: "pg-for-update-skip-locked.sql", text: strings.Replace(okSelect, "LIMIT 1", "LIMIT 1 FOR UPDATE SKIP LOCKED", 1) + ";\n" + okUpdate, verdict: "PASS"},
+		{name: "pg-casts.sql", text: "SELECT Id FROM OutboxMessages WHERE Status = ANY(ARRAY['Pending']::text[]) OR (Status = 'Processing' AND LockedUntilUtc::text <= :now) ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate, verdict: "PASS"},
+	}
+}
+
+// serverState is what a claim file must never change on the test server
+// outside outboxlab's own runs: the schemas, roles and databases, every
+// sequence's position, the --db login's database's large objects, and the
+// victim schema's rows.
+func serverState(t *testing.T, url, victim string) string {
+	t.Helper()
+	lines := pgtest.Strings(t, url, `SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'outboxlab%'
+UNION ALL SELECT 'role ' || rolname || ' ' || rolsuper || rolcreaterole || rolcreatedb || rolcanlogin FROM pg_roles WHERE rolname NOT LIKE 'outboxlab%'
+UNION ALL SELECT 'database ' || datname FROM pg_database WHERE datname NOT LIKE 'outboxlab%'
+UNION ALL SELECT 'large objects ' || count(*) FROM pg_largeobject_metadata
+UNION ALL SELECT 'sequence ' || schemaname || '.' || sequencename || ' ' || coalesce(last_value::text, 'unused') FROM pg_sequences
+  WHERE schemaname NOT LIKE 'outboxlab%' OR schemaname = $1
+ORDER BY 1`, victim)
+	lines = append(lines, pgtest.Strings(t, url, "SELECT 'row ' || v FROM "+victim+".t ORDER BY v")...)
+	return strings.Join(lines, "\n")
+}
+
+// TestGradeOnPostgres grades the examples, the class's claim files and
+// files written for PostgreSQL on the test server, two at a time.
+// PostgreSQL's parser judges each: every verdict is the one SQLite gives
+// (TestGradeHostileFiles), with the server's own reasons; each judged file
+// ran as a role of its own, in a database of its own, with rights on its
+// own schema only; no role, database, schema or password is left
+// anywhere afterwards, and nothing else on the server changed.
 func TestGradeOnPostgres(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
 	started := time.Now()
 	dir := t.TempDir()
-	files := hostileFiles(dir)
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	victim := "outboxlab_victim_" + hex.EncodeToString(b[:])
+	pgtest.Exec(t, url, "CREATE SCHEMA "+victim, "CREATE SEQUENCE "+victim+".s", "CREATE TABLE "+victim+".t (v text)", "INSERT INTO "+victim+".t VALUES ('kept')")
+	t.Cleanup(func() { pgtest.Exec(t, url, "DROP SCHEMA IF EXISTS "+victim+" CASCADE") })
+	files := append(hostileFiles(dir), pgHostileFiles(victim)...)
 	paths := writeHostileFiles(t, dir, files)
 	for _, ex := range []struct{ name, verdict, reason string }{{"claim-lesson.sql", "PASS", ""}, {"claim-pending-only.sql", "FAIL", "recovery_ok"}} {
 		files = append(files, hostileFile{name: ex.name, verdict: ex.verdict, reason: ex.reason})
 		paths = append(paths, filepath.Join("..", "..", "examples", ex.name))
 	}
-	// The one difference is the dialect's, not the sandbox's: this file's
-	// SELECT ends "ORDER BY CreatedAtUtc, Id AND Payload <> 'a;b'", an
-	// integer AND a boolean, which SQLite computes and PostgreSQL refuses.
-	onPostgres := map[string]hostileFile{"semicolons-quoted.sql": {verdict: "NOT JUDGED", reason: "argument of AND must be type boolean"}}
+	// The dialect's differences, not the sandbox's. One file's SELECT
+	// ends "ORDER BY CreatedAtUtc, Id AND Payload <> 'a;b'", an integer
+	// AND a boolean, which SQLite computes and PostgreSQL refuses; the
+	// others are refused as on SQLite, in PostgreSQL's words.
+	onPostgres := map[string]hostileFile{
+		"semicolons-quoted.sql": {verdict: "NOT JUDGED", reason: "argument of AND must be type boolean"},
+		"drop-table.sql":        {verdict: "NOT JUDGED", reason: "reads it as DROP TABLE"},
+		"drop-in-update.sql":    {verdict: "NOT JUDGED", reason: "reads it as DROP TABLE"},
+		"update-payments.sql":   {verdict: "NOT JUDGED", reason: "an UPDATE of payments"},
+		"two-selects.sql":       {verdict: "NOT JUDGED", reason: "parses it as SELECT"},
+	}
 	for i, f := range files {
 		if pg, ok := onPostgres[f.name]; ok {
 			files[i].verdict, files[i].reason = pg.verdict, pg.reason
 		}
 	}
+	before := serverState(t, url, victim)
 	out := filepath.Join(t.TempDir(), "reports")
 	o := runCLI(t, append([]string{"grade", "--db", url, "--jobs", "2", "--format", "json", "--out", out, "--timeout", "1m"}, paths...)...)
 	if o.code != exitUsage {
@@ -192,8 +257,11 @@ func TestGradeOnPostgres(t *testing.T) {
 			t.Errorf("%s: role %s, schema %s or database %s left after grade", f.name, m[1], m[2], m[3])
 		}
 	}
-	if len(roles) != 5 {
-		t.Errorf("%d roles named in reports, want one for each of the 5 files judged", len(roles))
+	if len(roles) != 7 {
+		t.Errorf("%d roles named in reports, want one for each of the 7 files judged", len(roles))
+	}
+	if after := serverState(t, url, victim); after != before {
+		t.Errorf("grading changed the server:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "*.txt"))
 	for _, s := range summaries {
