@@ -523,3 +523,56 @@ func TestGradeOnPostgresRefusesPublicSequence(t *testing.T) {
 		t.Errorf("a file was graded: %s", o.stdout)
 	}
 }
+
+// TestGradeOnPostgresBoundsStatements: on PostgreSQL too, a statement
+// slow only on the run's rows (not on the check's four) is the file's
+// fault, exit 2, the statement named, whether the time limit or the
+// temporary files limit stops it; and the 127 values of 8 MB are refused.
+func TestGradeOnPostgresBoundsStatements(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	dir := t.TempDir()
+	where := "(Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))"
+	files := map[string]string{
+		// Four hundred million rows of a nested loop: seconds of CPU.
+		"slow-on-run-rows.sql": "SELECT Id FROM OutboxMessages WHERE " + where + " AND (Id <> 5 OR (SELECT count(*) FROM generate_series(1, 20000) a, generate_series(1, 20000) b) > 0) ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate,
+		// Two hundred million rows kept for a count: temporary files.
+		"big-on-run-rows.sql": "SELECT Id FROM OutboxMessages WHERE " + where + " AND (Id <> 5 OR (SELECT count(*) FROM generate_series(1, 200000000)) > 0) ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate,
+		"sort127.sql":         "SELECT count(*) FROM (SELECT repeat('x', 8000000) || g AS b FROM generate_series(1, 127) g GROUP BY b) s;\n" + okUpdate,
+	}
+	var paths []string
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	o := runCLI(t, append([]string{"grade", "--db", url, "--format", "json", "--out", t.TempDir()}, paths...)...)
+	if o.code != exitUsage {
+		t.Errorf("exit %d, want %d; stderr %s", o.code, exitUsage, o.stderr)
+	}
+	want := map[string]string{
+		"slow-on-run-rows.sql": "its first statement failed in the run: ",
+		"big-on-run-rows.sql":  "its first statement failed in the run: ",
+		"sort127.sql":          "refused: first statement: ",
+	}
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		name := filepath.Base(g.File)
+		if !strings.HasPrefix(g.Error, want[name]) {
+			t.Errorf("%s: %q, want it to start %q", name, g.Error, want[name])
+		}
+		delete(want, name)
+	}
+	if len(want) > 0 {
+		t.Errorf("no verdict for %v", want)
+	}
+	o = runCLI(t, "run", "session-15-outbox-leasing", "--db", url, "--claim-sql", filepath.Join(dir, "slow-on-run-rows.sql"), "--out", t.TempDir())
+	if o.code != exitUsage || !strings.Contains(o.stderr, "its first statement failed in the run") {
+		t.Errorf("run --claim-sql: exit %d, stderr %q; want 2 naming the first statement", o.code, o.stderr)
+	}
+}
