@@ -136,10 +136,13 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 // claimSQLConfinement says how a claim file, untrusted input, is confined
 // on each engine.
 const claimSQLConfinement = "A claim file replaces the lesson's claim: a SELECT of the next claimable Id, then an UPDATE of :id. " +
-	"It is untrusted input. SQLite's authorizer first requires a read-only SELECT and an UPDATE of OutboxMessages, on a " +
-	"private copy and on every connection of the run. With --db it runs on PostgreSQL as a throwaway login role the lab " +
-	"creates for the run (no attribute, no membership, rights: USAGE and CREATE on the run's schema only) and drops " +
-	"afterwards; the URL's login needs CREATEROLE, and pg_hba.conf must accept the role's password login."
+	"It is untrusted input, judged by the engine that runs it. On SQLite the authorizer requires a read-only SELECT and an " +
+	"UPDATE of OutboxMessages, on a private copy and on every connection of the run, and SQLite may hold 256 MiB in all. " +
+	"With --db it runs on PostgreSQL as a throwaway login role, in a throwaway database made from template0, that the lab " +
+	"creates for the run (no attribute, no membership, rights: CONNECT to that database, USAGE and CREATE on the run's " +
+	"schema only) and drops afterwards; PostgreSQL's own parser first requires a read-only SELECT and an UPDATE of " +
+	"OutboxMessages that call no VOLATILE function and read only the run's tables. The URL's login needs CREATEROLE and " +
+	"CREATEDB, and pg_hba.conf must accept the role's password login."
 
 func runCommand(s *settings) *cli.Command {
 	return &cli.Command{
@@ -159,7 +162,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages, a `DURATION`"},
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
 			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
-			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role"},
+			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
 		},
 		OnUsageError: onUsageError,

@@ -34,17 +34,19 @@ func gradeCommand(s *settings) *cli.Command {
 		Description: "Runs session-15-outbox-leasing with each FILE as --claim-sql, up to --jobs at once, and prints\n" +
 			"one table: file, verdict, and each failed check with its reason. Writes one report per file and\n" +
 			"a summary under --out. A file is untrusted input: it must be a regular file of at most 1 MiB whose\n" +
-			"first statement SQLite compiles to a read-only SELECT and second to an UPDATE of OutboxMessages.\n" +
-			"With --db the files run on that PostgreSQL server, each in a schema of its own and as a throwaway\n" +
-			"login role the lab creates for it (rights: USAGE, CREATE on that schema only) and drops afterwards;\n" +
-			"the URL's login needs CREATEROLE (or SUPERUSER) and pg_hba.conf must accept the role's password login.\n" +
+			"first statement the engine that runs it reads as a read-only SELECT and second as an UPDATE of\n" +
+			"OutboxMessages, calling nothing that changes anything: SQLite's authorizer judges it, or with --db\n" +
+			"PostgreSQL's own parser. With --db each file runs as a throwaway login role, in a throwaway database,\n" +
+			"the lab creates for it (rights: CONNECT to it, USAGE, CREATE on the run's schema only) and drops\n" +
+			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
+			"role's password login, and what killed grades left is removed first.\n" +
 			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
 			"interrupted.\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
-			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a schema of its own as a throwaway login role; the login needs CREATEROLE"},
+			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			formatFlag,
 		},
 		OnUsageError: onUsageError,
