@@ -175,11 +175,9 @@ func (s *serverSchemas) drop(keep bool, warn func(error)) {
 		}
 	}
 	if s.role != nil {
-		// A killed child's session may still hold locks on the schema.
+		// A killed child's session may still hold locks on the schema;
+		// the schemas are in the role's database, which goes with it.
 		report(s.role.Disconnect(ctx))
-	}
-	if s.role != nil {
-		// The schemas are in the role's database, which goes with it.
 		report(s.role.Drop(ctx, keep))
 		return
 	}

@@ -106,6 +106,11 @@ var ErrCannotCreateDatabases = errors.New("store: this login cannot create datab
 // log in (pg_hba.conf).
 var ErrGraderLoginRefused = errors.New("store: the server refused the throwaway role's login")
 
+// ErrServerTooOld means the server lacks what a claim file's run needs:
+// SQL-standard function bodies, which the check reads (PostgreSQL 14),
+// and DROP DATABASE ... WITH (FORCE) (13).
+var ErrServerTooOld = errors.New("store: claim files need PostgreSQL 14 or later")
+
 // ErrNotConfined means the throwaway role would reach more than the run's
 // schemas on this database, through rights granted to PUBLIC.
 var ErrNotConfined = errors.New("store: a claim file would not be confined on this database")
@@ -128,8 +133,9 @@ type GraderRole struct {
 // role. None takes the password in clear: CREATE ROLE gets a SCRAM
 // verifier, so the server's log and pg_stat_activity never hold it.
 var (
-	adminRightsSQL = audit("lab: can this login create roles and databases",
-		`SELECT current_user, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user`)
+	adminRightsSQL = audit("lab: can this login create roles and databases, on a server recent enough",
+		`SELECT current_user, rolsuper, rolcreaterole, rolcreatedb, current_setting('server_version_num')::int, current_setting('server_version')
+FROM pg_roles WHERE rolname = current_user`)
 	graderLockSQL = audit("lab: hold the grade's advisory lock while its objects live",
 		"SELECT pg_try_advisory_lock($1, $2)")
 	graderUnlockSQL = audit("lab: let the grade's advisory lock go",
@@ -206,13 +212,17 @@ func CheckCanCreateRoles(ctx context.Context, dsn string) error {
 	return err
 }
 
-// adminRights reads whether the login may create roles and databases, and
-// whether it is a superuser.
+// adminRights reads whether the login may create roles and databases on a
+// server recent enough, and whether it is a superuser.
 func adminRights(ctx context.Context, db *DB) (super bool, err error) {
-	var user string
+	var user, version string
 	var createRole, createDB bool
-	if err := db.sql.QueryRowContext(ctx, adminRightsSQL.SQL).Scan(&user, &super, &createRole, &createDB); err != nil {
+	var versionNum int
+	if err := db.sql.QueryRowContext(ctx, adminRightsSQL.SQL).Scan(&user, &super, &createRole, &createDB, &versionNum, &version); err != nil {
 		return false, fmt.Errorf("store: read the login's rights: %w", err)
+	}
+	if versionNum < 140000 {
+		return false, fmt.Errorf("%w; this server is %s", ErrServerTooOld, version)
 	}
 	if !super && !createRole {
 		return false, fmt.Errorf("%w: %s has neither CREATEROLE nor SUPERUSER. A claim file runs on PostgreSQL as a throwaway "+

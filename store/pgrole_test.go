@@ -49,8 +49,17 @@ func roleExistsOn(t *testing.T, dsn, name string) bool {
 // role and its database are gone after Drop.
 func TestGraderRoleConfined(t *testing.T) {
 	t.Parallel()
-	admin := pgtest.URL(t)
+	server := pgtest.URL(t)
 	ctx := context.Background()
+	// The --db database of this test is its own: the rights it gives
+	// PUBLIC would make other tests' grader roles refused.
+	dbName := randomName("outboxlab_roletest_db_")
+	pgtest.Exec(t, server, "CREATE DATABASE "+dbName)
+	t.Cleanup(func() { pgtest.Exec(t, server, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") })
+	admin := strings.Replace(server, "/postgres?", "/"+dbName+"?", 1)
+	if admin == server {
+		t.Skip("the test server's URL names no database /postgres to replace")
+	}
 	r, err := CreateGraderRole(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +134,7 @@ func TestGraderRoleConfined(t *testing.T) {
 		{"AlterOwnRole", "ALTER ROLE " + r.Name + " SUPERUSER", "42501"},
 		{"OtherDatabaseSequence", "SELECT nextval('" + victim + ".s')", "3F000 42P01"},
 		{"OtherDatabaseTable", "INSERT INTO " + victim + ".t VALUES ('x')", "3F000 42P01"},
-		{"OtherDatabaseByName", "SELECT v FROM postgres." + victim + ".t", "0A000"},
+		{"OtherDatabaseByName", "SELECT v FROM " + dbName + "." + victim + ".t", "0A000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := conn.Exec(ctx, tt.sql)
