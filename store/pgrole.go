@@ -55,9 +55,11 @@ import (
 // grade holds a session-level advisory lock, in the --db login's
 // database, on a key its objects' names carry, for as long as they live.
 // The lock dies with the grade's connection, so a later grade
-// ([SweepGraders]) removes exactly the objects whose lock it can take,
-// those of grades that are gone, and never those of a grade still
-// running.
+// ([SweepGraders]) removes exactly the objects whose lock no session
+// holds, in any database (pg_locks shows them all: graders of one server
+// may use different --db databases, and roles and databases are the
+// server's), those of grades that are gone, and never those of a grade
+// still running.
 
 // GraderRoleConnectionLimit is the most connections a grader role may hold
 // at once: a session 15 run uses a handful, its child processes one each.
@@ -136,8 +138,10 @@ var (
 	adminRightsSQL = audit("lab: can this login create roles and databases, on a server recent enough",
 		`SELECT current_user, rolsuper, rolcreaterole, rolcreatedb, current_setting('server_version_num')::int, current_setting('server_version')
 FROM pg_roles WHERE rolname = current_user`)
-	graderLockSQL = audit("lab: hold the grade's advisory lock while its objects live",
-		"SELECT pg_try_advisory_lock($1, $2)")
+	graderLockSQL = audit("lab: hold the grade's advisory lock while its objects live, unless a session holds it in any database",
+		`SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid
+                                 AND objid = $3::bigint::oid AND objsubid = 2 AND granted)
+            THEN false ELSE pg_try_advisory_lock($1, $2) END`)
 	graderUnlockSQL = audit("lab: let the grade's advisory lock go",
 		"SELECT pg_advisory_unlock($1, $2)")
 	graderWorkMemSQL = audit("lab: bound the memory of the role's sorts and hashes",
@@ -386,7 +390,7 @@ func (r *GraderRole) takeLock(ctx context.Context) error {
 			return fmt.Errorf("store: random grade id: %w", err)
 		}
 		var locked bool
-		if err := conn.QueryRow(ctx, graderLockSQL.SQL, graderLockSpace, lockKey(id)).Scan(&locked); err != nil {
+		if err := conn.QueryRow(ctx, graderLockSQL.SQL, graderLockSpace, lockKey(id), int64(uint32(lockKey(id)))).Scan(&locked); err != nil {
 			conn.Close(ctx)
 			return fmt.Errorf("store: %s: %w", graderLockSQL.Name, err)
 		}

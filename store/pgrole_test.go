@@ -421,3 +421,37 @@ func TestSweepGraders(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepGradersAcrossDatabases: a grade whose --db is another database
+// of the same server holds its lock there; a sweep from this database
+// still sees it alive (pg_locks shows every database's locks) and leaves
+// its role and database alone.
+func TestSweepGradersAcrossDatabases(t *testing.T) {
+	t.Parallel()
+	server := pgtest.URL(t)
+	ctx := context.Background()
+	dbName := randomName("outboxlab_roletest_db_")
+	pgtest.Exec(t, server, "CREATE DATABASE "+dbName)
+	t.Cleanup(func() { pgtest.Exec(t, server, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") })
+	other := strings.Replace(server, "/postgres?", "/"+dbName+"?", 1)
+	if other == server {
+		t.Skip("the test server's URL names no database /postgres to replace")
+	}
+	live, err := CreateGraderRole(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = live.Drop(context.Background(), false) })
+	swept, err := SweepGraders(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range swept {
+		if g.Role == live.Name || g.Database == live.Database {
+			t.Errorf("a sweep from another database took a live grade's %+v", g)
+		}
+	}
+	if !roleExistsOn(t, server, live.Name) {
+		t.Errorf("role %s was dropped", live.Name)
+	}
+}

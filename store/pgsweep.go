@@ -37,8 +37,8 @@ WHERE r.rolname = $1 AND n.nspname LIKE 'outboxlab\_%' GROUP BY n.nspname ORDER 
 // could not drop them. A grade holds its advisory lock (see [GraderRole])
 // from before it makes its objects until after it drops them, and the
 // lock dies with its connection; so the sweep removes a grade's objects
-// only while it holds that grade's lock itself, and never those of a
-// grade still running. It also drops the schemas older outboxlab
+// only when no session holds that lock in any database, and while it
+// holds it itself, and never those of a grade still running. It also drops the schemas older outboxlab
 // versions made for a role, in adminDSN's database. A database kept by
 // run --keep-db stays. The sweep tells what it removed; err is set only
 // when it could not look at all.
@@ -86,7 +86,7 @@ func SweepGraders(ctx context.Context, adminDSN string) ([]SweptGrade, error) {
 		var id [4]byte
 		hex.Decode(id[:], []byte(g.ID))
 		var free bool
-		if err := conn.QueryRow(ctx, graderLockSQL.SQL, graderLockSpace, lockKey(id)).Scan(&free); err != nil {
+		if err := conn.QueryRow(ctx, graderLockSQL.SQL, graderLockSpace, lockKey(id), int64(uint32(lockKey(id)))).Scan(&free); err != nil {
 			return swept, fmt.Errorf("store: %s: %w", graderLockSQL.Name, err)
 		}
 		if !free {
