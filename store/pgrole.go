@@ -157,6 +157,7 @@ FROM pg_roles WHERE rolname = current_user`)
 	revokePublicSchemaSQL = audit("lab: the run's database's public schema is not the role's",
 		"REVOKE ALL ON SCHEMA public FROM PUBLIC")
 	dropGradeDatabaseSQL = audit("lab: drop the run's database", "DROP DATABASE IF EXISTS %s WITH (FORCE)")
+	commentGraderSQL     = audit("lab: say whose the run's role is", "COMMENT ON ROLE %s IS %s")
 	createGraderSQL      = audit("lab: create the run's throwaway login role",
 		"CREATE ROLE %s LOGIN PASSWORD %s NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d VALID UNTIL %s")
 	graderTimeoutSQL = audit("lab: bound the role's statements",
@@ -307,7 +308,14 @@ func CreateGraderRole(ctx context.Context, adminDSN string) (*GraderRole, error)
 	}
 	ident := pgx.Identifier{r.Name}.Sanitize()
 	until := time.Now().Add(GraderRoleLifetime).UTC().Format("2006-01-02 15:04:05+00")
-	if err := exec(createGraderSQL, fmt.Sprintf(createGraderSQL.SQL, ident, quoteLiteral(scramVerifier(r.password, salt)), GraderRoleConnectionLimit, quoteLiteral(until))); err != nil {
+	// The role and its comment (whose it is) commit together: one
+	// simple-protocol text runs in one transaction.
+	host, _ := os.Hostname()
+	about := fmt.Sprintf("outboxlab: the role of one grade, by process %d on %s from %s; dropped when it ends, or by a later grade once that process is gone",
+		os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	create := fmt.Sprintf(createGraderSQL.SQL, ident, quoteLiteral(scramVerifier(r.password, salt)), GraderRoleConnectionLimit, quoteLiteral(until)) +
+		";\n" + fmt.Sprintf(commentGraderSQL.SQL, ident, quoteLiteral(about))
+	if err := exec(createGraderSQL, create); err != nil {
 		return nil, undo(err)
 	}
 	for _, s := range []Stmt{graderTimeoutSQL, graderIdleSQL, graderWorkMemSQL} {

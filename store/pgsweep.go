@@ -92,6 +92,19 @@ func SweepGraders(ctx context.Context, adminDSN string) ([]SweptGrade, error) {
 		if !free {
 			continue // its grade is running
 		}
+		// Another sweep may have removed some of it since the list.
+		if g.Role != "" && !roleStillThere(ctx, db, g.Role) {
+			g.Role = ""
+		}
+		if g.Database != "" && !databaseStillThere(ctx, db, g.Database) {
+			g.Database = ""
+		}
+		if g.Role == "" && g.Database == "" {
+			if _, err := conn.Exec(ctx, graderUnlockSQL.SQL, graderLockSpace, lockKey(id)); err != nil {
+				return swept, fmt.Errorf("store: %s: %w", graderUnlockSQL.Name, err)
+			}
+			continue
+		}
 		g.Err = sweepGrade(ctx, db, g)
 		if _, err := conn.Exec(ctx, graderUnlockSQL.SQL, graderLockSpace, lockKey(id)); err != nil {
 			g.Err = errors.Join(g.Err, err)
@@ -100,6 +113,16 @@ func SweepGraders(ctx context.Context, adminDSN string) ([]SweptGrade, error) {
 	}
 	sort.Slice(swept, func(i, j int) bool { return swept[i].ID < swept[j].ID })
 	return swept, nil
+}
+
+func roleStillThere(ctx context.Context, db *DB, name string) bool {
+	ok, err := roleExists(ctx, db, name)
+	return ok || err != nil // unsure: try, and say what failed
+}
+
+func databaseStillThere(ctx context.Context, db *DB, name string) bool {
+	n, err := db.Count(ctx, "SELECT count(*) FROM pg_database WHERE datname = ?", name)
+	return n == 1 || err != nil
 }
 
 // sweepGrade drops what a gone grade left: its database, the schemas of

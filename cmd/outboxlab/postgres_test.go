@@ -388,10 +388,12 @@ func roleExists(t *testing.T, url, role string) bool {
 	return n == 1
 }
 
-// noGraderRolesLeft fails t when a grader role made since started is
-// still there 30 s later. A role's VALID UNTIL is its creation time plus
-// store.GraderRoleLifetime; other tests' roles on the server come and go
-// within seconds, a leaked one stays.
+// noGraderRolesLeft fails t when a grader role this process made since
+// started is still there 30 s later. A role's VALID UNTIL is its creation
+// time plus store.GraderRoleLifetime, its comment names the process that
+// made it; other tests' roles of this process come and go within seconds,
+// a leaked one stays (the grades other tests kill on purpose are other
+// processes).
 func noGraderRolesLeft(t *testing.T, url string, started time.Time) {
 	t.Helper()
 	db, err := store.OpenPostgres(context.Background(), url, "", store.Config{})
@@ -401,7 +403,8 @@ func noGraderRolesLeft(t *testing.T, url string, started time.Time) {
 	defer db.Close()
 	since := started.Add(store.GraderRoleLifetime - time.Second).UTC().Format(time.RFC3339)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		n, err := db.Count(context.Background(), "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'outboxlab\\_grader\\_%' AND rolvaliduntil >= ?::timestamptz", since)
+		n, err := db.Count(context.Background(), "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'outboxlab\\_grader\\_%' AND rolvaliduntil >= ?::timestamptz "+
+			"AND shobj_description(oid, 'pg_authid') LIKE ?", since, fmt.Sprintf("%%by process %d on %%", os.Getpid()))
 		if err != nil {
 			t.Fatal(err)
 		}
