@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -96,4 +97,35 @@ func jsonSafe(b []byte) []byte {
 func utf16Pair(r rune) (rune, rune) {
 	r -= 0x10000
 	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}
+
+// controlEscaper writes what is written to it with the control characters
+// of [Printable] escaped but for tabs and line breaks, and the CR of a CRLF
+// line break dropped. A report quotes what a student wrote (their claim's
+// SQL, its errors); everything [Text] prints passes through one. A
+// character cut between two writes is escaped whole.
+type controlEscaper struct {
+	w    io.Writer
+	rest []byte // the start of a character the last write cut
+}
+
+func (e *controlEscaper) Write(p []byte) (int, error) {
+	b := append(e.rest, p...)
+	// Keep back the start of a character this write cut short; a report
+	// ends with a line break, so nothing stays back at its end.
+	keep := 0
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				keep = len(b) - i
+			}
+			break
+		}
+	}
+	e.rest = append([]byte(nil), b[len(b)-keep:]...)
+	text := strings.ReplaceAll(string(b[:len(b)-keep]), "\r\n", "\n")
+	if _, err := io.WriteString(e.w, escapeControls(text, "\t\n")); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

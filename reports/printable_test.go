@@ -46,3 +46,20 @@ func TestJSONLineEscapesControls(t *testing.T) {
 		t.Errorf("decoded %q (%v), want %q", back["file"], err, name)
 	}
 }
+
+// TestControlEscaper: a report's writer escapes control characters but
+// tabs and line breaks, drops a CRLF's CR, and keeps a character that two
+// writes cut whole.
+func TestControlEscaper(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	e := &controlEscaper{w: &b}
+	for _, s := range []string{"SELECT '\x1b[2J'\r\n", "\tFROM t -- Zo", "\xc3", "\xab \u202e\n"} {
+		if _, err := e.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "SELECT '\\x1b[2J'\n\tFROM t -- Zoë \\u202e\n"; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
+	}
+}

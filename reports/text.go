@@ -45,7 +45,7 @@ type RunInfo struct {
 // Text writes the report of one run: header, lesson, schema, SQL, timeline,
 // every table, checks and verdict, in that order.
 func Text(w io.Writer, r *lab.Result, info RunInfo) error {
-	p := &printer{w: w}
+	p := &printer{w: &controlEscaper{w: w}}
 	p.line("outboxlab run report")
 	p.line(strings.Repeat("=", 78))
 	p.kv("Scenario", r.Scenario)
@@ -146,13 +146,9 @@ type printer struct {
 	err error
 }
 
-// line writes s and a line break (s may hold more lines). A report quotes
-// what a student wrote (their claim's SQL, its errors): control characters
-// other than a tab and a line break are escaped ([Printable]), and the CR
-// of a CRLF line break dropped.
 func (p *printer) line(s string) {
 	if p.err == nil {
-		_, p.err = fmt.Fprintln(p.w, escapeControls(strings.TrimSuffix(strings.ReplaceAll(s, "\r\n", "\n"), "\r"), "\t\n"))
+		_, p.err = fmt.Fprintln(p.w, s)
 	}
 }
 
@@ -221,13 +217,7 @@ func renderTable(w io.Writer, columns []string, rows [][]string) error {
 	}
 	tb.Header(header...)
 	for _, row := range rows {
-		// A cell may break into lines; any other control character is
-		// escaped, so it neither acts on the terminal nor shifts a column.
-		cells := make([]string, len(row))
-		for i, c := range row {
-			cells[i] = escapeControls(c, "\n")
-		}
-		if err := tb.Append(cells); err != nil {
+		if err := tb.Append(row); err != nil {
 			return fmt.Errorf("reports: table row: %w", err)
 		}
 	}

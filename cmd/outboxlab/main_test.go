@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,42 +325,46 @@ func TestRepeatTallyKeepsNoResult(t *testing.T) {
 	}
 }
 
-// built is the program, built once for the tests that run it as a user
-// would (a real process: exit codes, signals, graders side by side).
+// built is the program, built for the tests that run it as a user would
+// (a real process: exit codes, signals, graders side by side), and shared
+// while any of them runs: the last one to end removes it.
 var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
+	mu    sync.Mutex
+	dir   string
+	path  string
+	users int
 }
 
-// binary builds the program once per test binary and returns its path;
-// TestMain removes it ([removeBuilt]). With -short it skips t.
+// binary returns the built program, building it when no running test has
+// it; t's end lets it go. With -short it skips t.
 func binary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "outboxlab-test-bin-"); built.err != nil {
-			return
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.users == 0 {
+		dir, err := os.MkdirTemp("", "outboxlab-test-bin-")
+		if err != nil {
+			t.Fatal(err)
 		}
-		built.path = filepath.Join(built.dir, "outboxlab")
-		if out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("build: %v\n%s", err, out)
+		path := filepath.Join(dir, "outboxlab")
+		if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+		built.dir, built.path = dir, path
+	}
+	built.users++
+	t.Cleanup(func() {
+		built.mu.Lock()
+		defer built.mu.Unlock()
+		if built.users--; built.users == 0 {
+			os.RemoveAll(built.dir)
 		}
 	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
 	return built.path
-}
-
-// removeBuilt removes the built program, if a test built it.
-func removeBuilt() {
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
 }
 
 // TestBinary runs the built program as a newcomer would: real exit codes,

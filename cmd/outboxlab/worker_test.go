@@ -19,9 +19,7 @@ func TestMain(m *testing.M) {
 	if isWorker(os.Args) {
 		os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
 	}
-	code := m.Run()
-	removeBuilt()
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // TestRunProcesses: run --processes passes session 14 with its checkout a
