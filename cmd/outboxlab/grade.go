@@ -252,21 +252,27 @@ func gradeOutcome(grades []grade, summaryErr error) error {
 	return nil
 }
 
-// gradeAll judges every file, p.jobs at a time, in the order given.
+// gradeAll judges every file, p.jobs at a time, starting them in the
+// order given (so after Ctrl-C the verdicts reached are the first files'),
+// and returns the grades in that order.
 func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade {
 	grades := make([]grade, len(p.files))
 	sem := make(chan struct{}, p.jobs)
 	var wg sync.WaitGroup
 	for i, file := range p.files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if ctx.Err() == nil {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				grades[i] = grade{File: file, FailedChecks: []string{}, Error: "interrupted", fault: interrupted}
-				return
 			}
+		}
+		if ctx.Err() != nil {
+			grades[i] = grade{File: file, FailedChecks: []string{}, Error: "interrupted", fault: interrupted}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			defer func() { <-sem }()
 			grades[i] = gradeFile(ctx, sc, file, p)
 		}()
