@@ -73,12 +73,14 @@ func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	return j
 }
 
-// JSONLine writes v as one line of JSON.
+// JSONLine writes v as one line of JSON. Characters a terminal would act
+// on are escaped, the C1 controls and format characters encoding/json
+// leaves as they are among them (see [Printable]); the value is the same.
 func JSONLine(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(append(jsonSafe(b), '\n'))
 	return err
 }

@@ -49,14 +49,14 @@ type RunInfo struct {
 // Text writes the report of one run: header, lesson, schema, SQL, timeline,
 // every table, checks and verdict, in that order.
 func Text(w io.Writer, r *lab.Result, info RunInfo) error {
-	p := &printer{w: w}
+	p := &printer{w: &controlEscaper{w: w}}
 	p.line("outboxlab run report")
 	p.line(strings.Repeat("=", 78))
 	p.kv("Scenario", r.Scenario)
 	p.kv("Lesson", r.Title)
 	p.kv("Variant", variantLabel(r.Variant))
 	if r.CustomSQL != "" {
-		p.kv("Your SQL", r.CustomSQL+" (judged by this lesson's checks)")
+		p.kv("Your SQL", Printable(r.CustomSQL)+" (judged by this lesson's checks)")
 	}
 	p.kv("Design", designLabel(r))
 	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")

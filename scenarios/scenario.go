@@ -304,7 +304,11 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	defer done()
 	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts, Ledger: &store.Ledger{}}
 	if opts.Database != "" {
-		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.Claim != nil)
+		var claim *store.ClaimFile
+		if opts.Claim != nil {
+			claim = &store.ClaimFile{Select: opts.Claim.Select, Update: opts.Claim.Update}
+		}
+		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), claim)
 		defer env.server.drop(keepDB, opts.Warn)
 	}
 	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.target, Ledger: env.Ledger})

@@ -19,15 +19,16 @@ import (
 // database file a lesson opens, named outboxlab_<scenario>_<random>[_<n>].
 //
 // A run with an engineer's claim file is confined: before its first schema
-// the login in --db creates a throwaway login role for it
-// ([store.GraderRole]), grants it USAGE and CREATE on each of the run's
-// schemas and nothing else, and every connection of the run, a child
-// process's too, logs in as that role; the role is dropped with the
-// schemas, on every path.
+// the login in --db creates a throwaway login role and a database of its
+// own for it ([store.GraderRole]), PostgreSQL judges the file there
+// ([store.GraderRole.CheckClaimFile]), the run's schemas are made in that
+// database with USAGE and CREATE for the role and nothing else, and every
+// connection of the run, a child process's too, logs in as that role to
+// that database; the role and the database are dropped, on every path.
 type serverSchemas struct {
 	url, main, base string
-	confine         bool              // the run takes a claim file: connect as role
-	role            *store.GraderRole // with confine, once the first schema exists
+	claim           *store.ClaimFile  // the run's claim file: connect as role, in its database
+	role            *store.GraderRole // with claim, once the first schema exists
 	server          *store.Server     // the run's connections: as role when confined
 
 	mu      sync.Mutex
@@ -39,10 +40,10 @@ type serverSchemas struct {
 // maxSchemaName is PostgreSQL's identifier limit (NAMEDATALEN - 1).
 const maxSchemaName = 63
 
-// newServerSchemas names a run's schemas on the server at url; with
-// confine (the run takes a claim file) its connections log in as a grader
-// role made on first use.
-func newServerSchemas(url, scenario, mainPath string, confine bool) *serverSchemas {
+// newServerSchemas names a run's schemas on the server at url; with a
+// claim file its connections log in as a grader role, to a database of
+// its own, made on first use.
+func newServerSchemas(url, scenario, mainPath string, claim *store.ClaimFile) *serverSchemas {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := strings.ReplaceAll(scenario, "-", "_")
@@ -51,7 +52,7 @@ func newServerSchemas(url, scenario, mainPath string, confine bool) *serverSchem
 		base = base[:limit]
 	}
 	base += "_" + hex.EncodeToString(b[:])
-	return &serverSchemas{url: url, main: mainPath, base: base, confine: confine, byPath: map[string]string{}, server: store.NewServer(url)}
+	return &serverSchemas{url: url, main: mainPath, base: base, claim: claim, byPath: map[string]string{}, server: store.NewServer(url)}
 }
 
 // schemaFor returns the schema that stands for the database file path,
@@ -67,14 +68,21 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 		s.extras++
 		schema = fmt.Sprintf("%s_%d", s.base, s.extras)
 	}
-	if s.confine && s.role == nil {
-		role, err := store.CreateGraderRole(ctx, s.url)
-		if err != nil {
-			return "", err
+	admin := s.url
+	if s.claim != nil {
+		if s.role == nil {
+			role, err := store.CreateGraderRole(ctx, s.url)
+			if err != nil {
+				return "", err
+			}
+			s.role, s.server = role, store.NewServer(role.URL())
+			if err := role.CheckClaimFile(ctx, *s.claim); err != nil {
+				return "", err
+			}
 		}
-		s.role, s.server = role, store.NewServer(role.URL())
+		admin = s.role.AdminURL()
 	}
-	if err := store.CreateSchema(ctx, s.url, schema, store.Config{}); err != nil {
+	if err := store.CreateSchema(ctx, admin, schema, store.Config{}); err != nil {
 		return "", err
 	}
 	s.byPath[path] = schema
@@ -107,6 +115,7 @@ func (s *serverSchemas) describe() string {
 	defer s.mu.Unlock()
 	d := store.RedactURL(s.url) + ", schema " + strings.Join(s.created, ", ")
 	if s.role != nil {
+		d = store.RedactURL(s.role.AdminURL()) + ", schema " + strings.Join(s.created, ", ")
 		schemas := make([]string, 0, len(s.byPath))
 		for _, schema := range s.byPath {
 			schemas = append(schemas, schema)
@@ -116,8 +125,8 @@ func (s *serverSchemas) describe() string {
 		if len(schemas) > 1 {
 			noun = "schemas"
 		}
-		d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only (the role is dropped after the run)",
-			s.role.Name, noun, strings.Join(schemas, ", "))
+		d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only, in database %s, its own (the role and the database are dropped after the run)",
+			s.role.Name, noun, strings.Join(schemas, ", "), s.role.Database)
 	}
 	return d
 }
@@ -151,9 +160,9 @@ func (s *serverSchemas) open(ctx context.Context, path string, cfg store.Config)
 const serverCleanupTimeout = 30 * time.Second
 
 // drop closes the run's connections and removes its schemas unless keep,
-// and a confined run's role in any case (with keep, the role's tables in
-// the kept schemas pass to the login in --db first); a failure goes to
-// warn.
+// and a confined run's role in any case, with its database unless keep
+// (with keep, the role's tables in the kept database pass to the login in
+// --db first); a failure goes to warn.
 func (s *serverSchemas) drop(keep bool, warn func(error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,15 +175,15 @@ func (s *serverSchemas) drop(keep bool, warn func(error)) {
 		}
 	}
 	if s.role != nil {
-		// A killed child's session may still hold locks on the schema.
+		// A killed child's session may still hold locks on the schema;
+		// the schemas are in the role's database, which goes with it.
 		report(s.role.Disconnect(ctx))
+		report(s.role.Drop(ctx, keep))
+		return
 	}
 	if !keep {
 		for _, schema := range s.byPath {
 			report(store.DropSchema(ctx, s.url, schema, store.Config{}))
 		}
-	}
-	if s.role != nil {
-		report(s.role.Drop(ctx, keep))
 	}
 }

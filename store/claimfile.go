@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -82,8 +83,26 @@ func statementFault(which string, err error) error {
 	case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH,
 		sqlite3.SQLITE_RANGE, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_INTERRUPT:
 		return &ClaimStatementError{Statement: which, Err: err}
+	case sqlite3.SQLITE_NOMEM:
+		return &ClaimStatementError{Statement: which, Err: fmt.Errorf("%w and was stopped: %w", errTooMuchMemory, err)}
 	}
 	return err
+}
+
+// errTooMuchMemory says a claim statement reached SQLite's heap limit.
+var errTooMuchMemory = fmt.Errorf("needed more than the %d MiB of memory SQLite may hold while claim files run", ClaimHeapLimit>>20)
+
+// overtime makes err, from a claim statement that ran under timed (the
+// [ClaimStatementTimeout] bound of parent), the statement's own fault when
+// that bound stopped it: the driver reports the context's error, not
+// SQLite's. A stop of parent (the run's own timeout, Ctrl-C) is not the
+// statement's fault.
+func overtime(which string, err error, parent, timed context.Context) error {
+	if which == "" || err == nil || err == io.EOF || parent.Err() != nil || !errors.Is(timed.Err(), context.DeadlineExceeded) ||
+		errors.As(err, new(*ClaimStatementError)) {
+		return err
+	}
+	return &ClaimStatementError{Statement: which, Err: fmt.Errorf("ran longer than %s and was stopped (a claim reads a handful of rows): %w", ClaimStatementTimeout, err)}
 }
 
 // ParseClaimFile splits a claim file's text into its two statements with
@@ -214,6 +233,7 @@ func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	limitHeap()
 	g := &guardConn{connBase: connBase{conn}, claim: c.claim}
 	if err := g.install(ctx); err != nil {
 		conn.Close()
@@ -277,7 +297,13 @@ func (g *guardConn) enter(query string) func() {
 	return func() { g.mode = modeLab }
 }
 
-func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, _, dbName, _ string) sqlite.AuthorizerReturnCode {
+// authorize is SQLite's authorizer callback. For most actions arg1 names
+// the object (the table, the PRAGMA, the attached file); for
+// [sqlite.AuthFunction], arg1 is NULL and arg2 is the function's name.
+func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, _ string) sqlite.AuthorizerReturnCode {
+	if action == sqlite.AuthFunction {
+		arg1 = arg2 // so the rules and the refusal name the function
+	}
 	if g.mode == modeLab {
 		if action == sqlite.AuthAttach || action == sqlite.AuthDetach {
 			g.denied = actionName(action, arg1)
@@ -339,6 +365,9 @@ func (g *guardConn) refusal(which string, err error) error {
 	}
 	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "interrupted") {
 		return &ClaimFileError{which, fmt.Sprintf("took longer than %s on a table of four messages and was stopped: a claim must read a handful of rows", ClaimStatementTimeout)}
+	}
+	if errors.Is(err, errTooMuchMemory) {
+		return &ClaimFileError{which, errTooMuchMemory.Error() + " on a table of four messages, and was stopped: a claim must read a handful of rows"}
 	}
 	return &ClaimFileError{which, "SQLite could not run it: " + strings.TrimPrefix(err.Error(), "SQL logic error: ")}
 }
@@ -416,13 +445,14 @@ func (g *guardConn) ExecContext(ctx context.Context, query string, args []driver
 		return nil, driver.ErrSkip
 	}
 	defer g.enter(query)()
-	if g.mode != modeLab {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ClaimStatementTimeout)
-		defer cancel()
+	if g.mode == modeLab {
+		res, err := e.ExecContext(ctx, query, args)
+		return res, statementFault(g.statement(), err)
 	}
-	res, err := e.ExecContext(ctx, query, args)
-	return res, statementFault(g.statement(), err)
+	b := newTimeLimit(ctx)
+	defer b.cancel()
+	res, err := e.ExecContext(b.timed, query, args)
+	return res, b.fault(g.statement(), err)
 }
 
 func (g *guardConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -435,45 +465,66 @@ func (g *guardConn) QueryContext(ctx context.Context, query string, args []drive
 		r, err := q.QueryContext(ctx, query, args)
 		return g.rows(r, err, nil)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ClaimStatementTimeout)
-	r, err := q.QueryContext(ctx, query, args)
-	if err != nil {
-		cancel()
-	}
-	return g.rows(r, err, cancel)
+	b := newTimeLimit(ctx)
+	r, err := q.QueryContext(b.timed, query, args)
+	return g.rows(r, err, b)
 }
 
-// rows marks a claim statement's rows, so an error stepping them is the
-// statement's own.
-func (g *guardConn) rows(r driver.Rows, err error, cancel context.CancelFunc) (driver.Rows, error) {
+// timeLimit is a claim statement's time limit: timed ends
+// [ClaimStatementTimeout] after the statement starts, or with parent.
+type timeLimit struct {
+	parent, timed context.Context
+	cancel        context.CancelFunc
+}
+
+func newTimeLimit(parent context.Context) *timeLimit {
+	timed, cancel := context.WithTimeout(parent, ClaimStatementTimeout)
+	return &timeLimit{parent: parent, timed: timed, cancel: cancel}
+}
+
+// fault is err of the claim statement which, the statement's own when
+// the limit stopped it or SQLite refused it.
+func (b *timeLimit) fault(which string, err error) error {
+	if b == nil {
+		return statementFault(which, err)
+	}
+	return statementFault(which, overtime(which, err, b.parent, b.timed))
+}
+
+// rows marks a claim statement's rows (b is its time limit, nil for the
+// lab's own), so an error stepping them is the statement's own.
+func (g *guardConn) rows(r driver.Rows, err error, b *timeLimit) (driver.Rows, error) {
 	which := g.statement()
 	if err != nil {
-		return nil, statementFault(which, err)
+		if b != nil {
+			defer b.cancel()
+		}
+		return nil, b.fault(which, err)
 	}
-	if which == "" && cancel == nil {
+	if which == "" && b == nil {
 		return r, nil
 	}
-	return guardRows{Rows: r, which: which, cancel: cancel}, nil
+	return guardRows{Rows: r, which: which, bound: b}, nil
 }
 
 // guardRows are a claim statement's rows; closing them ends the
-// statement's time bound.
+// statement's time limit.
 type guardRows struct {
 	driver.Rows
-	which  string
-	cancel context.CancelFunc
+	which string
+	bound *timeLimit
 }
 
 func (r guardRows) Close() error {
 	err := r.Rows.Close()
-	if r.cancel != nil {
-		r.cancel()
+	if r.bound != nil {
+		r.bound.cancel()
 	}
 	return err
 }
 
 func (r guardRows) Next(dest []driver.Value) error {
-	return statementFault(r.which, r.Rows.Next(dest))
+	return r.bound.fault(r.which, r.Rows.Next(dest))
 }
 
 // guardStmt keeps the claim policy on while a claim statement prepared
@@ -501,13 +552,14 @@ func (s *guardStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 		return nil, errNoContextAPI
 	}
 	defer s.conn.enter(s.query)()
-	if s.conn.mode != modeLab {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ClaimStatementTimeout)
-		defer cancel()
+	if s.conn.mode == modeLab {
+		res, err := e.ExecContext(ctx, args)
+		return res, statementFault(s.conn.statement(), err)
 	}
-	res, err := e.ExecContext(ctx, args)
-	return res, statementFault(s.conn.statement(), err)
+	b := newTimeLimit(ctx)
+	defer b.cancel()
+	res, err := e.ExecContext(b.timed, args)
+	return res, b.fault(s.conn.statement(), err)
 }
 
 func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -516,15 +568,13 @@ func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 		return nil, errNoContextAPI
 	}
 	defer s.conn.enter(s.query)()
-	var cancel context.CancelFunc
-	if s.conn.mode != modeLab {
-		ctx, cancel = context.WithTimeout(ctx, ClaimStatementTimeout)
+	if s.conn.mode == modeLab {
+		r, err := q.QueryContext(ctx, args)
+		return s.conn.rows(r, err, nil)
 	}
-	r, err := q.QueryContext(ctx, args)
-	if err != nil && cancel != nil {
-		cancel()
-	}
-	return s.conn.rows(r, err, cancel)
+	b := newTimeLimit(ctx)
+	r, err := q.QueryContext(b.timed, args)
+	return s.conn.rows(r, err, b)
 }
 
 // setClaimLimits sets, on a driver connection, no attached databases and

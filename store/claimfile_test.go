@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 func TestClaimFileSplitStatements(t *testing.T) {
@@ -124,6 +126,9 @@ func TestClaimFileCheck(t *testing.T) {
 		{"SyntaxError", "SELEC Id FROM OutboxMessages; " + lessonUpdate, "could not run it"},
 		{"DashLineInString", "SELECT Id FROM OutboxMessages WHERE Payload <> 'a\n-- b' LIMIT 1; " + lessonUpdate, "starts with '--'"},
 		{"HugeBlob", "SELECT length(zeroblob(100000000)); " + lessonUpdate, "too big"},
+		{"LoadExtensionInSelect", "SELECT load_extension('" + filepath.Join(dir, "evil.so") + "'); " + lessonUpdate, "authorizer refused the function load_extension"},
+		{"LoadExtensionInUpdate", lessonSelect + "; UPDATE OutboxMessages SET LockedBy = load_extension('evil') WHERE Id = :id", "authorizer refused the function load_extension"},
+		{"LoadExtensionUpperCase", "SELECT Id FROM OutboxMessages WHERE LOAD_EXTENSION('evil') IS NULL LIMIT 1; " + lessonUpdate, "authorizer refused the function load_extension"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +155,30 @@ func TestClaimFileCheck(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAuthorizerFunctionRule: SQLite presents a function call with arg1
+// NULL and the function's name in arg2; the rule reads arg2, so
+// load_extension is refused in every spelling and other functions pass.
+func TestAuthorizerFunctionRule(t *testing.T) {
+	t.Parallel()
+	g := &guardConn{claim: &ClaimFile{}, mode: modeSelect}
+	for _, tt := range []struct {
+		name string
+		want sqlite.AuthorizerReturnCode
+	}{
+		{"load_extension", sqlite.AuthorizerDeny},
+		{"Load_Extension", sqlite.AuthorizerDeny},
+		{"lower", sqlite.AuthorizerOK},
+		{"max", sqlite.AuthorizerOK},
+	} {
+		if got := g.authorize(sqlite.AuthFunction, "", tt.name, "", ""); got != tt.want {
+			t.Errorf("function %s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if !strings.Contains(g.denied, "load_extension") && !strings.Contains(g.denied, "Load_Extension") {
+		t.Errorf("the refusal does not name the function: %q", g.denied)
+	}
 }
 
 // TestUntrustedConnection checks the guard on a run's own connections: a
@@ -189,5 +218,29 @@ func TestUntrustedConnection(t *testing.T) {
 		if _, err := db.sql.ExecContext(ctx, text); err == nil || !strings.Contains(err.Error(), "not authorized") {
 			t.Errorf("%q on a guarded connection: err = %v, want not authorized", text, err)
 		}
+	}
+}
+
+// TestClaimHeapLimit: SQLite counts its memory in this process, and once
+// a connection that may run a claim file opens, all of SQLite's memory is
+// bounded by ClaimHeapLimit; a claim statement that sorts a hundred 8 MB
+// values is stopped and refused, its first statement named.
+func TestClaimHeapLimit(t *testing.T) {
+	t.Parallel()
+	if !memoryAccounted {
+		t.Fatal("SQLite does not count its memory: its heap limit cannot hold")
+	}
+	cf, err := ParseClaimFile(`WITH t(x) AS (VALUES (1),(2)), r AS (SELECT a.x FROM t a, t b, t c, t d, t e, t f, t g LIMIT 127)
+SELECT count(*) FROM (SELECT zeroblob(8000000) || x AS b FROM r GROUP BY b); ` + lessonUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckClaimFile(context.Background(), cf)
+	var cfe *ClaimFileError
+	if !errors.As(err, &cfe) || cfe.Statement != "first statement" {
+		t.Errorf("err = %v, want the first statement refused", err)
+	}
+	if got := sqliteHeapLimit(); got != ClaimHeapLimit {
+		t.Errorf("SQLite's hard heap limit is %d, want %d", got, ClaimHeapLimit)
 	}
 }

@@ -283,7 +283,9 @@ func (o *Outbox) update(ctx context.Context, tx *sql.Tx, id int64, args []any, c
 	}
 	m, err := messageByID(ctx, tx, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("the claim UPDATE changed 1 row, but message %d no longer exists afterwards", id)
+		// Only an UPDATE that changes the message's Id does this: an
+		// engineer's claim, never the lesson's.
+		return &ClaimStatementError{Statement: "second statement", Err: fmt.Errorf("it changed 1 row, but message %d no longer exists afterwards (its Id changed)", id)}
 	}
 	if err != nil {
 		return err

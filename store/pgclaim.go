@@ -76,7 +76,10 @@ func pgStatementFault(which string, err error, parent, timed context.Context) er
 	case "0A", "21", "22", "23", "25", "2F", "38", "39", "42", "44", "54", "P0":
 		return &ClaimStatementError{Statement: which, Err: err}
 	}
-	if pe.Code == "57014" { // query_canceled: the role's statement_timeout
+	switch pe.Code {
+	case "57014", // query_canceled: the role's statement_timeout
+		"53200", // out_of_memory: the statement's own needs
+		"53400": // configuration_limit_exceeded: the role's temp_file_limit
 		return &ClaimStatementError{Statement: which, Err: err}
 	}
 	return err

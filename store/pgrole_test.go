@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,21 +41,27 @@ func roleExistsOn(t *testing.T, dsn, name string) bool {
 }
 
 // TestGraderRoleConfined: a claim file's statement, running as the grader
-// role, can use its own schema and nothing else: no other schema's table
-// (even where PUBLIC may use the schema), no CREATE in public or a new
-// schema, no server files or programs, no way to become another role. The
-// role is gone after Drop, with what it made.
+// role in its own database, can use its own schema and nothing else: no
+// other schema's table there (even where PUBLIC may use the schema), no
+// CREATE in public or a new schema, no extension (dblink), no server
+// files or programs, no way to become another role; and nothing of the
+// --db login's database, even what PUBLIC may use there (created after
+// the role, so the server check does not refuse it), is reachable: its
+// sequence does not move and its large objects stay as they were. The
+// role and its database are gone after Drop.
 func TestGraderRoleConfined(t *testing.T) {
 	t.Parallel()
-	admin := pgtest.URL(t)
+	server := pgtest.URL(t)
 	ctx := context.Background()
-	own, other := randomName("outboxlab_roletest_own_"), randomName("outboxlab_roletest_other_")
-	pgtest.Exec(t, admin, "CREATE SCHEMA "+other, "CREATE TABLE "+other+".secret (v text)", "INSERT INTO "+other+".secret VALUES ('s3cret')",
-		"GRANT USAGE ON SCHEMA "+other+" TO PUBLIC")
-	t.Cleanup(func() {
-		pgtest.Exec(t, admin, "DROP SCHEMA IF EXISTS "+other+" CASCADE", "DROP SCHEMA IF EXISTS "+own+" CASCADE")
-	})
-
+	// The --db database of this test is its own: the rights it gives
+	// PUBLIC would make other tests' grader roles refused.
+	dbName := randomName("outboxlab_roletest_db_")
+	pgtest.Exec(t, server, "CREATE DATABASE "+dbName)
+	t.Cleanup(func() { pgtest.Exec(t, server, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") })
+	admin := strings.Replace(server, "/postgres?", "/"+dbName+"?", 1)
+	if admin == server {
+		t.Skip("the test server's URL names no database /postgres to replace")
+	}
 	r, err := CreateGraderRole(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +78,27 @@ func TestGraderRoleConfined(t *testing.T) {
 	if strings.Contains(RedactURL(r.URL()), r.password) {
 		t.Fatal("RedactURL shows the role's password")
 	}
-	if err := CreateSchema(ctx, admin, own, Config{}); err != nil {
+	own, other, victim := randomName("outboxlab_roletest_own_"), randomName("outboxlab_roletest_other_"), randomName("outboxlab_roletest_victim_")
+	pgtest.Exec(t, r.AdminURL(), "CREATE SCHEMA "+other, "CREATE TABLE "+other+".secret (v text)", "INSERT INTO "+other+".secret VALUES ('s3cret')",
+		"GRANT USAGE ON SCHEMA "+other+" TO PUBLIC")
+	pgtest.Exec(t, admin, "CREATE SCHEMA "+victim, "CREATE SEQUENCE "+victim+".s", "CREATE TABLE "+victim+".t (v text)",
+		"GRANT USAGE ON SCHEMA "+victim+" TO PUBLIC", "GRANT USAGE, SELECT, UPDATE ON SEQUENCE "+victim+".s TO PUBLIC", "GRANT ALL ON "+victim+".t TO PUBLIC")
+	t.Cleanup(func() { pgtest.Exec(t, admin, "DROP SCHEMA IF EXISTS "+victim+" CASCADE") })
+	largeObjects := func() int {
+		t.Helper()
+		db, err := OpenPostgres(ctx, admin, "", Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		n, err := db.Count(ctx, "SELECT count(*) FROM pg_largeobject_metadata")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	objectsBefore := largeObjects()
+	if err := CreateSchema(ctx, r.AdminURL(), own, Config{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.GrantSchema(ctx, own); err != nil {
@@ -85,42 +113,63 @@ func TestGraderRoleConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for _, ok := range []string{"CREATE TABLE mine (v text)", "INSERT INTO mine VALUES ('x')", "SELECT count(*) FROM mine"} {
+	for _, ok := range []string{"CREATE TABLE mine (v text)", "INSERT INTO mine VALUES ('x')", "SELECT count(*) FROM mine", "SELECT lo_from_bytea(0, 'x')"} {
 		if _, err := conn.Exec(ctx, ok); err != nil {
 			t.Fatalf("%s in its own schema: %v", ok, err)
 		}
 	}
-	for _, tt := range []struct{ name, sql string }{
-		{"ReadOtherSchema", "SELECT v FROM " + other + ".secret"},
-		{"WriteOtherSchema", "INSERT INTO " + other + ".secret VALUES ('x')"},
-		{"CreateInPublic", "CREATE TABLE public.planted (v text)"},
-		{"CreateFunctionInPublic", "CREATE FUNCTION public.lower(text) RETURNS text LANGUAGE sql AS 'SELECT $1'"},
-		{"CreateSchema", "CREATE SCHEMA " + randomName("outboxlab_roletest_evil_")},
-		{"ReadServerFile", "SELECT pg_read_file('/etc/passwd')"},
-		{"CopyToProgram", "COPY (SELECT 1) TO PROGRAM 'true'"},
-		{"CopyToFile", "COPY (SELECT 1) TO '/tmp/outboxlab-roletest-copy'"},
-		{"LoExport", "SELECT lo_export(lo_from_bytea(0, 'x'), '/tmp/outboxlab-roletest-lo')"},
-		{"SetRole", "SET ROLE postgres"},
-		{"SetConfigRole", "SELECT set_config('role', 'postgres', false)"},
-		{"SetSessionAuthorization", "SET SESSION AUTHORIZATION postgres"},
-		{"ReadPasswords", "SELECT rolpassword FROM pg_authid"},
-		{"AlterOwnRole", "ALTER ROLE " + r.Name + " SUPERUSER"},
+	for _, tt := range []struct{ name, sql, code string }{
+		{"ReadOtherSchema", "SELECT v FROM " + other + ".secret", "42501"},
+		{"WriteOtherSchema", "INSERT INTO " + other + ".secret VALUES ('x')", "42501"},
+		{"CreateInPublic", "CREATE TABLE public.planted (v text)", "42501"},
+		{"CreateFunctionInPublic", "CREATE FUNCTION public.lower(text) RETURNS text LANGUAGE sql AS 'SELECT $1'", "42501"},
+		{"CreateSchema", "CREATE SCHEMA " + randomName("outboxlab_roletest_evil_"), "42501"},
+		{"CreateExtension", "CREATE EXTENSION dblink", "42501"},
+		{"ReadServerFile", "SELECT pg_read_file('/etc/passwd')", "42501"},
+		{"CopyToProgram", "COPY (SELECT 1) TO PROGRAM 'true'", "42501"},
+		{"CopyToFile", "COPY (SELECT 1) TO '/tmp/outboxlab-roletest-copy'", "42501"},
+		{"LoExport", "SELECT lo_export(lo_from_bytea(0, 'x'), '/tmp/outboxlab-roletest-lo')", "42501"},
+		{"SetRole", "SET ROLE postgres", "42501"},
+		{"SetConfigRole", "SELECT set_config('role', 'postgres', false)", "42501"},
+		{"SetSessionAuthorization", "SET SESSION AUTHORIZATION postgres", "42501"},
+		{"ReadPasswords", "SELECT rolpassword FROM pg_authid", "42501"},
+		{"AlterOwnRole", "ALTER ROLE " + r.Name + " SUPERUSER", "42501"},
+		{"OtherDatabaseSequence", "SELECT nextval('" + victim + ".s')", "3F000 42P01"},
+		{"OtherDatabaseTable", "INSERT INTO " + victim + ".t VALUES ('x')", "3F000 42P01"},
+		{"OtherDatabaseByName", "SELECT v FROM " + dbName + "." + victim + ".t", "0A000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := conn.Exec(ctx, tt.sql)
 			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || (pe.Code != "42501" && pe.Code != "22023") {
-				t.Errorf("%s: %v, want permission denied (42501)", tt.sql, err)
+			if !errors.As(err, &pe) || (!strings.Contains(tt.code, pe.Code) && pe.Code != "22023") {
+				t.Errorf("%s: %v, want SQLSTATE %s", tt.sql, err, tt.code)
 			}
 		})
 	}
 	conn.Close(ctx)
+	var last int64
+	var called bool
+	vc, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vc.Close(ctx)
+	if err := vc.QueryRow(ctx, "SELECT last_value, is_called FROM "+victim+".s").Scan(&last, &called); err != nil || called {
+		t.Errorf("the --db login's sequence moved: last_value %d, is_called %v (%v)", last, called, err)
+	}
+	if n := largeObjects(); n != objectsBefore {
+		t.Errorf("the --db login's database has %d large objects, %d before: the role's were made there", n, objectsBefore)
+	}
 	if err := r.Drop(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	dropped = true
 	if roleExistsOn(t, admin, r.Name) {
 		t.Errorf("role %s still exists after Drop", r.Name)
+	}
+	var dbs int
+	if err := vc.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", r.Database).Scan(&dbs); err != nil || dbs != 0 {
+		t.Errorf("database %s still exists after Drop (%v)", r.Database, err)
 	}
 }
 
@@ -136,6 +185,8 @@ func TestGraderRoleRefusedWherePublicReaches(t *testing.T) {
 		{"CreateInPublic", "GRANT CREATE ON SCHEMA public TO PUBLIC", "create objects in schema public"},
 		{"ReadTable", "CREATE TABLE public.shared (v text); GRANT SELECT ON public.shared TO PUBLIC", "public.shared"},
 		{"DefinerFunction", "CREATE FUNCTION public.escalate() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'", "public.escalate()"},
+		{"UseSequence", "CREATE SCHEMA app; CREATE SEQUENCE app.ids; GRANT USAGE ON SEQUENCE app.ids TO PUBLIC", "use the sequence app.ids"},
+		{"UseSequenceSchemaHidden", "CREATE SEQUENCE public.ids; GRANT USAGE ON SEQUENCE public.ids TO PUBLIC; REVOKE USAGE ON SCHEMA public FROM PUBLIC", "use the sequence public.ids"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -267,11 +318,14 @@ func TestGraderRoleCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// Roles other tests make now come and go within seconds; a leaked one
-	// stays. VALID UNTIL tells the roles made since this test started.
+	// Roles other tests of this process make now come and go within
+	// seconds; a leaked one stays. VALID UNTIL tells the roles made since
+	// this test started, their comment the process that made them (other
+	// packages' tests, run at the same time, kill grades on purpose).
 	since := started.Add(GraderRoleLifetime - time.Second).UTC().Format(time.RFC3339)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		names, err := strings1(context.Background(), db, `SELECT rolname FROM pg_roles WHERE rolname LIKE 'outboxlab\_grader\_%' AND rolvaliduntil >= $1::timestamptz`, since)
+		names, err := strings1(context.Background(), db, `SELECT rolname FROM pg_roles WHERE rolname LIKE 'outboxlab\_grader\_%' AND rolvaliduntil >= $1::timestamptz
+  AND shobj_description(oid, 'pg_authid') LIKE $2`, since, fmt.Sprintf("%%by process %d on %%", os.Getpid()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,5 +335,131 @@ func TestGraderRoleCancelled(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("roles left: %v", names)
 		}
+	}
+}
+
+// TestSweepGraders: a grade whose process is gone (its lock connection
+// closed, as a SIGKILL closes it) leaves its role and database, and a
+// sweep removes them, with the schemas an older outboxlab made for such a
+// role in the --db login's database; the objects of a grade still running
+// (its lock held) and a database kept by --keep-db stay.
+func TestSweepGraders(t *testing.T) {
+	t.Parallel()
+	admin := pgtest.URL(t)
+	ctx := context.Background()
+	live, err := CreateGraderRole(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = live.Drop(context.Background(), false) })
+	dead, err := CreateGraderRole(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.releaseLock() // the process is gone; its role and database stay
+	t.Cleanup(func() { _ = dead.Drop(context.Background(), false) })
+	kept, err := CreateGraderRole(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Drop(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pgtest.Exec(t, admin, "DROP DATABASE IF EXISTS "+kept.Database+" WITH (FORCE)") })
+	// An older outboxlab's leftover: a role without a lock, and a schema
+	// in the --db login's database granted to it, with its table.
+	legacyRole, legacySchema := randomName(graderRolePrefix)[:len(graderRolePrefix)+8], randomName("outboxlab_session_15_outbox_leasing_")
+	pgtest.Exec(t, admin, "CREATE ROLE "+legacyRole+" LOGIN", "CREATE SCHEMA "+legacySchema, "GRANT USAGE, CREATE ON SCHEMA "+legacySchema+" TO "+legacyRole,
+		"SET ROLE "+legacyRole, "CREATE TABLE "+legacySchema+".outboxmessages (id int)", "RESET ROLE")
+	t.Cleanup(func() {
+		pgtest.Exec(t, admin, "DROP SCHEMA IF EXISTS "+legacySchema+" CASCADE", "DROP ROLE IF EXISTS "+legacyRole)
+	})
+
+	swept, err := SweepGraders(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]SweptGrade{}
+	for _, g := range swept {
+		got[g.ID] = g
+	}
+	id := func(r *GraderRole) string { return strings.TrimPrefix(r.Name, graderRolePrefix) }
+	// Other tests' grades, in this process or another, sweep too: what
+	// this sweep reports of the dead grades is theirs unless another
+	// took it first; that they are gone afterwards is asserted below.
+	if g, ok := got[id(dead)]; ok && (g.Role != dead.Name && g.Role != "" || g.Database != dead.Database && g.Database != "" || g.Err != nil) {
+		t.Errorf("the dead grade's sweep: %+v, want role %s and database %s", g, dead.Name, dead.Database)
+	}
+	if g, ok := got[strings.TrimPrefix(legacyRole, graderRolePrefix)]; ok && (g.Role != legacyRole || len(g.Schemas) > 1 || len(g.Schemas) == 1 && g.Schemas[0] != legacySchema || g.Err != nil) {
+		t.Errorf("the legacy grade's sweep: %+v, want role %s and schema %s", g, legacyRole, legacySchema)
+	}
+	if _, ok := got[id(live)]; ok {
+		t.Errorf("the sweep took the live grade's objects")
+	}
+	if _, ok := got[id(kept)]; ok {
+		t.Errorf("the sweep took the kept database %s", kept.Database)
+	}
+	db, err := OpenPostgres(ctx, admin, "", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func(q string, args ...any) int {
+		t.Helper()
+		n, err := db.Count(ctx, q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tt := range []struct {
+		what, q, name string
+		want          int
+	}{
+		{"dead role", "SELECT count(*) FROM pg_roles WHERE rolname = ?", dead.Name, 0},
+		{"dead database", "SELECT count(*) FROM pg_database WHERE datname = ?", dead.Database, 0},
+		{"legacy role", "SELECT count(*) FROM pg_roles WHERE rolname = ?", legacyRole, 0},
+		{"legacy schema", "SELECT count(*) FROM pg_namespace WHERE nspname = ?", legacySchema, 0},
+		{"live role", "SELECT count(*) FROM pg_roles WHERE rolname = ?", live.Name, 1},
+		{"live database", "SELECT count(*) FROM pg_database WHERE datname = ?", live.Database, 1},
+		{"kept database", "SELECT count(*) FROM pg_database WHERE datname = ?", kept.Database, 1},
+	} {
+		if n := count(tt.q, tt.name); n != tt.want {
+			t.Errorf("%s %s: %d, want %d", tt.what, tt.name, n, tt.want)
+		}
+	}
+}
+
+// TestSweepGradersAcrossDatabases: a grade whose --db is another database
+// of the same server holds its lock there; a sweep from this database
+// still sees it alive (pg_locks shows every database's locks) and leaves
+// its role and database alone.
+func TestSweepGradersAcrossDatabases(t *testing.T) {
+	t.Parallel()
+	server := pgtest.URL(t)
+	ctx := context.Background()
+	dbName := randomName("outboxlab_roletest_db_")
+	pgtest.Exec(t, server, "CREATE DATABASE "+dbName)
+	t.Cleanup(func() { pgtest.Exec(t, server, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") })
+	other := strings.Replace(server, "/postgres?", "/"+dbName+"?", 1)
+	if other == server {
+		t.Skip("the test server's URL names no database /postgres to replace")
+	}
+	live, err := CreateGraderRole(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = live.Drop(context.Background(), false) })
+	swept, err := SweepGraders(ctx, server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range swept {
+		if g.Role == live.Name || g.Database == live.Database {
+			t.Errorf("a sweep from another database took a live grade's %+v", g)
+		}
+	}
+	if !roleExistsOn(t, server, live.Name) {
+		t.Errorf("role %s was dropped", live.Name)
 	}
 }

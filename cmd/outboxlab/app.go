@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/scenarios"
 )
@@ -51,6 +52,10 @@ type settings struct {
 	// ceilingRound, when set, shortens bench's ceiling measurement to two
 	// rounds of this length (tests: the matrix is what they check).
 	ceilingRound time.Duration
+
+	// fileReport, when set, files a grade's reports and summary instead
+	// of [reports.WriteNew] (tests: a full disk).
+	fileReport func(path string, data []byte) (string, error)
 
 	mu     sync.Mutex // warnings may come from runs graded at once
 	stderr io.Writer
@@ -170,7 +175,9 @@ func onUsageError(_ *cli.Context, err error, _ bool) error {
 	return &usageError{err}
 }
 
-// oneLine folds s onto one line, its runs of white space made one space.
+// oneLine folds s onto one line, its runs of white space made one space,
+// and escapes the control characters left ([reports.Printable]): an error
+// may quote a file's name or its SQL.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return reports.Printable(strings.Join(strings.Fields(s), " "))
 }

@@ -9,7 +9,8 @@ import (
 // interspersed lets flags follow the positional arguments (`run NAME
 // --variant X`), which the standard flag parsing would otherwise treat as
 // more names. It moves each flag of the chosen command, with its value,
-// ahead of the positionals.
+// ahead of the positionals. A flag that takes a value may be given once:
+// the standard parsing would keep the last and drop the others silently.
 func interspersed(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 3 {
 		return args, nil
@@ -24,13 +25,16 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 		return args, nil
 	}
 	takesValue := map[string]bool{}
+	primary := map[string]string{} // any of a flag's names -> its first
 	for _, f := range cmd.Flags {
 		_, isBool := f.(*cli.BoolFlag)
 		for _, n := range f.Names() {
 			takesValue[n] = !isBool
+			primary[n] = f.Names()[0]
 		}
 	}
 	var flags, positional []string
+	given := map[string]bool{} // value flags seen so far, by primary name
 	help := false
 	rest := args[2:]
 	for i := 0; i < len(rest); i++ {
@@ -47,6 +51,14 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 		name := strings.TrimLeft(a, "-")
 		if name == "h" || name == "help" {
 			help = true
+		}
+		if bare, _, _ := strings.Cut(name, "="); takesValue[bare] {
+			// A flag that takes one value, given twice, is a mistake
+			// (two claim files, two servers), not a silent override.
+			if given[primary[bare]] {
+				return nil, usagef("--%s is given more than once; give it once", primary[bare])
+			}
+			given[primary[bare]] = true
 		}
 		if !strings.Contains(name, "=") && takesValue[name] {
 			if i+1 >= len(rest) || rest[i+1] == "--" {

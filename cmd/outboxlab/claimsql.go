@@ -17,38 +17,50 @@ import (
 // separated by a semicolon, the SELECT that picks the oldest claimable
 // message's Id and the UPDATE that takes message :id. Both may use the named
 // parameters :now, :worker and :until; the UPDATE also gets :id. The file
-// is untrusted: it must be a regular file of at most 1 MiB, and SQLite
-// itself must find a read-only SELECT and an UPDATE of OutboxMessages
-// (store.CheckClaimFile). Any refusal is a usage error (exit 2).
-func readClaimSQL(ctx context.Context, path string) (*scenarios.CustomClaim, error) {
+// is untrusted: it must be a regular file of at most 1 MiB, and the engine
+// that will run it must find a read-only SELECT and an UPDATE of
+// OutboxMessages (see loadClaimFile). Any refusal is a usage error (exit 2).
+func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*scenarios.CustomClaim, error) {
 	if path == "" {
 		return nil, usagef("--claim-sql needs a claim file: name one (see examples/)")
 	}
-	cf, err := loadClaimFile(ctx, path)
+	cf, err := loadClaimFile(ctx, path, onPostgres)
 	if err != nil {
 		return nil, usagef("--claim-sql %s: %v", path, err)
 	}
 	return &scenarios.CustomClaim{Source: filepath.Base(path), Select: cf.Select, Update: cf.Update}, nil
 }
 
-// loadClaimFile reads, splits and checks the claim file at path.
-func loadClaimFile(ctx context.Context, path string) (store.ClaimFile, error) {
+// loadClaimFile reads and splits the claim file at path and, for SQLite,
+// has SQLite check it (store.CheckClaimFile). A file for PostgreSQL
+// (onPostgres) is checked by PostgreSQL itself, in the run's own database
+// before the run (store.GraderRole.CheckClaimFile): each engine judges
+// what it will run with its own parser.
+func loadClaimFile(ctx context.Context, path string, onPostgres bool) (store.ClaimFile, error) {
 	if path == "" {
 		return store.ClaimFile{}, errors.New("name a claim file")
 	}
 	b, err := readRegularFile(path, store.MaxClaimFileSize)
 	if err != nil {
-		return store.ClaimFile{}, fmt.Errorf("cannot read it: %w", err)
+		return store.ClaimFile{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	cf, err := store.ParseClaimFile(string(b))
 	if err != nil {
 		return store.ClaimFile{}, err
+	}
+	if onPostgres {
+		return cf, nil
 	}
 	if err := store.CheckClaimFile(ctx, cf); err != nil {
 		return store.ClaimFile{}, err
 	}
 	return cf, nil
 }
+
+// errUnreadable means a claim file could not be read as one: missing, not
+// a regular file, unreadable, or over its size limit. It is the file's
+// fault, as a refusal is.
+var errUnreadable = errors.New("cannot read it")
 
 // errNotRegular means a path names a FIFO, a device, a socket or a folder.
 var errNotRegular = errors.New("not a regular file")

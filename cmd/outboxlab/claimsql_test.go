@@ -101,11 +101,14 @@ func TestClaimSQLRunErrors(t *testing.T) {
 	nullStatus := write("null-status.sql", okSelect+";\n"+strings.Replace(okUpdate, "Status = 'Processing',", "Status = CASE WHEN Id = 5 THEN NULL ELSE 'Processing' END,", 1))
 	// abs() of the smallest integer overflows; the sort reads every row.
 	overflow := write("overflow.sql", "SELECT Id FROM OutboxMessages WHERE abs(-9223372036854775803 - Id) > 0 ORDER BY CreatedAtUtc, Id LIMIT 1;\n"+okUpdate)
+	// An UPDATE that moves the claimed message to another Id.
+	renumber := write("renumber.sql", okSelect+";\nUPDATE OutboxMessages SET Id = Id + 100 WHERE Id = :id")
 	for _, tt := range []struct {
 		name, file string
 		want       string
 	}{
 		{"UpdateBreaksConstraint", nullStatus, "its second statement failed in the run"},
+		{"UpdateRenumbers", renumber, "its second statement failed in the run: it changed 1 row, but message 1 no longer exists"},
 		{"SelectOverflows", overflow, "its first statement failed in the run"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

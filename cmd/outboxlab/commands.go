@@ -153,10 +153,13 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 // claimSQLConfinement says how a claim file, untrusted input, is confined
 // on each engine.
 const claimSQLConfinement = "A claim file replaces the lesson's claim: a SELECT of the next claimable Id, then an UPDATE of :id. " +
-	"It is untrusted input. SQLite's authorizer first requires a read-only SELECT and an UPDATE of OutboxMessages, on a " +
-	"private copy and on every connection of the run. With --db it runs on PostgreSQL as a throwaway login role the lab " +
-	"creates for the run (no attribute, no membership, rights: USAGE and CREATE on the run's schema only) and drops " +
-	"afterwards; the URL's login needs CREATEROLE, and pg_hba.conf must accept the role's password login."
+	"It is untrusted input, judged by the engine that runs it. On SQLite the authorizer requires a read-only SELECT and an " +
+	"UPDATE of OutboxMessages, on a private copy and on every connection of the run, and SQLite may hold 256 MiB in all. " +
+	"With --db it runs on PostgreSQL as a throwaway login role, in a throwaway database made from template0, that the lab " +
+	"creates for the run (no attribute, no membership, rights: CONNECT to that database, USAGE and CREATE on the run's " +
+	"schema only) and drops afterwards; PostgreSQL's own parser first requires a read-only SELECT and an UPDATE of " +
+	"OutboxMessages that call no VOLATILE function and read only the run's tables. The URL's login needs CREATEROLE and " +
+	"CREATEDB, and pg_hba.conf must accept the role's password login."
 
 func runCommand(s *settings) *cli.Command {
 	return &cli.Command{
@@ -176,7 +179,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages, a `DURATION`"},
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
 			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
-			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role"},
+			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
 		},
 		OnUsageError: onUsageError,
@@ -216,7 +219,7 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
-	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim, p.parseDB} {
+	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim, func(c *cli.Context) error { return p.parseDB(c, s) }} {
 		if err := part(c); err != nil {
 			return nil, err
 		}
@@ -360,20 +363,55 @@ func (p *runPlan) parseBound(c *cli.Context) error {
 // dbFlag chooses PostgreSQL instead of the embedded SQLite file.
 var dbFlag = &cli.StringFlag{Name: "db", Usage: "run on the PostgreSQL server at `URL` (postgres://...), each run in a schema of its own, instead of an SQLite file"}
 
-// parseDB reads --db and checks, before any run, that the server answers.
-func (p *runPlan) parseDB(c *cli.Context) error {
+// parseDB reads --db and checks, before any run, that the server answers
+// (and with --claim-sql, that it can host the claim file's run).
+func (p *runPlan) parseDB(c *cli.Context, s *settings) error {
 	dsn, err := serverURL(c)
 	if err != nil || dsn == "" {
 		return err
 	}
 	if p.options.Claim != nil {
-		// The claim file will run as a throwaway login role: check now
-		// that one can be made and can log in (exit 2 with the reason).
-		if err := store.CheckGraderServer(c.Context, dsn); err != nil {
-			return &usageError{err}
+		// The claim file will run as a throwaway login role in a
+		// database of its own: check now that they can be made and used
+		// (exit 2 with the reason).
+		if err := checkGraderServer(c.Context, s, dsn); err != nil {
+			return err
 		}
 	}
 	p.options.Database = dsn
+	return nil
+}
+
+// checkGraderServer prepares the server at dsn for claim files: it removes
+// the roles and databases of grades whose process is gone (a SIGKILL
+// leaves them), saying so, then checks that a grader role and its
+// database can be made and used there. A server that cannot host a grade
+// is bad input, exit 2, with the reason.
+func checkGraderServer(ctx context.Context, s *settings, dsn string) error {
+	swept, err := store.SweepGraders(ctx, dsn)
+	if err != nil {
+		s.warn(fmt.Errorf("could not look for what killed grades left on the server: %w", err))
+	}
+	for _, g := range swept {
+		var what []string
+		if g.Role != "" {
+			what = append(what, "role "+g.Role)
+		}
+		if g.Database != "" {
+			what = append(what, "database "+g.Database)
+		}
+		if len(g.Schemas) > 0 {
+			what = append(what, "schemas "+strings.Join(g.Schemas, ", "))
+		}
+		if g.Err != nil {
+			s.warn(fmt.Errorf("could not remove all of %s, left by a grade whose process is gone: %w", strings.Join(what, ", "), g.Err))
+			continue
+		}
+		s.note("removed " + strings.Join(what, ", ") + ", left by a grade whose process is gone")
+	}
+	if err := store.CheckGraderServer(ctx, dsn); err != nil {
+		return &usageError{err}
+	}
 	return nil
 }
 
@@ -399,7 +437,7 @@ func (p *runPlan) parseClaim(c *cli.Context) error {
 	if !c.IsSet("claim-sql") {
 		return nil
 	}
-	claim, err := readClaimSQL(c.Context, c.String("claim-sql"))
+	claim, err := readClaimSQL(c.Context, c.String("claim-sql"), c.IsSet("db"))
 	if err != nil {
 		return err
 	}
@@ -565,6 +603,12 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 		// The engineer's SQL could not run: that is their input's fault.
 		// Any other failure is the lab's, exit 3.
 		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
+	case errors.As(err, new(*store.ClaimFileError)) && p.options.Claim != nil:
+		// On PostgreSQL the server judges the file in the run's own
+		// database, before the lesson starts.
+		var cfe *store.ClaimFileError
+		errors.As(err, &cfe)
+		return nil, "", "", usagef("--claim-sql %s: %v", p.options.Claim.Source, cfe)
 	case err != nil:
 		return nil, "", "", err
 	}

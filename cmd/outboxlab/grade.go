@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,22 +34,38 @@ func gradeCommand(s *settings) *cli.Command {
 		Description: "Runs session-15-outbox-leasing with each FILE as --claim-sql, up to --jobs at once, and prints\n" +
 			"one table: file, verdict, and each failed check with its reason. Writes one report per file and\n" +
 			"a summary under --out. A file is untrusted input: it must be a regular file of at most 1 MiB whose\n" +
-			"first statement SQLite compiles to a read-only SELECT and second to an UPDATE of OutboxMessages.\n" +
-			"With --db the files run on that PostgreSQL server, each in a schema of its own and as a throwaway\n" +
-			"login role the lab creates for it (rights: USAGE, CREATE on that schema only) and drops afterwards;\n" +
-			"the URL's login needs CREATEROLE (or SUPERUSER) and pg_hba.conf must accept the role's password login.\n" +
-			"Exit code: 0 every file passed, 1 some file failed a check, 2 some file could not be judged.",
+			"first statement the engine that runs it reads as a read-only SELECT and second as an UPDATE of\n" +
+			"OutboxMessages, calling nothing that changes anything: SQLite's authorizer judges it, or with --db\n" +
+			"PostgreSQL's own parser. With --db each file runs as a throwaway login role, in a throwaway database,\n" +
+			"the lab creates for it (rights: CONNECT to it, USAGE, CREATE on the run's schema only) and drops\n" +
+			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
+			"role's password login, and what killed grades left is removed first.\n" +
+			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
+			"interrupted.\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
-			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a schema of its own as a throwaway login role; the login needs CREATEROLE"},
+			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			formatFlag,
 		},
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return gradeAction(c, s) },
 	}
 }
+
+// gradeExitCodes is grade's exit codes, as its help prints them.
+const gradeExitCodes = `Exit code:
+  0    every file passed
+  1    every file was judged, and some failed a check
+  2    some file could not be judged for its own sake: refused (not a regular file, over 1 MiB, not two
+       statements, not a read-only SELECT and an UPDATE of OutboxMessages), a statement that failed or ran
+       too long in the run, or no verdict within --timeout; also bad input before any file: a flag, an
+       --out that cannot take reports, a --db server that cannot host a grade
+  3    the lab's own failure, not a file's: a report or the summary could not be written (a full disk),
+       or a run could not complete (no temporary folder under TMPDIR, a lost database connection);
+       the verdicts reached are printed all the same
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP): the verdicts reached so far are printed first`
 
 // grade is the judgement of one claim file.
 type grade struct {
@@ -56,9 +74,23 @@ type grade struct {
 	FailedChecks []string `json:"failed_checks"`
 	Report       string   `json:"report"`
 	Error        string   `json:"error"`
+	// ReportError says why the report of a file that was judged could
+	// not be written (a full disk); the verdict stands.
+	ReportError string `json:"report_error,omitempty"`
 
 	reasons []string // one line per failed check, in FailedChecks order
+	fault   fault    // whose fault Error is
 }
+
+// fault is why a file has no verdict: its own input, the lab, or a stop.
+type fault int
+
+const (
+	noFault     fault = iota
+	fileFault         // the file was refused, or its statements failed or ran too long: exit 2
+	labFault          // the lab could not judge it (no run folder, a lost connection): exit 3
+	interrupted       // the grade was stopped before its verdict: exit 130
+)
 
 // verdict is the table's word for g.
 func (g *grade) verdict() string {
@@ -81,10 +113,16 @@ type gradePlan struct {
 	format   string
 	options  scenarios.Options // each file's run sets its Claim
 	now      func() time.Time
+	// fileReport files a report's bytes as [reports.WriteNew] does;
+	// tests make it fail as a full disk would.
+	fileReport func(path string, data []byte) (string, error)
 }
 
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
-	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now}
+	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now, fileReport: s.fileReport}
+	if p.fileReport == nil {
+		p.fileReport = reports.WriteNew
+	}
 	var err error
 	if p.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err
@@ -109,11 +147,12 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 		return nil, err
 	}
 	if p.options.Database != "" {
-		// Each file will run as a throwaway login role: check once that
-		// one can be made and can log in, so a missing right is exit 2
-		// with its reason rather than every file NOT JUDGED.
-		if err := store.CheckGraderServer(c.Context, p.options.Database); err != nil {
-			return nil, &usageError{err}
+		// Each file will run as a throwaway login role in a database of
+		// its own: remove what killed grades left, then check once that
+		// a role and a database can be made and used, so a missing right
+		// is exit 2 with its reason rather than every file NOT JUDGED.
+		if err := checkGraderServer(c.Context, s, p.options.Database); err != nil {
+			return nil, err
 		}
 	}
 	paths := []string{filepath.Join(p.out, "Grade", "Grade-Summary-"+p.now().UTC().Format("20060102T150405Z")+".txt")}
@@ -135,47 +174,76 @@ func gradeAction(c *cli.Context, s *settings) error {
 	sc := p.scenario
 	started := p.now().UTC()
 	grades := gradeAll(c.Context, sc, p)
-	if c.Context.Err() != nil {
-		return c.Context.Err()
-	}
+	// Every verdict reached is printed, whatever happens next: a summary
+	// that cannot be written (a full disk) or an interruption loses none.
 	var table bytes.Buffer
 	if err := writeGradeTable(&table, grades); err != nil {
 		return err
 	}
-	summary, err := reports.WriteNew(filepath.Join(p.out, "Grade", "Grade-Summary-"+started.Format("20060102T150405Z")+".txt"),
+	summary, summaryErr := p.fileReport(filepath.Join(p.out, "Grade", "Grade-Summary-"+started.Format("20060102T150405Z")+".txt"),
 		append([]byte(fmt.Sprintf("outboxlab grade: %d claim files judged by %s's checks\n\n", len(grades), sc.Name)), table.Bytes()...))
-	if err != nil {
+	if err := printGrades(c.App.Writer, p.format, grades, table.Bytes(), summary); err != nil {
 		return err
 	}
-	w := c.App.Writer
-	if p.format == "json" {
+	if c.Context.Err() != nil {
+		return c.Context.Err()
+	}
+	return gradeOutcome(grades, summaryErr)
+}
+
+// printGrades prints every grade: one JSON line each, or the table and
+// where the summary is (when it was written).
+func printGrades(w io.Writer, format string, grades []grade, table []byte, summary string) error {
+	if format == "json" {
 		for _, g := range grades {
 			if err := reports.JSONLine(w, g); err != nil {
 				return err
 			}
 		}
-	} else {
-		if _, err := w.Write(table.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "\nsummary: %s\n", summary)
+		return nil
 	}
-	return gradeOutcome(grades)
+	if _, err := w.Write(table); err != nil {
+		return err
+	}
+	if summary != "" {
+		_, err := fmt.Fprintf(w, "\nsummary: %s\n", summary)
+		return err
+	}
+	return nil
 }
 
-// gradeOutcome is the exit: 2 when a file could not be judged, 1 when one
-// failed a check.
-func gradeOutcome(grades []grade) error {
-	notJudged, failed := 0, 0
+// gradeOutcome is the exit (see gradeExitCodes): 3 when the lab failed a
+// file or a report or the summary could not be written, else 2 when a
+// file could not be judged for its own sake, else 1 when one failed a
+// check.
+func gradeOutcome(grades []grade, summaryErr error) error {
+	var labFailed, unwritten, notJudged, failed int
 	for _, g := range grades {
-		switch g.verdict() {
-		case "NOT JUDGED":
+		switch {
+		case g.fault == labFault:
+			labFailed++
+		case g.Error != "":
 			notJudged++
-		case "FAIL":
+		case !g.Passed:
 			failed++
+		}
+		if g.ReportError != "" {
+			unwritten++
 		}
 	}
 	switch {
+	case labFailed > 0 || unwritten > 0 || summaryErr != nil:
+		var what []string
+		if labFailed > 0 {
+			what = append(what, fmt.Sprintf("%d of %d files could not be judged for the lab's own reason", labFailed, len(grades)))
+		}
+		if unwritten > 0 {
+			what = append(what, fmt.Sprintf("%d reports could not be written", unwritten))
+		}
+		if summaryErr != nil {
+			what = append(what, "the summary could not be written: "+summaryErr.Error())
+		}
+		return fmt.Errorf("grade: %s (every verdict reached is printed above)", strings.Join(what, "; "))
 	case notJudged > 0:
 		return usagef("grade: %d of %d files could not be judged (see the table)", notJudged, len(grades))
 	case failed > 0:
@@ -184,21 +252,27 @@ func gradeOutcome(grades []grade) error {
 	return nil
 }
 
-// gradeAll judges every file, p.jobs at a time, in the order given.
+// gradeAll judges every file, p.jobs at a time, starting them in the
+// order given (so after Ctrl-C the verdicts reached are the first files'),
+// and returns the grades in that order.
 func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade {
 	grades := make([]grade, len(p.files))
 	sem := make(chan struct{}, p.jobs)
 	var wg sync.WaitGroup
 	for i, file := range p.files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if ctx.Err() == nil {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				grades[i] = grade{File: file, Error: "interrupted"}
-				return
 			}
+		}
+		if ctx.Err() != nil {
+			grades[i] = grade{File: file, FailedChecks: []string{}, Error: "interrupted", fault: interrupted}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			defer func() { <-sem }()
 			grades[i] = gradeFile(ctx, sc, file, p)
 		}()
@@ -207,19 +281,27 @@ func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade
 	return grades
 }
 
-// gradeFile judges one claim file; any failure to judge it is its Error.
+// gradeFile judges one claim file; any failure to judge it is its Error,
+// with whose fault it is.
 func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *gradePlan) grade {
 	g := grade{File: file, FailedChecks: []string{}}
+	notJudged := func(f fault, msg string) grade {
+		g.Error, g.fault = msg, f
+		if ctx.Err() != nil {
+			g.Error, g.fault = "interrupted", interrupted
+		}
+		return g
+	}
 	// The claim file check runs once on a tiny database and is not timed:
 	// --timeout bounds the scenario run, which a slow claim can stretch.
-	cf, err := loadClaimFile(ctx, file)
+	cf, err := loadClaimFile(ctx, file, p.options.Database != "")
 	switch {
 	case ctx.Err() != nil:
-		g.Error = "interrupted"
-		return g
+		return notJudged(interrupted, "")
+	case errors.As(err, new(*store.ClaimFileError)) || errors.Is(err, errUnreadable):
+		return notJudged(fileFault, "refused: "+oneLine(err.Error()))
 	case err != nil:
-		g.Error = "refused: " + oneLine(err.Error())
-		return g
+		return notJudged(labFault, "the lab could not check it: "+oneLine(err.Error()))
 	}
 	opts := p.options
 	opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Select, Update: cf.Update}
@@ -227,16 +309,21 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	res, err := scenarios.Execute(runCtx, sc, "", opts, false)
+	var stmtErr *store.ClaimStatementError
+	var refusal *store.ClaimFileError
 	switch {
 	case ctx.Err() != nil:
-		g.Error = "interrupted"
-		return g
+		return notJudged(interrupted, "")
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		g.Error = fmt.Sprintf("gave up after %s: the claim did not finish the lesson in time", p.timeout)
-		return g
+		return notJudged(fileFault, fmt.Sprintf("gave up after %s: the claim did not finish the lesson in time", p.timeout))
+	case errors.As(err, &refusal):
+		// On PostgreSQL the server itself checks the file, in the run's
+		// own database, before the lesson starts.
+		return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
+	case errors.As(err, &stmtErr):
+		return notJudged(fileFault, fmt.Sprintf("its %s failed in the run: %s", stmtErr.Statement, oneLine(stmtErr.Err.Error())))
 	case err != nil:
-		g.Error = "the run could not complete: " + oneLine(err.Error())
-		return g
+		return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
 	}
 	g.Passed = res.Passed()
 	for _, ch := range res.Checks {
@@ -245,12 +332,16 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 			g.reasons = append(g.reasons, fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed))
 		}
 	}
-	path, err := reports.Write(filepath.Join(p.out, reportFolder(file)), res, reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)})
-	if err != nil {
-		g.Error = "the report could not be written: " + oneLine(err.Error())
-		return g
+	var buf bytes.Buffer
+	info := reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)}
+	err = reports.Text(&buf, res, info)
+	if err == nil {
+		g.Report, err = p.fileReport(reports.Path(filepath.Join(p.out, reportFolder(file)), res, started), buf.Bytes())
 	}
-	g.Report = path
+	if err != nil {
+		// The verdict stands; only its report is lost (exit 3).
+		g.ReportError = oneLine(err.Error())
+	}
 	return g
 }
 
@@ -259,7 +350,7 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 func reportFolder(file string) string {
 	stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	stem = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r < ' ' {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
 			return '_'
 		}
 		return r
@@ -275,14 +366,20 @@ func reportFolder(file string) string {
 func writeGradeTable(w io.Writer, grades []grade) error {
 	t := lab.Table{Columns: []string{"File", "Verdict", "Failed check", "Reason"}}
 	for _, g := range grades {
+		// A file's name and an error quoting its SQL are the student's
+		// data: escaped, they cannot act on the terminal or break a row.
+		file := reports.Printable(g.File)
 		switch {
 		case g.Error != "":
-			t.AddRow(g.File, g.verdict(), "-", g.Error)
+			t.AddRow(file, g.verdict(), "-", reports.Printable(g.Error))
 		case len(g.FailedChecks) == 0:
-			t.AddRow(g.File, g.verdict(), "-", "every check passed")
+			t.AddRow(file, g.verdict(), "-", "every check passed")
 		}
 		for i, name := range g.FailedChecks {
-			t.AddRow(g.File, g.verdict(), name, g.reasons[i])
+			t.AddRow(file, g.verdict(), name, g.reasons[i])
+		}
+		if g.ReportError != "" {
+			t.AddRow(file, g.verdict(), "-", "its report could not be written: "+reports.Printable(g.ReportError))
 		}
 	}
 	if err := reports.WriteTable(w, t); err != nil {

@@ -2,14 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/outboxlab/outboxlab/reports"
 )
 
 const (
@@ -194,5 +202,426 @@ func TestGradeTimeout(t *testing.T) {
 	}
 	if o.code != exitUsage || g.verdict() != "NOT JUDGED" || !strings.Contains(g.Error, "gave up after 1ms") || strings.Contains(g.Error, "refused") {
 		t.Errorf("exit %d, error %q; want 2, NOT JUDGED and a timeout", o.code, g.Error)
+	}
+}
+
+// TestGradeGradersShareOut: many graders started at once with one --out
+// (a class graded by several terminals, or a script's parallel loop) all
+// succeed, and no report overwrites another.
+func TestGradeGradersShareOut(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	out := filepath.Join(t.TempDir(), "reports")
+	lesson, err := filepath.Abs(filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const graders = 24
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	results := make(chan result, graders)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range graders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, "grade", "--format", "json", "--out", out, lesson)
+			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			<-start
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				code = -1
+			}
+			results <- result{code, stdout.String(), stderr.String()}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	reportsSeen := map[string]bool{}
+	for r := range results {
+		var g grade
+		if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &g) != nil {
+			t.Errorf("a grader: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			continue
+		}
+		if reportsSeen[g.Report] {
+			t.Errorf("two graders filed the same report %s", g.Report)
+		}
+		reportsSeen[g.Report] = true
+	}
+	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "Grade-Summary-*.txt"))
+	if len(summaries) != graders {
+		t.Errorf("%d summaries, want %d", len(summaries), graders)
+	}
+}
+
+// TestGradeEscapesNames: file names are data. A name holding ESC, CR, BS,
+// DEL, a C1 control, a bidirectional override or a byte that is not UTF-8,
+// and an error quoting such SQL, reach the table, the summary and the
+// report escaped (\x1b), never as the raw character, and every row of the
+// table is as wide as its borders. JSON keeps the exact names.
+func TestGradeEscapesNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lesson, err := os.ReadFile(filepath.Join("..", "..", "examples", "claim-lesson.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"clear\x1b[2J\x1b[H.sql", "cr\rback\bdel\x7f.sql", "c1\u009b2J.sql", "bidi\u202elqs.sql", "tab\tand\nnewline.sql", "bad\xffbyte.sql", "Zoë.sql"}
+	var paths []string
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, lesson, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	refused := filepath.Join(dir, "refused\x1b]0;pwned\x07.sql")
+	if err := os.WriteFile(refused, []byte("SELECT Id FROM OutboxMessages WHERE Payload = '\x1b[2J"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, refused)
+	out := filepath.Join(t.TempDir(), "reports")
+
+	o := runCLI(t, append([]string{"grade", "--out", out}, paths...)...)
+	if o.code != exitUsage {
+		t.Fatalf("exit %d, want 2 (one file refused); stderr %s", o.code, o.stderr)
+	}
+	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "Grade-Summary-*.txt"))
+	if len(summaries) != 1 {
+		t.Fatalf("summaries %v", summaries)
+	}
+	summary, err := os.ReadFile(summaries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportFiles, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*.txt"))
+	if len(reportFiles) != len(names) {
+		t.Fatalf("reports %v, want %d", reportFiles, len(names))
+	}
+	texts := map[string]string{"stdout": o.stdout, "stderr": o.stderr, "summary": string(summary)}
+	for _, r := range reportFiles {
+		b, err := os.ReadFile(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[r] = string(b)
+	}
+	for what, text := range texts {
+		for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			if strings.Contains(what, string(filepath.Separator)) {
+				line = strings.ReplaceAll(line, "\t", " ") // a report may indent its SQL with tabs
+			}
+			if reports.Printable(line) != line {
+				t.Errorf("%s holds a raw control character: %q", what, line)
+			}
+		}
+	}
+	for _, want := range []string{`clear\x1b[2J\x1b[H.sql`, `cr\rback\x08del\x7f.sql`, `c1\u009b2J.sql`, `bidi\u202elqs.sql`, `tab\tand\nnewline.sql`, `bad\xffbyte.sql`, "Zoë.sql", `refused\x1b]0;pwned\x07.sql`, `'\x1b[2J`} {
+		if !strings.Contains(o.stdout, want) || !strings.Contains(string(summary), want) {
+			t.Errorf("the table or the summary does not show %s", want)
+		}
+	}
+	// Every row and border of the table is as wide as the top border.
+	var width int
+	for _, line := range strings.Split(o.stdout, "\n") {
+		if !strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "|") {
+			continue
+		}
+		if width == 0 {
+			width = utf8.RuneCountInString(line)
+		}
+		if n := utf8.RuneCountInString(line); n != width {
+			t.Errorf("table line %d columns wide, the border %d: %q", n, width, line)
+		}
+	}
+	if width == 0 {
+		t.Fatalf("no table on stdout:\n%s", o.stdout)
+	}
+
+	o = runCLI(t, append([]string{"grade", "--format", "json", "--out", out}, paths...)...)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		if reports.Printable(line) != line {
+			t.Errorf("JSON line holds a raw control character: %q", line)
+		}
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		seen[g.File] = true
+	}
+	for _, p := range paths {
+		if !seen[strings.ToValidUTF8(p, "\uFFFD")] {
+			t.Errorf("JSON does not name %q", p)
+		}
+	}
+}
+
+// slowClaimSQL is a claim that passes every check but takes a few seconds
+// to grade: its SELECT counts ten million rows for each candidate message.
+const slowClaimSQL = `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+  AND (WITH t(x) AS (VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10))
+       SELECT count(*) FROM t a, t b, t c, t d, t e, t f, t g WHERE a.x <> OutboxMessages.Id) > 0
+ORDER BY CreatedAtUtc, Id LIMIT 1;
+` + okUpdate
+
+// TestGradeFullDisk: a disk that fills loses no verdict. Whatever report
+// or summary cannot be written, every verdict reached is printed, as JSON
+// or as the table, each unwritten report is named, and the exit is 3.
+func TestGradeFullDisk(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	refused := filepath.Join(dir, "refused.sql")
+	if err := os.WriteFile(refused, []byte("PRAGMA writable_schema = ON;\n"+okUpdate), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join("..", "..", "examples", "claim-lesson.sql"), filepath.Join("..", "..", "examples", "claim-pending-only.sql"), refused}
+	verdicts := map[string]string{"claim-lesson.sql": "PASS", "claim-pending-only.sql": "FAIL", "refused.sql": "NOT JUDGED"}
+	full := func(path string, _ []byte) (string, error) {
+		return "", fmt.Errorf("reports: write %s: %w", path, syscall.ENOSPC)
+	}
+	summaryOnly := func(path string, data []byte) (string, error) {
+		if strings.Contains(path, "Grade-Summary") {
+			return full(path, data)
+		}
+		return reports.WriteNew(path, data)
+	}
+	for _, tt := range []struct {
+		name       string
+		fileReport func(string, []byte) (string, error)
+		format     string
+		unwritten  int // reports not written
+	}{
+		{"FullJSON", full, "json", 2},
+		{"FullText", full, "text", 2},
+		{"SummaryOnlyJSON", summaryOnly, "json", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := &settings{now: time.Now, tempRoot: t.TempDir(), fileReport: tt.fileReport}
+			o := runCLIWith(t, s, append([]string{"grade", "--format", tt.format, "--out", filepath.Join(t.TempDir(), "r")}, files...)...)
+			if o.code != exitFailed {
+				t.Errorf("exit %d, want %d; stderr %s", o.code, exitFailed, o.stderr)
+			}
+			if !strings.Contains(o.stderr, "could not be written") {
+				t.Errorf("stderr does not say what could not be written: %s", o.stderr)
+			}
+			if tt.format == "text" {
+				// The table's cells may wrap; the line under it counts
+				// every verdict, and each unwritten report has a row.
+				if !strings.Contains(o.stdout, "3 files: 1 passed, 1 failed a check, 1 not judged") {
+					t.Errorf("the table does not count the three verdicts:\n%s", o.stdout)
+				}
+				if n := strings.Count(o.stdout, "its report could not"); n != tt.unwritten {
+					t.Errorf("%d rows say a report was not written, want %d:\n%s", n, tt.unwritten, o.stdout)
+				}
+				if strings.Contains(o.stdout, "summary: ") {
+					t.Errorf("the table names a summary that was not written:\n%s", o.stdout)
+				}
+				return
+			}
+			got := map[string]grade{}
+			for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+				var g grade
+				if err := json.Unmarshal([]byte(line), &g); err != nil {
+					t.Fatalf("line %q: %v", line, err)
+				}
+				got[filepath.Base(g.File)] = g
+			}
+			unwritten := 0
+			for name, v := range verdicts {
+				g, ok := got[name]
+				if !ok || g.verdict() != v {
+					t.Errorf("%s: %+v, want verdict %s", name, g, v)
+				}
+				if g.ReportError != "" {
+					unwritten++
+					if g.Report != "" || !strings.Contains(g.ReportError, "no space left on device") {
+						t.Errorf("%s: report %q, report_error %q", name, g.Report, g.ReportError)
+					}
+				}
+			}
+			if unwritten != tt.unwritten {
+				t.Errorf("%d reports not written, want %d", unwritten, tt.unwritten)
+			}
+		})
+	}
+}
+
+// TestGradeLabFailure: a grade that cannot make its temporary folder
+// (TMPDIR missing, a file, or read-only) exits 3 as run does: the lab's
+// fault, not the file's. The verdicts are printed as NOT JUDGED, saying so.
+func TestGradeLabFailure(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	notAFolder := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notAFolder, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpdirs := map[string]string{"Missing": filepath.Join(t.TempDir(), "missing"), "NotAFolder": notAFolder}
+	if os.Geteuid() != 0 { // root writes in a read-only folder
+		readOnly := t.TempDir()
+		if err := os.Chmod(readOnly, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		tmpdirs["ReadOnly"] = readOnly
+	}
+	lesson := filepath.Join("..", "..", "examples", "claim-lesson.sql")
+	for name, tmpdir := range tmpdirs {
+		for _, args := range [][]string{
+			{"grade", "--out", t.TempDir(), lesson},
+			{"run", "session-15-outbox-leasing", "--claim-sql", lesson, "--out", t.TempDir()},
+		} {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmpdir)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailed {
+				t.Errorf("%s %s: %v, want exit %d; stdout %s stderr %s", name, args[0], err, exitFailed, stdout.String(), stderr.String())
+			}
+			if args[0] == "grade" && !strings.Contains(stdout.String(), "1 files: 0 passed, 0 failed a check, 1 not judged") {
+				t.Errorf("%s grade: the table is missing:\n%s", name, stdout.String())
+			}
+		}
+	}
+}
+
+// TestGradeInterruptPrintsVerdicts: Ctrl-C during a grade prints the
+// verdicts reached so far (and which files it did not reach), then exits
+// 130. The signal comes once the first file's report is filed.
+func TestGradeInterruptPrintsVerdicts(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow.sql")
+	if err := os.WriteFile(slow, []byte(slowClaimSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "reports")
+	cmd := exec.Command(bin, "grade", "--jobs", "1", "--out", out, filepath.Join("..", "..", "examples", "claim-lesson.sql"), slow, slow)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for first := filepath.Join(out, "claim-lesson", "Session-15"); ; time.Sleep(20 * time.Millisecond) {
+		if reps, _ := filepath.Glob(filepath.Join(first, "*.txt")); len(reps) > 0 {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("exited before the first report: %v; stderr %s", err, stderr.String())
+		default:
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := <-exited
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("%v, want exit %d; stderr %s", err, exitInterrupted, stderr.String())
+	}
+	// The table's cells may wrap; the line under it counts the verdicts.
+	if !strings.Contains(stdout.String(), "3 files: 1 passed, 0 failed a check, 2 not judged") || strings.Count(stdout.String(), "| interrupted") != 2 {
+		t.Errorf("stdout does not show the verdict reached and the files not reached:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+// TestGradeHelpExitCodes: grade --help documents every exit code grade
+// can return.
+func TestGradeHelpExitCodes(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, "grade", "--help")
+	for _, code := range []string{"0 ", "1 ", "2 ", "3 ", "130 "} {
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(code)).MatchString(o.stdout) {
+			t.Errorf("grade --help does not document exit %s:\n%s", code, o.stdout)
+		}
+	}
+}
+
+// sort127SQL sorts 127 values of 8 MB: each value is within SQLite's
+// length limit, the whole needs a gigabyte.
+const sort127SQL = `WITH t(x) AS (VALUES (1),(2)), r AS (SELECT a.x FROM t a, t b, t c, t d, t e, t f, t g LIMIT 127)
+SELECT count(*) FROM (SELECT zeroblob(8000000) || x AS b FROM r GROUP BY b);
+` + okUpdate
+
+// slowOnRunRowsSQL is quick on the claim check's four messages and takes
+// minutes as soon as it meets message 5, which only the run has.
+const slowOnRunRowsSQL = `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+  AND (Id <> 5 OR (WITH t(x) AS (VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10))
+                   SELECT count(*) FROM t a, t b, t c, t d, t e, t f, t g, t h, t i) > 0)
+ORDER BY CreatedAtUtc, Id LIMIT 1;
+` + okUpdate
+
+// TestGradeBoundsStatements: a claim statement is bounded in memory and
+// time in total, not per value, and a statement slow only on the run's
+// rows is the file's fault, named, exit 2 (it was exit 3, "context
+// deadline exceeded"). The grade runs as a real process so its peak
+// memory is its own; the time bound asserted is generous.
+func TestGradeBoundsStatements(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	dir := t.TempDir()
+	sort127, slow := filepath.Join(dir, "sort127.sql"), filepath.Join(dir, "slow-on-run-rows.sql")
+	for p, text := range map[string]string{sort127: sort127SQL, slow: slowOnRunRowsSQL} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "grade", "--jobs", "2", "--format", "json", "--out", t.TempDir(), sort127, slow)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	started := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(started)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage {
+		t.Fatalf("%v, want exit %d; stdout %s stderr %s", err, exitUsage, stdout.String(), stderr.String())
+	}
+	got := map[string]grade{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got[filepath.Base(g.File)] = g
+	}
+	if g := got["sort127.sql"]; !strings.HasPrefix(g.Error, "refused: first statement: ") {
+		t.Errorf("sort127.sql: %q, want the first statement refused", g.Error)
+	}
+	if g := got["slow-on-run-rows.sql"]; !strings.HasPrefix(g.Error, "its first statement failed in the run: ran longer than 2s and was stopped") {
+		t.Errorf("slow-on-run-rows.sql: %q, want its first statement stopped in the run", g.Error)
+	}
+	peakMB := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // KiB on Linux
+	t.Logf("grade: %s, peak memory %d MB", elapsed.Round(time.Millisecond), peakMB)
+	if peakMB > 600 {
+		t.Errorf("the grade's peak memory was %d MB; a claim's statements may hold %d MiB in all", peakMB, 256)
+	}
+	if elapsed > time.Minute {
+		t.Errorf("the grade took %s", elapsed)
+	}
+
+	o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", slow, "--out", t.TempDir())
+	if o.code != exitUsage || !strings.Contains(o.stderr, "its first statement failed in the run: ran longer than 2s") {
+		t.Errorf("run --claim-sql: exit %d, stderr %q; want 2 naming the first statement", o.code, o.stderr)
 	}
 }

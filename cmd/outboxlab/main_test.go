@@ -325,17 +325,53 @@ func TestRepeatTallyKeepsNoResult(t *testing.T) {
 	}
 }
 
-// TestBinary runs the built program as a newcomer would: real exit codes,
-// and Ctrl-C stops the workers and removes the temporary databases.
-func TestBinary(t *testing.T) {
+// built is the program, built for the tests that run it as a user would
+// (a real process: exit codes, signals, graders side by side), and shared
+// while any of them runs: the last one to end removes it.
+var built struct {
+	mu    sync.Mutex
+	dir   string
+	path  string
+	users int
+}
+
+// binary returns the built program, building it when no running test has
+// it; t's end lets it go. With -short it skips t.
+func binary(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "outboxlab")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.users == 0 {
+		dir, err := os.MkdirTemp("", "outboxlab-test-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "outboxlab")
+		if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			t.Fatalf("build: %v\n%s", err, out)
+		}
+		built.dir, built.path = dir, path
 	}
+	built.users++
+	t.Cleanup(func() {
+		built.mu.Lock()
+		defer built.mu.Unlock()
+		if built.users--; built.users == 0 {
+			os.RemoveAll(built.dir)
+		}
+	})
+	return built.path
+}
+
+// TestBinary runs the built program as a newcomer would: real exit codes,
+// and Ctrl-C stops the workers and removes the temporary databases.
+func TestBinary(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
 	t.Run("ExitCodes", func(t *testing.T) {
 		t.Parallel()
 		for _, tt := range []struct {
@@ -455,6 +491,33 @@ func TestInterspersed(t *testing.T) {
 		got := strings.Join(args, " ")
 		if got != tt.want {
 			t.Errorf("interspersed(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestValueFlagGivenTwice: a flag that takes one value, given twice, is a
+// usage error naming the flag, wherever the two stand, not a silent
+// override by the last.
+func TestValueFlagGivenTwice(t *testing.T) {
+	t.Parallel()
+	lesson := filepath.Join("..", "..", "examples", "claim-lesson.sql")
+	pending := filepath.Join("..", "..", "examples", "claim-pending-only.sql")
+	for _, args := range [][]string{
+		{"run", "session-15-outbox-leasing", "--claim-sql", lesson, "--claim-sql", pending},
+		{"run", "session-15-outbox-leasing", "--claim-sql=" + lesson, "--claim-sql", pending},
+		{"run", "--claim-sql", lesson, "session-15-outbox-leasing", "-claim-sql", pending},
+		{"grade", lesson, "--out", t.TempDir(), "--out", t.TempDir()},
+	} {
+		o := runCLI(t, args...)
+		flag := "--claim-sql"
+		if args[0] == "grade" {
+			flag = "--out"
+		}
+		if o.code != exitUsage || !strings.Contains(o.stderr, flag+" is given more than once") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 naming %s", args, o.code, o.stderr, flag)
+		}
+		if strings.Contains(o.stdout, "PASS") || strings.Contains(o.stdout, "FAIL") {
+			t.Errorf("%q ran: %s", args, o.stdout)
 		}
 	}
 }

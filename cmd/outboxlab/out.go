@@ -32,7 +32,9 @@ func checkOut(out string, reportPaths ...string) error {
 
 // probeReportPath creates and removes a file in path's folder whose name is
 // a little longer than path's, so a too-long name or a file in the way
-// shows before the run rather than after it.
+// shows before the run rather than after it. The probe's name is unique
+// (os.CreateTemp): graders sharing one --out probe the same report paths
+// at once, and a fixed name made one of them fail with "file exists".
 func probeReportPath(path string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -42,14 +44,12 @@ func probeReportPath(path string) error {
 		}
 		return pathReason(err)
 	}
-	name := ".outboxlab-check-" + filepath.Base(path) + "-999"
-	probe := filepath.Join(dir, name)
-	f, err := os.OpenFile(probe, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.CreateTemp(dir, ".outboxlab-check-"+filepath.Base(path)+"-999-*")
 	if err != nil {
 		return pathReason(err)
 	}
 	f.Close()
-	return os.Remove(probe)
+	return os.Remove(f.Name())
 }
 
 // pathReason is err's reason without the repeated path, in words for the

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -37,5 +38,37 @@ func TestOutCheckedBeforeRun(t *testing.T) {
 				t.Error("the scenario ran before --out was checked")
 			}
 		})
+	}
+}
+
+// TestCheckOutConcurrently: checks of the same report paths at once, as
+// graders sharing one --out make them, never collide on their probes.
+func TestCheckOutConcurrently(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	paths := []string{filepath.Join(out, "Grade", "Grade-Summary-20260115T090000Z.txt"),
+		filepath.Join(out, "claim", "Session-15", "Session-15-Outbox-Leasing-YourSQL-RunReport-20260115T090000Z.txt")}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64*20)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if err := checkOut(out, paths...); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{out, filepath.Dir(paths[0]), filepath.Dir(paths[1])} {
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 && dir != out {
+			t.Errorf("probes left in %s: %v", dir, entries)
+		}
 	}
 }

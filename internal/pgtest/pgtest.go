@@ -40,3 +40,23 @@ func Exec(t testing.TB, url string, stmts ...string) {
 		}
 	}
 }
+
+// Strings runs query on the test server at url as its login and returns
+// the first column of each row as text; an error fails t.
+func Strings(t testing.TB, url, query string, args ...any) []string {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
