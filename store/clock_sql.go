@@ -59,7 +59,7 @@ var (
 	// the time: the lease is over when db_now() reaches lease_until, and
 	// the new lease ends :lease milliseconds after db_now(). The worker
 	// sends a duration, never an instant of its own clock.
-	ClaimOnDatabaseClock = named("relay: claim if the lease has ended on the database's clock (token + 1, lease from db_now())", `UPDATE outbox_events
+	ClaimOnDatabaseClock = named("relay: claim on the database's clock (token + 1, lease from db_now())", `UPDATE outbox_events
 SET claim_token = claim_token + 1,
     locked_by   = :relay,
     lease_until = db_now() + :lease
@@ -98,7 +98,7 @@ WHERE event_id = :id`)
 	// StageRaceTrial starts one trial of the race at the lease end: the
 	// event becomes :relay's under a new token, not delivered, with its
 	// lease ending exactly now on the database's clock.
-	StageRaceTrial = audit("lab: start a race trial (the event held by :relay, a new token, its lease ending at db_now())", `UPDATE outbox_events
+	StageRaceTrial = audit("lab: start a race trial (the event :relay's under a new token, its lease ending at db_now())", `UPDATE outbox_events
 SET claim_token = claim_token + 1,
     locked_by   = :relay,
     lease_until = db_now(),
@@ -112,8 +112,8 @@ var (
 	// compares the lease end with :now, the worker's own clock, and writes
 	// a lease end computed on it. Two workers whose clocks disagree then
 	// disagree about whether the same lease is live.
-	ClaimOnWorkerClock = mistake(&ClaimOnDatabaseClock, "reads :now, the worker's own clock, in place of db_now(), for the lease end it writes and the one it compares",
-		"relay: claim if the lease has ended on the worker's own clock (MISTAKE)", `UPDATE outbox_events
+	ClaimOnWorkerClock = mistake(&ClaimOnDatabaseClock, "compares and writes lease ends on :now, the worker's own clock, instead of db_now()",
+		"relay: claim on the worker's own clock (MISTAKE)", `UPDATE outbox_events
 SET claim_token = claim_token + 1,
     locked_by   = :relay,
     lease_until = :now + :lease
@@ -145,6 +145,6 @@ var (
 
 	// ackLockWait bounds the ack's wait for a lock on PostgreSQL, whose
 	// default is to wait for ever, to SQLite's busy timeout.
-	ackLockWait = named("relay: the ack waits at most 1 s for a lock (PostgreSQL; SQLite's busy timeout is 1 s)",
+	ackLockWait = named("relay: the ack waits at most 1 s for a lock (PostgreSQL)",
 		`SET LOCAL lock_timeout = '1s'`)
 )
