@@ -370,3 +370,98 @@ func (s *ClockStage) ackedLater(failed ClockAck) bool {
 	}
 	return false
 }
+
+// Script is what a part of session 23 does, each step at a time on the
+// database's clock; a step may schedule more.
+type Script struct{ steps []scriptStep }
+
+type scriptStep struct {
+	at int64
+	do func() error
+}
+
+// At schedules do at t.
+func (sc *Script) At(t int64, do func() error) { sc.steps = append(sc.steps, scriptStep{t, do}) }
+
+// Play runs the steps in time order, steps at the same time in the order
+// they were scheduled, moving the clock to each step's time first.
+func (sc *Script) Play(ctx context.Context, moveTo func(ctx context.Context, t int64) error) error {
+	for len(sc.steps) > 0 {
+		next := 0
+		for i, s := range sc.steps {
+			if s.at < sc.steps[next].at {
+				next = i
+			}
+		}
+		s := sc.steps[next]
+		sc.steps = append(sc.steps[:next], sc.steps[next+1:]...)
+		if err := moveTo(ctx, s.at); err != nil {
+			return err
+		}
+		if err := s.do(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Which request of a race trial is sent first.
+const (
+	RenewalLeads = iota
+	ClaimLeads
+)
+
+// RaceTally is what the trials of a renewal racing a claim at the lease
+// end did: how many met at exactly the lease end, and who won, by which
+// request was sent first.
+type RaceTally struct {
+	Met    int
+	ByLead [2]RaceOutcomes // RenewalLeads, ClaimLeads
+}
+
+// RaceOutcomes counts who won a set of trials.
+type RaceOutcomes struct{ RenewalOnly, ClaimOnly, Both, Neither int }
+
+// Add counts one trial: which request led, whether the two met at the
+// lease end, and which changed a row.
+func (t *RaceTally) Add(lead int, met, renewed, claimed bool) {
+	if met {
+		t.Met++
+	}
+	o := &t.ByLead[lead]
+	switch {
+	case renewed && claimed:
+		o.Both++
+	case renewed:
+		o.RenewalOnly++
+	case claimed:
+		o.ClaimOnly++
+	default:
+		o.Neither++
+	}
+}
+
+// All is the outcomes of every trial.
+func (t RaceTally) All() RaceOutcomes {
+	a, b := t.ByLead[RenewalLeads], t.ByLead[ClaimLeads]
+	return RaceOutcomes{a.RenewalOnly + b.RenewalOnly, a.ClaimOnly + b.ClaimOnly, a.Both + b.Both, a.Neither + b.Neither}
+}
+
+// Table is the race's outcomes, by which request was sent first (the
+// other after a gap swept from 0 to spread), between owner's renewal and
+// claimer's claim of event.
+func (t RaceTally) Table(spread time.Duration, event, owner, claimer string) lab.Table {
+	r, c := t.ByLead[RenewalLeads], t.ByLead[ClaimLeads]
+	trials := r.RenewalOnly + r.ClaimOnly + r.Both + r.Neither + c.RenewalOnly + c.ClaimOnly + c.Both + c.Neither
+	tb := lab.Table{Title: "Race at the lease end (part 3): who won",
+		Note: fmt.Sprintf("In %d of %d trials the two met at exactly the lease end, as read back from the database. The "+
+			"renewal and the claim were sent first in turn, the other after a gap swept from 0 to %s. A lease that ends at "+
+			"t is over at t: a renewal that commits first finds the lease ended (0 rows), one that comes after the claim "+
+			"presents a stale token (0 rows).", t.Met, trials, spread),
+		Columns: []string{"Outcome", "Renewal sent first", "Claim sent first", "Who believes it owns " + event}}
+	tb.AddRow("the claim won, the renewal changed 0 rows", r.ClaimOnly, c.ClaimOnly, claimer)
+	tb.AddRow("the renewal won, the claim changed 0 rows", r.RenewalOnly, c.RenewalOnly, owner)
+	tb.AddRow("both won", r.Both, c.Both, claimer+" and "+owner+": two owners")
+	tb.AddRow("neither won", r.Neither, c.Neither, "nobody")
+	return tb
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -96,8 +95,10 @@ var clocksAndOutages = Scenario{
 				"worker's new lease live and extends it",
 			Breaks: []string{"race_both_won"},
 			Shows: "In each trial where Worker-F's claim commits first, Worker-S's renewal at the same instant still " +
-				"changes 1 row: both believe they own e4, Worker-S by its renewal and Worker-F by its claim. With the " +
-				"token, the late renewal changes 0 rows, and at exactly the lease end the renewal loses whatever the order."},
+				"changes 1 row: both believe they own e4, Worker-S by its renewal and Worker-F by its claim. (On PostgreSQL " +
+				"only a renewal that starts after the claim's commit sees the new lease; one that starts earlier reads the " +
+				"old, ended one.) With the token, the late renewal changes 0 rows, and at exactly the lease end the renewal " +
+				"loses whatever the order."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runClocksAndOutages(ctx, env, statementSet(env, store.ClockLesson))
@@ -118,12 +119,7 @@ type clockRun struct {
 	s, f, n *cast.SkewedWorker
 	relays  map[string]instance.ClockRelay
 	stage   *cast.ClockStage
-	race    s23RaceTally
-}
-
-// s23RaceTally is what the race's trials did.
-type s23RaceTally struct {
-	met, renewalOnly, claimOnly, both, neither int
+	race    cast.RaceTally
 }
 
 // runClocksAndOutages runs session 23 with the statements sqls.
@@ -210,40 +206,6 @@ func (run *clockRun) at(ctx context.Context, t int64) error {
 	return run.setup.MoveDatabaseClock(ctx, t)
 }
 
-// s23Script is what a part does, each step at a time on the database's
-// clock; a step may schedule more.
-type s23Script struct{ steps []s23Step }
-
-type s23Step struct {
-	at int64
-	do func() error
-}
-
-// at schedules do at t.
-func (sc *s23Script) at(t int64, do func() error) { sc.steps = append(sc.steps, s23Step{t, do}) }
-
-// play runs the script's steps in time order, steps at the same time in
-// the order they were scheduled.
-func (run *clockRun) play(ctx context.Context, sc *s23Script) error {
-	for len(sc.steps) > 0 {
-		next := 0
-		for i, s := range sc.steps {
-			if s.at < sc.steps[next].at {
-				next = i
-			}
-		}
-		s := sc.steps[next]
-		sc.steps = append(sc.steps[:next], sc.steps[next+1:]...)
-		if err := run.at(ctx, s.at); err != nil {
-			return err
-		}
-		if err := s.do(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // insert commits event id now, as the producer's business transaction would.
 func (run *clockRun) insert(ctx context.Context, id string) error {
 	if err := run.lab.Insert(ctx, store.NewEvent{ID: id, Type: "PaymentSettled", Payload: fmt.Sprintf(`{"event":%q}`, id)}, run.stage.Now); err != nil {
@@ -268,7 +230,7 @@ func (run *clockRun) send(ctx context.Context, w *cast.SkewedWorker, id string) 
 // t=450. Each acks when its work ends, unless its own clock says its
 // lease is over.
 func (run *clockRun) skewedClocks(ctx context.Context) error {
-	sc := &s23Script{}
+	sc := &cast.Script{}
 	work := func(w *cast.SkewedWorker, ends int64) error {
 		c, err := run.stage.Claim(ctx, 1, w, "e1")
 		if err != nil || c.Outcome != store.Claimed {
@@ -276,14 +238,14 @@ func (run *clockRun) skewedClocks(ctx context.Context) error {
 		}
 		a := run.stage.Begin(w, c, ends)
 		if c.LeaseUntil < ends {
-			sc.at(max(c.LeaseUntil, a.Began), func() error {
+			sc.At(max(c.LeaseUntil, a.Began), func() error {
 				run.stage.Note("clock", "lease expires", fmt.Sprintf("%s's lease on e1 as its claim stored it: over at %s on the "+
 					"database's clock; %s's own clock reads %s, its own deadline is t=%d, so it works on", w.Name,
 					clock.Logical(c.LeaseUntil), w.Name, w.Reads(run.stage.Now), a.Deadline))
 				return nil
 			})
 		}
-		sc.at(ends, func() error {
+		sc.At(ends, func() error {
 			if ends+w.Skew >= a.Deadline {
 				return nil // its own clock says the lease is over: it stops, unacked
 			}
@@ -292,10 +254,10 @@ func (run *clockRun) skewedClocks(ctx context.Context) error {
 		})
 		return nil
 	}
-	sc.at(0, func() error { return run.insert(ctx, "e1") })
-	sc.at(0, func() error { return work(run.s, 400) })
-	sc.at(100, func() error { return work(run.f, 450) })
-	return run.play(ctx, sc)
+	sc.At(0, func() error { return run.insert(ctx, "e1") })
+	sc.At(0, func() error { return work(run.s, 400) })
+	sc.At(100, func() error { return work(run.f, 450) })
+	return sc.Play(ctx, run.at)
 }
 
 // outage is part 2: Worker-N's ack of e2 meets a batch job's lock past its
@@ -303,7 +265,7 @@ func (run *clockRun) skewedClocks(ctx context.Context) error {
 // again by Worker-F); Worker-N stalls after sending e3, Worker-F reclaims
 // and acks e3, and Worker-N's late ack changes 0 rows.
 func (run *clockRun) outage(ctx context.Context) error {
-	n, f, sc := run.n, run.f, &s23Script{}
+	n, f, sc := run.n, run.f, &cast.Script{}
 	var c2, c3 store.EventClaim
 	var held *store.Held
 	claimed := func(w *cast.SkewedWorker, id string, into *store.EventClaim) error {
@@ -315,64 +277,64 @@ func (run *clockRun) outage(ctx context.Context) error {
 		return err
 	}
 	deliver := func(w *cast.SkewedWorker, id string, c store.EventClaim, t int64) {
-		sc.at(t, func() error { return run.send(ctx, w, id) })
-		sc.at(t+50, func() error { _, err := run.stage.Ack(ctx, 2, w, id, c.Token); return err })
+		sc.At(t, func() error { return run.send(ctx, w, id) })
+		sc.At(t+50, func() error { _, err := run.stage.Ack(ctx, 2, w, id, c.Token); return err })
 	}
 	lock := "the database's write lock"
 	if run.env.Engine() == store.Postgres {
 		lock = "e2's row lock"
 	}
-	sc.at(1000, func() error { return run.insert(ctx, "e2") })
-	sc.at(1000, func() error { return claimed(n, "e2", &c2) })
-	sc.at(1050, func() error { return run.send(ctx, n, "e2") })
-	sc.at(1100, func() error {
+	sc.At(1000, func() error { return run.insert(ctx, "e2") })
+	sc.At(1000, func() error { return claimed(n, "e2", &c2) })
+	sc.At(1050, func() error { return run.send(ctx, n, "e2") })
+	sc.At(1100, func() error {
 		var err error
 		held, err = run.batch.Hold(ctx, "e2")
 		run.stage.Note(s23BatchJob, "locks e2", "a long batch transaction rewrites e2's row and stays open: it holds "+lock)
 		return err
 	})
-	sc.at(1100, func() error {
+	sc.At(1100, func() error {
 		a, err := run.stage.Ack(ctx, 2, n, "e2", c2.Token)
 		if a.Retry {
-			sc.at(1200, func() error { _, err := run.stage.Ack(ctx, 2, n, "e2", c2.Token); return err })
+			sc.At(1200, func() error { _, err := run.stage.Ack(ctx, 2, n, "e2", c2.Token); return err })
 		} else if a.Rows == 0 {
-			sc.at(c2.LeaseUntil, func() error {
+			sc.At(c2.LeaseUntil, func() error {
 				run.stage.Note("clock", "lease expires", "Worker-N's lease on e2 has run out, never acked: e2 is claimable again")
 				return nil
 			})
 		}
 		return err
 	})
-	sc.at(1150, func() error {
+	sc.At(1150, func() error {
 		run.stage.Note(s23BatchJob, "unlocks e2", "the batch transaction commits: the outage is over")
 		return held.Release()
 	})
-	sc.at(1600, func() error {
+	sc.At(1600, func() error {
 		c, err := run.stage.Claim(ctx, 2, f, "e2")
 		if err == nil && c.Outcome == store.Claimed {
 			deliver(f, "e2", c, 1650)
 		}
 		return err
 	})
-	sc.at(2000, func() error { return run.insert(ctx, "e3") })
-	sc.at(2000, func() error { return claimed(n, "e3", &c3) })
-	sc.at(2050, func() error { return run.send(ctx, n, "e3") })
-	sc.at(2050, func() error {
+	sc.At(2000, func() error { return run.insert(ctx, "e3") })
+	sc.At(2000, func() error { return claimed(n, "e3", &c3) })
+	sc.At(2050, func() error { return run.send(ctx, n, "e3") })
+	sc.At(2050, func() error {
 		how, err := run.relays[s23WorkerN].Stall(clock.Logical(run.stage.Now), "its send of e3")
 		run.stage.Note(n.Actor(), "stalls", instance.WithHow("a long GC pause after its send: Worker-N still believes it owns e3", how))
 		return err
 	})
-	sc.at(2500, func() error {
+	sc.At(2500, func() error {
 		run.stage.Note("clock", "lease expires", "Worker-N's lease on e3 ran until "+clock.Logical(c3.LeaseUntil)+": e3 is claimable")
 		return nil
 	})
-	sc.at(2600, func() error {
+	sc.At(2600, func() error {
 		var c store.EventClaim
 		err := claimed(f, "e3", &c)
 		deliver(f, "e3", c, 2650)
 		return err
 	})
-	sc.at(2800, func() error {
+	sc.At(2800, func() error {
 		how, err := run.relays[s23WorkerN].Wake(clock.Logical(run.stage.Now), "its ack of e3")
 		if err != nil {
 			return err
@@ -381,12 +343,19 @@ func (run *clockRun) outage(ctx context.Context) error {
 		_, err = run.stage.Ack(ctx, 2, n, "e3", c3.Token)
 		return err
 	})
-	return run.play(ctx, sc)
+	return sc.Play(ctx, run.at)
 }
 
+// s23Spread is the widest gap between the two requests of a race trial.
+const s23Spread = 4 * time.Millisecond
+
 // raceAtLeaseEnd is part 3: 200 trials in which Worker-S's renewal of e4
-// and Worker-F's claim of it start together at exactly the lease end, each
-// on its own connection (a process each with --processes).
+// and Worker-F's claim of it meet at exactly the lease end on the
+// database's clock, each on its own connection (a process each with
+// --processes). Both are released together at a barrier; the one that does
+// not lead, the claim and the renewal in turn, is sent after a gap swept
+// from 0 to s23Spread across the trials, so the race covers every arrival
+// order, from simultaneous to one well after the other commits.
 func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 	if err := run.at(ctx, s23RaceAt); err != nil {
 		return err
@@ -395,58 +364,46 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 		return err
 	}
 	owner, claimer, barrier := run.relays[s23WorkerS], run.relays[s23WorkerF], cast.NewBarrier(2)
-	side := func(err *error, do func() error) func() {
+	side := func(err *error, wait time.Duration, do func() error) func() {
 		return func() {
 			if *err = barrier.Wait(ctx); *err == nil {
-				time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond) // each request arrives when it arrives
+				time.Sleep(wait)
 				*err = do()
 			}
 		}
 	}
-	for range s23Trials {
+	for i := range s23Trials {
 		token, until, err := run.lab.Stage(ctx, "e4", s23WorkerS)
 		if err != nil {
 			return err
+		}
+		lead, gap := i%2, time.Duration(i/2)*s23Spread/(s23Trials/2)
+		waits := [2]time.Duration{gap, 0} // the renewal's, the claim's: the claim leads
+		if lead == cast.RenewalLeads {
+			waits = [2]time.Duration{0, gap}
 		}
 		var renewed store.Fenced
 		var claim store.EventClaim
 		var errs [2]error
 		var wg sync.WaitGroup
-		wg.Go(side(&errs[0], func() (err error) { renewed, err = owner.Renew(ctx, "e4", token, s23RaceAt, s23Lease); return err }))
-		wg.Go(side(&errs[1], func() (err error) { claim, err = claimer.Claim(ctx, "e4", s23RaceAt, s23Lease); return err }))
+		wg.Go(side(&errs[0], waits[0], func() (err error) { renewed, err = owner.Renew(ctx, "e4", token, s23RaceAt, s23Lease); return err }))
+		wg.Go(side(&errs[1], waits[1], func() (err error) { claim, err = claimer.Claim(ctx, "e4", s23RaceAt, s23Lease); return err }))
 		wg.Wait()
 		if err := errors.Join(errs[:]...); err != nil {
 			return err
 		}
-		run.race.add(until == s23RaceAt, renewed.Rows == 1, claim.Outcome == store.Claimed)
+		run.race.Add(lead, until == s23RaceAt, renewed.Rows == 1, claim.Outcome == store.Claimed)
 	}
-	rc := run.race
+	all := run.race.All()
 	renewals := fmt.Sprintf("0 rows in all %d trials", s23Trials)
-	if won := rc.renewalOnly + rc.both; won > 0 {
+	if won := all.RenewalOnly + all.Both; won > 0 {
 		renewals = fmt.Sprintf("1 row in %d of %d trials", won, s23Trials)
 	}
 	run.stage.Note(run.s.Actor(), "renew", fmt.Sprintf("e4 at exactly its lease end, %d trials (before each, the lab staged e4 as "+
 		"Worker-S's under a new token, its lease ending now): %s", s23Trials, renewals))
 	run.stage.Note(run.f.Actor(), "claim claimed", fmt.Sprintf("e4 at the same instant in each trial: 1 row in %d of %d trials, each a new "+
-		"token, lease until %d", rc.claimOnly+rc.both, s23Trials, s23RaceAt+s23Lease))
+		"token, lease until %d", all.ClaimOnly+all.Both, s23Trials, s23RaceAt+s23Lease))
 	return nil
-}
-
-// add counts one trial: whether it met at the lease end, and who won.
-func (t *s23RaceTally) add(met, renewed, claimed bool) {
-	if met {
-		t.met++
-	}
-	switch {
-	case renewed && claimed:
-		t.both++
-	case renewed:
-		t.renewalOnly++
-	case claimed:
-		t.claimOnly++
-	default:
-		t.neither++
-	}
 }
 
 // measure sets the lesson's figures from the ledgers and the database.
@@ -483,12 +440,12 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 		return err
 	}
 	r.SetMetric("duplicate_sends", float64(duplicates))
-	rc := run.race
+	rc, all := run.race, run.race.All()
 	for _, kv := range []struct {
 		key string
 		n   int
-	}{{"race_trials", rc.met}, {"race_both_won", rc.both}, {"race_claim_won", rc.claimOnly}, {"race_renewal_won", rc.renewalOnly},
-		{"race_neither_won", rc.neither}} {
+	}{{"race_trials", rc.Met}, {"race_both_won", all.Both}, {"race_claim_won", all.ClaimOnly}, {"race_renewal_won", all.RenewalOnly},
+		{"race_neither_won", all.Neither}} {
 		r.SetMetric(kv.key, float64(kv.n))
 	}
 	if r.Schema, err = run.setup.Schema(ctx); err != nil {
@@ -499,7 +456,7 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 		return err
 	}
 	r.Timeline = st.Timeline.Events()
-	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.table()), cast.OutboxEventsTable(events))
+	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.Table(s23Spread, "e4", s23WorkerS, s23WorkerF)), cast.OutboxEventsTable(events))
 	return nil
 }
 
@@ -540,20 +497,6 @@ func (run *clockRun) clocksTable() lab.Table {
 		t.AddRow(w.Name+"'s", fmt.Sprintf("%+d ms", w.Skew), fmt.Sprintf("%s (%s)", w.Reads(0), cast.ClockText(w.Skew)))
 	}
 	return t
-}
-
-// table is the race's outcomes.
-func (t s23RaceTally) table() lab.Table {
-	tb := lab.Table{Title: "Race at the lease end (part 3): who won",
-		Note: fmt.Sprintf("In %d of %d trials the two met at exactly the lease end, as read back from the database. A lease that "+
-			"ends at t is over at t: a renewal that commits first finds the lease ended (0 rows), one that commits after the claim "+
-			"presents a stale token (0 rows).", t.met, s23Trials),
-		Columns: []string{"Outcome", "Trials", "Who believes it owns e4"}}
-	tb.AddRow("the claim won, the renewal changed 0 rows", t.claimOnly, "Worker-F")
-	tb.AddRow("the renewal won, the claim changed 0 rows", t.renewalOnly, "Worker-S")
-	tb.AddRow("both won", t.both, "Worker-F and Worker-S: two owners")
-	tb.AddRow("neither won", t.neither, "nobody")
-	return tb
 }
 
 // clocksVerdict says what the checks showed.
