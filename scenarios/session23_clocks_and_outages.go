@@ -158,8 +158,9 @@ func (run *clockRun) close() {
 }
 
 // seed opens the lab's connections on the database's clock (the
-// producer's, the broker's and the batch job's), creates the schema, starts the clock at
-// t=0 and starts the three workers, each an instance on its own connection.
+// producer's, the broker's and the batch job's), creates the schema,
+// starts the clock at t=0 and starts the three workers, each an instance
+// on its own connection.
 func (run *clockRun) seed(ctx context.Context, workers *instance.Set) error {
 	clocked := store.WithDatabaseClock(ctx, store.NewDatabaseClock())
 	for range 3 {
