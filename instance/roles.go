@@ -18,6 +18,7 @@ var roles = map[string]proc.Role{
 	pipelineConsumerRole: servePipelineConsumer,
 	scaleWorkerRole:      serveScaleWorker,
 	heartbeatRelayRole:   serveHeartbeatRelay,
+	clockRelayRole:       serveClockRelay,
 }
 
 // Serve is the child's side of an instance: it plays role, reading its

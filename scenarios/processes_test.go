@@ -67,6 +67,9 @@ func testProcesses(t *testing.T, db string) {
 	late := []child{{cast.WorkerA, "outbox-instance", "", true}, {cast.WorkerB, "outbox-instance", "", false}}
 	fencing := []child{{s16WorkerA, "relay-instance", "", true}, {s16WorkerB, "relay-instance", "", false}}
 	renewal := []child{{s17WorkerA, "relay-instance", "", false}, {s17WorkerB, "relay-instance", "", false}}
+	// Session 23's three relays, Worker-N stalled by SIGSTOP after its
+	// send of e3; Worker-S and Worker-F race 200 times as processes.
+	clocks := []child{{s23WorkerS, "clock-relay", "", false}, {s23WorkerF, "clock-relay", "", false}, {s23WorkerN, "clock-relay", "", true}}
 	pastTheLease := []child{{cast.RelayA, "pipeline-relay", "", true}, {cast.RelayB, "pipeline-relay", "", false},
 		{"Inbox-Consumer", "pipeline-consumer", "", false}, {"Naive-Consumer", "pipeline-consumer", "", false}}
 	var retention []child
@@ -124,6 +127,7 @@ func testProcesses(t *testing.T, db string) {
 	add(&leaseRenewal, always(renewal), "", true)
 	add(&leaseExpiryAfterSend, always(pastTheLease), "", true)
 	add(&failureClasses, always(failureRows), "Failure classes", true)
+	add(&clocksAndOutages, always(clocks), "", false) // the race's split between winners varies, in-process too
 	add(&inboxRetention, always(retention), "", true)
 	// Session 21's drains, each with its own instances: Worker-A crashes
 	// holding the oldest message, Worker-B stalls holding the next until

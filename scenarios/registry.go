@@ -14,5 +14,6 @@ var registry = []*Scenario{
 	&inboxRetention,
 	&claimsAtScale,
 	&heartbeatAndShutdown,
+	&clocksAndOutages,
 	&interleavingExplorer,
 }

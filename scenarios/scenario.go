@@ -118,6 +118,9 @@ type Options struct {
 	DLQRetention   time.Duration // session 20: how long the dead-letter queue keeps messages
 	BrokerWindow   time.Duration // session 20: the broker's deduplication window
 
+	SkewSlow time.Duration // session 23: how far Worker-S's clock reads behind the database's
+	SkewFast time.Duration // session 23: how far Worker-F's clock reads ahead of the database's
+
 	// ExploreBound is the most actions one ordering of `explore` holds; 0
 	// means the scenario's default.
 	ExploreBound int
@@ -161,7 +164,8 @@ type CustomClaim struct {
 
 // DefaultOptions are the lessons' defaults.
 func DefaultOptions() Options {
-	return Options{InboxRetention: 24 * time.Hour, DLQRetention: 7 * 24 * time.Hour, BrokerWindow: 2 * time.Minute}
+	return Options{InboxRetention: 24 * time.Hour, DLQRetention: 7 * 24 * time.Hour, BrokerWindow: 2 * time.Minute,
+		SkewSlow: 300 * time.Millisecond, SkewFast: 300 * time.Millisecond}
 }
 
 // Env is where one run happens.

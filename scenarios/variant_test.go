@@ -142,6 +142,7 @@ var lessonSets = map[string]any{
 	inboxRetention.Name:          cast.DeliveryLesson,
 	claimsAtScale.Name:           s21Designs,
 	heartbeatAndShutdown.Name:    store.HeartbeatLesson,
+	clocksAndOutages.Name:        store.ClockLesson,
 	interleavingExplorer.Name:    exploreLesson,
 }
 

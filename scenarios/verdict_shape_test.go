@@ -13,7 +13,7 @@ func failedResult() *lab.Result {
 	return &lab.Result{Checks: []lab.Check{{Name: "some_check", Passed: false}}}
 }
 
-// TestFailedVerdictShape asserts every verdict of sessions 17 to 22 words a
+// TestFailedVerdictShape asserts every verdict of sessions 17 to 23 words a
 // failed run the same way: without a variant, "NOT SHOWN: the design did
 // not hold this run" naming the failed checks; with one, "DESIGN BROKEN by"
 // the variant.
@@ -33,6 +33,7 @@ func TestFailedVerdictShape(t *testing.T) {
 			return (&scaleRun{env: &Env{Variant: v}}).verdict(failedResult(), s21SmallBacklog*s21Growth)
 		},
 		"session 22": func(v string) string { return (&heartbeatRun{env: &Env{Variant: v}}).verdict(failedResult()) },
+		"session 23": func(v string) string { return clocksVerdict(failedResult(), v) },
 	}
 	for name, verdict := range verdicts {
 		t.Run(name, func(t *testing.T) {

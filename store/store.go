@@ -67,7 +67,8 @@ type DB struct {
 	ledger *Ledger // the run's statement ledger, or nil
 	onBusy func()  // see Config.OnBusy
 	engine Engine
-	schema string // PostgreSQL: the schema first on the search path
+	schema string         // PostgreSQL: the schema first on the search path
+	clock  *DatabaseClock // SQLite opened under WithDatabaseClock: what its db_now() answers
 }
 
 // Engine is the database engine behind the connection.
@@ -81,7 +82,8 @@ func (db *DB) Engine() Engine {
 // Open opens (creating if needed) the SQLite database at path with exactly
 // one connection, in WAL mode, with a busy timeout and BEGIN IMMEDIATE write
 // transactions. It fails with [ErrNotDatabase] or [ErrLocked] when the file
-// cannot serve as a lab database.
+// cannot serve as a lab database. Under a ctx from [WithDatabaseClock] the
+// connection's db_now() answers that clock's time.
 func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	if cfg.BusyTimeout <= 0 {
 		cfg.BusyTimeout = DefaultConfig.BusyTimeout
@@ -112,6 +114,10 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	clock := databaseClockOf(ctx)
+	if clock != nil {
+		connector = clockConnector{driver: clock.sqliteDriver(), dsn: dsn}
+	}
 	if cfg.ClaimFile != nil {
 		connector = &guardConnector{base: connector, claim: cfg.ClaimFile}
 	}
@@ -125,7 +131,7 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	sdb.SetMaxIdleConns(1)
 	sdb.SetConnMaxLifetime(0)
 
-	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy}
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, clock: clock}
 	if err := db.verify(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -178,6 +178,8 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records, a `DURATION` such as 90m, 24h or 2d"},
 			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages, a `DURATION`"},
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
+			&cli.StringFlag{Name: "skew-slow", Value: "300ms", Usage: "session 23: how far Worker-S's clock reads behind the database's, a `DURATION`"},
+			&cli.StringFlag{Name: "skew-fast", Value: "300ms", Usage: "session 23: how far Worker-F's clock reads ahead of the database's, a `DURATION`"},
 			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
 			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
@@ -291,7 +293,8 @@ func (p *runPlan) parseRepeat(*cli.Context) error {
 	return nil
 }
 
-// parsePeriods reads session 20's retention periods and broker window.
+// parsePeriods reads session 20's retention periods and broker window, and
+// session 23's clock skews.
 func (p *runPlan) parsePeriods(c *cli.Context) error {
 	for _, d := range []struct {
 		flag string
@@ -300,6 +303,8 @@ func (p *runPlan) parsePeriods(c *cli.Context) error {
 		{"inbox-retention", &p.options.InboxRetention},
 		{"dlq-retention", &p.options.DLQRetention},
 		{"broker-window", &p.options.BrokerWindow},
+		{"skew-slow", &p.options.SkewSlow},
+		{"skew-fast", &p.options.SkewFast},
 	} {
 		v, err := parseDuration(d.flag, c.String(d.flag))
 		if err != nil {
@@ -316,6 +321,8 @@ func (p *runPlan) parsePeriods(c *cli.Context) error {
 		{"inbox-retention", []string{retentionScenario}},
 		{"dlq-retention", []string{retentionScenario}},
 		{"broker-window", []string{retentionScenario, brokerWindowScenario}},
+		{"skew-slow", []string{clocksScenario}},
+		{"skew-fast", []string{clocksScenario}},
 	} {
 		if c.IsSet(d.flag) && !slices.ContainsFunc(d.readers, p.runs) {
 			return usagef("--%s applies to %s, which this command does not run", d.flag, strings.Join(d.readers, " and "))
@@ -325,10 +332,12 @@ func (p *runPlan) parsePeriods(c *cli.Context) error {
 }
 
 // The scenarios that read the session 20 periods: session 20, and session
-// 18, whose broker-dedup-window variant takes --broker-window.
+// 18, whose broker-dedup-window variant takes --broker-window; and the one
+// that reads the workers' clock skews, session 23.
 const (
 	retentionScenario    = "session-20-inbox-retention"
 	brokerWindowScenario = "session-18-lease-expiry-after-send"
+	clocksScenario       = "session-23-clocks-and-outages"
 )
 
 // runs reports whether the command runs the scenario named name.

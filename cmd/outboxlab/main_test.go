@@ -138,6 +138,12 @@ func TestCLI(t *testing.T) {
 			stderr: []string{"--broker-window applies to session-20-inbox-retention and session-18-lease-expiry-after-send"}, noReport: true},
 		{name: "BrokerWindowSession18", args: []string{"run", "session-18-lease-expiry-after-send", "--variant", "broker-dedup-window", "--broker-window", "5m"},
 			code: 1, stdout: []string{"FAILED"}},
+		{name: "SkewNotSession23", args: []string{"run", leasing, "--skew-slow", "100ms"}, code: 2,
+			stderr: []string{"--skew-slow applies to session-23-clocks-and-outages, which this command does not run"}, noReport: true},
+		{name: "SkewBadDuration", args: []string{"run", "session-23-clocks-and-outages", "--skew-fast", "fast"}, code: 2,
+			stderr: []string{"--skew-fast", "not a duration"}, noReport: true},
+		{name: "SkewSession23", args: []string{"run", "session-23-clocks-and-outages", "--variant", "worker-clock-leases", "--skew-fast", "1s"},
+			code: 1, stdout: []string{"FAILED live_lease_claims"}},
 		{name: "RunFlagsFirst", args: []string{"run", "--variant", "unguarded-claim", leasing}, code: 1, stdout: []string{"FAILED processed_more_than_once"}},
 	}
 	for _, tt := range tests {

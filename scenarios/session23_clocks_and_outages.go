@@ -1,0 +1,521 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/instance"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Session 23's mistake variants.
+const (
+	variantWorkerClockLeases = "worker-clock-leases"
+	variantOutageAsLeaseLoss = "outage-as-lease-loss"
+	s23RenewByEventID        = "renew-by-event-id"
+)
+
+// Session 23's cast and figures. Time is milliseconds on the database's
+// clock from cast.ClockStart (10:00:00.000Z); every lease is 500 ms.
+const (
+	s23Lease    = 500
+	s23WorkerS  = "Worker-S" // its clock reads behind the database's
+	s23WorkerF  = "Worker-F" // its clock reads ahead
+	s23WorkerN  = "Worker-N" // its clock agrees
+	s23BatchJob = "Batch-Job"
+	s23Trials   = 200
+	s23RaceAt   = 5000 // the race's instant: every trial's lease ends here
+)
+
+var clocksAndOutages = Scenario{
+	Name:    "session-23-clocks-and-outages",
+	Session: "Session-23",
+	FileTag: "Clocks-And-Outages",
+	Title:   "Session 23: whose clock is it? Skewed workers, a database outage at the ack, and renewal racing a reclaim",
+	Design:  lab.Safe,
+	Teaches: "Three things a lease's tests leave out, on the database's clock (t in ms from 10:00:00.000Z), lease 500 ms. " +
+		"Part 1: Worker-S's clock reads 300 ms behind the database's, Worker-F's 300 ms ahead (--skew-slow, --skew-fast). " +
+		"Every lease instant comes from the database's clock: the claim, the ack and the renewal call db_now() (on SQLite " +
+		"a function of the lab's connections that the scenario clock drives), and a worker holds its lease as 500 ms from " +
+		"the claim's answer on its own clock, never as an instant. Worker-S claims e1 at t=0; Worker-F's claim at t=100 is " +
+		"blocked; Worker-S works until t=400 and acks inside its lease. " +
+		"Part 2: Worker-N sends e2 and its ack fails with a database error: a batch job holds the lock past the ack's " +
+		"one-second busy timeout. A database error says nothing about ownership, so Worker-N retries the fenced ack, which succeeds. " +
+		"Worker-N sends e3 and stalls past its lease; Worker-F reclaims and acks e3; Worker-N's late ack changes 0 rows. " +
+		"The ack ledger records each failed ack with its reason, and the operational view keeps database errors and lost " +
+		"leases apart. Part 3: Worker-S's renewal and Worker-F's claim meet at exactly the lease end, 200 times, each on " +
+		"its own connection: never both win. A lease that ends at t is over at t, so the renewal loses whatever the order: " +
+		"first, it finds the lease ended; after the claim, its token is stale.",
+	OnPostgres: "On PostgreSQL db_now() is a function in the run's schema reading the server's clock, a one-row table " +
+		"(db_clock) that the lab moves, the same for every connection; the outage is the batch job's lock on e2's row, " +
+		"and the ack sets lock_timeout to 1 s, SQLite's busy timeout.",
+	DoesNotSolve: "A lease held as a duration on the worker's own clock survives any offset between clocks, not a clock " +
+		"that runs fast or slow, nor a pause the worker cannot see (GC, SIGSTOP): a worker must stop before its lease " +
+		"ends by a margin for drift and pauses, and only the fencing token stops a late write. The database's clock can " +
+		"jump too (an NTP step on the server). A database error at the ack may hide an ack that did commit (a connection " +
+		"lost after the commit): the retry is safe because the ack is fenced and idempotent, but an effect already sent " +
+		"stays sent, so consumers still need the inbox (session 18).",
+	Statements: []store.Stmt{store.ClaimOnDatabaseClock, store.AckOnDatabaseClock, store.RenewOnDatabaseClock},
+	Checks: []CheckDoc{
+		{Name: "live_lease_claims", About: "claims that took a lease live on the database's clock"},
+		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored"},
+		{Name: "e1_processing_attempts", About: "processing attempts on e1: Worker-S's only"},
+		{Name: "ack_failures_database_error", About: "failed acks recorded as database error (e2's)"},
+		{Name: "ack_failures_lease_lost", About: "failed acks recorded as lease lost (e3's)"},
+		{Name: "acks_retried_after_outage", About: "acks that succeeded on retry after a database error"},
+		{Name: "duplicate_sends", About: "sends of an event given up while its lease was live"},
+		{Name: "race_trials", About: "race trials that met at exactly the lease end"},
+		{Name: "race_both_won", About: "trials in which the renewal and the claim both won"},
+	},
+	Variants: []Variant{
+		{Name: variantWorkerClockLeases, Swaps: []store.Stmt{store.ClaimOnWorkerClock},
+			Mistake: "the claim compares and writes lease instants on each worker's own clock (:now) instead of the " +
+				"database's: each worker's idea of a lease's end is stored where the others read it",
+			Breaks: []string{"live_lease_claims", "work_after_lease_end_ms", "e1_processing_attempts"},
+			Shows: "At t=0 Worker-S, reading 09:59:59.700, stores a lease on e1 until 10:00:00.200; at t=100 Worker-F, " +
+				"reading 10:00:00.400, finds that lease over and takes e1, so two workers work on it at once. Worker-S, " +
+				"whose own clock says its lease runs to its 10:00:00.200, works on to t=400, 200 ms past the lease it " +
+				"stored, and its ack is fenced out. Processes that share a lease must measure it on one clock."},
+		{Name: variantOutageAsLeaseLoss,
+			Mistake: "the relay treats every failed ack as a lost lease: the database error at e2's ack is recorded as " +
+				"lease-lost and e2 is given up instead of retried",
+			Breaks: []string{"ack_failures_database_error", "ack_failures_lease_lost", "acks_retried_after_outage", "duplicate_sends"},
+			Shows: "Worker-N gives e2 up while its token is current and its lease live until 10:00:01.500; after the " +
+				"lease runs out Worker-F claims e2 and sends it again, a duplicate nothing else caused. The operational " +
+				"view counts two lost leases and no outage, so no one looks at the database. A database error says " +
+				"nothing about ownership: the relay retries the fenced ack, and its 0 or 1 row says."},
+		{Name: s23RenewByEventID, Swaps: []store.Stmt{store.RenewOnDatabaseClockByEventID},
+			Mistake: "the renewal drops the token: a renewal that commits after another worker's claim finds that " +
+				"worker's new lease live and extends it",
+			Breaks: []string{"race_both_won"},
+			Shows: "In each trial where Worker-F's claim commits first, Worker-S's renewal at the same instant still " +
+				"changes 1 row: both believe they own e4, Worker-S by its renewal and Worker-F by its claim. (On PostgreSQL " +
+				"only a renewal that starts after the claim's commit sees the new lease; one that starts earlier reads the " +
+				"old, ended one.) With the token, the late renewal changes 0 rows, and at exactly the lease end the renewal " +
+				"loses whatever the order."},
+	},
+	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
+		return runClocksAndOutages(ctx, env, statementSet(env, store.ClockLesson))
+	},
+}
+
+// clockRun is one session-23 run: the lab's connections, the broker, the
+// three workers and the stage that keeps the database's time and the
+// ledgers.
+type clockRun struct {
+	env     *Env
+	sqls    store.ClockSQL
+	dbs     []*store.DB
+	setup   *store.DB
+	lab     *store.ClockRelay // the producer's and the lab's own statements
+	batch   *store.ClockRelay // the batch job's connection
+	broker  *store.Broker
+	s, f, n *cast.SkewedWorker
+	relays  map[string]instance.ClockRelay
+	stage   *cast.ClockStage
+	race    cast.RaceTally
+}
+
+// runClocksAndOutages runs session 23 with the statements sqls.
+func runClocksAndOutages(ctx context.Context, env *Env, sqls store.ClockSQL) (*lab.Result, error) {
+	run := &clockRun{env: env, sqls: sqls, relays: map[string]instance.ClockRelay{}}
+	var workers instance.Set
+	defer run.close()
+	defer workers.Close(ctx)
+	if err := run.seed(ctx, &workers); err != nil {
+		return nil, err
+	}
+	for _, part := range []func(context.Context) error{run.skewedClocks, run.outage, run.raceAtLeaseEnd} {
+		if err := part(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := workers.Close(ctx); err != nil {
+		return nil, err
+	}
+	r := &lab.Result{}
+	if err := run.measure(ctx, r); err != nil {
+		return nil, err
+	}
+	expectDocumented(r, env.Scenario.Checks, map[string]float64{
+		"live_lease_claims": 0, "work_after_lease_end_ms": 0, "e1_processing_attempts": 1, "ack_failures_database_error": 1,
+		"ack_failures_lease_lost": 1, "acks_retried_after_outage": 1, "duplicate_sends": 0, "race_trials": s23Trials, "race_both_won": 0,
+	})
+	r.Verdict = clocksVerdict(r, env.Variant)
+	return r, nil
+}
+
+func (run *clockRun) close() {
+	for _, db := range run.dbs {
+		db.Close()
+	}
+}
+
+// seed opens the lab's connections on the database's clock (the
+// producer's, the broker's and the batch job's), creates the schema,
+// starts the clock at t=0 and starts the three workers, each an instance
+// on its own connection.
+func (run *clockRun) seed(ctx context.Context, workers *instance.Set) error {
+	clocked := store.WithDatabaseClock(ctx, store.NewDatabaseClock())
+	for range 3 {
+		db, err := run.env.Open(clocked, run.env.DatabasePath())
+		if err != nil {
+			return err
+		}
+		run.dbs = append(run.dbs, db)
+	}
+	run.setup = run.dbs[0]
+	if err := run.setup.Migrate(ctx, store.RelayEvents, store.BrokerInbox); err != nil {
+		return err
+	}
+	if err := run.setup.InstallDatabaseClock(ctx, 0); err != nil {
+		return err
+	}
+	run.lab, run.broker = store.NewClockRelay(run.setup, run.sqls), store.NewBroker(run.dbs[1], store.BrokerLesson)
+	run.batch = store.NewClockRelay(run.dbs[2], run.sqls)
+	policy := cast.RetryOnDatabaseError
+	if run.env.Is(variantOutageAsLeaseLoss) {
+		policy = cast.EveryFailureIsLeaseLost
+	}
+	run.stage = cast.NewClockStage(run.lab, s23Lease, policy)
+	o := run.env.Options
+	for _, w := range []struct {
+		into **cast.SkewedWorker
+		name string
+		skew int64
+	}{{&run.s, s23WorkerS, -o.SkewSlow.Milliseconds()}, {&run.f, s23WorkerF, o.SkewFast.Milliseconds()}, {&run.n, s23WorkerN, 0}} {
+		relay, err := run.env.Instances.ClockRelay(ctx, run.env.DatabasePath(), w.name, w.skew, run.sqls)
+		if err != nil {
+			return err
+		}
+		workers.Add(relay)
+		run.relays[w.name] = relay
+		*w.into = &cast.SkewedWorker{Name: w.name, Skew: w.skew, Relay: relay}
+	}
+	return nil
+}
+
+// at moves the database's clock to t.
+func (run *clockRun) at(ctx context.Context, t int64) error {
+	run.stage.Now = t
+	return run.setup.MoveDatabaseClock(ctx, t)
+}
+
+// insert commits event id now, as the producer's business transaction would.
+func (run *clockRun) insert(ctx context.Context, id string) error {
+	if err := run.lab.Insert(ctx, store.NewEvent{ID: id, Type: "PaymentSettled", Payload: fmt.Sprintf(`{"event":%q}`, id)}, run.stage.Now); err != nil {
+		return err
+	}
+	run.stage.Note("producer", "commit", id+" committed with its business change")
+	return nil
+}
+
+// send has w send id to the broker now.
+func (run *clockRun) send(ctx context.Context, w *cast.SkewedWorker, id string) error {
+	o, err := run.broker.Offer(ctx, id, fmt.Sprintf(`{"event":%q}`, id), w.Name, cast.ClockInstant(run.stage.Now), 0)
+	if err != nil {
+		return err
+	}
+	run.stage.Note(w.Actor(), "send", fmt.Sprintf("%s sent: the broker stored offer %d; its clock reads %s", id, o.OfferID, w.Reads(run.stage.Now)))
+	return nil
+}
+
+// skewedClocks is part 1: Worker-S claims e1 at t=0 and works until t=400;
+// Worker-F tries to claim e1 at t=100 and, if it takes it, works until
+// t=450. Each acks when its work ends, unless its own clock says its
+// lease is over.
+func (run *clockRun) skewedClocks(ctx context.Context) error {
+	sc := &cast.Script{}
+	work := func(w *cast.SkewedWorker, ends int64) error {
+		c, err := run.stage.Claim(ctx, 1, w, "e1")
+		if err != nil || c.Outcome != store.Claimed {
+			return err
+		}
+		a := run.stage.Begin(w, c, ends)
+		if c.LeaseUntil < ends {
+			sc.At(max(c.LeaseUntil, a.Began), func() error {
+				run.stage.Note("clock", "lease expires", fmt.Sprintf("%s's lease on e1 as its claim stored it: over at %s on the "+
+					"database's clock; %s's own clock reads %s, its own deadline is t=%d, so it works on", w.Name,
+					clock.Logical(c.LeaseUntil), w.Name, w.Reads(run.stage.Now), a.Deadline))
+				return nil
+			})
+		}
+		sc.At(ends, func() error {
+			if ends+w.Skew >= a.Deadline {
+				return nil // its own clock says the lease is over: it stops, unacked
+			}
+			_, err := run.stage.Ack(ctx, 1, w, "e1", c.Token)
+			return err
+		})
+		return nil
+	}
+	sc.At(0, func() error { return run.insert(ctx, "e1") })
+	sc.At(0, func() error { return work(run.s, 400) })
+	sc.At(100, func() error { return work(run.f, 450) })
+	return sc.Play(ctx, run.at)
+}
+
+// outage is part 2: Worker-N's ack of e2 meets a batch job's lock past its
+// busy timeout and is retried (or, under the mistake, given up and sent
+// again by Worker-F); Worker-N stalls after sending e3, Worker-F reclaims
+// and acks e3, and Worker-N's late ack changes 0 rows.
+func (run *clockRun) outage(ctx context.Context) error {
+	n, f, sc := run.n, run.f, &cast.Script{}
+	var c2, c3 store.EventClaim
+	var held *store.Held
+	claimed := func(w *cast.SkewedWorker, id string, into *store.EventClaim) error {
+		c, err := run.stage.Claim(ctx, 2, w, id)
+		if err == nil && c.Outcome != store.Claimed {
+			err = fmt.Errorf("session 23: %s's claim of %s was %s, want claimed", w.Name, id, c.Outcome)
+		}
+		*into = c
+		return err
+	}
+	deliver := func(w *cast.SkewedWorker, id string, c store.EventClaim, t int64) {
+		sc.At(t, func() error { return run.send(ctx, w, id) })
+		sc.At(t+50, func() error { _, err := run.stage.Ack(ctx, 2, w, id, c.Token); return err })
+	}
+	lock := "the database's write lock"
+	if run.env.Engine() == store.Postgres {
+		lock = "e2's row lock"
+	}
+	sc.At(1000, func() error { return run.insert(ctx, "e2") })
+	sc.At(1000, func() error { return claimed(n, "e2", &c2) })
+	sc.At(1050, func() error { return run.send(ctx, n, "e2") })
+	sc.At(1100, func() error {
+		var err error
+		held, err = run.batch.Hold(ctx, "e2")
+		run.stage.Note(s23BatchJob, "locks e2", "a long batch transaction rewrites e2's row and stays open: it holds "+lock)
+		return err
+	})
+	sc.At(1100, func() error {
+		a, err := run.stage.Ack(ctx, 2, n, "e2", c2.Token)
+		if a.Retry {
+			sc.At(1200, func() error { _, err := run.stage.Ack(ctx, 2, n, "e2", c2.Token); return err })
+		} else if a.Rows == 0 {
+			sc.At(c2.LeaseUntil, func() error {
+				run.stage.Note("clock", "lease expires", "Worker-N's lease on e2 has run out, never acked: e2 is claimable again")
+				return nil
+			})
+		}
+		return err
+	})
+	sc.At(1150, func() error {
+		run.stage.Note(s23BatchJob, "unlocks e2", "the batch transaction commits: the outage is over")
+		return held.Release()
+	})
+	sc.At(1600, func() error {
+		c, err := run.stage.Claim(ctx, 2, f, "e2")
+		if err == nil && c.Outcome == store.Claimed {
+			deliver(f, "e2", c, 1650)
+		}
+		return err
+	})
+	sc.At(2000, func() error { return run.insert(ctx, "e3") })
+	sc.At(2000, func() error { return claimed(n, "e3", &c3) })
+	sc.At(2050, func() error { return run.send(ctx, n, "e3") })
+	sc.At(2050, func() error {
+		how, err := run.relays[s23WorkerN].Stall(clock.Logical(run.stage.Now), "its send of e3")
+		run.stage.Note(n.Actor(), "stalls", instance.WithHow("a long GC pause after its send: Worker-N still believes it owns e3", how))
+		return err
+	})
+	sc.At(2500, func() error {
+		run.stage.Note("clock", "lease expires", "Worker-N's lease on e3 ran until "+clock.Logical(c3.LeaseUntil)+": e3 is claimable")
+		return nil
+	})
+	sc.At(2600, func() error {
+		var c store.EventClaim
+		err := claimed(f, "e3", &c)
+		deliver(f, "e3", c, 2650)
+		return err
+	})
+	sc.At(2800, func() error {
+		how, err := run.relays[s23WorkerN].Wake(clock.Logical(run.stage.Now), "its ack of e3")
+		if err != nil {
+			return err
+		}
+		run.stage.Note(n.Actor(), "wakes", instance.WithHow("the pause ends; it acks e3 with the token it remembers", how))
+		_, err = run.stage.Ack(ctx, 2, n, "e3", c3.Token)
+		return err
+	})
+	return sc.Play(ctx, run.at)
+}
+
+// s23Spread is the widest gap between the two requests of a race trial.
+const s23Spread = 4 * time.Millisecond
+
+// raceAtLeaseEnd is part 3: 200 trials in which Worker-S's renewal of e4
+// and Worker-F's claim of it meet at exactly the lease end on the
+// database's clock, each on its own connection (a process each with
+// --processes). Both are released together at a barrier; the one that does
+// not lead, the claim and the renewal in turn, is sent after a gap swept
+// from 0 to s23Spread across the trials, so the race covers every arrival
+// order, from simultaneous to one well after the other commits.
+func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
+	if err := run.at(ctx, s23RaceAt); err != nil {
+		return err
+	}
+	if err := run.insert(ctx, "e4"); err != nil {
+		return err
+	}
+	owner, claimer, barrier := run.relays[s23WorkerS], run.relays[s23WorkerF], cast.NewBarrier(2)
+	side := func(err *error, wait time.Duration, do func() error) func() {
+		return func() {
+			if *err = barrier.Wait(ctx); *err == nil {
+				time.Sleep(wait)
+				*err = do()
+			}
+		}
+	}
+	for i := range s23Trials {
+		token, until, err := run.lab.Stage(ctx, "e4", s23WorkerS)
+		if err != nil {
+			return err
+		}
+		lead, gap := i%2, time.Duration(i/2)*s23Spread/(s23Trials/2)
+		waits := [2]time.Duration{gap, 0} // the renewal's, the claim's: the claim leads
+		if lead == cast.RenewalLeads {
+			waits = [2]time.Duration{0, gap}
+		}
+		var renewed store.Fenced
+		var claim store.EventClaim
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(side(&errs[0], waits[0], func() (err error) { renewed, err = owner.Renew(ctx, "e4", token, s23RaceAt, s23Lease); return err }))
+		wg.Go(side(&errs[1], waits[1], func() (err error) { claim, err = claimer.Claim(ctx, "e4", s23RaceAt, s23Lease); return err }))
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			return err
+		}
+		run.race.Add(lead, until == s23RaceAt, renewed.Rows == 1, claim.Outcome == store.Claimed)
+	}
+	all := run.race.All()
+	renewals := fmt.Sprintf("0 rows in all %d trials", s23Trials)
+	if won := all.RenewalOnly + all.Both; won > 0 {
+		renewals = fmt.Sprintf("1 row in %d of %d trials", won, s23Trials)
+	}
+	run.stage.Note(run.s.Actor(), "renew", fmt.Sprintf("e4 at exactly its lease end, %d trials (before each, the lab staged e4 as "+
+		"Worker-S's under a new token, its lease ending now): %s", s23Trials, renewals))
+	run.stage.Note(run.f.Actor(), "claim claimed", fmt.Sprintf("e4 at the same instant in each trial: 1 row in %d of %d trials, each a new "+
+		"token, lease until %d", all.ClaimOnly+all.Both, s23Trials, s23RaceAt+s23Lease))
+	return nil
+}
+
+// measure sets the lesson's figures from the ledgers and the database.
+func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
+	st := run.stage
+	r.SetMetric("live_lease_claims", float64(st.LiveLeaseClaims()))
+	var after, onE1 int64
+	for _, a := range st.Attempts {
+		after += max(0, a.Ended-a.LeaseEnd)
+		if a.Event == "e1" {
+			onE1++
+		}
+	}
+	r.SetMetric("work_after_lease_end_ms", float64(after))
+	r.SetMetric("e1_processing_attempts", float64(onE1))
+	var dbErrors, lost int
+	for _, a := range st.Acks {
+		if a.Part == 2 && a.Reason == cast.AckDatabaseError {
+			dbErrors++
+		}
+		if a.Part == 2 && a.Reason == cast.AckLeaseLost {
+			lost++
+		}
+	}
+	r.SetMetric("ack_failures_database_error", float64(dbErrors))
+	r.SetMetric("ack_failures_lease_lost", float64(lost))
+	r.SetMetric("acks_retried_after_outage", float64(st.RetriedAfterOutage(2)))
+	offers, err := run.broker.Offers(ctx)
+	if err != nil {
+		return err
+	}
+	sends, duplicates, err := s23Sends(offers, st.GaveUp)
+	if err != nil {
+		return err
+	}
+	r.SetMetric("duplicate_sends", float64(duplicates))
+	rc, all := run.race, run.race.All()
+	for _, kv := range []struct {
+		key string
+		n   int
+	}{{"race_trials", rc.Met}, {"race_both_won", all.Both}, {"race_claim_won", all.ClaimOnly}, {"race_renewal_won", all.RenewalOnly},
+		{"race_neither_won", all.Neither}} {
+		r.SetMetric(kv.key, float64(kv.n))
+	}
+	if r.Schema, err = run.setup.Schema(ctx); err != nil {
+		return err
+	}
+	events, err := run.lab.Events(ctx)
+	if err != nil {
+		return err
+	}
+	r.Timeline = st.Timeline.Events()
+	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.Table(s23Spread, "e4", s23WorkerS, s23WorkerF)), cast.OutboxEventsTable(events))
+	return nil
+}
+
+// s23Sends is the broker's offers as a table, and the duplicate sends
+// among them: sends of an event after a relay gave it up while the
+// database still held it for that relay.
+func s23Sends(offers []store.BrokerOffer, gaveUp []cast.GiveUp) (lab.Table, int, error) {
+	t := lab.Table{Title: "Sends: the broker's offers (from the database)",
+		Note:    "A send after a relay gave up an event it still held is a duplicate only the ack policy caused.",
+		Columns: []string{"Offer", "Event", "Sent by", "At", "After its owner gave it up with a live lease"}}
+	dup := 0
+	for _, o := range offers {
+		at, err := clock.Parse(o.OfferedAt)
+		if err != nil {
+			return t, 0, err
+		}
+		tick, after := at.Sub(cast.ClockStart).Milliseconds(), false
+		for _, g := range gaveUp {
+			after = after || (g.Held && g.Event == o.EventID && tick > g.At)
+		}
+		if after {
+			dup++
+		}
+		t.AddRow(o.OfferID, o.EventID, o.OfferedBy, clock.Logical(tick), after)
+	}
+	return t, dup, nil
+}
+
+// clocksTable puts each worker's clock beside the database's.
+func (run *clockRun) clocksTable() lab.Table {
+	t := lab.Table{Title: "Clocks: the database's and each worker's",
+		Note: "t is milliseconds on the database's clock from 10:00:00.000Z. db_now() decides every lease instant in the " +
+			"lesson's statements; a worker's own clock only measures how long it has held its lease (500 ms from the " +
+			"claim's answer), and no offset between clocks stretches or shortens a duration.",
+		Columns: []string{"Clock", "Offset", "At the database's t=0 it reads"}}
+	t.AddRow("the database's: db_now()", "0 ms", "t=0 (10:00:00.000)")
+	for _, w := range []*cast.SkewedWorker{run.s, run.f, run.n} {
+		t.AddRow(w.Name+"'s", fmt.Sprintf("%+d ms", w.Skew), fmt.Sprintf("%s (%s)", w.Reads(0), cast.ClockText(w.Skew)))
+	}
+	return t
+}
+
+// clocksVerdict says what the checks showed.
+func clocksVerdict(r *lab.Result, variant string) string {
+	m := metricsOf(r)
+	switch {
+	case r.Passed():
+		return fmt.Sprintf("SAFE DESIGN held. On the database's clock no claim took a live lease (%s) and no work ran past its "+
+			"lease (%s ms): e1 had %s processing attempt. At the outage the ack failed with a database error (%s), was "+
+			"retried and acked (%s); the lost lease on e3 was recorded apart (%s), and no event was sent again because a "+
+			"relay gave it up (%s). In %s trials at exactly the lease end the renewal and the claim never both won (%s): "+
+			"the claim won %s, the renewal %s. The clocks decide when a lease ends; the fencing token decides who may write.",
+			m("live_lease_claims"), m("work_after_lease_end_ms"), m("e1_processing_attempts"), m("ack_failures_database_error"),
+			m("acks_retried_after_outage"), m("ack_failures_lease_lost"), m("duplicate_sends"), m("race_trials"), m("race_both_won"),
+			m("race_claim_won"), m("race_renewal_won"))
+	case variant != "":
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", variant, r.FailedChecks())
+	default:
+		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())
+	}
+}
