@@ -3,6 +3,7 @@ package cast
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
@@ -132,9 +133,61 @@ type GiveUp struct {
 	Held          bool
 }
 
-// Note adds a timeline line at the database's now.
-func (s *ClockStage) Note(actor, action, detail string) int {
-	return s.Timeline.Add(clock.Logical(s.Now), actor, action, detail)
+// Event adds a timeline line of kind at the database's now and returns
+// its number.
+func (s *ClockStage) Event(kind lab.Kind, actor, action, detail string) int {
+	return s.Add(lab.Event{Kind: kind, Actor: actor, Action: action, Detail: detail})
+}
+
+// Add adds e to the timeline at the database's now and returns its
+// number.
+func (s *ClockStage) Add(e lab.Event) int {
+	e.At = clock.Logical(s.Now)
+	return s.Timeline.Add(e)
+}
+
+// claimKind is what claim c of id, now, was, read off the database's
+// answer and the claims ledger: a claim that took a lease another claim
+// had stored and the database's clock said was live is a steal.
+func (s *ClockStage) claimKind(id string, c store.EventClaim) lab.Kind {
+	switch c.Outcome {
+	case store.Claimed:
+		if s.liveLeaseAt(id, s.Now, len(s.Claims)) {
+			return lab.KindSteal
+		}
+		return lab.KindClaim
+	case store.Blocked:
+		return lab.KindBlocked
+	case store.Done:
+		return lab.KindDone
+	default:
+		return lab.KindEmpty
+	}
+}
+
+// ackKind is what ack a was, read off the database's answer: a failure is
+// an error, a changed row the owner's finalize (or a stale write, when the
+// lease its claim stored had ended), and no row changed a fence or, for a
+// current owner whose event was already done, a no-op.
+func (s *ClockStage) ackKind(a ClockAck) lab.Kind {
+	switch {
+	case a.Err != "":
+		return lab.KindError
+	case a.Rows > 0:
+		for _, c := range slices.Backward(s.Claims) {
+			if c.Event == a.Event && c.Outcome == store.Claimed && c.Token == a.Token {
+				if c.LeaseUntil <= a.At {
+					return lab.KindStale
+				}
+				break
+			}
+		}
+		return lab.KindFinalize
+	case a.Reason == AckAlreadyDelivered:
+		return lab.KindNoOp
+	default:
+		return lab.KindFenced
+	}
 }
 
 // Claim has w claim id for one lease, now, in part, and records it.
@@ -158,7 +211,11 @@ func (s *ClockStage) Claim(ctx context.Context, part int, w *SkewedWorker, id st
 	default:
 		action, detail = "claim "+string(c.Outcome), fmt.Sprintf("%s is %s: 0 rows; %s", id, c.Outcome, its)
 	}
-	seq := s.Note(w.Actor(), action, detail)
+	e := lab.Event{Kind: s.claimKind(id, c), Subject: id, Actor: w.Actor(), Action: action, Detail: detail, Rows: lab.RowsOf(0)}
+	if c.Outcome == store.Claimed {
+		e.Rows, e.Until = lab.RowsOf(1), clock.Logical(c.LeaseUntil)
+	}
+	seq := s.Add(e)
 	s.Claims = append(s.Claims, ClockClaim{Seq: seq, Part: part, At: s.Now, Worker: w.Name, Reads: s.Now + w.Skew, Event: id, Outcome: c.Outcome, Token: c.Token, LeaseUntil: c.LeaseUntil})
 	return c, nil
 }
@@ -169,8 +226,8 @@ func (s *ClockStage) Begin(w *SkewedWorker, c store.EventClaim, ended int64) Wor
 	a := WorkAttempt{Worker: w.Name, Event: c.EventID, Token: c.Token, Began: s.Now, Ended: ended, LeaseEnd: c.LeaseUntil,
 		Deadline: s.Now + w.Skew + s.Lease}
 	s.Attempts = append(s.Attempts, a)
-	s.Note(w.Actor(), "works", fmt.Sprintf("%s: processing attempt %d begins, %d ms of work; its clock reads %s",
-		c.EventID, len(s.Attempts), ended-s.Now, w.Reads(s.Now)))
+	s.Add(lab.Event{Kind: lab.KindWork, Subject: c.EventID, Actor: w.Actor(), Action: "works", Detail: fmt.Sprintf("%s: processing attempt %d begins, %d ms of work; its clock reads %s",
+		c.EventID, len(s.Attempts), ended-s.Now, w.Reads(s.Now))})
 	return a
 }
 
@@ -207,7 +264,11 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 		}
 		action, detail = "ack failed", detail+"; recorded as "+a.Reason+": "+a.Why+", "+then
 	}
-	a.Seq = s.Note(w.Actor(), action, detail+"; its clock reads "+w.Reads(s.Now))
+	e := lab.Event{Kind: s.ackKind(a), Subject: id, Actor: w.Actor(), Action: action, Detail: detail + "; its clock reads " + w.Reads(s.Now)}
+	if a.Err == "" {
+		e.Rows = lab.RowsOf(a.Rows)
+	}
+	a.Seq = s.Add(e)
 	s.Acks = append(s.Acks, a)
 	if a.Reason != "" && !a.Retry {
 		return a, s.giveUp(ctx, w, id, token)
@@ -250,17 +311,23 @@ func (s *ClockStage) giveUp(ctx context.Context, w *SkewedWorker, id string, tok
 func (s *ClockStage) LiveLeaseClaims() int {
 	n := 0
 	for i, c := range s.Claims {
-		if c.Outcome != store.Claimed {
-			continue
-		}
-		for _, prev := range s.Claims[:i] {
-			if prev.Event == c.Event && prev.Outcome == store.Claimed && prev.LeaseUntil > c.At && !s.ackedBetween(c.Event, prev.At, c.At) {
-				n++
-				break
-			}
+		if c.Outcome == store.Claimed && s.liveLeaseAt(c.Event, c.At, i) {
+			n++
 		}
 	}
 	return n
+}
+
+// liveLeaseAt reports whether one of the first n claims stored a lease on
+// event that was live at at on the database's clock, with no ack having
+// completed the event since.
+func (s *ClockStage) liveLeaseAt(event string, at int64, n int) bool {
+	for _, prev := range s.Claims[:n] {
+		if prev.Event == event && prev.Outcome == store.Claimed && prev.LeaseUntil > at && !s.ackedBetween(event, prev.At, at) {
+			return true
+		}
+	}
+	return false
 }
 
 // ackedBetween reports whether an ack completed event from from to to.

@@ -80,15 +80,17 @@ var clocksAndOutages = Scenario{
 			Breaks: []string{"live_lease_claims", "work_after_lease_end_ms", "e1_processing_attempts"},
 			Shows: "At t=0 Worker-S, reading 09:59:59.700, stores a lease on e1 until 10:00:00.200; at t=100 Worker-F, " +
 				"reading 10:00:00.400, finds that lease over and takes e1, so two workers work on it at once. Worker-S, " +
-				"whose own clock says its lease runs to its 10:00:00.200, works on to t=400, 200 ms past the lease it " +
+				"whose own clock says its lease runs to its 10:00:00.200, works on to t=400, {work_after_lease_end_ms} ms past the lease it " +
 				"stored, and its ack is fenced out. Processes that share a lease must measure it on one clock."},
 		{Name: variantOutageAsLeaseLoss,
+			Changes: "the relay's ack policy (cast.EveryFailureIsLeaseLost): every failed ack, an error as well as 0 rows, " +
+				"is recorded as lease-lost and its event given up; the statements are the lesson's",
 			Mistake: "the relay treats every failed ack as a lost lease: the database error at e2's ack is recorded as " +
 				"lease-lost and e2 is given up instead of retried",
 			Breaks: []string{"ack_failures_database_error", "ack_failures_lease_lost", "acks_retried_after_outage", "duplicate_sends"},
 			Shows: "Worker-N gives e2 up while its token is current and its lease live until 10:00:01.500; after the " +
 				"lease runs out Worker-F claims e2 and sends it again, a duplicate nothing else caused. The operational " +
-				"view counts two lost leases and no outage, so no one looks at the database. A database error says " +
+				"view counts {ack_failures_lease_lost} lost leases and {ack_failures_database_error} outages, so no one looks at the database. A database error says " +
 				"nothing about ownership: the relay retries the fenced ack, and its 0 or 1 row says."},
 		{Name: s23RenewByEventID, Swaps: []store.Stmt{store.RenewOnDatabaseClockByEventID},
 			Mistake: "the renewal drops the token: a renewal that commits after another worker's claim finds that " +
@@ -212,7 +214,7 @@ func (run *clockRun) insert(ctx context.Context, id string) error {
 	if err := run.lab.Insert(ctx, store.NewEvent{ID: id, Type: "PaymentSettled", Payload: fmt.Sprintf(`{"event":%q}`, id)}, run.stage.Now); err != nil {
 		return err
 	}
-	run.stage.Note("producer", "commit", id+" committed with its business change")
+	run.stage.Add(lab.Event{Kind: lab.KindCommit, Subject: id, Actor: "producer", Action: "commit", Detail: id + " committed with its business change"})
 	return nil
 }
 
@@ -222,7 +224,8 @@ func (run *clockRun) send(ctx context.Context, w *cast.SkewedWorker, id string) 
 	if err != nil {
 		return err
 	}
-	run.stage.Note(w.Actor(), "send", fmt.Sprintf("%s sent: the broker stored offer %d; its clock reads %s", id, o.OfferID, w.Reads(run.stage.Now)))
+	run.stage.Add(lab.Event{Kind: lab.KindOffer, Subject: id, Offer: o.OfferID, Actor: w.Actor(), Action: "send",
+		Detail: fmt.Sprintf("%s sent: the broker stored offer %d; its clock reads %s", id, o.OfferID, w.Reads(run.stage.Now))})
 	return nil
 }
 
@@ -240,9 +243,9 @@ func (run *clockRun) skewedClocks(ctx context.Context) error {
 		a := run.stage.Begin(w, c, ends)
 		if c.LeaseUntil < ends {
 			sc.At(max(c.LeaseUntil, a.Began), func() error {
-				run.stage.Note("clock", "lease expires", fmt.Sprintf("%s's lease on e1 as its claim stored it: over at %s on the "+
+				run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e1", Actor: "clock", Action: "lease expires", Detail: fmt.Sprintf("%s's lease on e1 as its claim stored it: over at %s on the "+
 					"database's clock; %s's own clock reads %s, its own deadline is t=%d, so it works on", w.Name,
-					clock.Logical(c.LeaseUntil), w.Name, w.Reads(run.stage.Now), a.Deadline))
+					clock.Logical(c.LeaseUntil), w.Name, w.Reads(run.stage.Now), a.Deadline)})
 				return nil
 			})
 		}
@@ -291,7 +294,7 @@ func (run *clockRun) outage(ctx context.Context) error {
 	sc.At(1100, func() error {
 		var err error
 		held, err = run.batch.Hold(ctx, "e2")
-		run.stage.Note(s23BatchJob, "locks e2", "a long batch transaction rewrites e2's row and stays open: it holds "+lock)
+		run.stage.Event(lab.KindNote, s23BatchJob, "locks e2", "a long batch transaction rewrites e2's row and stays open: it holds "+lock)
 		return err
 	})
 	sc.At(1100, func() error {
@@ -300,14 +303,15 @@ func (run *clockRun) outage(ctx context.Context) error {
 			sc.At(1200, func() error { _, err := run.stage.Ack(ctx, 2, n, "e2", c2.Token); return err })
 		} else if a.Rows == 0 {
 			sc.At(c2.LeaseUntil, func() error {
-				run.stage.Note("clock", "lease expires", "Worker-N's lease on e2 has run out, never acked: e2 is claimable again")
+				run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e2", Actor: "clock", Action: "lease expires",
+					Detail: "Worker-N's lease on e2 has run out, never acked: e2 is claimable again"})
 				return nil
 			})
 		}
 		return err
 	})
 	sc.At(1150, func() error {
-		run.stage.Note(s23BatchJob, "unlocks e2", "the batch transaction commits: the outage is over")
+		run.stage.Event(lab.KindNote, s23BatchJob, "unlocks e2", "the batch transaction commits: the outage is over")
 		return held.Release()
 	})
 	sc.At(1600, func() error {
@@ -322,11 +326,13 @@ func (run *clockRun) outage(ctx context.Context) error {
 	sc.At(2050, func() error { return run.send(ctx, n, "e3") })
 	sc.At(2050, func() error {
 		how, err := run.relays[s23WorkerN].Stall(clock.Logical(run.stage.Now), "its send of e3")
-		run.stage.Note(n.Actor(), "stalls", instance.WithHow("a long GC pause after its send: Worker-N still believes it owns e3", how))
+		run.stage.Add(lab.Event{Kind: lab.KindStall, Subject: "e3", Actor: n.Actor(), Action: "stalls",
+			Detail: instance.WithHow("a long GC pause after its send: Worker-N still believes it owns e3", how)})
 		return err
 	})
 	sc.At(2500, func() error {
-		run.stage.Note("clock", "lease expires", "Worker-N's lease on e3 ran until "+clock.Logical(c3.LeaseUntil)+": e3 is claimable")
+		run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e3", Actor: "clock", Action: "lease expires",
+			Detail: "Worker-N's lease on e3 ran until " + clock.Logical(c3.LeaseUntil) + ": e3 is claimable"})
 		return nil
 	})
 	sc.At(2600, func() error {
@@ -340,7 +346,8 @@ func (run *clockRun) outage(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		run.stage.Note(n.Actor(), "wakes", instance.WithHow("the pause ends; it acks e3 with the token it remembers", how))
+		run.stage.Add(lab.Event{Kind: lab.KindWake, Subject: "e3", Actor: n.Actor(), Action: "wakes",
+			Detail: instance.WithHow("the pause ends; it acks e3 with the token it remembers", how)})
 		_, err = run.stage.Ack(ctx, 2, n, "e3", c3.Token)
 		return err
 	})
@@ -400,9 +407,9 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 	if won := all.RenewalOnly + all.Both; won > 0 {
 		renewals = fmt.Sprintf("1 row in %d of %d trials", won, s23Trials)
 	}
-	run.stage.Note(run.s.Actor(), "renew", fmt.Sprintf("e4 at exactly its lease end, %d trials (before each, the lab staged e4 as "+
+	run.stage.Event(lab.KindNote, run.s.Actor(), "renew", fmt.Sprintf("e4 at exactly its lease end, %d trials (before each, the lab staged e4 as "+
 		"Worker-S's under a new token, its lease ending now): %s", s23Trials, renewals))
-	run.stage.Note(run.f.Actor(), "claim claimed", fmt.Sprintf("e4 at the same instant in each trial: 1 row in %d of %d trials, each a new "+
+	run.stage.Event(lab.KindNote, run.f.Actor(), "claim", fmt.Sprintf("e4 at the same instant in each trial: 1 row in %d of %d trials, each a new "+
 		"token, lease until %d", all.ClaimOnly+all.Both, s23Trials, s23RaceAt+s23Lease))
 	return nil
 }

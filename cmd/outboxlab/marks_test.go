@@ -20,6 +20,7 @@ import (
 var markedLessons = []string{
 	"session-16-stale-ack-fencing", "session-17-lease-renewal", "session-18-lease-expiry-after-send",
 	"session-19-failure-classes", "session-20-inbox-retention", "session-22-heartbeat-and-shutdown",
+	"session-23-clocks-and-outages",
 }
 
 // TestMarkCounts pins how many events of each kind the lane view and the
