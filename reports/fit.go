@@ -193,9 +193,28 @@ func byteIndex(s string, n int) int {
 // it), or, with hang, the first len(hang) characters (a field's name).
 // Each continuation line starts with hang, or else the comment's lead (so
 // the text stays a comment), or the indentation and two blanks.
+//
+// Text of several lines (a statement, a table's definition) is fitted line
+// by line, its line breaks kept. A line of code that ends in an SQL comment
+// and does not fit is printed as the comment, at the code's indentation,
+// and then the code, so that no wrapped code line falls inside the comment.
 func fitLine(s, hang string) []string {
+	if strings.Contains(s, "\n") {
+		var out []string
+		for i, l := range strings.Split(s, "\n") {
+			if i > 0 {
+				hang = ""
+			}
+			out = append(out, fitLine(l, hang)...)
+		}
+		return out
+	}
 	if textWidth(s) <= MaxLine {
 		return []string{s}
+	}
+	if code, comment, ok := trailingComment(s); ok && hang == "" {
+		indent := s[:len(s)-len(strings.TrimLeft(s, " "))]
+		return append(fitLine(indent+strings.TrimRight(comment, " "), ""), fitLine(code, hang)...)
 	}
 	body := strings.TrimLeft(s, " ")
 	lead := s[:len(s)-len(body)]
@@ -234,4 +253,28 @@ func fitLine(s, hang string) []string {
 		line, fresh = line+w, false
 	}
 	return append(out, line)
+}
+
+// trailingComment splits a line of SQL code that ends in a comment ("-- "
+// outside quotes, after some code) into the code, its blanks trimmed, and
+// the comment. A flag's dashes ("--keep-db") are not a comment.
+func trailingComment(s string) (code, comment string, ok bool) {
+	quote := rune(0)
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case strings.HasPrefix(s[i:], "-- ") || s[i:] == "--":
+			code = strings.TrimRight(s[:i], " ")
+			if strings.TrimSpace(code) == "" {
+				return "", "", false
+			}
+			return code, s[i:], true
+		}
+	}
+	return "", "", false
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,39 @@ func TestFitLine(t *testing.T) {
 			}
 			if got := strings.Join(strings.Fields(strings.Join(joined, " ")), ""); got != strings.Join(strings.Fields(strings.TrimPrefix(strings.TrimSpace(tt.line), "--")), "") {
 				t.Errorf("the wrapped text lost or gained characters:\n%s", strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
+
+// TestFitLineKeepsSQL: a statement of several lines keeps its line
+// breaks, and a code line ending in a comment that does not fit is printed
+// as the comment and then the code, so no code falls inside the comment.
+func TestFitLineKeepsSQL(t *testing.T) {
+	comment := "-- " + strings.Repeat("why ", 20)
+	tests := []struct {
+		name, sql string
+		want      []string
+	}{
+		{"LineBreaks", "CREATE TABLE t (\n    a INTEGER, -- short\n    b TEXT\n)",
+			[]string{"CREATE TABLE t (", "    a INTEGER, -- short", "    b TEXT", ")"}},
+		{"TrailingComment", "    claim_token INTEGER NOT NULL DEFAULT 0, " + comment + "\n    locked_by TEXT",
+			[]string{"    " + strings.TrimSpace(comment), "    claim_token INTEGER NOT NULL DEFAULT 0,", "    locked_by TEXT"}},
+		{"DashesInAString", "SELECT '--" + strings.Repeat("x", 130) + "'", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fitLine(tt.sql, "")
+			for i, l := range got {
+				if textWidth(l) > MaxLine {
+					t.Errorf("line %d is %d columns", i, textWidth(l))
+				}
+			}
+			if tt.want != nil && !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			if tt.want == nil && strings.HasPrefix(got[0], "--") {
+				t.Errorf("a string's dashes were taken for a comment: %q", got[0])
 			}
 		})
 	}

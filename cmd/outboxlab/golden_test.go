@@ -103,7 +103,12 @@ var databaseField = regexp.MustCompile(`(?m)^Database: .*(\n {10}.*)*`)
 // normalizeReport masks what varies between two honest runs.
 func normalizeReport(s string) string {
 	s = databaseField.ReplaceAllStringFunc(s, func(f string) string {
-		return "Database: " + strings.Join(strings.Fields(strings.TrimPrefix(f, "Database: ")), "")
+		path, rest, _ := strings.Cut(strings.TrimPrefix(f, "Database: "), " (")
+		path = strings.Join(strings.Fields(path), "") // a path too long for its line is cut without a blank
+		if rest != "" {
+			rest = " (" + strings.Join(strings.Fields(rest), " ")
+		}
+		return "Database: " + path + rest
 	})
 	s = startedLine.ReplaceAllString(s, "Started:  <wall clock>")
 	s = elapsedLine.ReplaceAllString(s, "Elapsed:  <elapsed>")
