@@ -36,7 +36,7 @@ func Day15Comparison(before, after *lab.Result) (headline string, t lab.Table, o
 		return out
 	}
 	t = lab.Table{
-		Title:   "Day 15: BEFORE (loading) and AFTER (claiming), side by side",
+		Title: "Day 15: BEFORE (loading) and AFTER (claiming), side by side",
 		Note: "Every figure is the measured one of the two runs this comparison names (" + day15Before + " and " + day15After +
 			", this invocation's first run of each); the AFTER worker split varies by run, its sum does not.",
 		Columns: []string{"Figure", "BEFORE (loading: " + day15Before + ")", "AFTER (claiming: " + day15After + ")"},
