@@ -365,7 +365,7 @@ func columnWidths(cols []string, cells [][]string, budget int) []int {
 }
 
 // laneCellMax is the widest an actor's column may grow.
-const laneCellMax = 24
+const laneCellMax = 32
 
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;
 // it replaces any non-ASCII byte so the view stays ASCII.
