@@ -17,6 +17,7 @@ var roles = map[string]proc.Role{
 	pipelineRelayRole:    servePipelineRelay,
 	pipelineConsumerRole: servePipelineConsumer,
 	scaleWorkerRole:      serveScaleWorker,
+	batchRelayRole:       serveBatchRelay,
 	heartbeatRelayRole:   serveHeartbeatRelay,
 	clockRelayRole:       serveClockRelay,
 }
