@@ -129,6 +129,9 @@ func testProcesses(t *testing.T, db string) {
 	add(&failureClasses, always(failureRows), "Failure classes", true)
 	add(&clocksAndOutages, always(clocks), "", false) // the race's split between winners varies, in-process too
 	add(&inboxRetention, always(retention), "", true)
+	// The batch-completion lesson's two processes: Process-1's completer
+	// stalls by SIGSTOP holding its finished batch.
+	add(&batchCompletion, always([]child{{bcFirst, "batch-relay", "", true}, {bcSecond, "batch-relay", "", false}}), "By message: its work and its completion", true)
 	// Session 21's drains, each with its own instances: Worker-A crashes
 	// holding the oldest message, Worker-B stalls holding the next until
 	// after the drain, Worker-C and Worker-D drain.

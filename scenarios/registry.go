@@ -13,6 +13,7 @@ var registry = []*Scenario{
 	&failureClasses,
 	&inboxRetention,
 	&claimsAtScale,
+	&batchCompletion,
 	&heartbeatAndShutdown,
 	&clocksAndOutages,
 	&interleavingExplorer,

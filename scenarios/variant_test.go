@@ -141,6 +141,7 @@ var lessonSets = map[string]any{
 	failureClasses.Name:          cast.DeliveryLesson,
 	inboxRetention.Name:          cast.DeliveryLesson,
 	claimsAtScale.Name:           s21Designs,
+	batchCompletion.Name:         bcLesson,
 	heartbeatAndShutdown.Name:    store.HeartbeatLesson,
 	clocksAndOutages.Name:        store.ClockLesson,
 	interleavingExplorer.Name:    exploreLesson,

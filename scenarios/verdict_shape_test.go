@@ -13,7 +13,7 @@ func failedResult() *lab.Result {
 	return &lab.Result{Checks: []lab.Check{{Name: "some_check", Passed: false}}}
 }
 
-// TestFailedVerdictShape asserts every verdict of sessions 17 to 23 words a
+// TestFailedVerdictShape asserts every verdict of sessions 17 to 23 (and session 21's batch completion) words a
 // failed run the same way: without a variant, "NOT SHOWN: the design did
 // not hold this run" naming the failed checks; with one, "DESIGN BROKEN by"
 // the variant.
@@ -31,6 +31,9 @@ func TestFailedVerdictShape(t *testing.T) {
 		},
 		"session 21": func(v string) string {
 			return (&scaleRun{env: &Env{Variant: v}}).verdict(failedResult(), s21SmallBacklog*s21Growth)
+		},
+		"session 21, batch completion": func(v string) string {
+			return (&batchRun{env: &Env{Variant: v}}).verdict(failedResult())
 		},
 		"session 22": func(v string) string { return (&heartbeatRun{env: &Env{Variant: v}}).verdict(failedResult()) },
 		"session 23": func(v string) string { return clocksVerdict(failedResult(), v) },

@@ -1,0 +1,338 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/instance"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// The batch-completion lesson's two processes and its script: the first
+// fetches as many messages as it has workers, finishes them and stalls in
+// its completer past the lease; the second fetches after the lease ran
+// out, and does them again.
+const (
+	bcFirst    = "Process-1"
+	bcSecond   = "Process-2"
+	bcWorkers  = 4 // the first process's workers: what its fetch takes
+	bcBacklog  = 8 // the second process fetches all of them
+	bcLease    = 30 * time.Second
+	bcPayload  = 64
+	bcStallEnd = bcLease + time.Second // when the first process's completer wakes
+)
+
+// bcLesson is the lesson's design: the fetch-ahead fetch and its fenced
+// batch completion.
+var bcLesson = store.FetchAheadConfig{SQL: store.FetchAhead, Retry: store.DefaultRetry}
+
+var batchCompletion = Scenario{
+	Name:    "session-21-batch-completion",
+	Session: "Session-21",
+	FileTag: "Batch-Completion",
+	Title:   "Session 21: a completer that batches completions must fence each row",
+	Design:  lab.Safe,
+	Teaches: fmt.Sprintf("River's shape in the lab: each process runs one fetcher that claims as many messages as it has "+
+		"free workers in one statement, each message with its own fencing token and lease; its workers take them one at "+
+		"a time; a completer marks the finished ones Processed in one statement, each row only while it is Processing "+
+		"under this process and the token its fetch returned. Batching completions widens the window in which a "+
+		"finished message's lease runs out before its completion commits. %s fetches %d messages with a %s lease, its "+
+		"workers finish them, and its completer stalls (a GC pause) holding the batch. The lease runs out; %s fetches "+
+		"the %d expired messages again under new tokens, with the %d it had not seen, and does them again. Then %s's "+
+		"completer wakes and flushes its batch: the fence refuses every stale row, and %s completes all %d.",
+		bcFirst, bcWorkers, bcLease, bcSecond, bcWorkers, bcBacklog-bcWorkers, bcFirst, bcSecond, bcBacklog),
+	DoesNotSolve: "Fencing keeps the rows right; it cannot undo the work: the messages whose completion waited were done " +
+		"twice, and any effect outside the database (a send) happened twice. A shorter completion interval narrows the " +
+		"window, a renewal of the batch's leases while it waits closes more of it, and the consumer's inbox absorbs what " +
+		"remains. `outboxlab bench --claim fetch-ahead` measures the design's throughput beside River's.",
+	Statements: []store.Stmt{store.FetchAheadFetch, store.FetchAheadComplete},
+	Checks: []CheckDoc{
+		{Name: "redone_messages", About: "the messages the stalled completer held were done again by the process that fetched them after the lease: 4"},
+		{Name: "stale_completions_refused", About: "the stalled completer's late batch completion changed none of its rows: 4 refused"},
+		{Name: "stale_completions_committed", About: "rows a completion marked Processed after another fetch had taken them: 0"},
+		{Name: "results_overwritten", About: "rows whose new owner's completion was refused because a stale completion got there first: 0"},
+		{Name: "duplicates", About: "completions that committed beyond one per message: 0"},
+		{Name: "lost", About: "messages left unprocessed when both processes are done: 0"},
+	},
+	Variants: []Variant{
+		{Name: "complete-if-processing", Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
+			Mistake: "the batch completion checks only Status = 'Processing', as River's JobSetStateIfRunningMany checks only " +
+				"state = 'running': a stale completion goes through while a new owner runs the message",
+			Breaks: []string{"stale_completions_refused", "stale_completions_committed", "results_overwritten"},
+			Shows: "The stalled completer's late batch marks {stale_completions_committed} messages Processed although " +
+				bcSecond + " had fetched them again and was working on them; " + bcSecond + "'s own completion of them is " +
+				"then refused ({results_overwritten} results overwritten): the rows say the first process finished work the " +
+				"second one did. Only the owner and the token tell a completion of the current claim from a stale one."},
+	},
+	Run: runBatchCompletion,
+}
+
+// batchRun is one run of the lesson: its clock, timeline and ledgers.
+type batchRun struct {
+	env      *Env
+	rows     *store.Outbox // the lab's reads of the messages, on its own connection
+	clk      *clock.Manual
+	timeline lab.Timeline
+	work     map[int64][]string // who did the work of each message
+	late     store.FinalizedBatch
+	second   store.FinalizedBatch
+	final    map[int64]int // committed completions per message
+}
+
+func runBatchCompletion(ctx context.Context, env *Env) (*lab.Result, error) {
+	run := &batchRun{env: env, clk: clock.NewManual(cast.LessonStart), work: map[int64][]string{}, final: map[int64]int{}}
+	setup, err := env.Open(ctx, env.DatabasePath())
+	if err != nil {
+		return nil, err
+	}
+	defer setup.Close()
+	if err := setup.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale); err != nil {
+		return nil, err
+	}
+	run.rows = store.NewOutbox(setup, store.OutboxLesson)
+	backlog := store.Backlog{Messages: bcBacklog, First: cast.LessonStart.Add(-time.Minute), Spacing: time.Second, PayloadBytes: bcPayload}
+	if err := store.SeedBacklog(ctx, setup, backlog); err != nil {
+		return nil, err
+	}
+	run.event(lab.Event{Kind: lab.KindCommit, Actor: "producer", Action: "commit",
+		Detail: fmt.Sprintf("%d Pending messages, one a second", bcBacklog)})
+	if err := run.play(ctx, statementSet(env, bcLesson)); err != nil {
+		return nil, err
+	}
+	r := &lab.Result{Timeline: run.timeline.Events()}
+	lost, err := setup.Count(ctx, store.CountUnprocessed.SQL)
+	if err != nil {
+		return nil, err
+	}
+	if r.Schema, err = setup.Schema(ctx); err != nil {
+		return nil, err
+	}
+	run.measure(r, lost)
+	expectDocumented(r, env.Scenario.Checks, map[string]float64{"redone_messages": bcWorkers, "stale_completions_refused": bcWorkers,
+		"stale_completions_committed": 0, "results_overwritten": 0, "duplicates": 0, "lost": 0})
+	r.Tables = []lab.Table{run.messagesTable()}
+	r.Verdict = run.verdict(r)
+	return r, nil
+}
+
+// event adds e to the timeline at the current scenario time.
+func (run *batchRun) event(e lab.Event) {
+	e.At = clock.Format(run.clk.Now())
+	run.timeline.Add(e)
+}
+
+// play is the script: the first process fetches, works and stalls in its
+// completer; the lease runs out; the second fetches and works; the first
+// wakes and flushes its stale batch; the second completes.
+func (run *batchRun) play(ctx context.Context, cfg store.FetchAheadConfig) error {
+	var procs instance.Set
+	defer procs.Close(ctx)
+	first, err := run.env.Instances.BatchRelay(ctx, run.env.DatabasePath(), "", bcFirst, cfg)
+	if err != nil {
+		return err
+	}
+	procs.Add(first)
+	second, err := run.env.Instances.BatchRelay(ctx, run.env.DatabasePath(), "", bcSecond, cfg)
+	if err != nil {
+		return err
+	}
+	procs.Add(second)
+
+	held, err := run.fetchAndWork(ctx, first, bcFirst, bcWorkers)
+	if err != nil {
+		return err
+	}
+	how, err := first.Stall(clock.Format(run.clk.Now()), "its workers finished its batch")
+	if err != nil {
+		return err
+	}
+	run.event(lab.Event{Kind: lab.KindStall, Actor: bcFirst, Action: "completer stalls", Detail: instance.WithHow(
+		fmt.Sprintf("a GC pause with %d finished messages waiting for their batch completion", len(held.Messages)), how)})
+	run.clk.Set(cast.LessonStart.Add(bcLease))
+	run.event(lab.Event{Kind: lab.KindExpiry, Actor: "clock", Action: "lease expiry",
+		Detail: fmt.Sprintf("%s's leases ran out at %s, its completion not committed", bcFirst, clock.Format(run.clk.Now()))})
+	redo, err := run.fetchAndWork(ctx, second, bcSecond, bcBacklog)
+	if err != nil {
+		return err
+	}
+	run.clk.Set(cast.LessonStart.Add(bcStallEnd))
+	if how, err = first.Wake(clock.Format(run.clk.Now()), "its batch completion"); err != nil {
+		return err
+	}
+	run.event(lab.Event{Kind: lab.KindWake, Actor: bcFirst, Action: "wakes", Detail: instance.WithHow(
+		fmt.Sprintf("the pause ends: its completer flushes the batch of %d it held", len(held.Messages)), how)})
+	if run.late, err = run.complete(ctx, first, bcFirst, held); err != nil {
+		return err
+	}
+	run.clk.Advance(time.Second)
+	if run.second, err = run.complete(ctx, second, bcSecond, redo); err != nil {
+		return err
+	}
+	return procs.Close(ctx)
+}
+
+// fetchAndWork has process name fetch up to limit messages, one statement,
+// and its workers do each one.
+func (run *batchRun) fetchAndWork(ctx context.Context, p instance.BatchRelay, name string, limit int) (store.ClaimedBatch, error) {
+	b, err := p.Fetch(ctx, run.clk.Now(), bcLease, limit)
+	if err != nil {
+		return b, err
+	}
+	for _, m := range b.Messages {
+		run.event(lab.Event{Kind: lab.KindClaim, Subject: m.AggregateKey, Until: m.LockedUntil, Rows: lab.RowsOf(1), Actor: name,
+			Action: "fetch", Detail: fmt.Sprintf("message %d, token %d, lease until %s (one fetch of %d)", m.ID, m.Token, m.LockedUntil, len(b.Messages))})
+	}
+	run.clk.Advance(time.Second)
+	for _, m := range b.Messages {
+		run.work[m.ID] = append(run.work[m.ID], name)
+		run.event(lab.Event{Kind: lab.KindWork, Subject: m.AggregateKey, Actor: name, Action: "work",
+			Detail: fmt.Sprintf("a worker did message %d", m.ID)})
+	}
+	return b, nil
+}
+
+// complete has process name's completer flush its finished messages.
+func (run *batchRun) complete(ctx context.Context, p instance.BatchRelay, name string, b store.ClaimedBatch) (store.FinalizedBatch, error) {
+	f, err := p.Complete(ctx, b.Messages, run.clk.Now())
+	if err != nil {
+		return f, err
+	}
+	key := map[int64]string{}
+	for _, m := range b.Messages {
+		key[m.ID] = m.AggregateKey
+	}
+	for _, id := range f.Finalized {
+		run.final[id]++
+		kind, detail := lab.KindFinalize, fmt.Sprintf("message %d marked Processed in the batch", id)
+		if !run.owns(name, id) {
+			w := run.work[id]
+			kind, detail = lab.KindStale, detail+fmt.Sprintf(", although %s fetched it again and works on it", w[len(w)-1])
+		}
+		run.event(lab.Event{Kind: kind, Subject: key[id], Rows: lab.RowsOf(1), Actor: name, Action: "complete", Detail: detail})
+	}
+	if len(f.Rejected) == 0 {
+		return f, nil
+	}
+	found, err := run.rows.Messages(ctx)
+	if err != nil {
+		return f, err
+	}
+	for _, id := range f.Rejected {
+		run.event(lab.Event{Kind: lab.KindFenced, Subject: key[id], Rows: lab.RowsOf(0), Actor: name, Action: "complete",
+			Detail: fmt.Sprintf("message %d refused: %s", id, refusedBecause(found, id, name))})
+	}
+	return f, nil
+}
+
+// refusedBecause says which predicate of the batch completion turned
+// process name's row id away, from the row as the lab read it back.
+func refusedBecause(found []store.Message, id int64, name string) string {
+	i := slices.IndexFunc(found, func(m store.Message) bool { return m.ID == id })
+	switch {
+	case i < 0:
+		return "the row is gone"
+	case found[i].Status != "Processing":
+		return fmt.Sprintf("the row is %s already (Status = 'Processing' refused it)", found[i].Status)
+	case found[i].LockedBy != name:
+		return fmt.Sprintf("the row is %s's now, under a later fetch (LockedBy = :worker refused it)", found[i].LockedBy)
+	default:
+		return "the row's token is no longer the one its fetch returned (ClaimToken = Done.Token refused it)"
+	}
+}
+
+// owns says the work ledger's last worker on message id is process name:
+// the process whose fetch holds it.
+func (run *batchRun) owns(name string, id int64) bool {
+	w := run.work[id]
+	return len(w) > 0 && w[len(w)-1] == name
+}
+
+// measure sets the figures from the ledgers and the database.
+func (run *batchRun) measure(r *lab.Result, lost int) {
+	redone, duplicates := 0, 0
+	for _, w := range run.work {
+		if len(w) > 1 {
+			redone++
+		}
+	}
+	for _, n := range run.final {
+		duplicates += max(n-1, 0)
+	}
+	stale := 0
+	for _, id := range run.late.Finalized {
+		if !run.owns(bcFirst, id) {
+			stale++
+		}
+	}
+	overwritten := 0
+	for _, id := range run.second.Rejected {
+		if slices.Contains(run.late.Finalized, id) {
+			overwritten++
+		}
+	}
+	r.SetMetric("redone_messages", float64(redone))
+	r.SetMetric("stale_completions_refused", float64(len(run.late.Rejected)))
+	r.SetMetric("stale_completions_committed", float64(stale))
+	r.SetMetric("results_overwritten", float64(overwritten))
+	r.SetMetric("duplicates", float64(duplicates))
+	r.SetMetric("lost", float64(lost))
+}
+
+// messagesTable is each message's work and completions, from the ledgers.
+func (run *batchRun) messagesTable() lab.Table {
+	t := lab.Table{Title: "By message: its work and its completion", Note: "From the work ledger and the two completions' " +
+		"answers: the Ids each batch completion marked Processed or had refused by its guard.",
+		Columns: []string{"Message", "Done by", "Completed by", "Refused for"}}
+	ids := make([]int64, 0, len(run.work))
+	for id := range run.work {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	who := func(f store.FinalizedBatch, name string, id int64, refused bool) string {
+		if slices.Contains(map[bool][]int64{false: f.Finalized, true: f.Rejected}[refused], id) {
+			return name
+		}
+		return ""
+	}
+	for _, id := range ids {
+		join := func(a, b string) string { return strings.Trim(a+", "+b, ", ") }
+		t.AddRow(id, strings.Join(run.work[id], ", "),
+			orNone(join(who(run.late, bcFirst, id, false), who(run.second, bcSecond, id, false))),
+			orNone(join(who(run.late, bcFirst, id, true), who(run.second, bcSecond, id, true))))
+	}
+	return t
+}
+
+// orNone is s, or "-" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// verdict says what the run showed, in its figures.
+func (run *batchRun) verdict(r *lab.Result) string {
+	m := metricsOf(r)
+	if r.Passed() {
+		return fmt.Sprintf("SAFE DESIGN held, with honest duplicate work: the %s messages whose batch completion stalled past "+
+			"their lease were done again by %s; the stale batch's guard refused all %s of its rows, %s completed every "+
+			"message once (%s duplicates, %s lost), and no stale completion committed (%s). Batching completions widens "+
+			"the window; the per-row fence keeps it from corrupting the rows.", m("redone_messages"), bcSecond,
+			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"))
+	}
+	if run.env.Variant != "" {
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s stale completions committed while another process held the "+
+			"messages, and %s of that process's results were overwritten (failed checks: %s).",
+			run.env.Variant, m("stale_completions_committed"), m("results_overwritten"), strings.Join(r.FailedChecks(), ", "))
+	}
+	return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v: %s messages redone, %s stale "+
+		"completions refused, %s duplicates, %s lost.", r.FailedChecks(), m("redone_messages"), m("stale_completions_refused"),
+		m("duplicates"), m("lost"))
+}
