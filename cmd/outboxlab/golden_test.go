@@ -26,7 +26,8 @@ func goldenRuns() [][2]string {
 			runs = append(runs, [2]string{sc.Name, ""})
 		}
 	}
-	return append(runs, [2]string{"session-15-outbox-leasing", "permanent-lock"})
+	return append(runs, [2]string{"session-15-outbox-leasing", "permanent-lock"},
+		[2]string{"session-21-batch-completion", "complete-if-processing"})
 }
 
 // skipGolden names scenarios whose reports are made of measured timings,
