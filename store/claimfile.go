@@ -143,9 +143,8 @@ func CheckClaimFile(ctx context.Context, cf ClaimFile) error {
 	if err != nil {
 		return fmt.Errorf("store: claim file check: %w", err)
 	}
-	sdb := sql.OpenDB(&guardConnector{base: base, claim: &cf})
+	sdb := oneConnection(&guardConnector{base: base, claim: &cf})
 	defer sdb.Close()
-	sdb.SetMaxOpenConns(1)
 	db := &DB{sql: sdb}
 	if err := db.Migrate(ctx, PaymentsOutbox, OutboxLeasing); err != nil {
 		return fmt.Errorf("store: claim file check: %w", err)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -116,10 +115,7 @@ func openPostgres(ctx context.Context, dsn string, connector driver.Connector, c
 		// errors as the file's.
 		connector = &pgClaimConnector{base: connector, claim: cfg.ClaimFile}
 	}
-	sdb := sql.OpenDB(connector)
-	sdb.SetMaxOpenConns(1)
-	sdb.SetMaxIdleConns(1)
-	sdb.SetConnMaxLifetime(0)
+	sdb := oneConnection(connector)
 	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres}
 	var one int
 	if err := sdb.QueryRowContext(ctx, pingSQL.SQL).Scan(&one); err != nil {

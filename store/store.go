@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -124,19 +125,25 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	if cfg.Ledger != nil {
 		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
 	}
-	sdb := sql.OpenDB(connector)
-	// One application instance, one connection: a worker never borrows a
-	// second connection behind our back.
-	sdb.SetMaxOpenConns(1)
-	sdb.SetMaxIdleConns(1)
-	sdb.SetConnMaxLifetime(0)
-
+	sdb := oneConnection(connector)
 	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, clock: clock}
 	if err := db.verify(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// oneConnection is the pool every lab connection lives in, on either
+// engine: one application instance, one connection, kept open, so a worker
+// never borrows a second connection behind the lab's back and a
+// transaction's statements all run on the connection that began it.
+func oneConnection(c driver.Connector) *sql.DB {
+	sdb := sql.OpenDB(c)
+	sdb.SetMaxOpenConns(1)
+	sdb.SetMaxIdleConns(1)
+	sdb.SetConnMaxLifetime(0)
+	return sdb
 }
 
 // The lab's reads of the database itself.
