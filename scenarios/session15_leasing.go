@@ -82,7 +82,7 @@ var outboxLeasing = Scenario{
 		{Name: "recovery_ok", About: "Worker-B was blocked before expiry, reclaimed PAY-001 after it, and it was processed once"},
 		{Name: "claims_bounded", About: "the workers drained the backlog within 8 claim attempts per message"},
 		{Name: "claim_lock_waits", Engine: store.Postgres,
-			About: "no claim of the concurrent phase made another worker wait for its row lock (seen by the holder in pg_stat_activity)"},
+			About: "no claim of the concurrent phase made another worker's claim wait for its row lock (seen by the holder in pg_stat_activity)"},
 	},
 	Variants: []Variant{
 		{Name: variantPermanentLock, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",

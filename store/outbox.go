@@ -32,11 +32,20 @@ func (o *Outbox) WatchLockWaits(d time.Duration) *Outbox {
 	return o
 }
 
-// watchLockWaitersSQL counts the backends waiting for a lock this
-// connection holds; a lock the claim's select took is one.
-// It runs on PostgreSQL only.
-var watchLockWaitersSQL = audit("lab: who waits for this claim's row lock? (PostgreSQL)",
-	`SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))`)
+// watchLockWaitersSQL counts the backends waiting, in a claim (the
+// statement :claim), for a lock this connection holds; a lock the claim's
+// select took is one. Only claims count: a select FOR UPDATE also keeps
+// the lock of a row it rechecked and passed over (PostgreSQL's
+// EvalPlanQual), so another worker's finalization of that row may wait a
+// moment, which SKIP LOCKED does not promise to prevent.
+// watchRefreshSQL makes each poll read pg_stat_activity anew: within a
+// transaction PostgreSQL otherwise answers from its first read.
+// Both run on PostgreSQL only.
+var (
+	watchRefreshSQL     = audit("lab: read pg_stat_activity afresh (PostgreSQL)", `SELECT pg_stat_clear_snapshot()`)
+	watchLockWaitersSQL = audit("lab: whose claim waits for this claim's row lock? (PostgreSQL)",
+		`SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid)) AND query = :claim`)
+)
 
 // lockWaiters polls, inside the claim's transaction, until another backend
 // waits for one of its locks or o.watch has passed.
@@ -45,9 +54,13 @@ func (o *Outbox) lockWaiters(ctx context.Context, tx *sql.Tx) (int, error) {
 		return 0, nil
 	}
 	deadline := time.Now().Add(o.watch)
+	claim := sql.Named("claim", translate(o.sql.Claim.SelectNext.SQL).text)
 	for {
 		var n int
-		if err := tx.QueryRowContext(ctx, watchLockWaitersSQL.SQL).Scan(&n); err != nil {
+		if _, err := tx.ExecContext(ctx, watchRefreshSQL.SQL); err != nil {
+			return 0, err
+		}
+		if err := tx.QueryRowContext(ctx, watchLockWaitersSQL.SQL, claim).Scan(&n); err != nil {
 			return 0, err
 		}
 		if n > 0 || time.Now().After(deadline) {
