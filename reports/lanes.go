@@ -205,7 +205,8 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 		last := l.Start
 		for j := l.Start + 1; j < len(rc.Events); j++ {
 			e := rc.Events[j]
-			if l.End >= 0 && j >= l.End || l.End < 0 && (e.Seg != l.Seg || e.T >= l.To) {
+			// A lease the run's end cut short runs to the segment's last row.
+			if l.End >= 0 && j >= l.End || l.End < 0 && (e.Seg != l.Seg || l.Ended != endRunEnded && e.T >= l.To) {
 				break
 			}
 			barAt[j][c] = true

@@ -143,6 +143,36 @@ func TestLanesDrawTheSteal(t *testing.T) {
 	}
 }
 
+// TestLanesDrawALeaseToTheRunsEnd: a lease still live when the timeline
+// ends is drawn through the last row, where its owner still holds it.
+func TestLanesDrawALeaseToTheRunsEnd(t *testing.T) {
+	t.Parallel()
+	ev := func(seq int, at, actor, action string, kind lab.Kind, until string) lab.Event {
+		e := lab.Event{Seq: seq, At: "2026-01-15T09:00:" + at + "Z", Actor: actor, Action: action, Kind: kind, Subject: "PAY-001"}
+		if until != "" {
+			e.Until = "2026-01-15T09:00:" + until + "Z"
+		}
+		return e
+	}
+	r := &lab.Result{Timeline: []lab.Event{
+		ev(1, "00.000", "Worker-A", "claim claimed", lab.KindClaim, "00.500"),
+		ev(2, "00.100", "Worker-B", "claim blocked", lab.KindBlocked, ""),
+		ev(3, "00.200", "Worker-A", "renew", lab.KindRenew, "00.700"),
+	}}
+	var b bytes.Buffer
+	if err := Lanes(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "3" && !strings.Contains(l, "| renew") {
+			t.Errorf("row 3 = %q: the renewal of a lease that outlives the run is drawn in its bar", l)
+		}
+	}
+	if rc := newRace(r); len(rc.Leases) != 1 || rc.Leases[0].Ended != endRunEnded {
+		t.Errorf("leases %+v: want Worker-A's, ended by the run's end", rc.Leases)
+	}
+}
+
 func TestLanesFit120ColumnsInASCII(t *testing.T) {
 	t.Parallel()
 	r := &lab.Result{}
