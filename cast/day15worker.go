@@ -440,19 +440,31 @@ func (d *Day15) ClaimLockWaits() int {
 	return n
 }
 
+// lastClaimer is the worker whose claim of message id the claims ledger
+// shows last, finalized since or not. d.mu is held.
+func (d *Day15) lastClaimer(id int64) (worker string, ok bool) {
+	seq := 0
+	for _, c := range d.claims {
+		if c.id == id && c.outcome == store.Claimed && c.seq > seq {
+			seq, worker, ok = c.seq, c.worker, true
+		}
+	}
+	return worker, ok
+}
+
 // RecordFinal notes one finalization (committed) or its rejection. A
 // committed finalization without the owner guard is stale when the claim
-// ledger's last claim of the message is another worker's; the
-// owner-guarded statement's commit is the database's word that the worker
-// owned it.
+// ledger's last claim of the message is another worker's, whether that
+// worker has finalized it since or still holds it; the owner-guarded
+// statement's commit is the database's word that the worker owned it.
 func (d *Day15) RecordFinal(worker string, id int64, key string, committed, guarded bool, busy int, detail string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := lab.Event{Kind: lab.KindFinalize, Subject: key, Actor: worker, Action: "finalize", Detail: detail, Rows: lab.RowsOf(1)}
-	switch holder, _, held := d.holder(id); {
+	switch claimer, claimed := d.lastClaimer(id); {
 	case !committed:
 		e.Kind, e.Action, e.Rows = lab.KindFenced, "finalize rejected", lab.RowsOf(0)
-	case !guarded && held && holder != worker:
+	case !guarded && claimed && claimer != worker:
 		e.Kind = lab.KindStale
 	}
 	seq := d.Add(e)

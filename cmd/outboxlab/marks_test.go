@@ -18,7 +18,7 @@ import (
 // markedLessons are the lessons whose order of events is fixed: their
 // marks are pinned.
 var markedLessons = []string{
-	"session-16-stale-ack-fencing", "session-17-lease-renewal", "session-18-lease-expiry-after-send",
+	"session-15-late-finalize", "session-16-stale-ack-fencing", "session-17-lease-renewal", "session-18-lease-expiry-after-send",
 	"session-19-failure-classes", "session-20-inbox-retention", "session-21-batch-completion", "session-22-heartbeat-and-shutdown",
 	"session-23-clocks-and-outages",
 }
