@@ -53,12 +53,12 @@ var batchCompletion = Scenario{
 		"remains. `outboxlab bench --claim fetch-ahead` measures the design's throughput beside River's.",
 	Statements: []store.Stmt{store.FetchAheadFetch, store.FetchAheadComplete},
 	Checks: []CheckDoc{
-		{Name: "redone_messages", About: "the messages the stalled completer held were done again by the process that fetched them after the lease: 4"},
-		{Name: "stale_completions_refused", About: "the stalled completer's late batch completion changed none of its rows: 4 refused"},
-		{Name: "stale_completions_committed", About: "rows a completion marked Processed after another fetch had taken them: 0"},
-		{Name: "results_overwritten", About: "rows whose new owner's completion was refused because a stale completion got there first: 0"},
-		{Name: "duplicates", About: "completions that committed beyond one per message: 0"},
-		{Name: "lost", About: "messages left unprocessed when both processes are done: 0"},
+		{Name: "redone_messages", About: "messages done by both processes: the stalled completer's, done again after the lease"},
+		{Name: "stale_completions_refused", About: "rows of the stalled completer's late batch that its guard refused"},
+		{Name: "stale_completions_committed", About: "rows a completion marked Processed after another fetch had taken them"},
+		{Name: "results_overwritten", About: "rows whose new owner's completion was refused because a stale completion got there first"},
+		{Name: "duplicates", About: "completions that committed beyond one per message"},
+		{Name: "lost", About: "messages left unprocessed when both processes are done"},
 	},
 	Variants: []Variant{
 		{Name: "complete-if-processing", Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
@@ -203,18 +203,21 @@ func (run *batchRun) complete(ctx context.Context, p instance.BatchRelay, name s
 	if err != nil {
 		return f, err
 	}
-	key := map[int64]string{}
+	fetched := map[int64]store.ClaimedMessage{}
 	for _, m := range b.Messages {
-		key[m.ID] = m.AggregateKey
+		fetched[m.ID] = m
 	}
+	now := clock.Format(run.clk.Now())
 	for _, id := range f.Finalized {
 		run.final[id]++
 		kind, detail := lab.KindFinalize, fmt.Sprintf("message %d marked Processed in the batch", id)
-		if !run.owns(name, id) {
-			w := run.work[id]
-			kind, detail = lab.KindStale, detail+fmt.Sprintf(", although %s fetched it again and works on it", w[len(w)-1])
+		if m := fetched[id]; m.LockedUntil <= now {
+			kind, detail = lab.KindStale, detail+fmt.Sprintf(", its lease over since %s", m.LockedUntil)
+			if w := run.work[id]; len(w) > 0 && w[len(w)-1] != name {
+				detail += fmt.Sprintf(" and %s working on it again", w[len(w)-1])
+			}
 		}
-		run.event(lab.Event{Kind: kind, Subject: key[id], Rows: lab.RowsOf(1), Actor: name, Action: "complete", Detail: detail})
+		run.event(lab.Event{Kind: kind, Subject: fetched[id].AggregateKey, Rows: lab.RowsOf(1), Actor: name, Action: "complete", Detail: detail})
 	}
 	if len(f.Rejected) == 0 {
 		return f, nil
@@ -224,25 +227,33 @@ func (run *batchRun) complete(ctx context.Context, p instance.BatchRelay, name s
 		return f, err
 	}
 	for _, id := range f.Rejected {
-		run.event(lab.Event{Kind: lab.KindFenced, Subject: key[id], Rows: lab.RowsOf(0), Actor: name, Action: "complete",
-			Detail: fmt.Sprintf("message %d refused: %s", id, refusedBecause(found, id, name))})
+		kind, why := refusedBecause(found, id, name)
+		if name != bcFirst && slices.Contains(run.late.Finalized, id) {
+			why += ", " + bcFirst + "'s late batch having marked it"
+		}
+		run.event(lab.Event{Kind: kind, Subject: fetched[id].AggregateKey, Rows: lab.RowsOf(0), Actor: name, Action: "complete",
+			Detail: fmt.Sprintf("message %d refused: %s", id, why)})
 	}
 	return f, nil
 }
 
 // refusedBecause says which predicate of the batch completion turned
-// process name's row id away, from the row as the lab read it back.
-func refusedBecause(found []store.Message, id int64, name string) string {
+// process name's row id away, from the row as the lab read it back, and
+// what the refusal was: a fence, or (the row Processed under this same
+// process) a write that found the work done.
+func refusedBecause(found []store.Message, id int64, name string) (lab.Kind, string) {
 	i := slices.IndexFunc(found, func(m store.Message) bool { return m.ID == id })
 	switch {
 	case i < 0:
-		return "the row is gone"
+		return lab.KindFenced, "the row is gone"
+	case found[i].Status != "Processing" && found[i].LockedBy == name:
+		return lab.KindNoOp, fmt.Sprintf("the row, still %s's, is %s already (Status = 'Processing' refused it)", name, found[i].Status)
 	case found[i].Status != "Processing":
-		return fmt.Sprintf("the row is %s already (Status = 'Processing' refused it)", found[i].Status)
+		return lab.KindFenced, fmt.Sprintf("the row is %s already (Status = 'Processing' refused it)", found[i].Status)
 	case found[i].LockedBy != name:
-		return fmt.Sprintf("the row is %s's now, under a later fetch (LockedBy = :worker refused it)", found[i].LockedBy)
+		return lab.KindFenced, fmt.Sprintf("the row is %s's now, under a later fetch (LockedBy = :worker refused it)", found[i].LockedBy)
 	default:
-		return "the row's token is no longer the one its fetch returned (ClaimToken = Done.Token refused it)"
+		return lab.KindFenced, "the row's token is no longer the one its fetch returned (ClaimToken = Done.Token refused it)"
 	}
 }
 
@@ -328,9 +339,10 @@ func (run *batchRun) verdict(r *lab.Result) string {
 			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"))
 	}
 	if run.env.Variant != "" {
-		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s stale completions committed while another process held the "+
-			"messages, and %s of that process's results were overwritten (failed checks: %s).",
-			run.env.Variant, m("stale_completions_committed"), m("results_overwritten"), strings.Join(r.FailedChecks(), ", "))
+		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s. Stale completions committed: %s; results "+
+			"overwritten: %s; stale rows refused: %s; duplicates: %s; lost: %s.", run.env.Variant,
+			strings.Join(r.FailedChecks(), ", "), m("stale_completions_committed"), m("results_overwritten"),
+			m("stale_completions_refused"), m("duplicates"), m("lost"))
 	}
 	return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v: %s messages redone, %s stale "+
 		"completions refused, %s duplicates, %s lost.", r.FailedChecks(), m("redone_messages"), m("stale_completions_refused"),
