@@ -100,6 +100,7 @@ type child struct {
 	pc     *proc.Child
 	phase  string
 	dead   bool  // killed, or finished and reaped
+	frozen bool  // stalled by SIGSTOP and not yet continued
 	sentIt *sent // the signal the lab sent it, if any
 }
 
@@ -133,6 +134,7 @@ func (c *child) Stall(when, after string) (string, error) {
 	if err := c.pc.Freeze(); err != nil {
 		return "", err
 	}
+	c.frozen = true
 	c.o.log.stalled(c.pc.Pid(), fmt.Sprintf("SIGSTOP at %s, after %s", when, after))
 	return fmt.Sprintf("process %d frozen by SIGSTOP (the operating system shows it stopped): it runs no code, keeps its connection and memory", c.pc.Pid()), nil
 }
@@ -141,6 +143,7 @@ func (c *child) Wake(when, before string) (string, error) {
 	if err := c.pc.Thaw(); err != nil {
 		return "", err
 	}
+	c.frozen = false
 	c.o.log.stalled(c.pc.Pid(), fmt.Sprintf("SIGCONT at %s, before %s", when, before))
 	return fmt.Sprintf("process %d continued by SIGCONT", c.pc.Pid()), nil
 }
@@ -160,6 +163,14 @@ func (c *child) Close(ctx context.Context) error {
 		return nil
 	}
 	c.dead = true
+	if c.frozen {
+		// A run that failed between a stall and its wake: a frozen child
+		// cannot read the finish it is sent.
+		if err := c.pc.Thaw(); err != nil {
+			return err
+		}
+		c.frozen = false
+	}
 	if _, err := c.pc.Finish(ctx); err != nil {
 		return err
 	}

@@ -1,6 +1,13 @@
 package scenarios
 
-import "github.com/outboxlab/outboxlab/store"
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/instance"
+	"github.com/outboxlab/outboxlab/store"
+)
 
 // Batch-completion statements no variant runs, each replacing one
 // statement of the lesson's fetch-ahead design to show a check no variant
@@ -52,4 +59,35 @@ func init() {
 		checkBreaker{lesson, fetchPendingOnly.Name, swap(func(c *store.FetchAheadConfig) { c.SQL.Fetch = fetchPendingOnly }),
 			[]string{"redone_messages", "stale_completions_refused"}},
 	)
+}
+
+// TestClosingAStalledChild: a run that fails while a child is frozen by
+// SIGSTOP still closes it at once (continued, then told to finish), not
+// after the child's call timeout; the context's deadline, far shorter than
+// that timeout, makes the test fail instead of wait.
+func TestClosingAStalledChild(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t, &batchCompletion)
+	env.Instances = instance.New(instance.Config{Processes: true, Open: env.Open, Target: env.target, Ledger: env.Ledger})
+	defer env.Instances.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	setup, err := env.Open(ctx, env.DatabasePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	if err := setup.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale); err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.Instances.BatchRelay(ctx, env.DatabasePath(), "", bcFirst, bcLesson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Stall("t=0", "the test's start"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("closing the frozen child: %v", err)
+	}
 }
