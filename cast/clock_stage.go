@@ -249,6 +249,7 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 		}
 		a.Reason, a.Why = zeroRowAckReason(ev, ok, token, s.Now)
 	}
+	kind := s.ackKind(a) // from the database's answer, before the relay's policy names the failure
 	action := "ack"
 	switch {
 	case a.Reason == "":
@@ -264,7 +265,7 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 		}
 		action, detail = "ack failed", detail+"; recorded as "+a.Reason+": "+a.Why+", "+then
 	}
-	e := lab.Event{Kind: s.ackKind(a), Subject: id, Actor: w.Actor(), Action: action, Detail: detail + "; its clock reads " + w.Reads(s.Now)}
+	e := lab.Event{Kind: kind, Subject: id, Actor: w.Actor(), Action: action, Detail: detail + "; its clock reads " + w.Reads(s.Now)}
 	if a.Err == "" {
 		e.Rows = lab.RowsOf(a.Rows)
 	}
@@ -346,14 +347,22 @@ func (s *ClockStage) ackedBetween(event string, from, to int64) bool {
 func (s *ClockStage) RetriedAfterOutage(part int) int {
 	n := 0
 	for _, a := range s.Acks {
-		if a.Part != part || a.Err == "" {
-			continue
-		}
-		if s.ackedLater(a) {
+		if a.Part == part && a.Rows == 1 && s.failedEarlier(a) {
 			n++
 		}
 	}
 	return n
+}
+
+// failedEarlier reports whether an ack of the same worker, event and token
+// as done failed with an error before it.
+func (s *ClockStage) failedEarlier(done ClockAck) bool {
+	for _, a := range s.Acks {
+		if a.Worker == done.Worker && a.Event == done.Event && a.Token == done.Token && a.Err != "" && a.Seq < done.Seq {
+			return true
+		}
+	}
+	return false
 }
 
 // Tables are the stage's ledgers for the report, and the operational view

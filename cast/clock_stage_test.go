@@ -81,3 +81,28 @@ func TestLiveLeaseClaims(t *testing.T) {
 		t.Errorf("after an ack at 50: live lease claims = %d, want 0", got)
 	}
 }
+
+// TestRetriedAfterOutage counts the acks that succeeded after an error of
+// the same worker, event and token: one success after two outages is one.
+func TestRetriedAfterOutage(t *testing.T) {
+	ack := func(seq int, worker string, token int64, rows int64, err string) ClockAck {
+		return ClockAck{Seq: seq, Part: 2, Worker: worker, Event: "e2", Token: token, Rows: rows, Err: err}
+	}
+	tests := []struct {
+		name string
+		acks []ClockAck
+		want int
+	}{
+		{"one outage, then success", []ClockAck{ack(1, "N", 1, 0, "busy"), ack(2, "N", 1, 1, "")}, 1},
+		{"two outages, then success", []ClockAck{ack(1, "N", 1, 0, "busy"), ack(2, "N", 1, 0, "busy"), ack(3, "N", 1, 1, "")}, 1},
+		{"an outage, never acked", []ClockAck{ack(1, "N", 1, 0, "busy")}, 0},
+		{"success, no outage", []ClockAck{ack(1, "N", 1, 1, "")}, 0},
+		{"another token succeeded", []ClockAck{ack(1, "N", 1, 0, "busy"), ack(2, "F", 2, 1, "")}, 0},
+	}
+	for _, tt := range tests {
+		s := &ClockStage{Acks: tt.acks}
+		if got := s.RetriedAfterOutage(2); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -290,3 +290,12 @@ func (h *Held) Release() error {
 	}
 	return nil
 }
+
+// Abandon rolls the held transaction back unless it was released: a run
+// that fails while it holds the lock frees it before its connections
+// close.
+func (h *Held) Abandon() {
+	if h != nil {
+		_ = h.tx.Rollback() // sql.ErrTxDone once released
+	}
+}
