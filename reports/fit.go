@@ -199,6 +199,7 @@ func byteIndex(s string, n int) int {
 // and does not fit is printed as the comment, at the code's indentation,
 // and then the code, so that no wrapped code line falls inside the comment.
 func fitLine(s, hang string) []string {
+	s = expandTabs(s)
 	if strings.Contains(s, "\n") {
 		var out []string
 		for i, l := range strings.Split(s, "\n") {
@@ -231,7 +232,7 @@ func fitLine(s, hang string) []string {
 	}
 	var out []string
 	line, fresh := lead, true // fresh: line holds only its lead
-	for _, w := range strings.Fields(body) {
+	for _, w := range sqlWords(body) {
 		for {
 			room := MaxLine - textWidth(line)
 			if !fresh {
@@ -277,4 +278,60 @@ func trailingComment(s string) (code, comment string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// sqlWords splits a line into its words at blanks, as strings.Fields does,
+// except inside single quotes: an SQL string literal stays one word, its
+// blanks as written, so a wrapped statement's literals are what ran. A
+// literal opens where a quote starts a word or follows one of "(,=<>|'"; an
+// apostrophe inside a word of prose ("lesson's") opens none.
+func sqlWords(s string) []string {
+	var words []string
+	start, quoted := -1, false
+	prev := ' '
+	for i, r := range s {
+		switch {
+		case r == '\'' && (quoted || strings.ContainsRune(" \t(,=<>|'", prev)):
+			quoted = !quoted // '' inside a literal closes and reopens it: still one word
+			if start < 0 {
+				start = i
+			}
+		case !quoted && (r == ' ' || r == '\t'):
+			if start >= 0 {
+				words, start = append(words, s[start:i]), -1
+			}
+		case start < 0:
+			start = i
+		}
+		prev = r
+	}
+	if start >= 0 {
+		words = append(words, s[start:])
+	}
+	return words
+}
+
+// expandTabs replaces each tab with the blanks to the next stop of four
+// columns: a terminal shows a tab wider than the one column it counts as.
+func expandTabs(s string) string {
+	if !strings.Contains(s, "\t") {
+		return s
+	}
+	var b strings.Builder
+	col := 0
+	for _, r := range s {
+		switch r {
+		case '\t':
+			n := 4 - col%4
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+		case '\n':
+			b.WriteRune(r)
+			col = 0
+		default:
+			b.WriteRune(r)
+			col++
+		}
+	}
+	return b.String()
 }

@@ -62,6 +62,12 @@ func TestFitLineKeepsSQL(t *testing.T) {
 		{"TrailingComment", "    claim_token INTEGER NOT NULL DEFAULT 0, " + comment + "\n    locked_by TEXT",
 			[]string{"    " + strings.TrimSpace(comment), "    claim_token INTEGER NOT NULL DEFAULT 0,", "    locked_by TEXT"}},
 		{"DashesInAString", "SELECT '--" + strings.Repeat("x", 130) + "'", nil},
+		{"LiteralKept", "UPDATE OutboxMessages SET Status = 'Processing' WHERE Id = :id AND " + strings.Repeat("Status <> 'x' AND ", 3) +
+			"Status <> 'a long literal -- with   three blanks and words that go on'",
+			[]string{"UPDATE OutboxMessages SET Status = 'Processing' WHERE Id = :id AND Status <> 'x' AND Status <> 'x' AND Status <> 'x' AND",
+				"  Status <> 'a long literal -- with   three blanks and words that go on'"}},
+		{"DoubledQuote", "SELECT 1 WHERE a = 'it''s   " + strings.Repeat("y", 100) + " z'", []string{"SELECT 1 WHERE a =", "  'it''s   " + strings.Repeat("y", 100) + " z'"}},
+		{"TabsExpanded", "\tSET a = 1,\n\t\tb = 2", []string{"    SET a = 1,", "        b = 2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
