@@ -2,6 +2,7 @@ package reports
 
 import (
 	"cmp"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -159,20 +160,28 @@ func cutWords(cell string, width int) string {
 	return strings.Join(lines, "\n")
 }
 
-// cutAt is where to cut w to fit width: after the T of a timestamp, else
-// after the last separator a reader expects a break at (/, -, :, ., _ or
-// ,) in its second half, else at width.
+// cutAt is where to cut w to fit width (len(w) when it fits): after the T
+// of a timestamp whenever its date fits, else after the last separator a
+// reader expects a break at (/, -, :, ., _ or ,) in its second half, else
+// at width.
 func cutAt(w string, width int) int {
+	if textWidth(w) <= width {
+		return len(w)
+	}
 	cut := byteIndex(w, width)
 	// A timestamp breaks between its date and its time of day.
-	if i := strings.Index(w[:cut], "T"); i >= cut/2 && i+1 < len(w) && w[i+1] >= '0' && w[i+1] <= '9' {
-		return i + 1
+	if loc := stampRE.FindStringIndex(w); loc != nil && loc[1]-1 <= cut {
+		return loc[1] - 1
 	}
 	if i := strings.LastIndexAny(w[:cut], "/-:._,"); i >= cut/2 {
 		return i + 1
 	}
 	return cut
 }
+
+// stampRE finds a timestamp's date, its T and the first digit of its time
+// of day.
+var stampRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d`)
 
 // textWidth is how many columns s takes: one per rune.
 func textWidth(s string) int { return utf8.RuneCountInString(s) }

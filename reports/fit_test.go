@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -137,4 +138,38 @@ func tableOf(columns, row []string) lab.Table {
 	}
 	t.AddRow(cells...)
 	return t
+}
+
+// TestCutAt: a timestamp breaks after its T whenever its date fits the
+// width; another word after a separator in its second half, else at the
+// width; a word that fits is not cut.
+func TestCutAt(t *testing.T) {
+	stamp := "2026-01-15T09:00:40.000Z"
+	type cut struct {
+		word  string
+		width int
+		want  string // the piece before the cut
+	}
+	var tests []cut
+	for width := 12; width <= 30; width++ {
+		want := "2026-01-15T"
+		if width >= len(stamp) {
+			want = stamp // it fits: no cut
+		}
+		tests = append(tests, cut{stamp, width, want})
+	}
+	tests = append(tests,
+		cut{"lease_until=" + stamp, 26, "lease_until=2026-01-15T"},
+		cut{"2026-01-15", 8, "2026-01-"}, // no time of day: a separator
+		cut{"part-1-short-retention.db", 20, "part-1-short-"},
+		cut{"/tmp/outboxlab-run/x.db", 12, "/tmp/outboxl"}, // a separator in the first half only: at the width,
+		cut{"abcdefghijklmnop", 8, "abcdefgh"},
+	)
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.word, tt.width), func(t *testing.T) {
+			if got := tt.word[:cutAt(tt.word, tt.width)]; got != tt.want {
+				t.Errorf("cutAt(%q, %d) cuts after %q, want after %q", tt.word, tt.width, got, tt.want)
+			}
+		})
+	}
 }
