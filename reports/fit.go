@@ -163,7 +163,7 @@ func cutWords(cell string, width int) string {
 // cutAt is where to cut w to fit width (len(w) when it fits): after the T
 // of a timestamp whenever its date fits, else after the last separator a
 // reader expects a break at (/, -, :, ., _ or ,) in its second half, else
-// at width.
+// at width; never at a number's decimal point (0.03/0. and 09).
 func cutAt(w string, width int) int {
 	if textWidth(w) <= width {
 		return len(w)
@@ -173,10 +173,22 @@ func cutAt(w string, width int) int {
 	if loc := stampRE.FindStringIndex(w); loc != nil && loc[1]-1 <= cut {
 		return loc[1] - 1
 	}
-	if i := strings.LastIndexAny(w[:cut], "/-:._,"); i >= cut/2 {
-		return i + 1
+	for i := cut - 1; i >= cut/2; i-- {
+		if strings.IndexByte("/-:._,", w[i]) >= 0 && !decimalPoint(w, i) {
+			return i + 1
+		}
+	}
+	for cut > 1 && (decimalPoint(w, cut-1) || decimalPoint(w, cut)) {
+		cut-- // the width falls at a decimal point: cut before the digit ahead of it
 	}
 	return cut
+}
+
+// decimalPoint says whether w[i] is a point between two digits, which no
+// cut may separate from them.
+func decimalPoint(w string, i int) bool {
+	digit := func(j int) bool { return j >= 0 && j < len(w) && w[j] >= '0' && w[j] <= '9' }
+	return i < len(w) && w[i] == '.' && digit(i-1) && digit(i+1)
 }
 
 // stampRE finds a timestamp's date, its T and the first digit of its time

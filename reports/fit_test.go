@@ -142,7 +142,7 @@ func tableOf(columns, row []string) lab.Table {
 
 // TestCutAt: a timestamp breaks after its T whenever its date fits the
 // width; another word after a separator in its second half, else at the
-// width; a word that fits is not cut.
+// width; never at a number's decimal point; a word that fits is not cut.
 func TestCutAt(t *testing.T) {
 	stamp := "2026-01-15T09:00:40.000Z"
 	type cut struct {
@@ -164,6 +164,11 @@ func TestCutAt(t *testing.T) {
 		cut{"part-1-short-retention.db", 20, "part-1-short-"},
 		cut{"/tmp/outboxlab-run/x.db", 12, "/tmp/outboxl"}, // a separator in the first half only: at the width,
 		cut{"abcdefghijklmnop", 8, "abcdefgh"},
+		cut{"09:00:40.000Z", 10, "09:00:"}, // never at a decimal point: not after 40.
+		cut{"0.03/0.09", 7, "0.03/"},       // bench's Lag p50/p99 printed 0.03/0. / 09
+		cut{"0.03/0.16", 8, "0.03/"},       // nor inside the fraction
+		cut{"123456.789", 7, "12345"},      // no separator: the width falls after the point
+		cut{"123456.789", 6, "12345"},      // or just before it
 	)
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%d", tt.word, tt.width), func(t *testing.T) {
