@@ -196,8 +196,16 @@ func (p *printer) table(t lab.Table) {
 		p.line("(no entries)")
 		return
 	}
-	groups := splitColumns(t.Columns, t.Rows)
-	for i, group := range groups {
+	p.err = writeTable(p.w, t)
+}
+
+// writeTable draws t at most MaxLine columns wide: as one table, or, when
+// its columns cannot fit one without cutting words (see splitColumns), as a
+// table that goes on in more tables of the same rows by their key, with
+// more columns. An interleaved table's note heads each of them.
+func writeTable(w io.Writer, t lab.Table) error {
+	p := &printer{w: w}
+	for i, group := range splitColumns(t.Columns, t.Rows) {
 		if i > 0 {
 			p.line(fmt.Sprintf("(The table goes on: the same rows by %s, with more columns.)", t.Columns[0]))
 		}
@@ -215,6 +223,7 @@ func (p *printer) table(t lab.Table) {
 			p.err = renderTable(p.w, pick(t.Columns, group), rows)
 		}
 	}
+	return p.err
 }
 
 // lanes prints the lane view with its legend; its rows are masked like
@@ -361,7 +370,9 @@ func passLabel(ok bool) string {
 	return "FAIL"
 }
 
-// WriteTable draws one table the way reports do, for the CLI's listings.
+// WriteTable draws a table the way reports do, for the CLI's listings and
+// bench: at most MaxLine columns wide, going on in a second table where its
+// columns cannot fit one (see writeTable).
 func WriteTable(w io.Writer, t lab.Table) error {
-	return renderTable(w, t.Columns, t.Rows)
+	return writeTable(w, t)
 }
