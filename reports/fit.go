@@ -13,7 +13,9 @@ import (
 // cells (the header first) with every word wider than its column cut into
 // pieces on lines of their own. The widest column that can still wrap
 // between words gives a column first; only then is a word cut, never a
-// word of the header and never below minColumn.
+// word of the header and never below minColumn, and only if that makes the
+// table fit: a table that cannot fit keeps its words whole (see
+// splitColumns).
 func fitTable(columns []string, rows [][]string) ([]int, [][]string) {
 	n := len(columns)
 	all := append([][]string{columns}, rows...)
@@ -44,26 +46,32 @@ func fitTable(columns []string, rows [][]string) ([]int, [][]string) {
 		}
 		return t
 	}
-	for total() > MaxLine {
-		// The widest column that can narrow without cutting a word; else
-		// the widest column, cutting its words.
+	// narrow takes a column from the widest column that can narrow without
+	// cutting a word or, with cut, from the widest above its floor; false
+	// when there is none.
+	narrow := func(cut bool) bool {
 		pick := -1
 		for c := range width {
-			if width[c] > longest[c] && (pick < 0 || width[c] > width[pick]) {
+			least := longest[c]
+			if cut {
+				least = floor[c]
+			}
+			if width[c] > least && (pick < 0 || width[c] > width[pick]) {
 				pick = c
 			}
 		}
-		if pick < 0 {
-			for c := range width {
-				if width[c] > floor[c] && (pick < 0 || width[c] > width[pick]) {
-					pick = c
-				}
-			}
+		if pick >= 0 {
+			width[pick]--
 		}
-		if pick < 0 {
-			break // as narrow as it goes
-		}
-		width[pick]--
+		return pick >= 0
+	}
+	for total() > MaxLine && narrow(false) {
+	}
+	whole := append([]int(nil), width...)
+	for total() > MaxLine && narrow(true) {
+	}
+	if total() > MaxLine {
+		width = whole // cutting words cannot make it fit: keep them whole, for the caller to split the columns
 	}
 	for c := range width {
 		if width[c] == natural[c] {

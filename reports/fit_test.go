@@ -178,3 +178,40 @@ func TestCutAt(t *testing.T) {
 		})
 	}
 }
+
+// TestFitTableCutsOnlyToFit: fitTable cuts a word only when cutting makes
+// the table fit MaxLine; a table that cannot fit anyway keeps its words
+// whole, for the caller to split its columns.
+func TestFitTableCutsOnlyToFit(t *testing.T) {
+	stamp := "2026-01-15T09:00:01.100Z"
+	bench := []string{"Messages", "Workers", "Claim", "Batch", "msgs/s", "x ceiling", "Claim p50 ms", "Claim p99 ms",
+		"Lag p50/p99 ms", "BUSY retries", "Longest wait ms", "Worker split", "Errors", "Dup", "Lost", "Refused", "Peak MB"}
+	tests := []struct {
+		name string
+		cols []string
+		row  []string
+		cut  bool // a word of the row is cut
+	}{
+		{"FitsWhole", []string{"Id", "Clock"}, []string{"1", stamp}, false},
+		{"FitsByWrapping", []string{"Id", "LockedUntilUtc", "ProcessedAtUtc", "More", "Even more"},
+			[]string{"1", stamp, stamp, strings.Repeat("text ", 30), strings.Repeat("text ", 30)}, false},
+		{"FitsByCutting", []string{"Id", "Claimed", "Locked until", "Processed", "Acked", "Expired"},
+			[]string{"1", stamp, stamp, stamp, stamp, stamp}, true},
+		{"CannotFit", bench, []string{"100", "2", "fetch-ahead", "1.9/50", "21693", "1.00", "0.052", "0.45", "1.20/2.37",
+			"0", "0.5", "50/50%", "0", "0", "0", "0", "23"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, cells := fitTable(tt.cols, [][]string{tt.row})
+			var cut []string
+			for c, cell := range cells[1] {
+				if strings.Join(strings.Fields(cell), " ") != strings.Join(strings.Fields(tt.row[c]), " ") {
+					cut = append(cut, fmt.Sprintf("%q", cell))
+				}
+			}
+			if got := len(cut) > 0; got != tt.cut {
+				t.Errorf("cut words: %v, want cuts %v", cut, tt.cut)
+			}
+		})
+	}
+}
