@@ -3,8 +3,11 @@ package reports
 import (
 	"cmp"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/outboxlab/outboxlab/lab"
 )
 
 // fitTable chooses the width of each column the table must narrow so
@@ -99,11 +102,28 @@ const minColumn = 8
 // be cut.
 const keptWhole = 16
 
+// tableKey is the columns a table that goes on repeats in front of each
+// continuation, so that its rows can be told apart: its # column when it
+// has one, else its first column.
+func tableKey(t lab.Table) []int {
+	if len(t.Columns) == 0 {
+		return nil
+	}
+	for c, name := range t.Columns {
+		if name == "#" {
+			return []int{c}
+		}
+	}
+	return []int{0}
+}
+
 // splitColumns groups the columns so that each group, drawn as a table of
-// its own with the first column (the rows' key) in front, fits MaxLine
-// without cutting a header word or a cell word of keptWhole or less. A
-// table that fits is one group of every column.
-func splitColumns(columns []string, rows [][]string) [][]int {
+// its own, fits MaxLine without cutting a header word or a cell word of
+// keptWhole or less: the first group takes the columns in order, the key's
+// among them (or in front, were they not reached), and each further group
+// the key's columns in front of more columns. A table that fits is one
+// group of every column.
+func splitColumns(columns []string, rows [][]string, key []int) [][]int {
 	need := make([]int, len(columns)) // a column's narrowest, borders included
 	for c, h := range columns {
 		for _, w := range strings.Fields(h) {
@@ -118,16 +138,40 @@ func splitColumns(columns []string, rows [][]string) [][]int {
 		}
 		need[c] += 3
 	}
-	var groups [][]int
-	group, width := []int{0}, 1+need[0]
-	for c := 1; c < len(columns); c++ {
-		if width+need[c] > MaxLine && len(group) > 1 {
-			groups = append(groups, group)
-			group, width = []int{0}, 1+need[0]
-		}
-		group, width = append(group, c), width+need[c]
+	inKey, keyWidth := map[int]bool{}, 1
+	for _, k := range key {
+		inKey[k], keyWidth = true, keyWidth+need[k]
 	}
-	return append(groups, group)
+	var groups [][]int
+	var group []int
+	width, more := keyWidth, 0 // more: the group's columns besides the key's
+	end := func() {
+		if len(groups) == 0 { // the key's columns the first group did not reach go in front
+			var front []int
+			for _, k := range key {
+				if !slices.Contains(group, k) {
+					front = append(front, k)
+				}
+			}
+			group = append(front, group...)
+		}
+		groups = append(groups, group)
+		group, width, more = append([]int(nil), key...), keyWidth, 0
+	}
+	for c := range columns {
+		if inKey[c] {
+			if len(groups) == 0 {
+				group = append(group, c) // in its place; its width is counted
+			}
+			continue
+		}
+		if width+need[c] > MaxLine && more > 0 {
+			end()
+		}
+		group, width, more = append(group, c), width+need[c], more+1
+	}
+	end()
+	return groups
 }
 
 // pick is the columns of cells that group names.

@@ -215,3 +215,60 @@ func TestFitTableCutsOnlyToFit(t *testing.T) {
 		})
 	}
 }
+
+// TestTableKey: a table that goes on repeats its key in front of each
+// continuation: its # column when it has one, else its first column.
+func TestTableKey(t *testing.T) {
+	filler := make([]string, 12) // columns enough that the table goes on
+	for i := range filler {
+		filler[i] = fmt.Sprintf("Column %02d", i)
+	}
+	table := func(interleaved bool, cols []string, rows ...[]string) lab.Table {
+		tb := lab.Table{Interleaved: interleaved, Columns: append(cols, filler...)}
+		for _, r := range rows {
+			cells := append([]string(nil), r...)
+			for range filler {
+				cells = append(cells, "cell-content")
+			}
+			tb.Rows = append(tb.Rows, cells)
+		}
+		return tb
+	}
+	tests := []struct {
+		name  string
+		table lab.Table
+		by    string // the continuation's line names it
+		head  string // and its table starts with it
+	}{
+		{"Hash", table(false, []string{"Row", "#", "Clock"}, []string{"part 1 short", "8", "t=1"}, []string{"part 1 short", "11", "t=2"}),
+			"by #,", "| # "},
+		{"UniqueFirst", table(false, []string{"Id", "Status"}, []string{"1", "done"}, []string{"2", "done"}), "by Id,", "| Id "},
+		{"FirstRepeats", table(false, []string{"Event", "Effect"}, []string{"e20", "yes"}, []string{"e20", "yes"}), "by Event,", "| Event | Column"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := writeTable(&b, tt.table); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			_, after, ok := strings.Cut(out, "(The table goes on: the same rows ")
+			if !ok {
+				t.Fatalf("the table does not go on:\n%s", out)
+			}
+			if !strings.HasPrefix(after, tt.by) {
+				t.Errorf("it goes on %q, want %q", strings.SplitN(after, "\n", 2)[0], tt.by)
+			}
+			var header string
+			for _, l := range strings.Split(after, "\n") {
+				if strings.HasPrefix(l, "| ") {
+					header = l
+					break
+				}
+			}
+			if !strings.HasPrefix(header, tt.head) {
+				t.Errorf("the continuation's header is %q, want it to start %q:\n%s", header, tt.head, out)
+			}
+		})
+	}
+}

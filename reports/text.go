@@ -201,13 +201,14 @@ func (p *printer) table(t lab.Table) {
 
 // writeTable draws t at most MaxLine columns wide: as one table, or, when
 // its columns cannot fit one without cutting words (see splitColumns), as a
-// table that goes on in more tables of the same rows by their key, with
-// more columns. An interleaved table's note heads each of them.
+// table that goes on in more tables of the same rows by their key (see
+// tableKey), with more columns. An interleaved table's note heads each of them.
 func writeTable(w io.Writer, t lab.Table) error {
 	p := &printer{w: w}
-	for i, group := range splitColumns(t.Columns, t.Rows) {
+	key := tableKey(t)
+	for i, group := range splitColumns(t.Columns, t.Rows, key) {
 		if i > 0 {
-			p.line(fmt.Sprintf("(The table goes on: the same rows by %s, with more columns.)", t.Columns[0]))
+			p.line(fmt.Sprintf("(The table goes on: the same rows by %s, with more columns.)", names(pick(t.Columns, key))))
 		}
 		if t.Interleaved {
 			p.line(InterleavedNote)
@@ -224,6 +225,14 @@ func writeTable(w io.Writer, t lab.Table) error {
 		}
 	}
 	return p.err
+}
+
+// names lists names as a phrase: "a", "a and b", "a, b and c".
+func names(list []string) string {
+	if len(list) < 2 {
+		return strings.Join(list, "")
+	}
+	return strings.Join(list[:len(list)-1], ", ") + " and " + list[len(list)-1]
 }
 
 // lanes prints the lane view with its legend; its rows are masked like
