@@ -104,7 +104,11 @@ const keptWhole = 16
 
 // tableKey is the columns a table that goes on repeats in front of each
 // continuation, so that its rows can be told apart: its # column when it
-// has one, else its first column.
+// has one, else the fewest leading columns whose cells tell the rows apart
+// (bench's Messages, Workers and Claim), else its first column. An
+// interleaved table's rows vary by run, so its key is its first column, the
+// same every run; so is a key of leading columns that would take more than
+// half a line.
 func tableKey(t lab.Table) []int {
 	if len(t.Columns) == 0 {
 		return nil
@@ -114,17 +118,30 @@ func tableKey(t lab.Table) []int {
 			return []int{c}
 		}
 	}
+	if t.Interleaved {
+		return []int{0}
+	}
+	need := columnNeeds(t.Columns, t.Rows)
+	key, width := []int{}, 1
+	for c := range t.Columns {
+		if key, width = append(key, c), width+need[c]; width > MaxLine/2 {
+			break
+		}
+		seen := map[string]bool{}
+		for _, row := range t.Rows {
+			seen[strings.Join(pick(row, key), "\x00")] = true
+		}
+		if len(seen) == len(t.Rows) {
+			return key
+		}
+	}
 	return []int{0}
 }
 
-// splitColumns groups the columns so that each group, drawn as a table of
-// its own, fits MaxLine without cutting a header word or a cell word of
-// keptWhole or less: the first group takes the columns in order, the key's
-// among them (or in front, were they not reached), and each further group
-// the key's columns in front of more columns. A table that fits is one
-// group of every column.
-func splitColumns(columns []string, rows [][]string, key []int) [][]int {
-	need := make([]int, len(columns)) // a column's narrowest, borders included
+// columnNeeds is each column's narrowest, borders included: its longest
+// header word, or cell word up to keptWhole.
+func columnNeeds(columns []string, rows [][]string) []int {
+	need := make([]int, len(columns))
 	for c, h := range columns {
 		for _, w := range strings.Fields(h) {
 			need[c] = max(need[c], textWidth(w))
@@ -138,6 +155,17 @@ func splitColumns(columns []string, rows [][]string, key []int) [][]int {
 		}
 		need[c] += 3
 	}
+	return need
+}
+
+// splitColumns groups the columns so that each group, drawn as a table of
+// its own, fits MaxLine without cutting a header word or a cell word of
+// keptWhole or less: the first group takes the columns in order, the key's
+// among them (or in front, were they not reached), and each further group
+// the key's columns in front of more columns. A table that fits is one
+// group of every column.
+func splitColumns(columns []string, rows [][]string, key []int) [][]int {
+	need := columnNeeds(columns, rows)
 	inKey, keyWidth := map[int]bool{}, 1
 	for _, k := range key {
 		inKey[k], keyWidth = true, keyWidth+need[k]

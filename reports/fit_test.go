@@ -217,7 +217,9 @@ func TestFitTableCutsOnlyToFit(t *testing.T) {
 }
 
 // TestTableKey: a table that goes on repeats its key in front of each
-// continuation: its # column when it has one, else its first column.
+// continuation: its # column when it has one, else the fewest leading
+// columns that tell its rows apart, else (and in an interleaved table,
+// whose rows vary by run) its first column.
 func TestTableKey(t *testing.T) {
 	filler := make([]string, 12) // columns enough that the table goes on
 	for i := range filler {
@@ -243,7 +245,11 @@ func TestTableKey(t *testing.T) {
 		{"Hash", table(false, []string{"Row", "#", "Clock"}, []string{"part 1 short", "8", "t=1"}, []string{"part 1 short", "11", "t=2"}),
 			"by #,", "| # "},
 		{"UniqueFirst", table(false, []string{"Id", "Status"}, []string{"1", "done"}, []string{"2", "done"}), "by Id,", "| Id "},
+		{"LeadingColumns", table(false, []string{"Messages", "Workers", "Claim", "Batch"},
+			[]string{"1000", "1", "indexed", "1"}, []string{"1000", "2", "indexed", "1"}, []string{"1000", "2", "fetch-ahead", "0.9/12"}),
+			"by Messages, Workers and Claim,", "| Messages | Workers | Claim "},
 		{"FirstRepeats", table(false, []string{"Event", "Effect"}, []string{"e20", "yes"}, []string{"e20", "yes"}), "by Event,", "| Event | Column"},
+		{"Interleaved", table(true, []string{"Worker", "Id"}, []string{"Worker-A", "1"}, []string{"Worker-A", "2"}), "by Worker,", "| Worker   | Column"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
