@@ -51,7 +51,7 @@ func BenchText(w io.Writer, rep *lab.BenchReport) error {
 		fmt.Fprintf(&b, "%-9s %s\n", "goqite:", rep.GoqiteAbout)
 	}
 	b.WriteString("\n")
-	if _, err := io.WriteString(w, b.String()); err != nil {
+	if err := writeFitted(w, b.String(), strings.Repeat(" ", 10)); err != nil {
 		return err
 	}
 
@@ -144,17 +144,30 @@ func serverTable(w io.Writer, rep *lab.BenchReport) error {
 	if len(t.Rows) == 0 {
 		return nil
 	}
-	if _, err := io.WriteString(w, "\nThe server during each drain (pg_stat_bgwriter or pg_stat_checkpointer, pg_current_wal_lsn, pg_stat_all_tables):\n"); err != nil {
+	if err := writeFitted(w, "\nThe server during each drain (pg_stat_bgwriter or pg_stat_checkpointer, pg_current_wal_lsn, pg_stat_all_tables):\n", ""); err != nil {
 		return err
 	}
 	if err := WriteTable(w, t); err != nil {
 		return err
 	}
 	if refused != "" {
-		_, err := fmt.Fprintf(w, "CHECKPOINT was refused (%s): the rows were measured without one; a checkpoint during a drain shows in its row.\n", refused)
-		return err
+		return writeFitted(w, fmt.Sprintf("CHECKPOINT was refused (%s): the rows were measured without one; a checkpoint during a drain shows in its row.\n", refused), "")
 	}
 	return nil
+}
+
+// writeFitted writes text line by line, each line wider than MaxLine
+// wrapped at its words with its continuation lines starting with hang (see
+// fitLine).
+func writeFitted(w io.Writer, text, hang string) error {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		for _, l := range fitLine(line, hang) {
+			b.WriteString(l + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // BenchJSON writes one JSON object per row of the bench.

@@ -2,8 +2,12 @@ package reports
 
 import (
 	"cmp"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/outboxlab/outboxlab/lab"
 )
 
 // fitTable chooses the width of each column the table must narrow so
@@ -12,7 +16,9 @@ import (
 // cells (the header first) with every word wider than its column cut into
 // pieces on lines of their own. The widest column that can still wrap
 // between words gives a column first; only then is a word cut, never a
-// word of the header and never below minColumn.
+// word of the header and never below minColumn, and only if that makes the
+// table fit: a table that cannot fit keeps its words whole (see
+// splitColumns).
 func fitTable(columns []string, rows [][]string) ([]int, [][]string) {
 	n := len(columns)
 	all := append([][]string{columns}, rows...)
@@ -43,26 +49,32 @@ func fitTable(columns []string, rows [][]string) ([]int, [][]string) {
 		}
 		return t
 	}
-	for total() > MaxLine {
-		// The widest column that can narrow without cutting a word; else
-		// the widest column, cutting its words.
+	// narrow takes a column from the widest column that can narrow without
+	// cutting a word or, with cut, from the widest above its floor; false
+	// when there is none.
+	narrow := func(cut bool) bool {
 		pick := -1
 		for c := range width {
-			if width[c] > longest[c] && (pick < 0 || width[c] > width[pick]) {
+			least := longest[c]
+			if cut {
+				least = floor[c]
+			}
+			if width[c] > least && (pick < 0 || width[c] > width[pick]) {
 				pick = c
 			}
 		}
-		if pick < 0 {
-			for c := range width {
-				if width[c] > floor[c] && (pick < 0 || width[c] > width[pick]) {
-					pick = c
-				}
-			}
+		if pick >= 0 {
+			width[pick]--
 		}
-		if pick < 0 {
-			break // as narrow as it goes
-		}
-		width[pick]--
+		return pick >= 0
+	}
+	for total() > MaxLine && narrow(false) {
+	}
+	whole := append([]int(nil), width...)
+	for total() > MaxLine && narrow(true) {
+	}
+	if total() > MaxLine {
+		width = whole // cutting words cannot make it fit: keep them whole, for the caller to split the columns
 	}
 	for c := range width {
 		if width[c] == natural[c] {
@@ -90,12 +102,46 @@ const minColumn = 8
 // be cut.
 const keptWhole = 16
 
-// splitColumns groups the columns so that each group, drawn as a table of
-// its own with the first column (the rows' key) in front, fits MaxLine
-// without cutting a header word or a cell word of keptWhole or less. A
-// table that fits is one group of every column.
-func splitColumns(columns []string, rows [][]string) [][]int {
-	need := make([]int, len(columns)) // a column's narrowest, borders included
+// tableKey is the columns a table that goes on repeats in front of each
+// continuation, so that its rows can be told apart: its # column when it
+// has one, else the fewest leading columns whose cells tell the rows apart
+// (bench's Messages, Workers and Claim), else its first column. An
+// interleaved table's rows vary by run, so its key is its first column, the
+// same every run; so is a key of leading columns that would take more than
+// half a line.
+func tableKey(t lab.Table) []int {
+	if len(t.Columns) == 0 {
+		return nil
+	}
+	for c, name := range t.Columns {
+		if name == "#" {
+			return []int{c}
+		}
+	}
+	if t.Interleaved {
+		return []int{0}
+	}
+	need := columnNeeds(t.Columns, t.Rows)
+	key, width := []int{}, 1
+	for c := range t.Columns {
+		if key, width = append(key, c), width+need[c]; width > MaxLine/2 {
+			break
+		}
+		seen := map[string]bool{}
+		for _, row := range t.Rows {
+			seen[strings.Join(pick(row, key), "\x00")] = true
+		}
+		if len(seen) == len(t.Rows) {
+			return key
+		}
+	}
+	return []int{0}
+}
+
+// columnNeeds is each column's narrowest, borders included: its longest
+// header word, or cell word up to keptWhole.
+func columnNeeds(columns []string, rows [][]string) []int {
+	need := make([]int, len(columns))
 	for c, h := range columns {
 		for _, w := range strings.Fields(h) {
 			need[c] = max(need[c], textWidth(w))
@@ -109,16 +155,51 @@ func splitColumns(columns []string, rows [][]string) [][]int {
 		}
 		need[c] += 3
 	}
-	var groups [][]int
-	group, width := []int{0}, 1+need[0]
-	for c := 1; c < len(columns); c++ {
-		if width+need[c] > MaxLine && len(group) > 1 {
-			groups = append(groups, group)
-			group, width = []int{0}, 1+need[0]
-		}
-		group, width = append(group, c), width+need[c]
+	return need
+}
+
+// splitColumns groups the columns so that each group, drawn as a table of
+// its own, fits MaxLine without cutting a header word or a cell word of
+// keptWhole or less: the first group takes the columns in order, the key's
+// among them (or in front, were they not reached), and each further group
+// the key's columns in front of more columns. A table that fits is one
+// group of every column.
+func splitColumns(columns []string, rows [][]string, key []int) [][]int {
+	need := columnNeeds(columns, rows)
+	inKey, keyWidth := map[int]bool{}, 1
+	for _, k := range key {
+		inKey[k], keyWidth = true, keyWidth+need[k]
 	}
-	return append(groups, group)
+	var groups [][]int
+	var group []int
+	width, more := keyWidth, 0 // more: the group's columns besides the key's
+	end := func() {
+		if len(groups) == 0 { // the key's columns the first group did not reach go in front
+			var front []int
+			for _, k := range key {
+				if !slices.Contains(group, k) {
+					front = append(front, k)
+				}
+			}
+			group = append(front, group...)
+		}
+		groups = append(groups, group)
+		group, width, more = append([]int(nil), key...), keyWidth, 0
+	}
+	for c := range columns {
+		if inKey[c] {
+			if len(groups) == 0 {
+				group = append(group, c) // in its place; its width is counted
+			}
+			continue
+		}
+		if width+need[c] > MaxLine && more > 0 {
+			end()
+		}
+		group, width, more = append(group, c), width+need[c], more+1
+	}
+	end()
+	return groups
 }
 
 // pick is the columns of cells that group names.
@@ -159,20 +240,40 @@ func cutWords(cell string, width int) string {
 	return strings.Join(lines, "\n")
 }
 
-// cutAt is where to cut w to fit width: after the T of a timestamp, else
-// after the last separator a reader expects a break at (/, -, :, ., _ or
-// ,) in its second half, else at width.
+// cutAt is where to cut w to fit width (len(w) when it fits): after the T
+// of a timestamp whenever its date fits, else after the last separator a
+// reader expects a break at (/, -, :, ., _ or ,) in its second half, else
+// at width; never at a number's decimal point (0.03/0. and 09).
 func cutAt(w string, width int) int {
+	if textWidth(w) <= width {
+		return len(w)
+	}
 	cut := byteIndex(w, width)
 	// A timestamp breaks between its date and its time of day.
-	if i := strings.Index(w[:cut], "T"); i >= cut/2 && i+1 < len(w) && w[i+1] >= '0' && w[i+1] <= '9' {
-		return i + 1
+	if loc := stampRE.FindStringIndex(w); loc != nil && loc[1]-1 <= cut {
+		return loc[1] - 1
 	}
-	if i := strings.LastIndexAny(w[:cut], "/-:._,"); i >= cut/2 {
-		return i + 1
+	for i := cut - 1; i >= cut/2; i-- {
+		if strings.IndexByte("/-:._,", w[i]) >= 0 && !decimalPoint(w, i) {
+			return i + 1
+		}
+	}
+	for cut > 1 && (decimalPoint(w, cut-1) || decimalPoint(w, cut)) {
+		cut-- // the width falls at a decimal point: cut before the digit ahead of it
 	}
 	return cut
 }
+
+// decimalPoint says whether w[i] is a point between two digits, which no
+// cut may separate from them.
+func decimalPoint(w string, i int) bool {
+	digit := func(j int) bool { return j >= 0 && j < len(w) && w[j] >= '0' && w[j] <= '9' }
+	return i < len(w) && w[i] == '.' && digit(i-1) && digit(i+1)
+}
+
+// stampRE finds a timestamp's date, its T and the first digit of its time
+// of day.
+var stampRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d`)
 
 // textWidth is how many columns s takes: one per rune.
 func textWidth(s string) int { return utf8.RuneCountInString(s) }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -143,4 +144,143 @@ func tableOf(columns, row []string) lab.Table {
 	}
 	t.AddRow(cells...)
 	return t
+}
+
+// TestCutAt: a timestamp breaks after its T whenever its date fits the
+// width; another word after a separator in its second half, else at the
+// width; never at a number's decimal point; a word that fits is not cut.
+func TestCutAt(t *testing.T) {
+	stamp := "2026-01-15T09:00:40.000Z"
+	type cut struct {
+		word  string
+		width int
+		want  string // the piece before the cut
+	}
+	var tests []cut
+	for width := 12; width <= 30; width++ {
+		want := "2026-01-15T"
+		if width >= len(stamp) {
+			want = stamp // it fits: no cut
+		}
+		tests = append(tests, cut{stamp, width, want})
+	}
+	tests = append(tests,
+		cut{"lease_until=" + stamp, 26, "lease_until=2026-01-15T"},
+		cut{"2026-01-15", 8, "2026-01-"}, // no time of day: a separator
+		cut{"part-1-short-retention.db", 20, "part-1-short-"},
+		cut{"/tmp/outboxlab-run/x.db", 12, "/tmp/outboxl"}, // a separator in the first half only: at the width,
+		cut{"abcdefghijklmnop", 8, "abcdefgh"},
+		cut{"09:00:40.000Z", 10, "09:00:"}, // never at a decimal point: not after 40.
+		cut{"0.03/0.09", 7, "0.03/"},       // bench's Lag p50/p99 printed 0.03/0. / 09
+		cut{"0.03/0.16", 8, "0.03/"},       // nor inside the fraction
+		cut{"123456.789", 7, "12345"},      // no separator: the width falls after the point
+		cut{"123456.789", 6, "12345"},      // or just before it
+	)
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.word, tt.width), func(t *testing.T) {
+			if got := tt.word[:cutAt(tt.word, tt.width)]; got != tt.want {
+				t.Errorf("cutAt(%q, %d) cuts after %q, want after %q", tt.word, tt.width, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFitTableCutsOnlyToFit: fitTable cuts a word only when cutting makes
+// the table fit MaxLine; a table that cannot fit anyway keeps its words
+// whole, for the caller to split its columns.
+func TestFitTableCutsOnlyToFit(t *testing.T) {
+	stamp := "2026-01-15T09:00:01.100Z"
+	bench := []string{"Messages", "Workers", "Claim", "Batch", "msgs/s", "x ceiling", "Claim p50 ms", "Claim p99 ms",
+		"Lag p50/p99 ms", "BUSY retries", "Longest wait ms", "Worker split", "Errors", "Dup", "Lost", "Refused", "Peak MB"}
+	tests := []struct {
+		name string
+		cols []string
+		row  []string
+		cut  bool // a word of the row is cut
+	}{
+		{"FitsWhole", []string{"Id", "Clock"}, []string{"1", stamp}, false},
+		{"FitsByWrapping", []string{"Id", "LockedUntilUtc", "ProcessedAtUtc", "More", "Even more"},
+			[]string{"1", stamp, stamp, strings.Repeat("text ", 30), strings.Repeat("text ", 30)}, false},
+		{"FitsByCutting", []string{"Id", "Claimed", "Locked until", "Processed", "Acked", "Expired"},
+			[]string{"1", stamp, stamp, stamp, stamp, stamp}, true},
+		{"CannotFit", bench, []string{"100", "2", "fetch-ahead", "1.9/50", "21693", "1.00", "0.052", "0.45", "1.20/2.37",
+			"0", "0.5", "50/50%", "0", "0", "0", "0", "23"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, cells := fitTable(tt.cols, [][]string{tt.row})
+			var cut []string
+			for c, cell := range cells[1] {
+				if strings.Join(strings.Fields(cell), " ") != strings.Join(strings.Fields(tt.row[c]), " ") {
+					cut = append(cut, fmt.Sprintf("%q", cell))
+				}
+			}
+			if got := len(cut) > 0; got != tt.cut {
+				t.Errorf("cut words: %v, want cuts %v", cut, tt.cut)
+			}
+		})
+	}
+}
+
+// TestTableKey: a table that goes on repeats its key in front of each
+// continuation: its # column when it has one, else the fewest leading
+// columns that tell its rows apart, else (and in an interleaved table,
+// whose rows vary by run) its first column.
+func TestTableKey(t *testing.T) {
+	filler := make([]string, 12) // columns enough that the table goes on
+	for i := range filler {
+		filler[i] = fmt.Sprintf("Column %02d", i)
+	}
+	table := func(interleaved bool, cols []string, rows ...[]string) lab.Table {
+		tb := lab.Table{Interleaved: interleaved, Columns: append(cols, filler...)}
+		for _, r := range rows {
+			cells := append([]string(nil), r...)
+			for range filler {
+				cells = append(cells, "cell-content")
+			}
+			tb.Rows = append(tb.Rows, cells)
+		}
+		return tb
+	}
+	tests := []struct {
+		name  string
+		table lab.Table
+		by    string // the continuation's line names it
+		head  string // and its table starts with it
+	}{
+		{"Hash", table(false, []string{"Row", "#", "Clock"}, []string{"part 1 short", "8", "t=1"}, []string{"part 1 short", "11", "t=2"}),
+			"by #,", "| # "},
+		{"UniqueFirst", table(false, []string{"Id", "Status"}, []string{"1", "done"}, []string{"2", "done"}), "by Id,", "| Id "},
+		{"LeadingColumns", table(false, []string{"Messages", "Workers", "Claim", "Batch"},
+			[]string{"1000", "1", "indexed", "1"}, []string{"1000", "2", "indexed", "1"}, []string{"1000", "2", "fetch-ahead", "0.9/12"}),
+			"by Messages, Workers and Claim,", "| Messages | Workers | Claim "},
+		{"FirstRepeats", table(false, []string{"Event", "Effect"}, []string{"e20", "yes"}, []string{"e20", "yes"}), "by Event,", "| Event | Column"},
+		{"Interleaved", table(true, []string{"Worker", "Id"}, []string{"Worker-A", "1"}, []string{"Worker-A", "2"}), "by Worker,", "| Worker   | Column"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := writeTable(&b, tt.table); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			_, after, ok := strings.Cut(out, "(The table goes on: the same rows ")
+			if !ok {
+				t.Fatalf("the table does not go on:\n%s", out)
+			}
+			if !strings.HasPrefix(after, tt.by) {
+				t.Errorf("it goes on %q, want %q", strings.SplitN(after, "\n", 2)[0], tt.by)
+			}
+			var header string
+			for _, l := range strings.Split(after, "\n") {
+				if strings.HasPrefix(l, "| ") {
+					header = l
+					break
+				}
+			}
+			if !strings.HasPrefix(header, tt.head) {
+				t.Errorf("the continuation's header is %q, want it to start %q:\n%s", header, tt.head, out)
+			}
+		})
+	}
 }

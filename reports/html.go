@@ -54,6 +54,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend()),
 		Messages: byMessage(rc),
 	}
+	page.Parts = len(page.Messages) > 0 && page.Messages[0].Part != ""
 	return pageTemplate.Execute(w, page)
 }
 
@@ -68,11 +69,13 @@ type htmlPage struct {
 	JS                                                                          template.JS
 	SVG, Glyphs                                                                 template.HTML
 	Messages                                                                    []messageRow
+	Parts                                                                       bool // the messages' rows name their part of the run
 }
 
 // messageRow is one message of the page's per-message view: what each
-// actor did to it, by kind of work.
+// actor did to it, by kind of work, in one part of the run.
 type messageRow struct {
+	Part                              string // the clock segment's label, when the run has more than one
 	Subject                           string
 	Work, Sends, Effects              string
 	WorkTwice, SentTwice, EffectTwice bool
@@ -82,7 +85,10 @@ type messageRow struct {
 // processing attempts, sends or effects name, in order of first mention,
 // with each actor's count; a row is flagged where a kind of work happened
 // more than once (effects: more than once by one actor), and the view is
-// empty when no message had any.
+// empty when no message had any. A run in parts (clock segments: a lesson
+// that restarts its clock, on a fresh database) counts each part apart, one
+// row per message and part, naming the part: a message handled once in each
+// part was not handled twice.
 func byMessage(rc race) []messageRow {
 	type tally struct {
 		order  []string
@@ -110,10 +116,14 @@ func byMessage(rc race) []messageRow {
 		}
 		return strings.Join(parts, ", "), total, most
 	}
-	var subjects []string
-	work, sends, effects := map[string]*tally{}, map[string]*tally{}, map[string]*tally{}
+	type message struct {
+		seg     int
+		subject string
+	}
+	var messages []message
+	work, sends, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
 	for _, e := range rc.Events {
-		var t map[string]*tally
+		var t map[message]*tally
 		switch e.Kind {
 		case lab.KindWork:
 			t = work
@@ -127,18 +137,24 @@ func byMessage(rc race) []messageRow {
 		if e.Subject == "" {
 			continue
 		}
-		if work[e.Subject] == nil {
-			subjects = append(subjects, e.Subject)
-			work[e.Subject], sends[e.Subject], effects[e.Subject] = &tally{}, &tally{}, &tally{}
+		m := message{e.Seg, e.Subject}
+		if work[m] == nil {
+			messages = append(messages, m)
+			work[m], sends[m], effects[m] = &tally{}, &tally{}, &tally{}
 		}
-		add(t[e.Subject], e.Actor)
+		add(t[m], e.Actor)
 	}
+	segmented := len(rc.Events) > 0 && rc.Events[len(rc.Events)-1].Seg > 0
 	var rows []messageRow
-	for _, s := range subjects {
-		w, wn, _ := text(*work[s])
-		o, on, _ := text(*sends[s])
-		f, _, fmost := text(*effects[s])
-		rows = append(rows, messageRow{Subject: s, Work: w, Sends: o, Effects: f, WorkTwice: wn > 1, SentTwice: on > 1, EffectTwice: fmost > 1})
+	for _, m := range messages {
+		w, wn, _ := text(*work[m])
+		o, on, _ := text(*sends[m])
+		f, _, fmost := text(*effects[m])
+		row := messageRow{Subject: m.subject, Work: w, Sends: o, Effects: f, WorkTwice: wn > 1, SentTwice: on > 1, EffectTwice: fmost > 1}
+		if segmented {
+			row.Part = segLabel(rc, m.seg)
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -192,10 +208,10 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 {{if .Messages}}<h2>By message: who worked on each</h2>
-<p class="meta">One row per message, from the timeline: the processing attempts (status checks at the provider), the sends to the broker and the consumers' effects each actor made on it. Red: done more than once.</p>
+<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (status checks at the provider), the sends to the broker and the consumers' effects each actor made on it. Red: done more than once{{if .Parts}} in one part{{end}}.</p>
 <table id="messages">
-<thead><tr><th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
-<tbody>{{range .Messages}}<tr><td>{{.Subject}}</td><td{{if .WorkTwice}} class="fail"{{end}}>{{.Work}}</td><td{{if .SentTwice}} class="fail"{{end}}>{{.Sends}}</td><td{{if .EffectTwice}} class="fail"{{end}}>{{.Effects}}</td></tr>
+<thead><tr>{{if .Parts}}<th>Part</th>{{end}}<th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
+<tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if .SentTwice}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>
 {{end}}</tbody>
 </table>{{end}}
 <div class="picture">

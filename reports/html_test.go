@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,5 +58,57 @@ func TestWriteHTMLBesideReportAndIndex(t *testing.T) {
 	b, _ := os.ReadFile(index)
 	if !strings.Contains(string(b), `href="Session-18/Session-18-X-RunReport-20260115T090000Z.html"`) || !strings.Contains(string(b), "PASS") {
 		t.Errorf("index.html lacks the link and verdict:\n%s", b)
+	}
+}
+
+// TestByMessageKeepsPartsApart: the per-message view counts a message's
+// work within one part of the run (one clock segment): the same event
+// applied once in each of two parts is not red, twice in one part is, and
+// the part is shown only when the run has more than one.
+func TestByMessageKeepsPartsApart(t *testing.T) {
+	effect := func(seq int, at, actor string) lab.Event {
+		return lab.Event{Seq: seq, At: at, Actor: actor, Action: "apply", Kind: lab.KindEffect, Subject: "e20"}
+	}
+	tests := []struct {
+		name     string
+		timeline []lab.Event
+		want     []messageRow
+	}{
+		{"OncePerPart", []lab.Event{
+			effect(1, "part 1 short 2026-01-15T09:00:40.000Z", "Consumer-1"),
+			effect(2, "part 1 long 2026-01-15T09:00:40.000Z", "Consumer-1"),
+		}, []messageRow{
+			{Part: "part 1 short", Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-1 ×1"},
+			{Part: "part 1 long", Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-1 ×1"},
+		}},
+		{"TwiceInOnePart", []lab.Event{
+			effect(1, "part 1 short 2026-01-15T09:00:40.000Z", "Consumer-1"),
+			effect(2, "part 1 short 2026-01-15T09:01:10.000Z", "Consumer-1"),
+			effect(3, "part 2 2026-01-15T09:00:40.000Z", "Consumer-1"),
+		}, []messageRow{
+			{Part: "part 1 short", Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-1 ×2", EffectTwice: true},
+			{Part: "part 2", Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-1 ×1"},
+		}},
+		{"OneSegment", []lab.Event{
+			effect(1, "2026-01-15T09:00:40.000Z", "Consumer-1"),
+			effect(2, "2026-01-15T09:01:10.000Z", "Consumer-1"),
+		}, []messageRow{
+			{Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-1 ×2", EffectTwice: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &lab.Result{Timeline: tt.timeline}
+			if got := byMessage(newRace(r)); !slices.Equal(got, tt.want) {
+				t.Errorf("byMessage:\n got %+v\nwant %+v", got, tt.want)
+			}
+			var b bytes.Buffer
+			if err := HTML(&b, r, RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.Contains(b.String(), "<th>Part</th>"), tt.want[0].Part != ""; got != want {
+				t.Errorf("the page shows a Part column: %v, want %v", got, want)
+			}
+		})
 	}
 }

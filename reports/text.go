@@ -196,10 +196,19 @@ func (p *printer) table(t lab.Table) {
 		p.line("(no entries)")
 		return
 	}
-	groups := splitColumns(t.Columns, t.Rows)
-	for i, group := range groups {
+	p.err = writeTable(p.w, t)
+}
+
+// writeTable draws t at most MaxLine columns wide: as one table, or, when
+// its columns cannot fit one without cutting words (see splitColumns), as a
+// table that goes on in more tables of the same rows by their key (see
+// tableKey), with more columns. An interleaved table's note heads each of them.
+func writeTable(w io.Writer, t lab.Table) error {
+	p := &printer{w: w}
+	key := tableKey(t)
+	for i, group := range splitColumns(t.Columns, t.Rows, key) {
 		if i > 0 {
-			p.line(fmt.Sprintf("(The table goes on: the same rows by %s, with more columns.)", t.Columns[0]))
+			p.line(fmt.Sprintf("(The table goes on: the same rows by %s, with more columns.)", names(pick(t.Columns, key))))
 		}
 		if t.Interleaved {
 			p.line(InterleavedNote)
@@ -215,6 +224,15 @@ func (p *printer) table(t lab.Table) {
 			p.err = renderTable(p.w, pick(t.Columns, group), rows)
 		}
 	}
+	return p.err
+}
+
+// names lists names as a phrase: "a", "a and b", "a, b and c".
+func names(list []string) string {
+	if len(list) < 2 {
+		return strings.Join(list, "")
+	}
+	return strings.Join(list[:len(list)-1], ", ") + " and " + list[len(list)-1]
 }
 
 // lanes prints the lane view with its legend; its rows are masked like
@@ -361,7 +379,9 @@ func passLabel(ok bool) string {
 	return "FAIL"
 }
 
-// WriteTable draws one table the way reports do, for the CLI's listings.
+// WriteTable draws a table the way reports do, for the CLI's listings and
+// bench: at most MaxLine columns wide, going on in a second table where its
+// columns cannot fit one (see writeTable).
 func WriteTable(w io.Writer, t lab.Table) error {
-	return renderTable(w, t.Columns, t.Rows)
+	return writeTable(w, t)
 }

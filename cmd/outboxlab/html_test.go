@@ -105,7 +105,7 @@ const factsJS = `(() => {
     crashInRun: crashInRun,
     fenced: q('svg .ev.k-fenced').map(f => ({actor: f.dataset.actor, fill: getComputedStyle(f.querySelector('.fenced-mark')).fill})),
     checks: q('#checks tbody tr').length,
-    twice: q('#messages tbody tr td:nth-child(2).fail').length,
+    twice: q('#messages tbody td.work.fail').length,
     width: document.documentElement.scrollWidth,
     verdict: document.getElementById('verdict').textContent,
     detail: document.getElementById('detail').textContent,
