@@ -70,6 +70,7 @@ type fetchAheadProcess struct {
 	claims      []atomic.Uint32
 	completed   *atomic.Int64
 	fetchT      workerTally // the fetcher's: fetch latencies, retries, errors
+	fetchErr    error       // why the fetcher gave up, after maxConsecutiveErrors failed fetches
 	fetches     int         // fetch statements that claimed messages
 	completions int         // completion statements run (batches flushed)
 	completeT   workerTally // the completer's: completion lags, retries, refusals
@@ -79,7 +80,8 @@ type fetchAheadProcess struct {
 // of c.workers workers. On SQLite the fetcher and the completer share the
 // process's one connection (SQLite has one writer; River's SQLite driver
 // and goqite ask for one connection too), on PostgreSQL each has its own.
-// Statements are prepared before the clock starts.
+// Statements are prepared before the clock starts. The drain fails, with
+// what it measured, when the fetcher gave up on a fetch that kept failing.
 func drainFetchAhead(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
 	fetchDB, err := src.open(ctx)
 	if err != nil {
@@ -145,12 +147,17 @@ func drainFetchAhead(ctx context.Context, cfg Config, c cell, src source, claims
 	pr.fetchT.rejected += pr.completeT.rejected
 	pr.fetchT.longest = max(pr.fetchT.longest, pr.completeT.longest)
 	pr.fetchT.lags = pr.completeT.lags
+	if pr.fetchErr != nil {
+		return tallies, d, fmt.Errorf("bench: %s fetcher stopped after %d failed fetches in a row: %w",
+			FetchAheadClaim, maxConsecutiveErrors, pr.fetchErr)
+	}
 	return tallies, d, nil
 }
 
 // fetch is the fetcher: it waits for a free worker, takes every worker
 // that is free then, and claims that many messages with one statement,
-// until a fetch finds nothing claimable. It closes the work channel.
+// until a fetch finds nothing claimable, or maxConsecutiveErrors fetches
+// in a row failed (pr.fetchErr says why). It closes the work channel.
 func (pr *fetchAheadProcess) fetch(ctx context.Context) {
 	defer close(pr.work)
 	t := &pr.fetchT
@@ -179,15 +186,21 @@ func (pr *fetchAheadProcess) fetch(ctx context.Context) {
 		b, err := pr.fetcher.Fetch(ctx, clk.Now(), pr.cfg.Lease, limit)
 		t.busy += int64(b.Stats.BusyRetries)
 		t.longest = max(t.longest, b.Stats.Waited)
-		for range limit - len(b.Messages) {
-			pr.free <- struct{}{}
-		}
 		if err != nil {
+			// A failed fetch claimed nothing: every worker it took is
+			// free again, whatever rows the rolled-back transaction read.
+			for range limit {
+				pr.free <- struct{}{}
+			}
 			t.errors++
 			if failures++; failures >= maxConsecutiveErrors {
+				pr.fetchErr = err
 				return
 			}
 			continue
+		}
+		for range limit - len(b.Messages) {
+			pr.free <- struct{}{}
 		}
 		failures = 0
 		t.latencies = append(t.latencies, int32(min(b.Stats.Waited.Microseconds(), 1<<31-1)))

@@ -207,17 +207,27 @@ func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sc
 	if err := client.Start(ctx); err != nil {
 		return d, fmt.Errorf("bench: river start: %w", err)
 	}
+	// From here every return stops the client: a running client keeps
+	// its pool's connections checked out, and closing the pool would
+	// wait for them for ever.
 	d.completed, d.failed = waitRiver(ctx, events, n, p)
 	d.elapsed = time.Since(began)
-	if d.server, err = watch.end(ctx); err != nil {
-		return d, err
+	d.server, err = watch.end(ctx)
+	return d, errors.Join(err, stopRiver(client))
+}
+
+// riverStopTimeout bounds River's graceful stop after a drain.
+const riverStopTimeout = 10 * time.Second
+
+// stopRiver stops a started client, waiting at most riverStopTimeout for
+// its jobs (no-ops) and its completer to finish.
+func stopRiver[TTx any](client *river.Client[TTx]) error {
+	ctx, cancel := context.WithTimeout(context.Background(), riverStopTimeout)
+	defer cancel()
+	if err := client.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("bench: river stop: %w", err)
 	}
-	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stop()
-	if err := client.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return d, fmt.Errorf("bench: river stop: %w", err)
-	}
-	return d, nil
+	return nil
 }
 
 // insertRiverJobs inserts n no-op jobs in chunks, with COPY.

@@ -300,7 +300,10 @@ func (d *Day15) ProcessAndFinalize(ctx context.Context, out Finalizer, worker st
 	if fin := out.Statements().Finalize; fin.Replaces != nil {
 		detail = fmt.Sprintf("message %d (%s) Processed by %q, with no ownership check; payment set %s", m.ID, m.AggregateKey, fin.Name, o.Status)
 	}
-	if !f.Finalized {
+	switch {
+	case !f.Finalized && f.Gone:
+		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows: no message has Id %d any more (an UPDATE changed it); rolled back", m.ID, m.AggregateKey, m.ID)
+	case !f.Finalized:
 		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(f.Refused, worker))
 	}
 	d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries, detail)

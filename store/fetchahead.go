@@ -47,7 +47,9 @@ func (f *Fetcher) Close() error { return f.stmt.Close() }
 
 // Fetch claims up to limit of the oldest claimable messages in one
 // transaction with a lease until now+lease, each with a new fencing token,
-// oldest first. No messages means nothing was claimable.
+// oldest first. No messages means nothing was claimable. With an error
+// the batch holds no messages: the transaction rolled back, so none of the
+// rows it read is claimed.
 func (f *Fetcher) Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (ClaimedBatch, error) {
 	if limit < 1 {
 		return ClaimedBatch{}, fmt.Errorf("store: fetch for %s: limit %d, want at least 1", f.owner, limit)
@@ -80,6 +82,9 @@ func (f *Fetcher) Fetch(ctx context.Context, now time.Time, lease time.Duration,
 	})
 	b.Stats, b.Held = stats, held
 	if err != nil {
+		// The transaction rolled back, perhaps after its rows were read (a
+		// COMMIT that failed): none of them is claimed.
+		b.Messages = nil
 		return b, fmt.Errorf("store: %s fetch of %d for %s: %w", f.cfg.SQL.Name, limit, f.owner, err)
 	}
 	// RETURNING promises no order; workers take the oldest first.

@@ -317,3 +317,65 @@ func TestFetchAheadMistakeDropsOnlyTheGuard(t *testing.T) {
 		t.Error("the mistake design must fetch as the lesson's does")
 	}
 }
+
+// failAtCommit makes every transaction that updates OutboxMessages fail
+// at COMMIT, after its statements succeeded and its rows were read: an
+// update inserts a row whose deferred foreign key has no parent.
+func failAtCommit(t *testing.T, engine store.Engine, setup *store.DB) {
+	t.Helper()
+	m := store.Migration{Name: "test: fail at commit", SQL: `
+CREATE TABLE NoParent (Id INTEGER PRIMARY KEY);
+CREATE TABLE FailAtCommit (ParentId INTEGER REFERENCES NoParent (Id) DEFERRABLE INITIALLY DEFERRED);
+CREATE TRIGGER FailAtCommitOnUpdate AFTER UPDATE ON OutboxMessages
+BEGIN INSERT INTO FailAtCommit VALUES (-1); END;`}
+	if engine == store.Postgres {
+		m.SQL = `
+CREATE TABLE NoParent (Id integer PRIMARY KEY);
+CREATE TABLE FailAtCommit (ParentId integer REFERENCES NoParent (Id) DEFERRABLE INITIALLY DEFERRED);
+CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql
+  AS 'BEGIN INSERT INTO FailAtCommit VALUES (-1); RETURN NULL; END';
+CREATE TRIGGER FailAtCommitOnUpdate AFTER UPDATE ON OutboxMessages
+  FOR EACH STATEMENT EXECUTE FUNCTION fail_at_commit();`
+	}
+	if err := setup.Migrate(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClaimFailedAtCommitHoldsNoMessages: a fetch or claim whose
+// statement read its rows and whose COMMIT then failed claimed nothing;
+// it returns its error and no messages, so a caller that gives back a
+// slot per message missing from a batch (the bench's fetcher) gives back
+// them all. Before the fix the rolled-back rows came back with the error.
+func TestClaimFailedAtCommitHoldsNoMessages(t *testing.T) {
+	tests := []struct {
+		name  string
+		claim func(t *testing.T, db *store.DB) (store.ClaimedBatch, error)
+	}{
+		{"Fetch", func(t *testing.T, db *store.DB) (store.ClaimedBatch, error) {
+			return newFetcher(t, db, "Process-A", store.FetchAhead).Fetch(context.Background(), benchStart, time.Minute, 3)
+		}},
+		{"ClaimOne", func(t *testing.T, db *store.DB) (store.ClaimedBatch, error) {
+			return newClaimer(t, db, "Worker-A", store.IndexedScale).Claim(context.Background(), benchStart, time.Minute, 1)
+		}},
+		{"ClaimBatch", func(t *testing.T, db *store.DB) (store.ClaimedBatch, error) {
+			return newClaimer(t, db, "Worker-A", store.IndexedScale).Claim(context.Background(), benchStart, time.Minute, 3)
+		}},
+	}
+	for _, engine := range fetchAheadEngines {
+		for _, tt := range tests {
+			t.Run(string(engine)+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				setup, open := fetchAheadBacklog(t, engine, 5)
+				failAtCommit(t, engine, setup)
+				b, err := tt.claim(t, open())
+				if err == nil || len(b.Messages) != 0 {
+					t.Fatalf("claim failing at COMMIT: %v, %d messages %+v; want an error and no messages", err, len(b.Messages), b.Messages)
+				}
+				if n, err := setup.Count(context.Background(), store.CountUnprocessed.SQL); err != nil || n != 5 {
+					t.Fatalf("unprocessed %d, %v; want 5", n, err)
+				}
+			})
+		}
+	}
+}

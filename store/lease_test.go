@@ -310,3 +310,50 @@ WHERE :id > 0`}}
 		t.Fatalf("Pending after the rolled-back claim = %d, %v; want 2", n, err)
 	}
 }
+
+// TestFinalizeRefusedWithoutError: a finalization whose guard changes no
+// row is refused, never an error, whether the row is another worker's or
+// gone: an UPDATE (another worker's claim file, say) renumbered the
+// message after its claim. Before the fix the gone row's read-back failed
+// with sql.ErrNoRows and Finalize returned an error, which grade counts
+// as the lab's failure (exit 3) instead of judging the file.
+func TestFinalizeRefusedWithoutError(t *testing.T) {
+	ctx := context.Background()
+	paid := store.Outcome{Key: "PAY-001", Status: "Paid", TransactionID: "TXN-0001"}
+	tests := []struct {
+		name       string
+		after      string // SQL run after Worker-A's claim; "" for none
+		worker     string // who finalizes
+		gone       bool
+		refusedBy  string // the row's LockedBy as the guard found it
+		processing int    // messages left Processing
+	}{
+		{"OtherOwner", "", "Worker-B", false, "Worker-A", 1},
+		{"Renumbered", "UPDATE OutboxMessages SET Id = Id + 1000 WHERE Status = 'Processing'", "Worker-A", true, "", 1},
+		{"Deleted", "DELETE FROM OutboxMessages WHERE Status = 'Processing'", "Worker-A", true, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := mustOpenLeaseDB(t)
+			c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+			if err != nil || c.Outcome != store.Claimed {
+				t.Fatalf("claim = %+v, %v", c, err)
+			}
+			if tt.after != "" {
+				if err := a.Migrate(ctx, store.Migration{Name: "test: " + tt.name, SQL: tt.after}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := lessonOutbox(b).Finalize(ctx, c.Message.ID, tt.worker, paid, t0)
+			if err != nil || f.Finalized || f.Gone != tt.gone || f.Refused.LockedBy != tt.refusedBy || tt.gone && f.Refused != (store.Message{}) {
+				t.Fatalf("finalize = %+v, %v; want refused without error, gone %v, held by %q", f, err, tt.gone, tt.refusedBy)
+			}
+			if n, _ := a.Count(ctx, store.CountPaymentsByStatus.SQL, sql.Named("status", "Paid")); n != 0 {
+				t.Fatal("the payment update of a refused finalization was committed")
+			}
+			if n, _ := a.Count(ctx, store.CountOutboxByStatus.SQL, sql.Named("status", "Processing")); n != tt.processing {
+				t.Fatalf("%d messages Processing, want %d", n, tt.processing)
+			}
+		})
+	}
+}

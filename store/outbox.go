@@ -322,7 +322,11 @@ type Finalization struct {
 	// read back in the finalization's transaction before it rolled back:
 	// what tells which predicate turned the write away.
 	Refused Message
-	Stats   TxStats
+	// Gone, when not Finalized, says no message has the Id any more (an
+	// UPDATE, such as another worker's claim file, changed it): the guard
+	// found no row, and Refused is empty.
+	Gone  bool
+	Stats TxStats
 }
 
 // errNotOwner rolls back a finalization whose guard changed no row.
@@ -331,13 +335,16 @@ var errNotOwner = errors.New("not the owner")
 // Finalize, in one transaction, marks message id Processed with the set's
 // Finalize statement and applies the outcome to its payment. It commits only
 // if that statement changed exactly one row; otherwise it rolls back and
-// reports Finalized false, an expected outcome rather than an error. The
+// reports Finalized false, an expected outcome rather than an error, also
+// when message id no longer exists (Gone). The
 // lesson's statement is [FinalizeOwned]; the "before"'s [CompleteByID]
 // never refuses.
 func (o *Outbox) Finalize(ctx context.Context, id int64, worker string, out Outcome, now time.Time) (Finalization, error) {
 	at := clock.Format(now)
 	var refused Message
+	var gone bool
 	stats, err := o.db.InTx(ctx, func(tx *sql.Tx) error {
+		refused, gone = Message{}, false
 		res, err := tx.ExecContext(ctx, o.sql.Finalize.SQL, sql.Named("now", at), sql.Named("id", id), sql.Named("worker", worker))
 		if err != nil {
 			return err
@@ -345,7 +352,13 @@ func (o *Outbox) Finalize(ctx context.Context, id int64, worker string, out Outc
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n != 1 {
-			if refused, err = messageByID(ctx, tx, id); err != nil {
+			refused, err = messageByID(ctx, tx, id)
+			if errors.Is(err, sql.ErrNoRows) {
+				// The message's row is gone: a refusal of the statements
+				// under test to judge, not the lab's failure.
+				refused, gone, err = Message{}, true, nil
+			}
+			if err != nil {
 				return err
 			}
 			return errNotOwner
@@ -353,7 +366,7 @@ func (o *Outbox) Finalize(ctx context.Context, id int64, worker string, out Outc
 		return o.applyOutcome(ctx, tx, out, at)
 	})
 	if errors.Is(err, errNotOwner) {
-		return Finalization{Finalized: false, Refused: refused, Stats: stats}, nil
+		return Finalization{Finalized: false, Refused: refused, Gone: gone, Stats: stats}, nil
 	}
 	if err != nil {
 		return Finalization{Stats: stats}, fmt.Errorf("store: finalize message %d for %s: %w", id, worker, err)

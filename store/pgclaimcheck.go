@@ -22,10 +22,48 @@ const claimCheckSchema = "outboxlab_claim_check"
 // claimCheckTimeout bounds the whole PostgreSQL check of one claim file.
 const claimCheckTimeout = 30 * time.Second
 
-// deniedStableFunctions are functions PostgreSQL marks STABLE that still
-// change the server: each assigns the transaction an id, moving the
-// server's transaction counter.
-var deniedStableFunctions = []string{"txid_current", "pg_current_xact_id"}
+// deniedStableFunctions are functions PostgreSQL marks STABLE (or that a
+// server could) that a claim still must not call, by name, with why:
+// some change the server, others run SQL text or read relations the
+// statement does not name, which the check of the relations it names
+// cannot see.
+var deniedStableFunctions = map[string]string{
+	// Each assigns the transaction an id, moving the server's transaction
+	// counter.
+	"txid_current":       whyTransactionID,
+	"pg_current_xact_id": whyTransactionID,
+	// Each reads every row of a relation, a schema or the database it is
+	// given by name (STABLE), or runs the query or reads the cursor it is
+	// given (VOLATILE today).
+	"table_to_xml":                  whyReadsRelations,
+	"table_to_xmlschema":            whyReadsRelations,
+	"table_to_xml_and_xmlschema":    whyReadsRelations,
+	"schema_to_xml":                 whyReadsRelations,
+	"schema_to_xmlschema":           whyReadsRelations,
+	"schema_to_xml_and_xmlschema":   whyReadsRelations,
+	"database_to_xml":               whyReadsRelations,
+	"database_to_xmlschema":         whyReadsRelations,
+	"database_to_xml_and_xmlschema": whyReadsRelations,
+	"query_to_xml":                  whyRunsSQL,
+	"query_to_xmlschema":            whyRunsSQL,
+	"query_to_xml_and_xmlschema":    whyRunsSQL,
+	"cursor_to_xml":                 whyRunsSQL,
+	"cursor_to_xmlschema":           whyRunsSQL,
+	"ts_stat":                       whyRunsSQL, // ts_stat(query text)
+	"ts_rewrite":                    whyRunsSQL, // ts_rewrite(tsquery, query text); the 3-argument form runs none, and no claim needs it
+	// Each reads the server's sessions, what the pg_stat_activity view
+	// shows (a relation the check refuses by name).
+	"pg_stat_get_activity":         whyReadsSessions,
+	"pg_stat_get_backend_activity": whyReadsSessions,
+}
+
+// Why a function of [deniedStableFunctions] is refused, as the refusal says it.
+const (
+	whyTransactionID  = "it assigns a transaction id"
+	whyReadsRelations = "it reads relations by name, beyond the run's tables"
+	whyRunsSQL        = "it runs SQL text it is given"
+	whyReadsSessions  = "it reads the server's sessions"
+)
 
 // allowedVolatileFunctions are functions PostgreSQL marks VOLATILE that
 // change nothing but the session's random state: they read the clock or
@@ -44,13 +82,13 @@ var (
 		"CREATE FUNCTION "+claimCheckSchema+".%s(%s) RETURNS void LANGUAGE sql BEGIN ATOMIC\n%s\n; END")
 	claimBodySQL = audit("lab: the claim statement as PostgreSQL parsed it", `SELECT p.oid, p.prosqlbody::text FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2`)
-	claimFunctionsSQL = audit("lab: the functions a claim statement calls that may change something, and why",
-		`SELECT p.oid::regprocedure::text, CASE WHEN p.provolatile = 'v' THEN 'PostgreSQL marks it VOLATILE' ELSE 'it assigns a transaction id' END
+	claimFunctionsSQL = audit("lab: the functions a claim statement calls that may change something or read beyond it, and whether VOLATILE",
+		`SELECT p.oid::regprocedure::text, p.proname::text, p.provolatile = 'v'
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.oid = ANY($1) AND (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($3)) OR p.proname = ANY($2))
 ORDER BY 1`)
-	claimOperatorsSQL = audit("lab: the functions behind a claim statement's operators that may change something, and why",
-		`SELECT o.oid::regoperator::text || ' (' || p.oid::regprocedure::text || ')', CASE WHEN p.provolatile = 'v' THEN 'PostgreSQL marks it VOLATILE' ELSE 'it assigns a transaction id' END
+	claimOperatorsSQL = audit("lab: the functions behind a claim statement's operators that may change something or read beyond it, and whether VOLATILE",
+		`SELECT o.oid::regoperator::text || ' (' || p.oid::regprocedure::text || ')', p.proname::text, p.provolatile = 'v'
 FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE o.oid = ANY($1) AND (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($3)) OR p.proname = ANY($2))
 ORDER BY 1`)
@@ -74,7 +112,9 @@ ORDER BY 1`)
 // PostgreSQL marks VOLATILE (those are the ones that can change
 // something: nextval, setval, set_config, pg_sleep, lo_from_bytea,
 // pg_advisory_lock, pg_notify, pg_terminate_backend, dblink...) or one of
-// [deniedStableFunctions], or name a relation outside the run's tables.
+// [deniedStableFunctions] (a transaction id; table_to_xml and the like,
+// which read relations the statement does not name), or name a relation
+// outside the run's tables.
 // Then it runs each once, bounded by [ClaimStatementTimeout]. A refusal
 // is a *[ClaimFileError]. The run's own database is what confines the
 // file (see [GraderRole]); this check says why a file will not do.
@@ -300,8 +340,13 @@ func (t *statementTree) kinds() []string {
 }
 
 // checkCalls refuses a statement that calls a function that may change
-// something, or names a relation that is not the run's own.
+// something, runs SQL text or reads relations it is given by name (see
+// [deniedStableFunctions]), or names a relation that is not the run's own.
 func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse func(string, ...any) error) error {
+	denied := make([]string, 0, len(deniedStableFunctions))
+	for name := range deniedStableFunctions {
+		denied = append(denied, name)
+	}
 	var changing []string
 	for _, q := range []struct {
 		s    Stmt
@@ -310,12 +355,17 @@ func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse f
 		if len(q.oids) == 0 {
 			continue
 		}
-		rows, err := conn.Query(ctx, q.s.SQL, q.oids, deniedStableFunctions, allowedVolatileFunctions)
+		rows, err := conn.Query(ctx, q.s.SQL, q.oids, denied, allowedVolatileFunctions)
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", q.s.Name, err)
 		}
-		var name, why string
-		_, err = pgx.ForEachRow(rows, []any{&name, &why}, func() error {
+		var name, proname string
+		var volatile bool
+		_, err = pgx.ForEachRow(rows, []any{&name, &proname, &volatile}, func() error {
+			why := deniedStableFunctions[proname]
+			if volatile {
+				why = "PostgreSQL marks it VOLATILE"
+			}
 			if call := name + " (" + why + ")"; !contains(changing, call) {
 				changing = append(changing, call)
 			}
@@ -327,7 +377,8 @@ func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse f
 	}
 	if len(changing) > 0 {
 		sort.Strings(changing)
-		return refuse("calls %s; a claim may call only functions PostgreSQL marks IMMUTABLE or STABLE, which neither change the database or the server nor wait",
+		return refuse("calls %s; a claim may call only functions PostgreSQL marks IMMUTABLE or STABLE, which neither change the database or the server nor wait, "+
+			"and none that runs SQL text or reads beyond the relations the statement names",
 			strings.Join(changing, ", "))
 	}
 	rows, err := conn.Query(ctx, claimRelationsSQL.SQL, t.rels, claimCheckSchema, t.fn)

@@ -377,8 +377,8 @@ func waitIdle(ctx context.Context, db *DB, pid uint32) error {
 }
 
 // takeLock picks the grade's id and takes its advisory lock on a
-// connection of its own to the admin's database, kept open until Drop:
-// the lock says the grade lives. An id whose lock is held (another grade,
+// connection of its own to the admin's database, kept open (with no idle
+// timeout) until Drop: the lock says the grade lives. An id whose lock is held (another grade,
 // or a sweep removing a dead one's objects) is not taken.
 func (r *GraderRole) takeLock(ctx context.Context) error {
 	pc, err := postgresConfig(r.admin, "")
@@ -387,6 +387,14 @@ func (r *GraderRole) takeLock(ctx context.Context) error {
 	}
 	host, _ := os.Hostname()
 	pc.RuntimeParams["application_name"] = fmt.Sprintf("outboxlab grade (pid %d on %s)", os.Getpid(), host)
+	// The connection idles for the whole grade: a server, role or URL
+	// that ends idle sessions must not end this one, or the lock goes and
+	// a concurrent sweep drops a live grade's role and database. Startup
+	// parameters win over the role's and the database's settings
+	// (PostgreSQL 14 and later have both; adminRights refused older).
+	for _, p := range lockConnIdleParams {
+		pc.RuntimeParams[p] = "0"
+	}
 	conn, err := pgx.ConnectConfig(ctx, pc)
 	if err != nil {
 		return unreachable(r.admin, err)
@@ -410,6 +418,10 @@ func (r *GraderRole) takeLock(ctx context.Context) error {
 	conn.Close(ctx)
 	return errors.New("store: no free grade id: eight random ids were all locked")
 }
+
+// lockConnIdleParams are the server's timeouts for an idle session (or
+// an idle open transaction) that the lock's connection turns off.
+var lockConnIdleParams = []string{"idle_session_timeout", "idle_in_transaction_session_timeout"}
 
 // lockKey is the second key of a grade's advisory lock: its id.
 func lockKey(id [4]byte) int32 { return int32(binary.BigEndian.Uint32(id[:])) }

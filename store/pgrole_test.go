@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -461,5 +462,61 @@ func TestSweepGradersAcrossDatabases(t *testing.T) {
 	}
 	if !roleExistsOn(t, server, live.Name) {
 		t.Errorf("role %s was dropped", live.Name)
+	}
+}
+
+// TestGradeLockOutlivesIdleTimeout: a grade counts as alive while its
+// lock's connection, idle for the whole grade, lives. With the login's
+// sessions ended after 1 s idle (here by the URL; a server or role
+// setting does the same), the lock's connection turns both idle timeouts
+// off, so after 1.5 s idle it still holds the lock. Before the fix the
+// server ended it after 1 s ("terminating connection due to idle-session
+// timeout") and a concurrent sweep would have dropped the live grade's
+// role and database.
+func TestGradeLockOutlivesIdleTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for _, p := range lockConnIdleParams {
+		q.Set(p, "1s")
+	}
+	u.RawQuery = q.Encode()
+	admin := u.String()
+	r, err := CreateGraderRole(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
+
+	other, err := connectAdmin(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	for _, p := range lockConnIdleParams {
+		var onLock, onOther string
+		if err := r.lock.QueryRow(ctx, "SELECT current_setting($1)", p).Scan(&onLock); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.QueryRow(ctx, "SELECT current_setting($1)", p).Scan(&onOther); err != nil {
+			t.Fatal(err)
+		}
+		if onOther != "1s" {
+			t.Fatalf("%s = %q on another connection of the URL, want 1s: the test sets nothing", p, onOther)
+		}
+		if onLock != "0" {
+			t.Errorf("%s = %q on the lock's connection, want 0", p, onLock)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := r.lock.Ping(ctx); err != nil {
+		t.Fatalf("the lock's connection died idle: %v", err)
+	}
+	if err := other.Ping(ctx); err == nil {
+		t.Error("another connection of the URL outlived its 1 s idle timeout: the test proves nothing")
 	}
 }

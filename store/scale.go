@@ -187,6 +187,7 @@ func (c *Claimer) Close() error {
 // transaction with a lease until now+lease, each with a new fencing token.
 // With limit 1 it runs the design's SelectNext and ClaimOne (unless the
 // design claims in [ScaleSQL.OneStatement]), otherwise its ClaimBatch.
+// With an error the batch holds no messages: the transaction rolled back.
 func (c *Claimer) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (ClaimedBatch, error) {
 	if limit < 1 {
 		return ClaimedBatch{}, fmt.Errorf("store: claim for %s: limit %d, want at least 1", c.worker, limit)
@@ -208,11 +209,14 @@ func (c *Claimer) Claim(ctx context.Context, now time.Time, lease time.Duration,
 		return fn(ctx, tx, args, &b)
 	})
 	b.Stats, b.Held = stats, held
+	if err != nil {
+		// The transaction rolled back, perhaps after its rows were read (a
+		// COMMIT that failed): none of them is claimed.
+		b.Messages = nil
+		return b, fmt.Errorf("store: %s claim of %d for %s: %w", c.cfg.SQL.Name, limit, c.worker, err)
+	}
 	for i := range b.Messages {
 		b.Messages[i].LockedUntil = until
-	}
-	if err != nil {
-		return b, fmt.Errorf("store: %s claim of %d for %s: %w", c.cfg.SQL.Name, limit, c.worker, err)
 	}
 	return b, nil
 }

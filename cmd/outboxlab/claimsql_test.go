@@ -129,3 +129,24 @@ func TestClaimSQLRunErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimSQLRenumberedMessageIsJudged: a claim whose UPDATE OR REPLACE
+// moves another worker's claimed message onto the Id it selected (the
+// replaced row is deleted, and only one row counts as changed) leaves that
+// worker finalizing a message that no longer exists. The refusal is the
+// file's to be judged on: the run fails its checks (exit 1). Before the
+// fix the finalization's read-back got sql.ErrNoRows, and the run ended
+// as the lab's failure (exit 3, "the run could not complete").
+func TestClaimSQLRenumberedMessageIsJudged(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "steal.sql")
+	text := okSelect + ";\nUPDATE OR REPLACE OutboxMessages SET Id = :id, Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until\n" +
+		"WHERE Id = coalesce((SELECT max(Id) FROM OutboxMessages WHERE Id < :id AND Status = 'Processing'), :id)\n"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", p, "--out", filepath.Join(t.TempDir(), "r"))
+	if o.code != exitCheckFailed || !strings.Contains(o.stdout+o.stderr, "FAILED") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 with the run's failed checks", o.code, o.stdout, o.stderr)
+	}
+}
