@@ -94,7 +94,7 @@ var outboxLeasing = Scenario{
 				"A lease must end: a claim has to treat a Processing row " +
 				"whose lease has expired as claimable, or one crash locks a message forever."},
 		{Name: variantUnguardedClaim, Mistake: "SELECT, then UPDATE by Id alone in a second transaction; a barrier between them lets both workers take the same message",
-			Swaps:  []store.Stmt{store.ClaimUpdateByID},
+			Swaps:  []store.Stmt{store.ClaimSelectOwnTx, store.ClaimUpdateByID},
 			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "With a take-over that no longer re-checks the row, a worker takes a message another worker holds: " +
 				"Worker-B takes PAY-001 while Worker-A's lease is live, and in the concurrent phase both workers " +

@@ -71,6 +71,22 @@ SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
 WHERE Id = :id
   AND Status = 'Pending'`)
 
+	// ClaimSelectOwnTx is the unguarded mistake's select: it runs in a
+	// transaction of its own, before the update's, so nothing it read or
+	// locked holds when the update runs. On PostgreSQL it takes no row
+	// lock: a FOR UPDATE SKIP LOCKED would end at its own commit, and two
+	// such selects that happened to overlap would be handed different rows
+	// by chance, hiding the race the mistake has every time.
+	ClaimSelectOwnTx = mistakeOn(&ClaimSelectNext,
+		"runs in a transaction of its own, before the UPDATE's, so nothing it read or locked holds when the UPDATE runs (on PostgreSQL it takes no row lock)",
+		"claim: select the oldest claimable message, in a transaction of its own (MISTAKE: unguarded)", `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1 /* in a transaction of its own: nothing it read holds afterwards */`, `SELECT Id FROM OutboxMessages
+WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+ORDER BY CreatedAtUtc, Id
+LIMIT 1 /* in a transaction of its own: no lock would outlive it */`)
+
 	// ClaimUpdateByID is the unguarded mistake's update: it trusts the
 	// earlier read and changes the row by Id alone.
 	ClaimUpdateByID = separate(mistake(&ClaimUpdate,
@@ -126,7 +142,7 @@ var (
 
 	// UnguardedClaim is the select-then-update mistake: the update trusts
 	// the earlier read and changes the row by Id alone, in its own transaction.
-	UnguardedClaim = ClaimSQL{SelectNext: ClaimSelectNext, Update: ClaimUpdateByID}
+	UnguardedClaim = ClaimSQL{SelectNext: ClaimSelectOwnTx, Update: ClaimUpdateByID}
 
 	// QueuingClaim is the lesson's claim on PostgreSQL with FOR UPDATE but
 	// without SKIP LOCKED: no message is claimed twice, but the workers
