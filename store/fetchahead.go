@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
@@ -62,23 +61,9 @@ func (f *Fetcher) Fetch(ctx context.Context, now time.Time, lease time.Duration,
 	}
 	var b ClaimedBatch
 	stats, held, err := f.db.inTxRetry(ctx, f.cfg.Retry, func(tx *sql.Tx) error {
-		b.Messages = b.Messages[:0]
-		rows, err := tx.StmtContext(ctx, f.stmt).QueryContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var m ClaimedMessage
-			if err := rows.Scan(&m.ID, &m.AggregateKey, &m.Payload, &m.CreatedAt, &m.LockedUntil, &m.Token); err != nil {
-				return err
-			}
-			b.Messages = append(b.Messages, m)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return rows.Close()
+		var err error
+		b.Messages, err = scanClaimed(tx.StmtContext(ctx, f.stmt).QueryContext(ctx, args...))
+		return err
 	})
 	b.Stats, b.Held = stats, held
 	if err != nil {
@@ -87,13 +72,6 @@ func (f *Fetcher) Fetch(ctx context.Context, now time.Time, lease time.Duration,
 		b.Messages = nil
 		return b, fmt.Errorf("store: %s fetch of %d for %s: %w", f.cfg.SQL.Name, limit, f.owner, err)
 	}
-	// RETURNING promises no order; workers take the oldest first.
-	sort.Slice(b.Messages, func(i, j int) bool {
-		if b.Messages[i].CreatedAt != b.Messages[j].CreatedAt {
-			return b.Messages[i].CreatedAt < b.Messages[j].CreatedAt
-		}
-		return b.Messages[i].ID < b.Messages[j].ID
-	})
 	return b, nil
 }
 
@@ -127,50 +105,18 @@ func (c *Completer) Complete(ctx context.Context, msgs []ClaimedMessage, now tim
 	if len(msgs) == 0 {
 		return FinalizedBatch{}, nil
 	}
-	pairs := []byte{'['}
-	for i, m := range msgs {
-		if i > 0 {
-			pairs = append(pairs, ',')
-		}
-		pairs = fmt.Appendf(pairs, "[%d,%d]", m.ID, m.Token)
-	}
-	pairs = append(pairs, ']')
-	args := []any{sql.Named("now", clock.Format(now)), sql.Named("worker", c.owner), sql.Named("claims", string(pairs))}
+	args := []any{sql.Named("now", clock.Format(now)), sql.Named("worker", c.owner), sql.Named("claims", claimsJSON(msgs))}
 	var done []int64
 	stats, held, err := c.db.inTxRetry(ctx, c.cfg.Retry, func(tx *sql.Tx) error {
-		done = done[:0]
-		rows, err := tx.StmtContext(ctx, c.stmt).QueryContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			done = append(done, id)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return rows.Close()
+		var err error
+		done, err = scanIDs(tx.StmtContext(ctx, c.stmt).QueryContext(ctx, args...))
+		return err
 	})
 	f := FinalizedBatch{Stats: stats, Held: held}
 	if err != nil {
 		return f, fmt.Errorf("store: %s completion of %d messages for %s: %w", c.cfg.SQL.Name, len(msgs), c.owner, err)
 	}
-	completed := make(map[int64]bool, len(done))
-	for _, id := range done {
-		completed[id] = true
-	}
-	for _, m := range msgs {
-		if completed[m.ID] {
-			f.Finalized = append(f.Finalized, m.ID)
-		} else {
-			f.Rejected = append(f.Rejected, m.ID)
-		}
-	}
+	f.sortOut(msgs, done)
 	return f, nil
 }
 

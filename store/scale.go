@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -8,7 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -251,29 +252,80 @@ func (c *Claimer) claimOne(ctx context.Context, tx *sql.Tx, args []any, b *Claim
 
 // claimBatch takes up to :limit messages in one UPDATE … RETURNING.
 func (c *Claimer) claimBatch(ctx context.Context, tx *sql.Tx, args []any, b *ClaimedBatch) error {
-	rows, err := tx.StmtContext(ctx, c.batch).QueryContext(ctx, args...)
+	msgs, err := scanClaimed(tx.StmtContext(ctx, c.batch).QueryContext(ctx, args...))
+	b.Messages = append(b.Messages, msgs...)
+	return err
+}
+
+// scanClaimed reads the messages a claim's UPDATE … RETURNING took (Id,
+// AggregateKey, Payload, CreatedAtUtc, LockedUntilUtc, ClaimToken), oldest
+// first: RETURNING promises no order, and a worker processes oldest first.
+func scanClaimed(rows *sql.Rows, err error) ([]ClaimedMessage, error) {
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
+	var msgs []ClaimedMessage
 	for rows.Next() {
 		var m ClaimedMessage
 		if err := rows.Scan(&m.ID, &m.AggregateKey, &m.Payload, &m.CreatedAt, &m.LockedUntil, &m.Token); err != nil {
-			return err
+			return nil, err
 		}
-		b.Messages = append(b.Messages, m)
+		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	// RETURNING promises no order; a worker processes oldest first.
-	sort.Slice(b.Messages, func(i, j int) bool {
-		if b.Messages[i].CreatedAt != b.Messages[j].CreatedAt {
-			return b.Messages[i].CreatedAt < b.Messages[j].CreatedAt
-		}
-		return b.Messages[i].ID < b.Messages[j].ID
+	slices.SortFunc(msgs, func(a, b ClaimedMessage) int {
+		return cmp.Or(strings.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
-	return rows.Close()
+	return msgs, rows.Close()
+}
+
+// scanIDs reads the Ids a batch finalization's RETURNING gave: the rows
+// its guard let it change.
+func scanIDs(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ids, rows.Close()
+}
+
+// claimsJSON is msgs as the JSON array of [id, token] pairs a batch
+// finalization reads from :claims.
+func claimsJSON(msgs []ClaimedMessage) string {
+	pairs := []byte{'['}
+	for i, m := range msgs {
+		if i > 0 {
+			pairs = append(pairs, ',')
+		}
+		pairs = fmt.Appendf(pairs, "[%d,%d]", m.ID, m.Token)
+	}
+	return string(append(pairs, ']'))
+}
+
+// sortOut puts each of msgs in f.Finalized when done names it, else in
+// f.Rejected (its guard refused it).
+func (f *FinalizedBatch) sortOut(msgs []ClaimedMessage, done []int64) {
+	for _, m := range msgs {
+		if slices.Contains(done, m.ID) {
+			f.Finalized = append(f.Finalized, m.ID)
+		} else {
+			f.Rejected = append(f.Rejected, m.ID)
+		}
+	}
 }
 
 // Finalize marks msgs Processed in one transaction, each row under its own
@@ -299,17 +351,7 @@ func (c *Claimer) Finalize(ctx context.Context, msgs []ClaimedMessage, now time.
 	if err != nil {
 		return f, fmt.Errorf("store: finalize %d messages for %s: %w", len(msgs), c.worker, err)
 	}
-	finalized := make(map[int64]bool, len(done))
-	for _, id := range done {
-		finalized[id] = true
-	}
-	for _, m := range msgs {
-		if finalized[m.ID] {
-			f.Finalized = append(f.Finalized, m.ID)
-		} else {
-			f.Rejected = append(f.Rejected, m.ID)
-		}
-	}
+	f.sortOut(msgs, done)
 	return f, nil
 }
 
@@ -330,31 +372,7 @@ func (c *Claimer) finalizeOne(ctx context.Context, tx *sql.Tx, args []any, msgs 
 // finalizeBatch runs the design's FinalizeBatch once for msgs, passed as a
 // JSON array of [id, token] pairs.
 func (c *Claimer) finalizeBatch(ctx context.Context, tx *sql.Tx, args []any, msgs []ClaimedMessage) ([]int64, error) {
-	pairs := []byte{'['}
-	for i, m := range msgs {
-		if i > 0 {
-			pairs = append(pairs, ',')
-		}
-		pairs = fmt.Appendf(pairs, "[%d,%d]", m.ID, m.Token)
-	}
-	pairs = append(pairs, ']')
-	rows, err := tx.StmtContext(ctx, c.finals).QueryContext(ctx, append(args, sql.Named("claims", string(pairs)))...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var done []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		done = append(done, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return done, rows.Close()
+	return scanIDs(tx.StmtContext(ctx, c.finals).QueryContext(ctx, append(args, sql.Named("claims", claimsJSON(msgs)))...))
 }
 
 // Backlog describes the messages [SeedBacklog] writes.
