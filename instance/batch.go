@@ -95,19 +95,6 @@ type batchRelayWork struct {
 	Config store.FetchAheadConfig
 }
 
-// The batch relay's operations' arguments, as they cross the pipe.
-type (
-	batchFetchArgs struct {
-		Now   time.Time
-		Lease time.Duration
-		Limit int
-	}
-	batchCompleteArgs struct {
-		Messages []store.ClaimedMessage
-		Now      time.Time
-	}
-)
-
 // serveBatchRelay is the batch-relay child: its fetcher and completer on
 // its own connection, at the lab's command.
 func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
@@ -124,10 +111,10 @@ func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	defer f.Close()
 	defer c.Close()
 	return nil, w.Answer(ctx, map[string]proc.Op{
-		"fetch": op(func(ctx context.Context, a batchFetchArgs) (any, error) {
+		"fetch": op(func(ctx context.Context, a batchClaimArgs) (any, error) {
 			return f.Fetch(ctx, a.Now, a.Lease, a.Limit)
 		}),
-		"complete": op(func(ctx context.Context, a batchCompleteArgs) (any, error) {
+		"complete": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
 			return c.Complete(ctx, a.Messages, a.Now)
 		}),
 	})
@@ -138,10 +125,10 @@ type childBatch struct{ *child }
 
 func (c *childBatch) Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
 	var b store.ClaimedBatch
-	return b, c.call(ctx, "fetch", batchFetchArgs{now, lease, limit}, &b)
+	return b, c.call(ctx, "fetch", batchClaimArgs{now, lease, limit}, &b)
 }
 
 func (c *childBatch) Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
 	var f store.FinalizedBatch
-	return f, c.call(ctx, "complete", batchCompleteArgs{msgs, now}, &f)
+	return f, c.call(ctx, "complete", batchFinalizeArgs{msgs, now}, &f)
 }

@@ -90,14 +90,16 @@ type scaleWorkerWork struct {
 	Config store.ClaimerConfig
 }
 
-// The scale worker's operations' arguments, as they cross the pipe.
+// The arguments of a claim of up to Limit messages and of a finalization
+// of a batch, as they cross the pipe: the scale worker's and the batch
+// relay's.
 type (
-	scaleClaimArgs struct {
+	batchClaimArgs struct {
 		Now   time.Time
 		Lease time.Duration
 		Limit int
 	}
-	scaleFinalizeArgs struct {
+	batchFinalizeArgs struct {
 		Messages []store.ClaimedMessage
 		Now      time.Time
 	}
@@ -119,10 +121,10 @@ func serveScaleWorker(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer cl.Close()
 	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a scaleClaimArgs) (any, error) {
+		"claim": op(func(ctx context.Context, a batchClaimArgs) (any, error) {
 			return cl.Claim(ctx, a.Now, a.Lease, a.Limit)
 		}),
-		"finalize": op(func(ctx context.Context, a scaleFinalizeArgs) (any, error) {
+		"finalize": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
 			return cl.Finalize(ctx, a.Messages, a.Now)
 		}),
 		"pages": op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
@@ -135,12 +137,12 @@ type childScaleWorker struct{ *child }
 
 func (c *childScaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
 	var b store.ClaimedBatch
-	return b, c.call(ctx, "claim", scaleClaimArgs{now, lease, limit}, &b)
+	return b, c.call(ctx, "claim", batchClaimArgs{now, lease, limit}, &b)
 }
 
 func (c *childScaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
 	var f store.FinalizedBatch
-	return f, c.call(ctx, "finalize", scaleFinalizeArgs{msgs, now}, &f)
+	return f, c.call(ctx, "finalize", batchFinalizeArgs{msgs, now}, &f)
 }
 
 func (c *childScaleWorker) PageReads(ctx context.Context) (int64, error) {
