@@ -52,14 +52,19 @@ func runGoqite(ctx context.Context, cfg Config, rep *Report, p *progress) error 
 			if err != nil {
 				return err
 			}
-			row.CeilingMsgsPerS = rep.Ceiling.MsgsPerS
-			if rep.Ceiling.MsgsPerS > 0 {
-				row.CeilingRatio = row.MsgsPerS / rep.Ceiling.MsgsPerS
-			}
-			rep.Rows = append(rep.Rows, row)
+			addPeerRow(rep, row)
 		}
 	}
 	return nil
+}
+
+// addPeerRow adds a peer's row, measured against the run's ceiling.
+func addPeerRow(rep *Report, row Row) {
+	row.CeilingMsgsPerS = rep.Ceiling.MsgsPerS
+	if rep.Ceiling.MsgsPerS > 0 {
+		row.CeilingRatio = row.MsgsPerS / rep.Ceiling.MsgsPerS
+	}
+	rep.Rows = append(rep.Rows, row)
 }
 
 // goqiteCell makes goqite's table in a fresh file, sends n messages, and

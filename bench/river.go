@@ -75,11 +75,7 @@ func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress, watch *
 			if err != nil {
 				return err
 			}
-			row.CeilingMsgsPerS = rep.Ceiling.MsgsPerS
-			if rep.Ceiling.MsgsPerS > 0 {
-				row.CeilingRatio = row.MsgsPerS / rep.Ceiling.MsgsPerS
-			}
-			rep.Rows = append(rep.Rows, row)
+			addPeerRow(rep, row)
 		}
 	}
 	return nil
