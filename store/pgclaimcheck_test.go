@@ -12,33 +12,6 @@ import (
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 )
 
-// serverSnapshot is what a claim file must never change on the test
-// server, outside the objects of outboxlab's own runs and tests: the
-// schemas, roles and databases, every sequence's position, the large
-// objects of the --db login's database, and the rows of a victim schema.
-func serverSnapshot(t *testing.T, url, victim string) string {
-	t.Helper()
-	lines := pgtest.Strings(t, url, `SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'outboxlab%'
-UNION ALL SELECT 'role ' || rolname || ' ' || rolsuper || rolcreaterole || rolcreatedb || rolcanlogin FROM pg_roles WHERE rolname NOT LIKE 'outboxlab%'
-UNION ALL SELECT 'database ' || datname FROM pg_database WHERE datname NOT LIKE 'outboxlab%'
-UNION ALL SELECT 'large objects ' || count(*) FROM pg_largeobject_metadata
-UNION ALL SELECT 'sequence ' || schemaname || '.' || sequencename || ' ' || coalesce(last_value::text, 'unused') FROM pg_sequences
-  WHERE schemaname NOT LIKE 'outboxlab%' OR schemaname = $1
-ORDER BY 1`, victim)
-	lines = append(lines, pgtest.Strings(t, url, "SELECT 'row ' || v FROM "+victim+".t ORDER BY v")...)
-	return strings.Join(lines, "\n")
-}
-
-// victimSchema makes, in the test server's --db database, a schema with a
-// sequence and a table, for claim files to aim at.
-func victimSchema(t *testing.T, url string) string {
-	t.Helper()
-	victim := randomName("outboxlab_victim_")
-	pgtest.Exec(t, url, "CREATE SCHEMA "+victim, "CREATE SEQUENCE "+victim+".s", "CREATE TABLE "+victim+".t (v text)", "INSERT INTO "+victim+".t VALUES ('kept')")
-	t.Cleanup(func() { pgtest.Exec(t, url, "DROP SCHEMA IF EXISTS "+victim+" CASCADE") })
-	return victim
-}
-
 const (
 	pgWhere  = "(Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))"
 	pgSelect = "SELECT Id FROM OutboxMessages WHERE " + pgWhere + " ORDER BY CreatedAtUtc, Id LIMIT 1"
@@ -56,13 +29,13 @@ func TestClaimFileOnPostgres(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	victim := victimSchema(t, url)
+	victim := pgtest.VictimSchema(t, url)
 	r, err := CreateGraderRole(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
-	before := serverSnapshot(t, url, victim)
+	before := pgtest.ServerState(t, url, victim)
 	sel := func(cond string) string {
 		return "SELECT Id FROM OutboxMessages WHERE " + pgWhere + " AND " + cond + " ORDER BY CreatedAtUtc, Id LIMIT 1"
 	}
@@ -150,7 +123,7 @@ func TestClaimFileOnPostgres(t *testing.T) {
 			case tt.want != "" && (!errors.As(err, &cfe) || !strings.Contains(err.Error(), tt.want)):
 				t.Errorf("err = %v, want a refusal saying %q", err, tt.want)
 			}
-			if after := serverSnapshot(t, url, victim); after != before {
+			if after := pgtest.ServerState(t, url, victim); after != before {
 				t.Errorf("the server changed:\n%s", lineDiffs(before, after))
 			}
 		})
@@ -164,7 +137,7 @@ func TestPostgresConfinesWithoutTheCheck(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
 	ctx := context.Background()
-	victim := victimSchema(t, url)
+	victim := pgtest.VictimSchema(t, url)
 	r, err := CreateGraderRole(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +165,7 @@ func TestPostgresConfinesWithoutTheCheck(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT 0").Scan(&adminPID); err != nil {
 		t.Fatal(err)
 	}
-	before := serverSnapshot(t, url, victim)
+	before := pgtest.ServerState(t, url, victim)
 	for _, q := range []string{
 		"SELECT nextval('outboxmessages_id_seq')",
 		"SELECT setval('outboxmessages_id_seq', 1000)",
@@ -212,7 +185,7 @@ func TestPostgresConfinesWithoutTheCheck(t *testing.T) {
 		"DO 'BEGIN PERFORM lo_from_bytea(0, ''y''); END'",
 	} {
 		_, _ = conn.Exec(ctx, q) // refused or not: what counts is what changed
-		if after := serverSnapshot(t, url, victim); after != before {
+		if after := pgtest.ServerState(t, url, victim); after != before {
 			t.Errorf("%s changed the server:\n%s", q, lineDiffs(before, after))
 		}
 	}

@@ -158,23 +158,6 @@ func pgHostileFiles(victim string) []hostileFile {
 	}
 }
 
-// serverState is what a claim file must never change on the test server
-// outside outboxlab's own runs: the schemas, roles and databases, every
-// sequence's position, the --db login's database's large objects, and the
-// victim schema's rows.
-func serverState(t *testing.T, url, victim string) string {
-	t.Helper()
-	lines := pgtest.Strings(t, url, `SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'outboxlab%'
-UNION ALL SELECT 'role ' || rolname || ' ' || rolsuper || rolcreaterole || rolcreatedb || rolcanlogin FROM pg_roles WHERE rolname NOT LIKE 'outboxlab%'
-UNION ALL SELECT 'database ' || datname FROM pg_database WHERE datname NOT LIKE 'outboxlab%'
-UNION ALL SELECT 'large objects ' || count(*) FROM pg_largeobject_metadata
-UNION ALL SELECT 'sequence ' || schemaname || '.' || sequencename || ' ' || coalesce(last_value::text, 'unused') FROM pg_sequences
-  WHERE schemaname NOT LIKE 'outboxlab%' OR schemaname = $1
-ORDER BY 1`, victim)
-	lines = append(lines, pgtest.Strings(t, url, "SELECT 'row ' || v FROM "+victim+".t ORDER BY v")...)
-	return strings.Join(lines, "\n")
-}
-
 // TestGradeOnPostgres grades the examples, the class's claim files and
 // files written for PostgreSQL on the test server, two at a time.
 // PostgreSQL's parser judges each: every verdict is the one SQLite gives
@@ -187,11 +170,7 @@ func TestGradeOnPostgres(t *testing.T) {
 	url := pgtest.URL(t)
 	started := time.Now()
 	dir := t.TempDir()
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	victim := "outboxlab_victim_" + hex.EncodeToString(b[:])
-	pgtest.Exec(t, url, "CREATE SCHEMA "+victim, "CREATE SEQUENCE "+victim+".s", "CREATE TABLE "+victim+".t (v text)", "INSERT INTO "+victim+".t VALUES ('kept')")
-	t.Cleanup(func() { pgtest.Exec(t, url, "DROP SCHEMA IF EXISTS "+victim+" CASCADE") })
+	victim := pgtest.VictimSchema(t, url)
 	files := append(hostileFiles(dir), pgHostileFiles(victim)...)
 	paths := writeHostileFiles(t, dir, files)
 	for _, ex := range []struct{ name, verdict, reason string }{{"claim-lesson.sql", "PASS", ""}, {"claim-pending-only.sql", "FAIL", "recovery_ok"}} {
@@ -214,7 +193,7 @@ func TestGradeOnPostgres(t *testing.T) {
 			files[i].verdict, files[i].reason = pg.verdict, pg.reason
 		}
 	}
-	before := serverState(t, url, victim)
+	before := pgtest.ServerState(t, url, victim)
 	out := filepath.Join(t.TempDir(), "reports")
 	o := runCLI(t, append([]string{"grade", "--db", url, "--jobs", "2", "--format", "json", "--out", out, "--timeout", "1m"}, paths...)...)
 	if o.code != exitUsage {
@@ -266,7 +245,7 @@ func TestGradeOnPostgres(t *testing.T) {
 	if len(roles) != 7 {
 		t.Errorf("%d roles named in reports, want one for each of the 7 files judged", len(roles))
 	}
-	if after := serverState(t, url, victim); after != before {
+	if after := pgtest.ServerState(t, url, victim); after != before {
 		t.Errorf("grading changed the server:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	summaries, _ := filepath.Glob(filepath.Join(out, "Grade", "*.txt"))

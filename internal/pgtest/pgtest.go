@@ -6,7 +6,10 @@ package pgtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -59,4 +62,34 @@ func Strings(t testing.TB, url, query string, args ...any) []string {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return out
+}
+
+// VictimSchema makes, in the test server's database at url, a schema
+// outboxlab_victim_<random> with a sequence s and a table t holding one
+// row, for hostile claim files to aim at; it is dropped when t ends.
+func VictimSchema(t testing.TB, url string) string {
+	t.Helper()
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	victim := "outboxlab_victim_" + hex.EncodeToString(b[:])
+	Exec(t, url, "CREATE SCHEMA "+victim, "CREATE SEQUENCE "+victim+".s", "CREATE TABLE "+victim+".t (v text)", "INSERT INTO "+victim+".t VALUES ('kept')")
+	t.Cleanup(func() { Exec(t, url, "DROP SCHEMA IF EXISTS "+victim+" CASCADE") })
+	return victim
+}
+
+// ServerState is what a claim file must never change on the test server,
+// outside the objects of outboxlab's own runs and tests: the schemas,
+// roles and databases, every sequence's position, the large objects of
+// url's database, and the rows of the victim schema.
+func ServerState(t testing.TB, url, victim string) string {
+	t.Helper()
+	lines := Strings(t, url, `SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'outboxlab%'
+UNION ALL SELECT 'role ' || rolname || ' ' || rolsuper || rolcreaterole || rolcreatedb || rolcanlogin FROM pg_roles WHERE rolname NOT LIKE 'outboxlab%'
+UNION ALL SELECT 'database ' || datname FROM pg_database WHERE datname NOT LIKE 'outboxlab%'
+UNION ALL SELECT 'large objects ' || count(*) FROM pg_largeobject_metadata
+UNION ALL SELECT 'sequence ' || schemaname || '.' || sequencename || ' ' || coalesce(last_value::text, 'unused') FROM pg_sequences
+  WHERE schemaname NOT LIKE 'outboxlab%' OR schemaname = $1
+ORDER BY 1`, victim)
+	lines = append(lines, Strings(t, url, "SELECT 'row ' || v FROM "+victim+".t ORDER BY v")...)
+	return strings.Join(lines, "\n")
 }
