@@ -57,8 +57,11 @@ type Result struct {
 	// CustomSQL names the engineer's own SQL the run used instead of the
 	// lesson's, "" when it ran the lesson's statements.
 	CustomSQL string
-	Design    Design
-	Lesson    string // what the run teaches, one paragraph
+	// CustomSlot is what that SQL stands for: "claim" for --claim-sql, an
+	// exercise's name for a student's file.
+	CustomSlot string
+	Design     Design
+	Lesson     string // what the run teaches, one paragraph
 	// DoesNotSolve is the problem the lesson's design leaves for a later
 	// lesson; every report prints it.
 	DoesNotSolve string

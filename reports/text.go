@@ -322,7 +322,12 @@ func variantLabel(v string) string {
 func designLabel(r *lab.Result) string {
 	switch {
 	case r.CustomSQL != "":
-		return "YOUR CLAIM in the AFTER design: the lesson's sequence and checks with your claim statements in place of the lesson's. It PASSES only if every invariant held."
+		slot := r.CustomSlot
+		if slot == "" {
+			slot = "claim"
+		}
+		return "YOUR " + strings.ToUpper(slot) + " in the AFTER design: the lesson's sequence and checks with your " + slot +
+			" statements in place of the lesson's. It PASSES only if every invariant held."
 	}
 	switch r.DesignName() {
 	case "variant":

@@ -40,9 +40,11 @@ func metricsOf(r *lab.Result) func(key string) string {
 }
 
 // statementSet is the statement set a lesson runs: the lesson's set with
-// the variant's mistakes swapped in (see [variantSet]), then a test's
-// swap (see [swapped]).
-func statementSet[T any](env *Env, set T) T { return swapped(env, variantSet(env, set)) }
+// the variant's mistakes swapped in (see [variantSet]) or a student's file
+// (see [submitted]), then a test's swap (see [swapped]).
+func statementSet[T any](env *Env, set T) T {
+	return swapped(env, submitted(env, variantSet(env, set)))
+}
 
 // variantSet is set with the variant's mistakes swapped in
 // ([Variant.Swaps]), for a lesson whose run is made of more than its
@@ -61,7 +63,7 @@ func variantSet[T any](env *Env, set T) T {
 
 // consumerDesign is the consumer design a lesson runs where it teaches
 // lesson: the variant's design that replaces it ([Variant.Designs]), or
-// lesson itself.
+// lesson itself with a student's file swapped in (see [submitted]).
 func consumerDesign(env *Env, lesson cast.ConsumerDesign) cast.ConsumerDesign {
 	if v, ok := env.variant(); ok {
 		for _, d := range v.Designs {
@@ -70,6 +72,7 @@ func consumerDesign(env *Env, lesson cast.ConsumerDesign) cast.ConsumerDesign {
 			}
 		}
 	}
+	lesson.SQL = submitted(env, lesson.SQL)
 	return lesson
 }
 

@@ -129,6 +129,11 @@ type Options struct {
 	// SQL in the scenarios that accept one (see [Scenario.AcceptsClaimSQL]).
 	Claim *CustomClaim
 
+	// Submission, when set, is a student's file for an exercise: the
+	// exercise's lesson (or the explorer, where it runs the exercise's
+	// statements) runs it in place of the exercise's key statements.
+	Submission *Submission
+
 	// TempRoot is the folder in which each run makes its temporary folder;
 	// "" means the system's temporary folder. Tests give each run its own.
 	TempRoot string
@@ -299,6 +304,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	if opts.Claim != nil && variant != "" {
 		return nil, fmt.Errorf("--claim-sql replaces the lesson's claim; it cannot be combined with --variant %s", variant)
 	}
+	if err := checkSubmission(sc, variant, opts); err != nil {
+		return nil, err
+	}
 	// The folder carries its owner's pid, so a later start can sweep it if
 	// this process is killed; a failure to remove it goes to opts.Warn.
 	dir, done, err := runfolder.New(opts.TempRoot, "outboxlab-"+sc.Name+"-", keepDB, opts.Warn)
@@ -307,6 +315,11 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	defer done()
 	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts, Ledger: &store.Ledger{}}
+	if opts.Submission != nil {
+		// The report names the file's statements as the student's, even
+		// one whose text is the lesson's own.
+		env.Ledger.Name(opts.Submission.Stmts()...)
+	}
 	if opts.Database != "" {
 		var claim *store.ClaimFile
 		if opts.Claim != nil {
@@ -360,6 +373,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	res.DatabaseKept = keepDB
 	if opts.Claim != nil {
 		res.CustomSQL = "claim from " + opts.Claim.Source
+	}
+	if sub := opts.Submission; sub != nil {
+		judgeSubmission(res, sub)
 	}
 	return res, nil
 }
@@ -462,25 +478,29 @@ func Lookup(name string) (*Scenario, error) {
 			return s, nil
 		}
 	}
-	return nil, &UnknownScenarioError{Name: name, Suggestions: closest(name, registry)}
+	names := make([]string, len(registry))
+	for i, s := range registry {
+		names[i] = s.Name
+	}
+	return nil, &UnknownScenarioError{Name: name, Suggestions: closest(name, names)}
 }
 
-// closest ranks registered names by edit distance (or containment) to name
-// and keeps those close enough to be a plausible typo.
-func closest(name string, all []*Scenario) []string {
+// closest ranks names (a registry's) by edit distance (or containment) to
+// name and keeps those close enough to be a plausible typo.
+func closest(name string, names []string) []string {
 	type cand struct {
 		name string
 		dist int
 	}
 	var cands []cand
-	for _, s := range all {
-		d := levenshtein.ComputeDistance(name, s.Name)
-		if name != "" && strings.Contains(s.Name, name) {
-			d = min(d, len(s.Name)-len(name))
+	for _, known := range names {
+		d := levenshtein.ComputeDistance(name, known)
+		if name != "" && strings.Contains(known, name) {
+			d = min(d, len(known)-len(name))
 			d = min(d, 3)
 		}
-		if d <= max(3, len(s.Name)/3) {
-			cands = append(cands, cand{s.Name, d})
+		if d <= max(3, len(known)/3) {
+			cands = append(cands, cand{known, d})
 		}
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].dist < cands[j].dist })

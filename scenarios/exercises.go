@@ -1,0 +1,300 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Exercise is one statement a lesson teaches, handed to a student to
+// write: the student's file takes the place of the lesson's statements
+// Key in the lesson's statement set, exactly as a variant's mistake does,
+// and the lesson's own checks grade it. Where the interleaving explorer
+// runs those statements too, it grades the file over every ordering up to
+// its bound.
+type Exercise struct {
+	Name   string       // what `exercise show` and `grade --exercise` take
+	Lesson string       // the scenario whose run grades the file
+	Key    []store.Stmt // the lesson's statements the file replaces, in file order: the answer key
+	Shapes []store.Shape
+	Schema []store.Migration // the tables in force when the statements run
+	// Task is the handout's task, in two or three sentences; Must says
+	// what the statement must return or change.
+	Task, Must string
+	Params     []Param // the named parameters the lab binds, with what each holds
+	// CheckRows are rows the sandbox check runs the statements over before
+	// the lesson does (portable SQL, "" for none).
+	CheckRows string
+}
+
+// Param is a named parameter an exercise's statement may use.
+type Param struct {
+	Name   string // without the ':'
+	Holds  string // what the lab binds to it
+	Sample any    // a value of its type, for the sandbox's check (int64 or string)
+	// Statement is the one statement of a two-statement file that gets
+	// it (from 1); 0 means every statement.
+	Statement int
+}
+
+// Slot is where the file goes, as the sandbox confines it: its shapes,
+// the schema its check compiles them on and the values it binds.
+func (x *Exercise) Slot() store.Slot {
+	samples := map[string]any{}
+	shapes := slices.Clone(x.Shapes)
+	for i := range shapes {
+		shapes[i].Params = nil
+		for _, p := range x.Params {
+			if p.Statement == 0 || p.Statement == i+1 {
+				shapes[i].Params = append(shapes[i].Params, p.Name)
+			}
+		}
+	}
+	for _, p := range x.Params {
+		samples[p.Name] = p.Sample
+	}
+	return store.Slot{Name: x.Name, Shapes: shapes, Schema: x.Schema, CheckRows: x.CheckRows, Samples: samples}
+}
+
+// Scenario is the lesson that grades x.
+func (x *Exercise) Scenario() *Scenario {
+	sc, err := Lookup(x.Lesson)
+	if err != nil {
+		panic("scenarios: exercise " + x.Name + ": " + err.Error()) // caught by every exercise test
+	}
+	return sc
+}
+
+// Explored says whether the interleaving explorer runs the exercise's
+// statements, so that a file is also graded over every ordering.
+func (x *Exercise) Explored() bool {
+	_, err := store.Swap(exploreLesson, x.answers()...)
+	return err == nil
+}
+
+// answers are the key statements as a file holding them would be swapped
+// in: each replaces itself.
+func (x *Exercise) answers() []store.Stmt {
+	out := make([]store.Stmt, len(x.Key))
+	for i, k := range x.Key {
+		out[i] = store.Stmt{Name: k.Name, SQL: k.SQL, Replaces: &x.Key[i]}
+	}
+	return out
+}
+
+// Mistake is a wrong answer to an exercise the lab holds: one mistake
+// variant's statements for the slot, in file order.
+type Mistake struct {
+	Variant  string       // the lesson's variant (or the explorer's) that runs it
+	Scenario string       // where that variant is
+	Stmts    []store.Stmt // one per Key: the mistake, or the key where the variant keeps it
+	Breaks   []string     // the checks the variant names
+	Engine   store.Engine // "" for both
+}
+
+// Mistakes are the wrong answers the lab holds for x: every variant, of
+// the lesson or of the explorer, whose mistakes all replace statements of
+// x's slot, as a file would hold them. A variant that also changes
+// something no file can (a transaction boundary, [store.Stmt.Separate],
+// or a statement left out) is left out.
+func (x *Exercise) Mistakes() []Mistake {
+	var out []Mistake
+	for _, sc := range []*Scenario{x.Scenario(), &interleavingExplorer} {
+		if sc == &interleavingExplorer && !x.Explored() {
+			continue
+		}
+		for _, v := range sc.Variants {
+			if m, ok := x.mistakeOf(v); ok {
+				m.Scenario = sc.Name
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func (x *Exercise) mistakeOf(v Variant) (Mistake, bool) {
+	if len(v.Swaps) == 0 {
+		return Mistake{}, false
+	}
+	stmts := slices.Clone(x.Key)
+	for _, s := range v.Swaps {
+		i := slices.IndexFunc(x.Key, func(k store.Stmt) bool { return s.Replaces != nil && s.Replaces.Name == k.Name })
+		if i < 0 || s.Separate || s.Omitted() {
+			return Mistake{}, false
+		}
+		stmts[i] = s
+	}
+	return Mistake{Variant: v.Name, Stmts: stmts, Breaks: v.Breaks, Engine: v.Engine}, true
+}
+
+// GradedBy are the checks that grade x: the lesson's checks its mistakes
+// break first, then the others, then the explorer's its mistakes break.
+func (x *Exercise) GradedBy() []string {
+	var first, explorer []string
+	for _, m := range x.Mistakes() {
+		for _, b := range m.Breaks {
+			switch {
+			case b == "rows_passed":
+				// session 19's summary of its rows, broken with any of them
+			case m.Scenario == interleavingExplorer.Name && !slices.Contains(explorer, "explore: "+b):
+				explorer = append(explorer, "explore: "+b)
+			case m.Scenario != interleavingExplorer.Name && !slices.Contains(first, b):
+				first = append(first, b)
+			}
+		}
+	}
+	out := first
+	for _, c := range x.Scenario().Checks {
+		if !slices.Contains(out, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	return append(out, explorer...)
+}
+
+// Exercises lists every exercise, in the course's order.
+func Exercises() []*Exercise {
+	out := make([]*Exercise, len(exercises))
+	for i := range exercises {
+		out[i] = &exercises[i]
+	}
+	return out
+}
+
+// LookupExercise finds an exercise by name; the error names the closest
+// ones.
+func LookupExercise(name string) (*Exercise, error) {
+	for _, x := range Exercises() {
+		if x.Name == name {
+			return x, nil
+		}
+	}
+	names := make([]string, 0, len(exercises))
+	for _, x := range exercises {
+		names = append(names, x.Name)
+	}
+	return nil, &UnknownExerciseError{Name: name, Known: names}
+}
+
+// UnknownExerciseError is a name that is no exercise.
+type UnknownExerciseError struct {
+	Name  string
+	Known []string
+}
+
+func (e *UnknownExerciseError) Error() string {
+	msg := fmt.Sprintf("unknown exercise %q", e.Name)
+	if c := closest(e.Name, e.Known); len(c) > 0 {
+		msg += "; did you mean " + strings.Join(c, " or ") + "?"
+	}
+	return msg + " (exercises: " + strings.Join(e.Known, ", ") + "; `outboxlab exercise list` describes them)"
+}
+
+// Submission is a student's file for an exercise: its statements, as the
+// sandbox checked them, run in the lesson's statement set in place of the
+// exercise's key, as a variant's mistakes are.
+type Submission struct {
+	Exercise *Exercise
+	Source   string         // where it came from: the file's name
+	File     store.SlotFile // its statements, comments left out
+}
+
+// Stmts are the file's statements, each named for the report and
+// replacing its key statement.
+func (s *Submission) Stmts() []store.Stmt {
+	out := make([]store.Stmt, len(s.File.Texts))
+	for i, text := range s.File.Texts {
+		name := "your " + s.Exercise.Name
+		if len(s.File.Texts) > 1 {
+			name += fmt.Sprintf(" (statement %d)", i+1)
+		}
+		out[i] = store.Stmt{Name: name + " from " + s.Source, SQL: text, Replaces: &s.Exercise.Key[i]}
+	}
+	return out
+}
+
+// submitted is set with the run's submission swapped in wherever set
+// holds a statement of the exercise's key; a set that holds none is left
+// as it is (a lesson runs several).
+func submitted[T any](env *Env, set T) T {
+	sub := env.Options.Submission
+	if sub == nil {
+		return set
+	}
+	for _, s := range sub.Stmts() {
+		if swapped, err := store.Swap(set, s); err == nil {
+			set = swapped
+		}
+	}
+	return set
+}
+
+// exerciseParams are the named parameters each statement of x uses, the
+// key's and every mistake's, sorted: what the lab must bind.
+func exerciseParams(x *Exercise) []string {
+	seen := map[string]bool{}
+	for _, k := range x.Key {
+		for _, p := range store.NamedParams(k.SQL) {
+			seen[p] = true
+		}
+	}
+	for _, m := range x.Mistakes() {
+		for _, s := range m.Stmts {
+			for _, p := range store.NamedParams(s.SQL) {
+				seen[p] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkSubmission refuses a run that cannot grade opts.Submission: one
+// with a variant or a claim file, a scenario that does not run the
+// exercise's statements, or a file with the wrong number of statements.
+func checkSubmission(sc *Scenario, variant string, opts Options) error {
+	sub := opts.Submission
+	switch {
+	case sub == nil:
+		return nil
+	case variant != "":
+		return fmt.Errorf("a student's file replaces the lesson's %s; it cannot be combined with --variant %s", sub.Exercise.Name, variant)
+	case opts.Claim != nil:
+		return fmt.Errorf("a student's file and --claim-sql cannot be combined")
+	case sc.Name != sub.Exercise.Lesson && (sc.Name != interleavingExplorer.Name || !sub.Exercise.Explored()):
+		return fmt.Errorf("scenario %s does not run the %s exercise's statement (its lesson is %s)", sc.Name, sub.Exercise.Name, sub.Exercise.Lesson)
+	case len(sub.File.Texts) != len(sub.Exercise.Key):
+		return fmt.Errorf("the %s exercise takes %d statements; the file holds %d", sub.Exercise.Name, len(sub.Exercise.Key), len(sub.File.Texts))
+	}
+	return nil
+}
+
+// judgeSubmission names the student's file in res and says, in the
+// verdict, what the lesson's checks made of it: a lesson's own verdict
+// speaks of its design or a variant, never of a file.
+func judgeSubmission(res *lab.Result, sub *Submission) {
+	x := sub.Exercise
+	res.CustomSQL, res.CustomSlot = x.Name+" from "+sub.Source, x.Name
+	keys := make([]string, len(x.Key))
+	for i, k := range x.Key {
+		keys[i] = "\"" + k.Name + "\""
+	}
+	in := "with your statement in place of the lesson's " + strings.Join(keys, " and ")
+	if res.Passed() {
+		res.Verdict = fmt.Sprintf("YOUR %s HELD (from %s): every check passed %s. %s",
+			strings.ToUpper(x.Name), sub.Source, in, res.Verdict)
+		return
+	}
+	res.Verdict = fmt.Sprintf("YOUR %s FAILED (from %s): failed checks %s, %s. Read the ledgers for the run's "+
+		"writes and what each changed; `outboxlab exercise show %s` restates the task.",
+		strings.ToUpper(x.Name), sub.Source, strings.Join(res.FailedChecks(), ", "), in, x.Name)
+}

@@ -1,0 +1,167 @@
+package scenarios
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// TestExerciseAnswerKeys grades, for every exercise, the lesson's own
+// statements as a student's file (they pass) and every wrong answer the
+// lab holds for the slot (each fails the checks its variant names), on
+// SQLite.
+func TestExerciseAnswerKeys(t *testing.T) { testExerciseAnswerKeys(t, "") }
+
+// TestExerciseAnswerKeysOnPostgres is TestExerciseAnswerKeys on a real
+// PostgreSQL, the statements in their PostgreSQL text.
+func TestExerciseAnswerKeysOnPostgres(t *testing.T) { testExerciseAnswerKeys(t, pgtest.URL(t)) }
+
+func testExerciseAnswerKeys(t *testing.T, db string) {
+	engine := engineOf(Options{Database: db})
+	for _, x := range Exercises() {
+		t.Run(x.Name, func(t *testing.T) {
+			t.Parallel()
+			r := grade(t, db, x.Scenario(), x, textsOn(engine, x.Key))
+			if !r.Passed() {
+				t.Fatalf("the answer key failed %v: %s", r.FailedChecks(), r.Verdict)
+			}
+			ranYours(t, r, x)
+			if !strings.HasPrefix(r.Verdict, "YOUR "+strings.ToUpper(x.Name)+" HELD") {
+				t.Errorf("verdict %q", r.Verdict)
+			}
+			for _, m := range x.Mistakes() {
+				if m.Engine != "" && m.Engine != engine {
+					continue
+				}
+				t.Run(m.Scenario+"/"+m.Variant, func(t *testing.T) {
+					sc, _ := Lookup(m.Scenario)
+					r := grade(t, db, sc, x, textsOn(engine, m.Stmts))
+					want := slices.DeleteFunc(slices.Clone(m.Breaks), func(c string) bool { return c == "mistake_exposed" })
+					if got := r.FailedChecks(); !sameSet(got, want) {
+						t.Errorf("failed %v, want %v (the checks variant %s names)", got, want, m.Variant)
+					}
+					if !strings.HasPrefix(r.Verdict, "YOUR "+strings.ToUpper(x.Name)+" FAILED") {
+						t.Errorf("verdict %q", r.Verdict)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestEveryExerciseHasAWrongAnswer: an exercise whose wrong answers the
+// lab cannot show grades nothing.
+func TestEveryExerciseHasAWrongAnswer(t *testing.T) {
+	for _, x := range Exercises() {
+		if len(x.Mistakes()) == 0 && !slices.Contains(wrongAnswersOfTheTests, x.Name) {
+			t.Errorf("exercise %s: no mistake variant replaces its statements", x.Name)
+		}
+	}
+}
+
+// wrongAnswersOfTheTests are exercises whose wrong answer in the lesson
+// is no variant's statement (the lesson's variant is a whole design, or
+// changes more than the slot), so this file holds one (see
+// TestExerciseWrongAnswers).
+var wrongAnswersOfTheTests = []string{"inbox-insert", "scale-finalize"}
+
+// TestExerciseWrongAnswers grades classic wrong answers no variant runs
+// as it stands: each fails the lesson's checks named.
+func TestExerciseWrongAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		exercise, name string
+		text           string
+		fails          []string
+	}{
+		{"inbox-insert", "keyed per delivery", `INSERT INTO consumed_events (consumer, event_id, consumed_at)
+VALUES (:consumer, :event_id || '@' || :now, :now)
+ON CONFLICT (consumer, event_id) DO NOTHING`, []string{"row_4_lost_consumer_ack_no_second_effect", "rows_passed"}},
+		{"scale-finalize", "by id alone", store.ScaleFinalizeByID.SQL, []string{"duplicates", "stale_finalizes_refused"}},
+		{"projection", "last write wins", store.ProjectLastWriteWins.SQL, []string{"row_6_projection_never_moves_backward", "rows_passed"}},
+	} {
+		t.Run(tt.exercise+"/"+tt.name, func(t *testing.T) {
+			t.Parallel()
+			x, err := LookupExercise(tt.exercise)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := grade(t, "", x.Scenario(), x, []string{tt.text})
+			if got := r.FailedChecks(); !sameSet(got, tt.fails) {
+				t.Errorf("failed %v, want %v", got, tt.fails)
+			}
+		})
+	}
+}
+
+// TestExerciseParams: the handout lists exactly the parameters the key and
+// the wrong answers use, each once with what it holds, so a student can
+// use any of them and no other.
+func TestExerciseParams(t *testing.T) {
+	for _, x := range Exercises() {
+		var listed []string
+		for _, p := range x.Params {
+			if p.Holds == "" || p.Sample == nil {
+				t.Errorf("%s: parameter %s says nothing of what it holds", x.Name, p.Name)
+			}
+			listed = append(listed, p.Name)
+		}
+		slices.Sort(listed)
+		if used := exerciseParams(x); !slices.Equal(slices.Compact(listed), used) {
+			t.Errorf("%s: handout lists %v, the statements use %v", x.Name, listed, used)
+		}
+		if len(x.Shapes) != len(x.Key) {
+			t.Errorf("%s: %d shapes for %d statements", x.Name, len(x.Shapes), len(x.Key))
+		}
+	}
+}
+
+// grade runs sc with texts as the student's file for x.
+func grade(t *testing.T, db string, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.TempRoot, opts.Database = t.TempDir(), db
+	if sc == &interleavingExplorer {
+		opts.ExploreBound = 5
+	}
+	opts.Submission = &Submission{Exercise: x, Source: "answer.sql", File: store.SlotFile{Slot: x.Slot(), Texts: texts}}
+	r, err := Execute(context.Background(), sc, "", opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// ranYours asserts every statement of the file ran in the lesson.
+func ranYours(t *testing.T, r *lab.Result, x *Exercise) {
+	t.Helper()
+	for _, s := range (&Submission{Exercise: x, Source: "answer.sql", File: store.SlotFile{Texts: make([]string, len(x.Key))}}).Stmts() {
+		i := slices.IndexFunc(r.Statements, func(st lab.Statement) bool { return st.Name == s.Name })
+		if i < 0 || r.Statements[i].Runs == 0 {
+			t.Errorf("%s never ran in %s", s.Name, r.Scenario)
+		}
+	}
+}
+
+// textsOn are the statements' texts as a student writes them for engine.
+func textsOn(engine store.Engine, stmts []store.Stmt) []string {
+	out := make([]string, len(stmts))
+	for i, s := range stmts {
+		out[i] = s.SQL
+		if engine == store.Postgres && s.Postgres != "" {
+			out[i] = s.Postgres
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
