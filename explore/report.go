@@ -54,6 +54,13 @@ func Run(ctx context.Context, c Config) (*lab.Result, error) {
 	if c.Expect != nil {
 		c.Expect(r)
 	}
+	for inv, s := range x.shortest {
+		for i := range r.Checks {
+			if s != nil && r.Checks[i].Name == invariantInfo[inv].check {
+				r.Checks[i].Counterexample = fmt.Sprintf("%d action(s): %s", len(s.actions), orderingText(s.actions))
+			}
+		}
+	}
 	r.Tables = append(r.Tables, exploreAlphabetTable(c.Design), exploreSummaryTable(x), exploreInvariantTable(x), exploreLengthTable(x))
 	for inv, s := range x.shortest {
 		if s != nil {

@@ -255,6 +255,10 @@ type Check struct {
 	Expected string
 	Observed string
 	Passed   bool
+	// Counterexample is the shortest ordering that broke the check, where
+	// a search (the interleaving explorer) found one: its length and its
+	// actions, as steps a student can follow.
+	Counterexample string
 }
 
 // Passed reports whether every check passed. A result with no checks has

@@ -132,9 +132,21 @@ func (x *Exercise) mistakeOf(v Variant) (Mistake, bool) {
 	return Mistake{Variant: v.Name, Stmts: stmts, Breaks: v.Breaks, Engine: v.Engine}, true
 }
 
-// GradedBy are the checks that grade x: the lesson's checks its mistakes
-// break first, then the others, then the explorer's its mistakes break.
+// GradedBy are the checks that grade x: [Exercise.Distinctive] first,
+// then the lesson's others.
 func (x *Exercise) GradedBy() []string {
+	out := x.Distinctive()
+	for _, c := range x.Scenario().Checks {
+		if !slices.Contains(out, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Distinctive are the checks x's known wrong answers break: the lesson's,
+// then the explorer's ("explore: " and its name).
+func (x *Exercise) Distinctive() []string {
 	var first, explorer []string
 	for _, m := range x.Mistakes() {
 		for _, b := range m.Breaks {
@@ -148,13 +160,7 @@ func (x *Exercise) GradedBy() []string {
 			}
 		}
 	}
-	out := first
-	for _, c := range x.Scenario().Checks {
-		if !slices.Contains(out, c.Name) {
-			out = append(out, c.Name)
-		}
-	}
-	return append(out, explorer...)
+	return append(first, explorer...)
 }
 
 // Exercises lists every exercise, in the course's order.

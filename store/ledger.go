@@ -256,7 +256,7 @@ func (l *Ledger) recordTx(texts []string, committed bool) {
 		switch {
 		case n == "":
 			n = firstLine(t)
-		case s.Replaces != nil && !strings.Contains(n, "MISTAKE"):
+		case s.Mistake != "" && !strings.Contains(n, "MISTAKE"):
 			n = "MISTAKE: " + n
 		}
 		if len(names) == 0 || names[len(names)-1] != n {

@@ -153,7 +153,7 @@ func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:      stderr,
 		HideVersion:    true,
 		Suggest:        true,
-		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), workerCommand()},
+		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), exerciseCommand(), workerCommand()},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run decides the exit code
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -9,7 +10,8 @@ import (
 // interspersed lets flags follow the positional arguments (`run NAME
 // --variant X`), which the standard flag parsing would otherwise treat as
 // more names. It moves each flag of the chosen command, with its value,
-// ahead of the positionals. A flag that takes a value may be given once:
+// ahead of the positionals; for a command with subcommands (`exercise
+// show NAME --starter`), the chosen subcommand's. A flag that takes a value may be given once:
 // the standard parsing would keep the last and drop the others silently.
 func interspersed(app *cli.App, args []string) ([]string, error) {
 	if len(args) < 3 {
@@ -24,6 +26,12 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 	if cmd == nil {
 		return args, nil
 	}
+	prefix := 2 // the program and the command; with a subcommand, 3
+	for _, sub := range cmd.Subcommands {
+		if sub.HasName(args[2]) {
+			cmd, prefix = sub, 3
+		}
+	}
 	takesValue := map[string]bool{}
 	primary := map[string]string{} // any of a flag's names -> its first
 	for _, f := range cmd.Flags {
@@ -36,7 +44,7 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 	var flags, positional []string
 	given := map[string]bool{} // value flags seen so far, by primary name
 	help := false
-	rest := args[2:]
+	rest := args[prefix:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -72,7 +80,7 @@ func interspersed(app *cli.App, args []string) ([]string, error) {
 		// Help is about the command, not about the names given to it.
 		positional = nil
 	}
-	out := append([]string{args[0], args[1]}, flags...)
+	out := append(slices.Clone(args[:prefix]), flags...)
 	if len(positional) > 0 {
 		out = append(out, "--")
 		out = append(out, positional...)

@@ -23,26 +23,27 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// gradeScenario is the lesson whose checks judge a claim file.
-const gradeScenario = "session-15-outbox-leasing"
-
 func gradeCommand(s *settings) *cli.Command {
 	return &cli.Command{
 		Name:      "grade",
-		Usage:     "judge claim files, one per student, by session 15's checks, several at once",
+		Usage:     "judge students' files, one per student, by the lesson's checks, several at once",
 		ArgsUsage: "FILE...",
-		Description: "Runs session-15-outbox-leasing with each FILE as --claim-sql, up to --jobs at once, and prints\n" +
-			"one table: file, verdict, and each failed check with its reason. Writes one report per file and\n" +
-			"a summary under --out. A file is untrusted input: it must be a regular file of at most 1 MiB whose\n" +
-			"first statement the engine that runs it reads as a read-only SELECT and second as an UPDATE of\n" +
-			"OutboxMessages, calling nothing that changes anything: SQLite's authorizer judges it, or with --db\n" +
-			"PostgreSQL's own parser. With --db each file runs as a throwaway login role, in a throwaway database,\n" +
+		Description: "Runs the exercise's lesson (--exercise, default claim: session-15-outbox-leasing) with each FILE's\n" +
+			"statements in place of the lesson's, up to --jobs at once, and where the interleaving explorer runs\n" +
+			"that statement, the explorer too; prints one table: file, verdict, and each failed check with its\n" +
+			"reason (an explorer's check with its shortest breaking ordering). Writes the reports of each file\n" +
+			"and a summary under --out. `outboxlab exercise list` names the exercises. A file is untrusted input:\n" +
+			"it must be a regular file of at most 1 MiB whose statements the engine that runs it reads as the\n" +
+			"exercise's (the claim: a read-only SELECT, then an UPDATE of OutboxMessages), writing only the\n" +
+			"exercise's table and calling nothing that changes anything: SQLite's authorizer judges it, or with\n" +
+			"--db PostgreSQL's own parser. With --db each file runs as a throwaway login role, in a throwaway database,\n" +
 			"the lab creates for it (rights: CONNECT to it, USAGE, CREATE on the run's schema only) and drops\n" +
 			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
 			"role's password login, and what killed grades left is removed first.\n" +
 			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
 			"interrupted.\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "exercise", Value: "claim", Usage: "grade the files as answers to exercise `NAME` (outboxlab exercise list)"},
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
@@ -73,7 +74,10 @@ type grade struct {
 	Passed       bool     `json:"passed"`
 	FailedChecks []string `json:"failed_checks"`
 	Report       string   `json:"report"`
-	Error        string   `json:"error"`
+	// ExploreReport is the explorer's report, for an exercise whose
+	// statement the explorer runs.
+	ExploreReport string `json:"explore_report,omitempty"`
+	Error         string `json:"error"`
 	// ReportError says why the report of a file that was judged could
 	// not be written (a full disk); the verdict stands.
 	ReportError string `json:"report_error,omitempty"`
@@ -105,7 +109,8 @@ func (g *grade) verdict() string {
 
 // gradePlan is a validated `grade` command line.
 type gradePlan struct {
-	scenario *scenarios.Scenario
+	exercise *scenarios.Exercise
+	scenario *scenarios.Scenario // the exercise's lesson
 	files    []string
 	out      string
 	jobs     int
@@ -130,11 +135,12 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
-	if len(p.files) == 0 {
-		return nil, usagef("name the claim files to grade (e.g. outboxlab grade submissions/*.sql)")
+	if p.exercise, err = scenarios.LookupExercise(c.String("exercise")); err != nil {
+		return nil, &usageError{err}
 	}
-	if p.scenario, err = lookup(gradeScenario); err != nil {
-		return nil, err
+	p.scenario = p.exercise.Scenario()
+	if len(p.files) == 0 {
+		return nil, usagef("name the files to grade (e.g. outboxlab grade --exercise %s submissions/*.sql)", p.exercise.Name)
 	}
 	if p.jobs < 1 {
 		return nil, usagef("--jobs must be at least 1, not %d", p.jobs)
@@ -157,8 +163,10 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	}
 	paths := []string{filepath.Join(p.out, "Grade", "Grade-Summary-"+p.now().UTC().Format("20060102T150405Z")+".txt")}
 	for _, f := range p.files {
-		r := &lab.Result{Session: p.scenario.Session, FileTag: p.scenario.FileTag, CustomSQL: f}
-		paths = append(paths, reports.Path(filepath.Join(p.out, reportFolder(f)), r, p.now()))
+		for _, sc := range p.graders() {
+			r := &lab.Result{Session: sc.Session, FileTag: sc.FileTag, CustomSQL: f}
+			paths = append(paths, reports.Path(filepath.Join(p.out, reportFolder(f)), r, p.now()))
+		}
 	}
 	if err := checkOut(p.out, paths...); err != nil {
 		return nil, err
@@ -181,7 +189,8 @@ func gradeAction(c *cli.Context, s *settings) error {
 		return err
 	}
 	summary, summaryErr := p.fileReport(filepath.Join(p.out, "Grade", "Grade-Summary-"+started.Format("20060102T150405Z")+".txt"),
-		append([]byte(fmt.Sprintf("outboxlab grade: %d claim files judged by %s's checks\n\n", len(grades), sc.Name)), table.Bytes()...))
+		append([]byte(fmt.Sprintf("outboxlab grade: %d files judged as answers to exercise %s by %s\n\n",
+			len(grades), p.exercise.Name, strings.Join(p.graderNames(), " and "))), table.Bytes()...))
 	if err := printGrades(c.App.Writer, p.format, grades, table.Bytes(), summary); err != nil {
 		return err
 	}
@@ -281,8 +290,50 @@ func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade
 	return grades
 }
 
-// gradeFile judges one claim file; any failure to judge it is its Error,
-// with whose fault it is.
+// graders are the scenarios that judge a file: the exercise's lesson,
+// then the explorer where it runs the exercise's statement.
+func (p *gradePlan) graders() []*scenarios.Scenario {
+	out := []*scenarios.Scenario{p.scenario}
+	if p.exercise.Explored() {
+		if explorer, err := scenarios.Lookup("explore"); err == nil {
+			out = append(out, explorer)
+		}
+	}
+	return out
+}
+
+// graderNames names p.graders for the summary.
+func (p *gradePlan) graderNames() []string {
+	var names []string
+	for _, sc := range p.graders() {
+		names = append(names, sc.Name+"'s checks")
+	}
+	return names
+}
+
+// load reads and checks file as an answer to p's exercise and returns the
+// options of the runs that judge it.
+func (p *gradePlan) load(ctx context.Context, file string) (scenarios.Options, error) {
+	opts := p.options
+	onPostgres := p.options.Database != ""
+	if p.exercise.Name == "claim" {
+		cf, err := loadClaimFile(ctx, file, onPostgres)
+		if err != nil {
+			return opts, err
+		}
+		opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Select, Update: cf.Update}
+		return opts, nil
+	}
+	f, err := loadSlotFile(ctx, p.exercise.Slot(), file, onPostgres)
+	if err != nil {
+		return opts, err
+	}
+	opts.Submission = &scenarios.Submission{Exercise: p.exercise, Source: filepath.Base(file), File: f}
+	return opts, nil
+}
+
+// gradeFile judges one file; any failure to judge it is its Error, with
+// whose fault it is.
 func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *gradePlan) grade {
 	g := grade{File: file, FailedChecks: []string{}}
 	notJudged := func(f fault, msg string) grade {
@@ -292,9 +343,9 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 		}
 		return g
 	}
-	// The claim file check runs once on a tiny database and is not timed:
-	// --timeout bounds the scenario run, which a slow claim can stretch.
-	cf, err := loadClaimFile(ctx, file, p.options.Database != "")
+	// The file's check runs once on a tiny database and is not timed:
+	// --timeout bounds the runs, which a slow statement can stretch.
+	opts, err := p.load(ctx, file)
 	switch {
 	case ctx.Err() != nil:
 		return notJudged(interrupted, "")
@@ -303,44 +354,59 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	case err != nil:
 		return notJudged(labFault, "the lab could not check it: "+oneLine(err.Error()))
 	}
-	opts := p.options
-	opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Select, Update: cf.Update}
-	started := p.now().UTC()
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	res, err := scenarios.Execute(runCtx, sc, "", opts, false)
-	var stmtErr *store.ClaimStatementError
-	var refusal *store.ClaimFileError
-	switch {
-	case ctx.Err() != nil:
-		return notJudged(interrupted, "")
-	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return notJudged(fileFault, fmt.Sprintf("gave up after %s: the claim did not finish the lesson in time", p.timeout))
-	case errors.As(err, &refusal):
-		// On PostgreSQL the server itself checks the file, in the run's
-		// own database, before the lesson starts.
-		return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
-	case errors.As(err, &stmtErr):
-		return notJudged(fileFault, fmt.Sprintf("its %s failed in the run: %s", stmtErr.Statement, oneLine(stmtErr.Err.Error())))
-	case err != nil:
-		return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
-	}
-	g.Passed = res.Passed()
-	for _, ch := range res.Checks {
-		if !ch.Passed {
-			g.FailedChecks = append(g.FailedChecks, ch.Name)
-			g.reasons = append(g.reasons, fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed))
+	g.Passed = true
+	for i, judge := range p.graders() {
+		started := p.now().UTC()
+		res, err := scenarios.Execute(runCtx, judge, "", opts, false)
+		var stmtErr *store.ClaimStatementError
+		var refusal *store.ClaimFileError
+		switch {
+		case ctx.Err() != nil:
+			return notJudged(interrupted, "")
+		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+			return notJudged(fileFault, fmt.Sprintf("gave up after %s: the file's statements did not finish %s in time", p.timeout, judge.Name))
+		case errors.As(err, &refusal):
+			// On PostgreSQL the server itself checks the file, in the run's
+			// own database, before the lesson starts.
+			return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
+		case errors.As(err, &stmtErr):
+			return notJudged(fileFault, fmt.Sprintf("its %s failed in the run of %s: %s", stmtErr.Statement, judge.Name, oneLine(stmtErr.Err.Error())))
+		case err != nil:
+			return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
 		}
-	}
-	var buf bytes.Buffer
-	info := reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)}
-	err = reports.Text(&buf, res, info)
-	if err == nil {
-		g.Report, err = p.fileReport(reports.Path(filepath.Join(p.out, reportFolder(file)), res, started), buf.Bytes())
-	}
-	if err != nil {
-		// The verdict stands; only its report is lost (exit 3).
-		g.ReportError = oneLine(err.Error())
+		g.Passed = g.Passed && res.Passed()
+		prefix := ""
+		if i > 0 {
+			prefix = judge.Name + ": "
+		}
+		for _, ch := range res.Checks {
+			if !ch.Passed {
+				reason := fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed)
+				if ch.Counterexample != "" {
+					reason += "; the shortest ordering that breaks it, " + ch.Counterexample
+				}
+				g.FailedChecks = append(g.FailedChecks, prefix+ch.Name)
+				g.reasons = append(g.reasons, reason)
+			}
+		}
+		var buf bytes.Buffer
+		info := reports.RunInfo{Started: started, Elapsed: p.now().Sub(started)}
+		path := ""
+		err = reports.Text(&buf, res, info)
+		if err == nil {
+			path, err = p.fileReport(reports.Path(filepath.Join(p.out, reportFolder(file)), res, started), buf.Bytes())
+		}
+		if err != nil {
+			// The verdict stands; only its report is lost (exit 3).
+			g.ReportError = oneLine(err.Error())
+		}
+		if i == 0 {
+			g.Report = path
+		} else {
+			g.ExploreReport = path
+		}
 	}
 	return g
 }
