@@ -488,6 +488,8 @@ func TestInterspersed(t *testing.T) {
 		{"outboxlab describe x", "outboxlab describe -- x"},
 		{"outboxlab list", "outboxlab list"},
 		{"outboxlab run a -h", "outboxlab run -h"},
+		{"outboxlab exercise show ack --starter --out d", "outboxlab exercise show --starter --out d -- ack"},
+		{"outboxlab exercise list", "outboxlab exercise list"},
 	}
 	for _, tt := range tests {
 		args, err := interspersed(app, strings.Fields(tt.in))

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/scenarios"
+)
+
+// TestExerciseList: every exercise is listed, in text and JSON, with its
+// lesson and what the student writes; at least eight, across sessions 15
+// to 21.
+func TestExerciseList(t *testing.T) {
+	t.Parallel()
+	text := runCLI(t, "exercise", "list")
+	if text.code != 0 {
+		t.Fatalf("exit %d: %s", text.code, text.stderr)
+	}
+	js := runCLI(t, "exercise", "list", "--format", "json")
+	var listed []handout
+	if err := json.Unmarshal([]byte(js.stdout), &listed); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, js.stdout)
+	}
+	if len(listed) < 8 {
+		t.Errorf("%d exercises, want at least 8", len(listed))
+	}
+	lessons := map[string]bool{}
+	for _, h := range listed {
+		lessons[h.Lesson] = true
+		for _, want := range []string{h.Name, h.Lesson} {
+			if !strings.Contains(text.stdout, want) {
+				t.Errorf("the text list lacks %q", want)
+			}
+		}
+		if h.Task == "" || h.Must == "" || len(h.Schema) == 0 || len(h.Params) == 0 || len(h.GradedBy) == 0 {
+			t.Errorf("%s: incomplete handout %+v", h.Name, h)
+		}
+	}
+	if len(lessons) < 6 {
+		t.Errorf("exercises span %d lessons, want sessions 15 to 21", len(lessons))
+	}
+	assertFits(t, "exercise list", text.stdout)
+}
+
+// TestExerciseShow: the handout's text form holds what its JSON form
+// holds, every line within 120 columns, for every exercise.
+func TestExerciseShow(t *testing.T) {
+	t.Parallel()
+	for _, x := range scenarios.Exercises() {
+		text := runCLI(t, "exercise", "show", x.Name)
+		js := runCLI(t, "exercise", "show", x.Name, "--format", "json")
+		if text.code != 0 || js.code != 0 {
+			t.Fatalf("%s: exit %d/%d: %s%s", x.Name, text.code, js.code, text.stderr, js.stderr)
+		}
+		var h handout
+		if err := json.Unmarshal([]byte(js.stdout), &h); err != nil {
+			t.Fatalf("%s: JSON: %v", x.Name, err)
+		}
+		flat := strings.Join(strings.Fields(text.stdout), " ")
+		want := []string{h.Task, h.Must, h.Grading, h.Statement}
+		for _, p := range h.Params {
+			want = append(want, p.Name, p.Holds)
+		}
+		for _, c := range h.GradedBy {
+			want = append(want, c.Name)
+		}
+		for _, s := range h.Schema {
+			want = append(want, s.File, strings.Join(strings.Fields(s.SQL), " "))
+		}
+		for _, w := range want {
+			if !strings.Contains(flat, strings.Join(strings.Fields(w), " ")) {
+				t.Errorf("%s: the text handout lacks %q", x.Name, w)
+			}
+		}
+		for _, k := range x.Key {
+			if strings.Contains(text.stdout, strings.TrimSpace(k.SQL)) {
+				t.Errorf("%s: the handout prints the answer key", x.Name)
+			}
+		}
+		assertFits(t, "exercise show "+x.Name, text.stdout)
+	}
+}
+
+// TestExerciseStarter: --starter writes NAME.sql with the statement left
+// blank (grading it refuses it for holding no statement), never over an
+// existing file.
+func TestExerciseStarter(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, want := range []string{"finalize.sql", "finalize-2.sql"} {
+		o := runCLI(t, "exercise", "show", "finalize", "--starter", "--out", dir)
+		if o.code != 0 || !strings.Contains(o.stdout, filepath.Join(dir, want)) {
+			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i+1, o.code, o.stdout, o.stderr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "finalize.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.HasPrefix(line, "--") {
+			t.Errorf("the starter holds code: %q", line)
+		}
+	}
+	g := runCLI(t, "grade", "--exercise", "finalize", "--out", filepath.Join(dir, "out"), filepath.Join(dir, "finalize.sql"))
+	if g.code != 2 || !strings.Contains(g.stdout, "NOT JUDGED") {
+		t.Errorf("grading the blank starter: exit %d, %s", g.code, g.stdout)
+	}
+}
+
+// TestExerciseBadInput: unknown names and misplaced arguments are one
+// clear line and exit 2.
+func TestExerciseBadInput(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exercise", "show", "acks"}, `unknown exercise "acks"; did you mean ack?`},
+		{[]string{"exercise", "show"}, "one exercise name"},
+		{[]string{"exercise", "list", "x"}, "takes no arguments"},
+		{[]string{"exercise", "show", "ack", "--format", "yaml"}, "--format must be text or json"},
+		{[]string{"grade", "--exercise", "finalise", "x.sql"}, `did you mean finalize?`},
+		{[]string{"grade", "--exercise", "ack"}, "name the files to grade"},
+	} {
+		o := runCLI(t, tt.args...)
+		if o.code != 2 || !strings.Contains(o.stderr, tt.want) || strings.Count(strings.TrimSpace(o.stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q, want one line with %q", tt.args, o.code, o.stderr, tt.want)
+		}
+	}
+}
+
+// TestGradeExercise grades a right and a wrong answer to an exercise the
+// explorer runs: the wrong one fails the lesson's checks and the
+// explorer's, with its shortest breaking ordering as the reason, and both
+// get their two reports.
+func TestGradeExercise(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"right.sql": "-- the token decides\nUPDATE outbox_events SET delivered = 1, delivered_at = :now\nWHERE event_id = :id AND claim_token = :token AND delivered = 0;\n",
+		"wrong.sql": "UPDATE outbox_events SET delivered = 1, delivered_at = :now WHERE event_id = :id AND delivered = 0;\n",
+	}
+	var paths []string
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--format", "json", "--out", filepath.Join(dir, "out")}, paths...)...)
+	if o.code != 1 {
+		t.Fatalf("exit %d, want 1: %s", o.code, o.stderr)
+	}
+	var grades []grade
+	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		grades = append(grades, g)
+	}
+	if len(grades) != 2 || !grades[0].Passed || grades[1].Passed {
+		t.Fatalf("grades %+v", grades)
+	}
+	want := []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost", "explore: violations_stale_completion"}
+	if !slices.Equal(grades[1].FailedChecks, want) {
+		t.Errorf("wrong.sql failed %v, want %v", grades[1].FailedChecks, want)
+	}
+	for _, g := range grades {
+		for _, r := range []string{g.Report, g.ExploreReport} {
+			if b, err := os.ReadFile(r); err != nil || !strings.Contains(string(b), "YOUR ACK") {
+				t.Errorf("%s: report %q: %v", g.File, r, err)
+			}
+		}
+	}
+	table := runCLI(t, "grade", "--exercise", "ack", "--out", filepath.Join(dir, "out"), paths[1])
+	if !strings.Contains(table.stdout, "the shortest ordering that") || !strings.Contains(table.stdout, "5 action(s): A") {
+		t.Errorf("the table does not show the explorer's shortest ordering:\n%s", table.stdout)
+	}
+}
+
+// assertFits fails for a line over 120 columns.
+func assertFits(t *testing.T, what, text string) {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if n := len([]rune(line)); n > 120 {
+			t.Errorf("%s: a line of %d columns: %q", what, n, line)
+		}
+	}
+}
