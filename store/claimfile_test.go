@@ -23,8 +23,10 @@ func TestClaimFileSplitStatements(t *testing.T) {
 		text   string
 		want   []string
 		params [][]string
+		posit  []bool // each statement's Positional, when given
 		err    string
 	}{
+		{name: "Positional", text: "SELECT ?1; SELECT '?' -- ?\n, [a?]; SELECT ?", want: []string{"SELECT ?1", "SELECT '?' -- ?\n, [a?]", "SELECT ?"}, posit: []bool{true, false, true}},
 		{name: "Two", text: "SELECT 1; UPDATE t SET a = :id", want: []string{"SELECT 1", "UPDATE t SET a = :id"}, params: [][]string{nil, {"id"}}},
 		{name: "TrailingSemicolonAndBlank", text: "SELECT 1;\n\n;  \n", want: []string{"SELECT 1"}},
 		{name: "LineCommentWithSemicolon", text: "-- a; b\nSELECT 1; -- c; d\n", want: []string{"-- a; b\nSELECT 1"}},
@@ -54,6 +56,9 @@ func TestClaimFileSplitStatements(t *testing.T) {
 			var texts []string
 			for i, s := range got {
 				texts = append(texts, s.SQL)
+				if tt.posit != nil && s.Positional != tt.posit[i] {
+					t.Errorf("statement %d Positional = %v, want %v", i, s.Positional, tt.posit[i])
+				}
 				if tt.params != nil && !reflect.DeepEqual(s.Params, tt.params[i]) {
 					t.Errorf("statement %d params = %q, want %q", i, s.Params, tt.params[i])
 				}
