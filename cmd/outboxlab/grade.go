@@ -294,23 +294,23 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	}
 	// The claim file check runs once on a tiny database and is not timed:
 	// --timeout bounds the scenario run, which a slow claim can stretch.
-	cf, err := loadClaimFile(ctx, file, p.options.Database != "")
+	cf, err := loadSlotFile(ctx, store.ClaimSlot, file, p.options.Database != "")
 	switch {
 	case ctx.Err() != nil:
 		return notJudged(interrupted, "")
-	case errors.As(err, new(*store.ClaimFileError)) || errors.Is(err, errUnreadable):
+	case errors.As(err, new(*store.SlotFileError)) || errors.Is(err, errUnreadable):
 		return notJudged(fileFault, "refused: "+oneLine(err.Error()))
 	case err != nil:
 		return notJudged(labFault, "the lab could not check it: "+oneLine(err.Error()))
 	}
 	opts := p.options
-	opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Select, Update: cf.Update}
+	opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Texts[0], Update: cf.Texts[1]}
 	started := p.now().UTC()
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	res, err := scenarios.Execute(runCtx, sc, "", opts, false)
-	var stmtErr *store.ClaimStatementError
-	var refusal *store.ClaimFileError
+	var stmtErr *store.SlotStatementError
+	var refusal *store.SlotFileError
 	switch {
 	case ctx.Err() != nil:
 		return notJudged(interrupted, "")
