@@ -199,9 +199,6 @@ func (s Slot) statementName(i int) string {
 
 // describe says what a file for the slot holds, for a refusal.
 func (s Slot) describe() string {
-	if s.Name == ClaimSlot.Name && len(s.Shapes) == 2 {
-		return "two statements separated by ';' (the SELECT of the next claimable Id, then the UPDATE of :id)"
-	}
 	var kinds []string
 	for _, sh := range s.Shapes {
 		kinds = append(kinds, sh.want())
@@ -209,8 +206,15 @@ func (s Slot) describe() string {
 	if len(kinds) == 1 {
 		return "one statement (" + kinds[0] + ")"
 	}
-	return fmt.Sprintf("%d statements separated by ';' (%s)", len(kinds), strings.Join(kinds, ", then "))
+	n := fmt.Sprint(len(kinds))
+	if len(kinds) < len(counts) {
+		n = counts[len(kinds)]
+	}
+	return fmt.Sprintf("%s statements separated by ';' (%s)", n, strings.Join(kinds, ", then "))
 }
+
+// counts name the number of statements in a file of a few.
+var counts = []string{"no", "one", "two", "three", "four", "five"}
 
 // want says what a statement of the shape must be, for a refusal.
 func (sh Shape) want() string {
