@@ -35,6 +35,7 @@ type slotCase struct {
 	pcol   string // a text column of the judged statement's table, to compare p with
 	victim string // another table of the slot's schema, with a column Id
 	seq    string // a sequence of the slot's schema on PostgreSQL that the lesson does not move
+	extra  []slotCorpusCase
 }
 
 func testSlots() []slotCase {
@@ -57,6 +58,8 @@ func testSlots() []slotCase {
 			other: "UPDATE accounts SET credit_cents = 100 WHERE id = :id",
 			wrote: "an UPDATE of accounts",
 			p:     "id", pcol: "event_id", victim: "accounts", seq: "broker_dead_letters_dead_letter_id_seq",
+			extra: []slotCorpusCase{{name: "SetToDefault", stmt: "UPDATE outbox_events SET claim_token = DEFAULT WHERE event_id = :id",
+				sqliteWant: "SQLite could not run it", pgWant: "sets a column to its DEFAULT"}},
 		},
 		{
 			slot: Slot{Name: "inbox", Shapes: []Shape{{Kind: KindInsert, Table: "consumed_events", Params: []string{"consumer", "event_id", "now"}}},
@@ -88,6 +91,11 @@ func testSlots() []slotCase {
 			other: "INSERT INTO broker_dead_letters (offer_id, consumer, event_id, payload, delivery_count, dead_lettered_at) VALUES (1, :by, :event_id, '{}', 1, :now)",
 			wrote: "an INSERT into broker_dead_letters",
 			p:     "event_id", pcol: "event_id", victim: "accounts", seq: "broker_dead_letters_dead_letter_id_seq",
+			// An INSERT may name its own table's DEFAULT: the identity's
+			// next value, in the run's own database (SQLite has no DEFAULT
+			// in VALUES).
+			extra: []slotCorpusCase{{name: "DefaultKey", stmt: "INSERT INTO broker_offers (offer_id, event_id, payload, offered_by, offered_at) VALUES (DEFAULT, :event_id, '{}', :by, :now)",
+				sqliteWant: "SQLite could not run it", pgWant: ""}},
 		},
 	}
 }
@@ -106,7 +114,7 @@ func slotCorpus(sc slotCase) []slotCorpusCase {
 	shape := sc.slot.Shapes[len(sc.slot.Shapes)-1]
 	cond := func(c string) string { return fmt.Sprintf(sc.cond, c) }
 	noKind := "compiled it to no " + strings.ToLower(shape.Kind)
-	return []slotCorpusCase{
+	return append([]slotCorpusCase{
 		{name: "Lesson", stmt: sc.good},
 		{name: "Cond", stmt: cond("1 = 1")},
 		{name: "WritesAnotherTable", stmt: sc.other, sqliteWant: sc.wrote, pgWant: sc.wrote},
@@ -128,7 +136,7 @@ func slotCorpus(sc slotCase) []slotCorpusCase {
 		{name: "PositionalParameter", stmt: cond("? IS NOT NULL"), sqliteWant: "a positional parameter ?", pgWant: "a positional parameter ?"},
 		{name: "TwoStatements", stmt: sc.good + ";\nSELECT 1", sqliteWant: "found", pgWant: "found"},
 		{name: "TwoStatementsInOne", stmt: sc.good + "; SELECT nextval('broker_offers_offer_id_seq')", sqliteWant: "-", pgWant: "more than one statement", unparsed: true},
-	}
+	}, sc.extra...)
 }
 
 // TestSlotFileKinds: each slot the test declares, a claim's, an ack's
