@@ -33,16 +33,17 @@ type Target struct {
 	Path   string       `json:"path,omitempty"`   // SQLite: the database file
 	URL    string       `json:"url,omitempty"`    // PostgreSQL: the server
 	Schema string       `json:"schema,omitempty"` // PostgreSQL: the run's schema for this database
-	// ClaimFile, when set, guards the connection for an engineer's claim
-	// file, as the parent's connections are guarded.
-	ClaimFile *store.ClaimFile `json:"claimFile,omitempty"`
+	// SlotFile, when set, guards the connection for an engineer's slot
+	// file (the claim, an exercise's statement), as the parent's
+	// connections are guarded.
+	SlotFile *store.SlotFile `json:"slotFile,omitempty"`
 }
 
 // Open opens one connection to t, recording into ledger.
 func (t Target) Open(ctx context.Context, ledger *store.Ledger) (*store.DB, error) {
 	cfg := store.DefaultConfig
 	cfg.Ledger = ledger
-	cfg.ClaimFile = t.ClaimFile
+	cfg.SlotFile = t.SlotFile
 	switch t.Engine {
 	case store.Postgres:
 		return store.OpenPostgres(ctx, t.URL, t.Schema, cfg)

@@ -167,6 +167,16 @@ type CustomClaim struct {
 	Update string // takes message :id; the claim holds only if it changes exactly one row
 }
 
+// slotFile is the untrusted file the run's connections are guarded for:
+// the engineer's claim ([Options.Claim]) as a [store.ClaimSlot] file, or
+// nil when the run takes none.
+func (o Options) slotFile() *store.SlotFile {
+	if o.Claim == nil {
+		return nil
+	}
+	return &store.SlotFile{Slot: store.ClaimSlot, Texts: []string{o.Claim.Select, o.Claim.Update}}
+}
+
 // DefaultOptions are the lessons' defaults.
 func DefaultOptions() Options {
 	return Options{InboxRetention: 24 * time.Hour, DLQRetention: 7 * 24 * time.Hour, BrokerWindow: 2 * time.Minute,
@@ -214,10 +224,8 @@ func (e *Env) Engine() store.Engine {
 func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 	cfg := store.DefaultConfig
 	cfg.Ledger = e.Ledger
-	if c := e.Options.Claim; c != nil {
-		// An engineer's claim file is untrusted input: guard every connection.
-		cfg.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
-	}
+	// An engineer's file is untrusted input: guard every connection.
+	cfg.SlotFile = e.Options.slotFile()
 	if e.server != nil {
 		return e.server.open(ctx, path, cfg)
 	}
@@ -227,10 +235,7 @@ func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 // target is the database at path as a child process opens it: what
 // [Env.Open] opens, the same file or the same schema on the server.
 func (e *Env) target(ctx context.Context, path string) (proc.Target, error) {
-	t := proc.Target{Engine: e.Engine(), Path: path}
-	if c := e.Options.Claim; c != nil {
-		t.ClaimFile = &store.ClaimFile{Select: c.Select, Update: c.Update}
-	}
+	t := proc.Target{Engine: e.Engine(), Path: path, SlotFile: e.Options.slotFile()}
 	if e.server != nil {
 		schema, err := e.server.schemaFor(ctx, path)
 		if err != nil {
@@ -321,11 +326,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		env.Ledger.Name(opts.Submission.Stmts()...)
 	}
 	if opts.Database != "" {
-		var claim *store.ClaimFile
-		if opts.Claim != nil {
-			claim = &store.ClaimFile{Select: opts.Claim.Select, Update: opts.Claim.Update}
-		}
-		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), claim)
+		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.slotFile())
 		defer env.server.drop(keepDB, opts.Warn)
 	}
 	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.target, Ledger: env.Ledger})

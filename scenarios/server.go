@@ -21,14 +21,14 @@ import (
 // A run with an engineer's claim file is confined: before its first schema
 // the login in --db creates a throwaway login role and a database of its
 // own for it ([store.GraderRole]), PostgreSQL judges the file there
-// ([store.GraderRole.CheckClaimFile]), the run's schemas are made in that
+// ([store.GraderRole.CheckSlotFile]), the run's schemas are made in that
 // database with USAGE and CREATE for the role and nothing else, and every
 // connection of the run, a child process's too, logs in as that role to
 // that database; the role and the database are dropped, on every path.
 type serverSchemas struct {
 	url, main, base string
-	claim           *store.ClaimFile  // the run's claim file: connect as role, in its database
-	role            *store.GraderRole // with claim, once the first schema exists
+	file            *store.SlotFile   // the run's slot file: connect as role, in its database
+	role            *store.GraderRole // with a file, once the first schema exists
 	server          *store.Server     // the run's connections: as role when confined
 
 	mu      sync.Mutex
@@ -41,9 +41,9 @@ type serverSchemas struct {
 const maxSchemaName = 63
 
 // newServerSchemas names a run's schemas on the server at url; with a
-// claim file its connections log in as a grader role, to a database of
+// slot file its connections log in as a grader role, to a database of
 // its own, made on first use.
-func newServerSchemas(url, scenario, mainPath string, claim *store.ClaimFile) *serverSchemas {
+func newServerSchemas(url, scenario, mainPath string, file *store.SlotFile) *serverSchemas {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := strings.ReplaceAll(scenario, "-", "_")
@@ -52,7 +52,7 @@ func newServerSchemas(url, scenario, mainPath string, claim *store.ClaimFile) *s
 		base = base[:limit]
 	}
 	base += "_" + hex.EncodeToString(b[:])
-	return &serverSchemas{url: url, main: mainPath, base: base, claim: claim, byPath: map[string]string{}, server: store.NewServer(url)}
+	return &serverSchemas{url: url, main: mainPath, base: base, file: file, byPath: map[string]string{}, server: store.NewServer(url)}
 }
 
 // schemaFor returns the schema that stands for the database file path,
@@ -69,14 +69,14 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 		schema = fmt.Sprintf("%s_%d", s.base, s.extras)
 	}
 	admin := s.url
-	if s.claim != nil {
+	if s.file != nil {
 		if s.role == nil {
 			role, err := store.CreateGraderRole(ctx, s.url)
 			if err != nil {
 				return "", err
 			}
 			s.role, s.server = role, store.NewServer(role.URL())
-			if err := role.CheckClaimFile(ctx, *s.claim); err != nil {
+			if err := role.CheckSlotFile(ctx, *s.file); err != nil {
 				return "", err
 			}
 		}

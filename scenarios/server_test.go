@@ -29,10 +29,10 @@ func TestConfinedServerSchemas(t *testing.T) {
 	}
 	plain.drop(false, func(err error) { t.Error(err) })
 
-	s := newServerSchemas(url, "server-test", main, &store.ClaimFile{
-		Select: "SELECT Id FROM OutboxMessages WHERE Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now) ORDER BY CreatedAtUtc, Id LIMIT 1",
-		Update: "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE Id = :id AND Status = 'Pending'",
-	})
+	s := newServerSchemas(url, "server-test", main, &store.SlotFile{Slot: store.ClaimSlot, Texts: []string{
+		"SELECT Id FROM OutboxMessages WHERE Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now) ORDER BY CreatedAtUtc, Id LIMIT 1",
+		"UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE Id = :id AND Status = 'Pending'",
+	}})
 	dropped := false
 	t.Cleanup(func() {
 		if !dropped {
@@ -83,7 +83,7 @@ func TestConfinedServerSchemas(t *testing.T) {
 		}
 	}
 	inRunDB.Close()
-	db, err := s.open(ctx, main, store.Config{ClaimFile: &store.ClaimFile{Select: "SELECT 1", Update: "UPDATE x SET y = 1"}})
+	db, err := s.open(ctx, main, store.Config{SlotFile: &store.SlotFile{Slot: store.ClaimSlot, Texts: []string{"SELECT 1", "UPDATE x SET y = 1"}}})
 	if err != nil {
 		t.Fatalf("a claim file connection as the role: %v", err)
 	}

@@ -298,7 +298,7 @@ func (o *Outbox) update(ctx context.Context, tx *sql.Tx, id int64, args []any, c
 	if errors.Is(err, sql.ErrNoRows) {
 		// Only an UPDATE that changes the message's Id does this: an
 		// engineer's claim, never the lesson's.
-		return &ClaimStatementError{Statement: "second statement", Err: fmt.Errorf("it changed 1 row, but message %d no longer exists afterwards (its Id changed)", id)}
+		return &SlotStatementError{Statement: "second statement", Err: fmt.Errorf("it changed 1 row, but message %d no longer exists afterwards (its Id changed)", id)}
 	}
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ import (
 )
 
 // A claim file is untrusted input. On SQLite an authorizer confines it
-// (see [CheckClaimFile]); on PostgreSQL the server does, twice over.
+// (see [CheckSlotFile]); on PostgreSQL the server does, twice over.
 //
 // Confinement, the guarantee: each run that takes a claim file gets a
 // [GraderRole], a fresh login role with no attribute and no membership,
@@ -44,7 +44,7 @@ import (
 // and temp_file_limit where the login in --db may set it).
 //
 // Validation, the explanation: before the run, PostgreSQL's own parser
-// judges the file in that database ([GraderRole.CheckClaimFile]): a read-
+// judges the file in that database ([GraderRole.CheckSlotFile]): a read-
 // only SELECT and an UPDATE of OutboxMessages, calling no function the
 // server marks VOLATILE (nextval, setval, set_config, pg_sleep, lo_*,
 // pg_advisory_lock, pg_notify, pg_terminate_backend, dblink, ...) and

@@ -251,13 +251,13 @@ func TestScramVerifierMatchesServer(t *testing.T) {
 	}
 }
 
-// TestClaimFileNeedsConfinedLogin: a connection guarded for a claim file
+// TestSlotFileNeedsConfinedLogin: a connection guarded for a slot file
 // refuses a login with any attribute or membership, so neither the lab
 // nor a child process runs a claim file as the login in --db.
-func TestClaimFileNeedsConfinedLogin(t *testing.T) {
+func TestSlotFileNeedsConfinedLogin(t *testing.T) {
 	t.Parallel()
 	admin := pgtest.URL(t)
-	db, err := OpenPostgres(context.Background(), admin, "", Config{ClaimFile: &ClaimFile{Select: "SELECT 1", Update: "UPDATE x SET y = 1"}})
+	db, err := OpenPostgres(context.Background(), admin, "", Config{SlotFile: &SlotFile{Slot: ClaimSlot, Texts: []string{"SELECT 1", "UPDATE x SET y = 1"}}})
 	if err == nil {
 		db.Close()
 		t.Fatal("a claim file connection opened as the test server's own login")

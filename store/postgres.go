@@ -109,11 +109,11 @@ func openPostgres(ctx context.Context, dsn string, connector driver.Connector, c
 		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
 	}
 	connector = &dialectConnector{base: connector}
-	if cfg.ClaimFile != nil {
-		// The server's privileges confine a claim file (see [GraderRole]);
+	if cfg.SlotFile != nil {
+		// The server's privileges confine a slot file (see [GraderRole]);
 		// this wrapper only bounds its statements' time and names their
 		// errors as the file's.
-		connector = &pgClaimConnector{base: connector, claim: cfg.ClaimFile}
+		connector = &pgSlotConnector{base: connector, file: cfg.SlotFile}
 	}
 	sdb := oneConnection(connector)
 	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres}
@@ -122,8 +122,8 @@ func openPostgres(ctx context.Context, dsn string, connector driver.Connector, c
 		sdb.Close()
 		return nil, unreachable(dsn, err)
 	}
-	if cfg.ClaimFile != nil {
-		// A claim file never runs with the rights of the login in --db,
+	if cfg.SlotFile != nil {
+		// A slot file never runs with the rights of the login in --db,
 		// here or in a child process: only as a grader role.
 		if err := checkConfinedConn(ctx, sdb); err != nil {
 			sdb.Close()

@@ -12,6 +12,9 @@ type SQLText struct {
 	Code   string   // SQL without its comments, and without the lines they leave blank
 	Line   int      // the line on which it starts (its first token), from 1
 	Params []string // the named parameters it uses (:id, @id and $id all give "id"), in order of first use
+	// Positional says it uses a positional parameter (? or ?NNN), which
+	// binds by place, not by name.
+	Positional bool
 }
 
 // HasParam reports whether the statement uses the named parameter name.
@@ -68,6 +71,8 @@ func SplitStatements(text string) ([]SQLText, error) {
 			}
 			code = codeBuilder{}
 			cur, start, tokens = SQLText{}, i+1, false
+		case c == '?':
+			cur.Positional = true
 		case (c == ':' || c == '@' || c == '$') && isIdentByte(next):
 			j = i + 1
 			for j < len(text) && isIdentByte(text[j]) {

@@ -50,11 +50,11 @@ type Config struct {
 	// OnBusy, when set, is called each time [DB.InTx] meets SQLITE_BUSY,
 	// before its pause: a handshake for tests that hold the lock.
 	OnBusy func()
-	// ClaimFile, when set, guards the connection for an untrusted claim
-	// file (see [CheckClaimFile]): its two statements compile only under
-	// SQLite's authorizer with the claim policy, and no database can be
-	// attached.
-	ClaimFile *ClaimFile
+	// SlotFile, when set, guards the connection for an untrusted slot
+	// file (see [CheckSlotFile]): its statements compile only under
+	// SQLite's authorizer with their shapes' policy, and no database can
+	// be attached; on PostgreSQL they run bounded, as a [GraderRole].
+	SlotFile *SlotFile
 }
 
 // DefaultConfig is what the scenarios use.
@@ -119,8 +119,8 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	if clock != nil {
 		connector = clockConnector{driver: clock.sqliteDriver(), dsn: dsn}
 	}
-	if cfg.ClaimFile != nil {
-		connector = &guardConnector{base: connector, claim: cfg.ClaimFile}
+	if cfg.SlotFile != nil {
+		connector = &guardConnector{base: connector, file: cfg.SlotFile}
 	}
 	if cfg.Ledger != nil {
 		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}

@@ -19,45 +19,45 @@ import (
 // parameters :now, :worker and :until; the UPDATE also gets :id. The file
 // is untrusted: it must be a regular file of at most 1 MiB, and the engine
 // that will run it must find a read-only SELECT and an UPDATE of
-// OutboxMessages (see loadClaimFile). Any refusal is a usage error (exit 2).
+// OutboxMessages (see loadSlotFile). Any refusal is a usage error (exit 2).
 func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*scenarios.CustomClaim, error) {
 	if path == "" {
 		return nil, usagef("--claim-sql needs a claim file: name one (see examples/)")
 	}
-	cf, err := loadClaimFile(ctx, path, onPostgres)
+	cf, err := loadSlotFile(ctx, store.ClaimSlot, path, onPostgres)
 	if err != nil {
 		return nil, usagef("--claim-sql %s: %v", path, err)
 	}
-	return &scenarios.CustomClaim{Source: filepath.Base(path), Select: cf.Select, Update: cf.Update}, nil
+	return &scenarios.CustomClaim{Source: filepath.Base(path), Select: cf.Texts[0], Update: cf.Texts[1]}, nil
 }
 
-// loadClaimFile reads and splits the claim file at path and, for SQLite,
-// has SQLite check it (store.CheckClaimFile). A file for PostgreSQL
-// (onPostgres) is checked by PostgreSQL itself, in the run's own database
-// before the run (store.GraderRole.CheckClaimFile): each engine judges
-// what it will run with its own parser.
-func loadClaimFile(ctx context.Context, path string, onPostgres bool) (store.ClaimFile, error) {
+// loadSlotFile reads and splits the file at path for slot and, for
+// SQLite, has SQLite check it (store.CheckSlotFile). A file for
+// PostgreSQL (onPostgres) is checked by PostgreSQL itself, in the run's
+// own database before the run (store.GraderRole.CheckSlotFile): each
+// engine judges what it will run with its own parser.
+func loadSlotFile(ctx context.Context, slot store.Slot, path string, onPostgres bool) (store.SlotFile, error) {
 	if path == "" {
-		return store.ClaimFile{}, errors.New("name a claim file")
+		return store.SlotFile{}, fmt.Errorf("name a %s file", slot.Name)
 	}
-	b, err := readRegularFile(path, store.MaxClaimFileSize)
+	b, err := readRegularFile(path, store.MaxSlotFileSize)
 	if err != nil {
-		return store.ClaimFile{}, fmt.Errorf("%w: %w", errUnreadable, err)
+		return store.SlotFile{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
-	cf, err := store.ParseClaimFile(string(b))
+	f, err := store.ParseSlotFile(slot, string(b))
 	if err != nil {
-		return store.ClaimFile{}, err
+		return store.SlotFile{}, err
 	}
 	if onPostgres {
-		return cf, nil
+		return f, nil
 	}
-	if err := store.CheckClaimFile(ctx, cf); err != nil {
-		return store.ClaimFile{}, err
+	if err := store.CheckSlotFile(ctx, f); err != nil {
+		return store.SlotFile{}, err
 	}
-	return cf, nil
+	return f, nil
 }
 
-// errUnreadable means a claim file could not be read as one: missing, not
+// errUnreadable means a slot file could not be read as one: missing, not
 // a regular file, unreadable, or over its size limit. It is the file's
 // fault, as a refusal is.
 var errUnreadable = errors.New("cannot read it")
@@ -102,7 +102,7 @@ func readRegularFile(path string, limit int64) ([]byte, error) {
 		return nil, unwrapPathError(err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than %d KiB; a claim file is two statements", limit>>10)
+		return nil, fmt.Errorf("larger than %d KiB; a file holds a lesson's statement or two", limit>>10)
 	}
 	return b, nil
 }

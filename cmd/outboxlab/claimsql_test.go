@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // TestClaimSQLUntrusted runs `run --claim-sql` on files a student should
@@ -148,5 +152,60 @@ func TestClaimSQLRenumberedMessageIsJudged(t *testing.T) {
 	o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", p, "--out", filepath.Join(t.TempDir(), "r"))
 	if o.code != exitCheckFailed || !strings.Contains(o.stdout+o.stderr, "FAILED") {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 with the run's failed checks", o.code, o.stdout, o.stderr)
+	}
+}
+
+// TestLoadSlotFile: the file loader serves any slot, not only the claim.
+// For a one-statement ack slot declared here (an UPDATE of outbox_events),
+// the lesson's statement loads; a file that is not a regular file, is too
+// large, holds two statements or one SQLite refuses is refused, naming why,
+// as a *store.SlotFileError or errUnreadable (the file's fault).
+func TestLoadSlotFile(t *testing.T) {
+	t.Parallel()
+	ack := store.Slot{Name: "ack", Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "outbox_events", Params: []string{"id", "token", "now"}}},
+		Schema: []store.Migration{store.RelayEvents}, Samples: map[string]any{"id": "E-1", "token": int64(1), "now": int64(5)}}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ack.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lesson := store.CompleteWithToken.SQL
+	for _, tt := range []struct {
+		name, path, want string // want "" loads
+	}{
+		{"Lesson", write("ok.sql", "-- the ack\n"+lesson+";\n"), ""},
+		{"FIFO", fifo, "not a regular file"},
+		{"Folder", dir, "a folder"},
+		{"Oversize", write("big.sql", strings.Repeat("-", 1<<20+1)), "larger than"},
+		{"TwoStatements", write("two.sql", lesson+"; "+lesson), "must hold one statement (an UPDATE of outbox_events that writes nothing else); found 2"},
+		{"Attach", write("attach.sql", "ATTACH '"+filepath.Join(dir, "evil.db")+"' AS x"), "the statement: must be an UPDATE of outbox_events that writes nothing else; SQLite's authorizer refused ATTACH"},
+		{"Pragma", write("pragma.sql", "PRAGMA journal_mode = DELETE"), "refused PRAGMA"},
+		{"ClaimsInstead", write("select.sql", "SELECT event_id FROM outbox_events WHERE event_id = :id"), "compiled it to no update"},
+		{"UnknownParameter", write("param.sql", "UPDATE outbox_events SET locked_by = :worker WHERE event_id = :id"), "uses :worker; this statement gets only :id, :token and :now"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := loadSlotFile(context.Background(), ack, tt.path, false)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want == "" && (len(f.Texts) != 1 || f.Texts[0] != lesson):
+				t.Fatalf("texts %q, want the lesson's statement without its comment", f.Texts)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("err = %v, want one saying %q", err, tt.want)
+			case tt.want != "" && !errors.As(err, new(*store.SlotFileError)) && !errors.Is(err, errUnreadable):
+				t.Fatalf("err = %T %v, want the file's fault", err, err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil.db")); err == nil {
+		t.Error("a refused file's ATTACH created a database")
 	}
 }

@@ -600,7 +600,7 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 	}
 	started := p.now().UTC()
 	res, err = scenarios.Execute(ctx, sc, p.variant, p.options, p.keepDB)
-	var stmtErr *store.ClaimStatementError
+	var stmtErr *store.SlotStatementError
 	switch {
 	case ctx.Err() != nil && err != nil:
 		return nil, "", "", err // with --keep-db, a *runfolder.Kept naming the folder
@@ -612,10 +612,10 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 		// The engineer's SQL could not run: that is their input's fault.
 		// Any other failure is the lab's, exit 3.
 		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
-	case errors.As(err, new(*store.ClaimFileError)) && p.options.Claim != nil:
+	case errors.As(err, new(*store.SlotFileError)) && p.options.Claim != nil:
 		// On PostgreSQL the server judges the file in the run's own
 		// database, before the lesson starts.
-		var cfe *store.ClaimFileError
+		var cfe *store.SlotFileError
 		errors.As(err, &cfe)
 		return nil, "", "", usagef("--claim-sql %s: %v", p.options.Claim.Source, cfe)
 	case err != nil:

@@ -317,11 +317,11 @@ func (p *gradePlan) load(ctx context.Context, file string) (scenarios.Options, e
 	opts := p.options
 	onPostgres := p.options.Database != ""
 	if p.exercise.Name == "claim" {
-		cf, err := loadClaimFile(ctx, file, onPostgres)
+		cf, err := loadSlotFile(ctx, store.ClaimSlot, file, onPostgres)
 		if err != nil {
 			return opts, err
 		}
-		opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Select, Update: cf.Update}
+		opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Texts[0], Update: cf.Texts[1]}
 		return opts, nil
 	}
 	f, err := loadSlotFile(ctx, p.exercise.Slot(), file, onPostgres)
@@ -349,7 +349,7 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	switch {
 	case ctx.Err() != nil:
 		return notJudged(interrupted, "")
-	case errors.As(err, new(*store.ClaimFileError)) || errors.Is(err, errUnreadable):
+	case errors.As(err, new(*store.SlotFileError)) || errors.Is(err, errUnreadable):
 		return notJudged(fileFault, "refused: "+oneLine(err.Error()))
 	case err != nil:
 		return notJudged(labFault, "the lab could not check it: "+oneLine(err.Error()))
@@ -360,8 +360,8 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	for i, judge := range p.graders() {
 		started := p.now().UTC()
 		res, err := scenarios.Execute(runCtx, judge, "", opts, false)
-		var stmtErr *store.ClaimStatementError
-		var refusal *store.ClaimFileError
+		var stmtErr *store.SlotStatementError
+		var refusal *store.SlotFileError
 		switch {
 		case ctx.Err() != nil:
 			return notJudged(interrupted, "")

@@ -8,155 +8,84 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// ClaimFile is an engineer's claim, two statements from outside the lab,
-// to be run as untrusted input: Select picks the oldest claimable
-// message's Id, Update takes message :id. Parameters: :now, :worker,
-// :until, and :id in the Update.
-type ClaimFile struct {
-	Select string // must compile to a read-only SELECT
-	Update string // must compile to an UPDATE of OutboxMessages that writes nothing else
-}
-
-// ClaimStatementTimeout bounds one run of a claim file's statement: a
-// claim takes a handful of rows and must be cheap, so a statement that
-// computes for longer (a cross join of a CTE, a sort spilling to disk) is
-// interrupted instead of pinning a CPU or filling TMPDIR.
-const ClaimStatementTimeout = 2 * time.Second
-
-// claimCheckRows gives the private copy a claim file is checked on one
-// message in each state a claim must tell apart, so the check runs the
-// statements over rows as the run will: Pending, Processing under an expired
-// lease, Processing under a live one, and Processed.
-var claimCheckRows = audit("lab: the claim check's four messages, one in each state", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc, LockedBy, LockedUntilUtc, ProcessedAtUtc) VALUES
- ('PaymentCreated', 'PAY-1', '{}', 'Pending',    '2026-01-15T08:59:00.000Z', NULL,       NULL,                       NULL),
- ('PaymentCreated', 'PAY-2', '{}', 'Processing', '2026-01-15T08:59:01.000Z', 'Worker-B', '2026-01-15T08:59:30.000Z', NULL),
- ('PaymentCreated', 'PAY-3', '{}', 'Processing', '2026-01-15T08:59:02.000Z', 'Worker-B', '2026-01-15T09:00:30.000Z', NULL),
- ('PaymentCreated', 'PAY-4', '{}', 'Processed',  '2026-01-15T08:59:03.000Z', NULL,       NULL,                       '2026-01-15T08:59:10.000Z')`).SQL
-
-// MaxClaimFileSize is the most bytes a claim file may hold.
-const MaxClaimFileSize = 1 << 20
-
-// claimLengthLimit is SQLITE_LIMIT_LENGTH on a connection that runs a claim
+// slotLengthLimit is SQLITE_LIMIT_LENGTH on a connection that runs a slot
 // file: no string or blob it makes may grow past it.
-const claimLengthLimit = 8 << 20
+const slotLengthLimit = 8 << 20
 
-// ClaimFileError says why a claim file was refused.
-type ClaimFileError struct {
-	Statement string // "first statement", "second statement" or "file"
-	Reason    string
-}
-
-func (e *ClaimFileError) Error() string {
-	if e.Statement == "file" {
-		return e.Reason
-	}
-	return e.Statement + ": " + e.Reason
-}
-
-// ClaimStatementError is a claim file's statement that failed while a run
-// used it: SQLite could not compile it, refused what it did, or stopped it
-// (a syntax error, an unknown column, a constraint, an integer overflow).
-// It is the file's fault, not the lab's; a busy database, a full disk or
-// an I/O error is not one.
-type ClaimStatementError struct {
-	Statement string // "first statement" or "second statement"
-	Err       error  // SQLite's error
-}
-
-func (e *ClaimStatementError) Error() string { return e.Err.Error() }
-func (e *ClaimStatementError) Unwrap() error { return e.Err }
-
-// statementFault makes err a *ClaimStatementError when it is the claim
-// statement's own fault; which is "" outside a claim statement.
+// statementFault makes err a *SlotStatementError when it is the slot
+// statement's own fault; which is "" outside a slot statement.
 func statementFault(which string, err error) error {
 	var se *sqlite.Error
-	if which == "" || err == nil || errors.As(err, new(*ClaimStatementError)) || !errors.As(err, &se) {
+	if which == "" || err == nil || errors.As(err, new(*SlotStatementError)) || !errors.As(err, &se) {
 		return err
 	}
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_ERROR, sqlite3.SQLITE_AUTH, sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH,
 		sqlite3.SQLITE_RANGE, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_INTERRUPT:
-		return &ClaimStatementError{Statement: which, Err: err}
+		return &SlotStatementError{Statement: which, Err: err}
 	case sqlite3.SQLITE_NOMEM:
-		return &ClaimStatementError{Statement: which, Err: fmt.Errorf("%w and was stopped: %w", errTooMuchMemory, err)}
+		return &SlotStatementError{Statement: which, Err: fmt.Errorf("%w and was stopped: %w", errTooMuchMemory, err)}
 	}
 	return err
 }
 
-// errTooMuchMemory says a claim statement reached SQLite's heap limit.
-var errTooMuchMemory = fmt.Errorf("needed more than the %d MiB of memory SQLite may hold while claim files run", ClaimHeapLimit>>20)
+// errTooMuchMemory says a slot statement reached SQLite's heap limit.
+var errTooMuchMemory = fmt.Errorf("needed more than the %d MiB of memory SQLite may hold while slot files run", SlotHeapLimit>>20)
 
-// overtime makes err, from a claim statement that ran under timed (the
-// [ClaimStatementTimeout] bound of parent), the statement's own fault when
+// overtime makes err, from a slot statement that ran under timed (the
+// [SlotStatementTimeout] bound of parent), the statement's own fault when
 // that bound stopped it: the driver reports the context's error, not
 // SQLite's. A stop of parent (the run's own timeout, Ctrl-C) is not the
 // statement's fault.
 func overtime(which string, err error, parent, timed context.Context) error {
 	if which == "" || err == nil || err == io.EOF || parent.Err() != nil || !errors.Is(timed.Err(), context.DeadlineExceeded) ||
-		errors.As(err, new(*ClaimStatementError)) {
+		errors.As(err, new(*SlotStatementError)) {
 		return err
 	}
-	return &ClaimStatementError{Statement: which, Err: fmt.Errorf("ran longer than %s and was stopped (a claim reads a handful of rows): %w", ClaimStatementTimeout, err)}
+	return &SlotStatementError{Statement: which, Err: fmt.Errorf("ran longer than %s and was stopped (a lesson's statement reads a handful of rows): %w", SlotStatementTimeout, err)}
 }
 
-// ParseClaimFile splits a claim file's text into its two statements with
-// [SplitStatements], without their comments, so what runs, what is
-// checked and what a report prints is one text. It checks only their number; [CheckClaimFile] asks
-// SQLite what they are. An UPDATE that ignores :id is not refused: the
-// lesson's checks show what it does.
-func ParseClaimFile(text string) (ClaimFile, error) {
-	stmts, err := SplitStatements(text)
-	if err != nil {
-		return ClaimFile{}, &ClaimFileError{"file", strings.TrimPrefix(err.Error(), "store: ")}
+// CheckSlotFile runs each statement of f once, in order, in a transaction
+// it rolls back, on a private in-memory database holding the slot's
+// schema and check rows, through a connection guarded as every connection
+// that runs f is (see [Config.SlotFile]), with the slot's sample values
+// bound to the parameters. A statement may use only its shape's named
+// parameters (none positional). SQLite's authorizer decides the rest: a
+// SELECT may only read, an UPDATE may also update its shape's table, an
+// INSERT may also insert into (and, as an upsert, update) its shape's
+// table, and none may ATTACH, DETACH, PRAGMA, VACUUM, begin or end a
+// transaction, define or drop anything, write another table or load an
+// extension; an UPDATE or INSERT must compile to one. A refusal is a
+// *[SlotFileError]. Nothing is written to disk.
+func CheckSlotFile(ctx context.Context, f SlotFile) error {
+	if err := f.valid(); err != nil {
+		return err
 	}
-	if len(stmts) != 2 {
-		return ClaimFile{}, &ClaimFileError{"file", fmt.Sprintf("must hold two statements separated by ';' (the SELECT of the next claimable Id, then the UPDATE of :id); found %d", len(stmts))}
-	}
-	for i, which := range []string{"first statement", "second statement"} {
-		for _, line := range strings.Split(stmts[i].Code, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "--") {
-				// A report (and the scenario) drops lines that start with
-				// "--"; inside a string that would change what runs.
-				return ClaimFile{}, &ClaimFileError{which, "a line inside a string or quoted name starts with '--'; start it otherwise"}
-			}
-		}
-	}
-	return ClaimFile{Select: stmts[0].Code, Update: stmts[1].Code}, nil
-}
-
-// CheckClaimFile runs both statements of cf once, in a transaction it rolls
-// back, on a private in-memory database holding the Day 15 schema, through
-// a connection guarded as every connection that runs cf is (see
-// [Config.ClaimFile]). SQLite's authorizer decides: the first statement
-// must be a read-only SELECT, the second an UPDATE of OutboxMessages, and
-// neither may ATTACH, DETACH, PRAGMA, VACUUM, define or drop anything, or
-// write another table. A refusal is a *[ClaimFileError]. Nothing is
-// written to disk.
-func CheckClaimFile(ctx context.Context, cf ClaimFile) error {
 	base, err := sqlite.NewConnector(":memory:")
 	if err != nil {
-		return fmt.Errorf("store: claim file check: %w", err)
+		return fmt.Errorf("store: slot file check: %w", err)
 	}
-	sdb := oneConnection(&guardConnector{base: base, claim: &cf})
+	sdb := oneConnection(&guardConnector{base: base, file: &f})
 	defer sdb.Close()
 	db := &DB{sql: sdb}
-	if err := db.Migrate(ctx, PaymentsOutbox, OutboxLeasing); err != nil {
-		return fmt.Errorf("store: claim file check: %w", err)
+	if err := db.Migrate(ctx, f.Slot.Schema...); err != nil {
+		return fmt.Errorf("store: slot file check: %w", err)
 	}
-	if _, err := sdb.ExecContext(ctx, claimCheckRows); err != nil {
-		return fmt.Errorf("store: claim file check: %w", err)
+	if f.Slot.CheckRows != "" {
+		if _, err := sdb.ExecContext(ctx, f.Slot.CheckRows); err != nil {
+			return fmt.Errorf("store: slot file check: %w", err)
+		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, ClaimStatementTimeout)
+	ctx, cancel := context.WithTimeout(ctx, SlotStatementTimeout)
 	defer cancel()
 	conn, err := sdb.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("store: claim file check: %w", err)
+		return fmt.Errorf("store: slot file check: %w", err)
 	}
 	defer conn.Close()
 	var g *guardConn
@@ -164,67 +93,112 @@ func CheckClaimFile(ctx context.Context, cf ClaimFile) error {
 		g, _ = dc.(*guardConn)
 		return nil
 	}); err != nil || g == nil {
-		return fmt.Errorf("store: claim file check: no guarded connection (%v)", err)
+		return fmt.Errorf("store: slot file check: no guarded connection (%v)", err)
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: claim file check: %w", err)
+		return fmt.Errorf("store: slot file check: %w", err)
 	}
 	defer tx.Rollback()
-	now := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
-	args := claimArgs("Worker-A", now, time.Second)
-	if err := checkSelect(ctx, tx, g, cf.Select, args); err != nil {
-		return err
-	}
-	g.seen = nil
-	if _, err := tx.ExecContext(ctx, cf.Update, append(args, sql.Named("id", int64(1)))...); err != nil {
-		return g.refusal("second statement", err)
-	}
-	if !g.saw(sqlite.AuthUpdate) {
-		return &ClaimFileError{"second statement", "must be an UPDATE of OutboxMessages; SQLite compiled it to no update"}
+	for i, text := range f.Texts {
+		if err := checkSQLiteStatement(ctx, tx, g, f.Slot, i, text); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, text string, args []any) error {
+// checkSQLiteStatement judges statement i of a file of slot on tx (see
+// [CheckSlotFile]).
+func checkSQLiteStatement(ctx context.Context, tx *sql.Tx, g *guardConn, slot Slot, i int, text string) error {
+	which, shape := slot.statementName(i), slot.Shapes[i]
+	// text is one statement already: cut again, it gives its parameters
+	// as SQLite's tokenizer reads them.
+	stmts, err := SplitStatements(text)
+	if err != nil || len(stmts) != 1 {
+		return &SlotFileError{which, fmt.Sprintf("must be one statement (%v)", err)}
+	}
+	if stmts[0].Positional {
+		return &SlotFileError{which, shape.paramRefusal("#1")}
+	}
+	for _, p := range stmts[0].Params {
+		if !shape.allows(p) {
+			return &SlotFileError{which, shape.paramRefusal(p)}
+		}
+	}
+	// Every parameter of the shape is bound; SQLite ignores a named
+	// argument the statement does not use.
+	var args []any
+	for _, p := range shape.Params {
+		args = append(args, sql.Named(p, slot.sample(p)))
+	}
 	g.seen = nil
+	if shape.Kind == KindSelect {
+		return checkSelect(ctx, tx, g, which, shape, text, args)
+	}
+	if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+		return g.refusal(which, shape, err)
+	}
+	action, word := sqlite.AuthUpdate, "update"
+	if shape.Kind == KindInsert {
+		action, word = sqlite.AuthInsert, "insert"
+	}
+	if !g.saw(action) {
+		return &SlotFileError{which, fmt.Sprintf("must be an %s %s %s; SQLite compiled it to no %s", shape.Kind, preposition(shape.Kind), shape.Table, word)}
+	}
+	return nil
+}
+
+// preposition makes "an UPDATE of t", "an INSERT into t".
+func preposition(kind string) string {
+	if kind == KindInsert {
+		return "into"
+	}
+	return "of"
+}
+
+func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, which string, shape Shape, text string, args []any) error {
 	rows, err := tx.QueryContext(ctx, text, args...)
 	if err != nil {
-		return g.refusal("first statement", err)
+		return g.refusal(which, shape, err)
 	}
 	cols, err := rows.Columns()
-	if err == nil && len(cols) != 1 {
+	if err == nil && shape.SelectsID && len(cols) != 1 {
 		rows.Close()
-		return &ClaimFileError{"first statement", fmt.Sprintf("must select one column, the message's Id; it selects %d", len(cols))}
+		return &SlotFileError{which, fmt.Sprintf("must select one column, the message's Id; it selects %d", len(cols))}
 	}
 	if rows.Next() { // the run reads one row, and so does the check
-		var id any
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return g.refusal("first statement", err)
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
 		}
-		if _, ok := id.(int64); !ok {
+		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
-			return &ClaimFileError{"first statement", fmt.Sprintf("must select the message's Id, an integer; it selected %v", id)}
+			return g.refusal(which, shape, err)
+		}
+		if _, ok := vals[0].(int64); shape.SelectsID && !ok {
+			rows.Close()
+			return &SlotFileError{which, fmt.Sprintf("must select the message's Id, an integer; it selected %v", vals[0])}
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return g.refusal("first statement", err)
+		return g.refusal(which, shape, err)
 	}
 	if err := rows.Err(); err != nil {
-		return g.refusal("first statement", err)
+		return g.refusal(which, shape, err)
 	}
 	if !g.saw(sqlite.AuthSelect) {
-		return &ClaimFileError{"first statement", "must be a read-only SELECT; SQLite compiled it to something else"}
+		return &SlotFileError{which, "must be a read-only SELECT; SQLite compiled it to something else"}
 	}
 	return nil
 }
 
-// guardConnector opens connections that may run a claim file: each gets
-// the claim file authorizer and limits before it is used.
+// guardConnector opens connections that may run a slot file: each gets
+// the slot file authorizer and limits before it is used.
 type guardConnector struct {
-	base  driver.Connector
-	claim *ClaimFile
+	base driver.Connector
+	file *SlotFile
 }
 
 func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -233,36 +207,36 @@ func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	limitHeap()
-	g := &guardConn{connBase: connBase{conn}, claim: c.claim}
+	g := &guardConn{connBase: connBase{conn}, file: c.file}
 	if err := g.install(ctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("store: guard a claim file connection: %w", err)
+		return nil, fmt.Errorf("store: guard a slot file connection: %w", err)
 	}
 	return g, nil
 }
 
 func (c *guardConnector) Driver() driver.Driver { return c.base.Driver() }
 
-// claimMode is which policy the authorizer applies to what is compiling.
-type claimMode int
+// guardMode is which policy the authorizer applies to what is compiling.
+type guardMode int
 
 const (
-	modeLab     claimMode = iota // the lab's own statements: everything but ATTACH and DETACH
-	modeSelect                   // the claim file's SELECT: reads only
-	modeUpdate                   // the claim file's UPDATE: reads, and updates of OutboxMessages
-	modeUnknown                  // a text that is neither the claim's nor in the catalogue: nothing
+	modeLab     guardMode = iota // the lab's own statements: everything but ATTACH and DETACH
+	modeSlot                     // a statement of the slot file: what its shape allows
+	modeUnknown                  // a text that is neither the file's nor the lab's: nothing
 )
 
-// guardConn is one connection that may run a claim file. It applies the
-// claim policy while SQLite compiles one of the file's two statements, and
-// the lab policy otherwise. database/sql uses a connection from one
-// goroutine at a time, so the mode needs no lock.
+// guardConn is one connection that may run a slot file. It applies the
+// policy of statement stmt's shape while SQLite compiles that statement of
+// the file, and the lab policy otherwise. database/sql uses a connection
+// from one goroutine at a time, so the mode needs no lock.
 type guardConn struct {
 	connBase
-	claim  *ClaimFile
-	mode   claimMode
+	file   *SlotFile
+	mode   guardMode
+	stmt   int                           // under modeSlot, the file's statement compiling
 	denied string                        // what the authorizer last refused, for the error
-	seen   []sqlite.AuthorizerActionCode // actions compiled under a claim mode since the last reset
+	seen   []sqlite.AuthorizerActionCode // actions compiled under modeSlot since the last reset
 }
 
 // install registers the authorizer and sets the limits.
@@ -274,26 +248,37 @@ func (g *guardConn) install(ctx context.Context) error {
 	if err := reg.RegisterAuthorizer(g.authorize); err != nil {
 		return err
 	}
-	return setClaimLimits(ctx, g.base)
+	return setSlotLimits(ctx, g.base)
 }
 
 // enter sets the mode for query and returns the function that resets it.
 func (g *guardConn) enter(query string) func() {
-	switch query {
-	case g.claim.Select:
-		g.mode = modeSelect
-	case g.claim.Update:
-		g.mode = modeUpdate
-	default:
-		// Only the lab's own statements, which the catalogue names, get
-		// the lab's policy: a text from anywhere else is allowed nothing.
-		g.mode = modeUnknown
-		if _, ok := catalogue[query]; ok {
-			g.mode = modeLab
-		}
+	g.mode = modeUnknown
+	if i := g.file.statement(query); i >= 0 {
+		g.mode, g.stmt = modeSlot, i
+	} else if g.labOwn(query) {
+		g.mode = modeLab
 	}
 	g.denied = ""
 	return func() { g.mode = modeLab }
+}
+
+// labOwn reports whether query is the lab's own: a statement the catalogue
+// names, or the slot's schema or check rows (the lab's, as the slot is).
+// A text from anywhere else is allowed nothing.
+func (g *guardConn) labOwn(query string) bool {
+	if _, ok := catalogue[query]; ok {
+		return true
+	}
+	if query == g.file.Slot.CheckRows {
+		return true
+	}
+	for _, m := range g.file.Slot.Schema {
+		if query == m.SQL {
+			return true
+		}
+	}
+	return false
 }
 
 // authorize is SQLite's authorizer callback. For most actions arg1 names
@@ -315,6 +300,8 @@ func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db
 		return sqlite.AuthorizerDeny
 	}
 	g.seen = append(g.seen, action)
+	shape := g.file.Slot.Shapes[g.stmt]
+	own := shape.Table != "" && strings.EqualFold(arg1, shape.Table) && dbName == "main"
 	switch action {
 	case sqlite.AuthSelect, sqlite.AuthRead:
 		return sqlite.AuthorizerOK
@@ -324,7 +311,12 @@ func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db
 		}
 		return sqlite.AuthorizerOK
 	case sqlite.AuthUpdate:
-		if g.mode == modeUpdate && strings.EqualFold(arg1, "OutboxMessages") && dbName == "main" {
+		// An INSERT's upsert (ON CONFLICT DO UPDATE) updates its own table.
+		if own && (shape.Kind == KindUpdate || shape.Kind == KindInsert) {
+			return sqlite.AuthorizerOK
+		}
+	case sqlite.AuthInsert:
+		if own && shape.Kind == KindInsert {
 			return sqlite.AuthorizerOK
 		}
 	}
@@ -332,16 +324,13 @@ func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db
 	return sqlite.AuthorizerDeny
 }
 
-// statement names the claim statement compiling or running now, "" for
+// statement names the file's statement compiling or running now, "" for
 // the lab's own.
 func (g *guardConn) statement() string {
-	switch g.mode {
-	case modeSelect:
-		return "first statement"
-	case modeUpdate:
-		return "second statement"
+	if g.mode != modeSlot {
+		return ""
 	}
-	return ""
+	return g.file.Slot.statementName(g.stmt)
 }
 
 func (g *guardConn) saw(action sqlite.AuthorizerActionCode) bool {
@@ -353,22 +342,18 @@ func (g *guardConn) saw(action sqlite.AuthorizerActionCode) bool {
 	return false
 }
 
-// refusal explains err from running a claim statement.
-func (g *guardConn) refusal(which string, err error) error {
+// refusal explains err from running the file's statement which, of shape.
+func (g *guardConn) refusal(which string, shape Shape, err error) error {
 	if g.denied != "" {
-		want := "a read-only SELECT"
-		if which == "second statement" {
-			want = "an UPDATE of OutboxMessages that writes nothing else"
-		}
-		return &ClaimFileError{which, fmt.Sprintf("must be %s; SQLite's authorizer refused %s", want, g.denied)}
+		return &SlotFileError{which, fmt.Sprintf("must be %s; SQLite's authorizer refused %s", shape.want(), g.denied)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "interrupted") {
-		return &ClaimFileError{which, fmt.Sprintf("took longer than %s on a table of four messages and was stopped: a claim must read a handful of rows", ClaimStatementTimeout)}
+		return &SlotFileError{which, fmt.Sprintf("took longer than %s on the check's few rows and was stopped: a lesson's statement must read a handful of rows", SlotStatementTimeout)}
 	}
 	if errors.Is(err, errTooMuchMemory) {
-		return &ClaimFileError{which, errTooMuchMemory.Error() + " on a table of four messages, and was stopped: a claim must read a handful of rows"}
+		return &SlotFileError{which, errTooMuchMemory.Error() + " on the check's few rows, and was stopped: a lesson's statement must read a handful of rows"}
 	}
-	return &ClaimFileError{which, "SQLite could not run it: " + strings.TrimPrefix(err.Error(), "SQL logic error: ")}
+	return &SlotFileError{which, "SQLite could not run it: " + strings.TrimPrefix(err.Error(), "SQL logic error: ")}
 }
 
 // actionName says in words what an authorizer action was.
@@ -469,19 +454,19 @@ func (g *guardConn) QueryContext(ctx context.Context, query string, args []drive
 	return g.rows(r, err, b)
 }
 
-// timeLimit is a claim statement's time limit: timed ends
-// [ClaimStatementTimeout] after the statement starts, or with parent.
+// timeLimit is a slot statement's time limit: timed ends
+// [SlotStatementTimeout] after the statement starts, or with parent.
 type timeLimit struct {
 	parent, timed context.Context
 	cancel        context.CancelFunc
 }
 
 func newTimeLimit(parent context.Context) *timeLimit {
-	timed, cancel := context.WithTimeout(parent, ClaimStatementTimeout)
+	timed, cancel := context.WithTimeout(parent, SlotStatementTimeout)
 	return &timeLimit{parent: parent, timed: timed, cancel: cancel}
 }
 
-// fault is err of the claim statement which, the statement's own when
+// fault is err of the slot statement which, the statement's own when
 // the limit stopped it or SQLite refused it.
 func (b *timeLimit) fault(which string, err error) error {
 	if b == nil {
@@ -490,7 +475,7 @@ func (b *timeLimit) fault(which string, err error) error {
 	return statementFault(which, overtime(which, err, b.parent, b.timed))
 }
 
-// rows marks a claim statement's rows (b is its time limit, nil for the
+// rows marks a slot statement's rows (b is its time limit, nil for the
 // lab's own), so an error stepping them is the statement's own.
 func (g *guardConn) rows(r driver.Rows, err error, b *timeLimit) (driver.Rows, error) {
 	which := g.statement()
@@ -506,7 +491,7 @@ func (g *guardConn) rows(r driver.Rows, err error, b *timeLimit) (driver.Rows, e
 	return guardRows{Rows: r, which: which, bound: b}, nil
 }
 
-// guardRows are a claim statement's rows; closing them ends the
+// guardRows are a slot statement's rows; closing them ends the
 // statement's time limit.
 type guardRows struct {
 	driver.Rows
@@ -526,7 +511,7 @@ func (r guardRows) Next(dest []driver.Value) error {
 	return r.bound.fault(r.which, r.Rows.Next(dest))
 }
 
-// guardStmt keeps the claim policy on while a claim statement prepared
+// guardStmt keeps the slot policy on while a slot statement prepared
 // ahead runs, since SQLite may compile it again then.
 type guardStmt struct {
 	base  driver.Stmt
@@ -576,11 +561,11 @@ func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 	return s.conn.rows(r, err, b)
 }
 
-// setClaimLimits sets, on a driver connection, no attached databases and
+// setSlotLimits sets, on a driver connection, no attached databases and
 // a cap on string and blob length. The driver sets limits only through a
 // *sql.Conn, so the connection is lent to a one-connection pool that does
 // not close it.
-func setClaimLimits(ctx context.Context, conn driver.Conn) error {
+func setSlotLimits(ctx context.Context, conn driver.Conn) error {
 	db := sql.OpenDB(lentConnector{conn})
 	defer db.Close()
 	c, err := db.Conn(ctx)
@@ -590,7 +575,7 @@ func setClaimLimits(ctx context.Context, conn driver.Conn) error {
 	defer c.Close()
 	for _, l := range []struct{ id, val int }{
 		{sqlite3.SQLITE_LIMIT_ATTACHED, 0},
-		{sqlite3.SQLITE_LIMIT_LENGTH, claimLengthLimit},
+		{sqlite3.SQLITE_LIMIT_LENGTH, slotLengthLimit},
 	} {
 		if _, err := sqlite.Limit(c, l.id, l.val); err != nil {
 			return err

@@ -115,8 +115,8 @@ func TestClaimFileOnPostgres(t *testing.T) {
 		{"SortsAGigabyte", "SELECT count(*) FROM (SELECT repeat('x', 8000000) || g AS b FROM generate_series(1, 127) g GROUP BY b) s", pgUpdate, "first statement: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := r.CheckClaimFile(ctx, ClaimFile{Select: tt.select_, Update: tt.update})
-			var cfe *ClaimFileError
+			err := r.CheckSlotFile(ctx, SlotFile{Slot: ClaimSlot, Texts: []string{tt.select_, tt.update}})
+			var cfe *SlotFileError
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

@@ -7,13 +7,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// ClaimHeapLimit is the most memory SQLite may hold, all its connections
+// SlotHeapLimit is the most memory SQLite may hold, all its connections
 // together, in a process that has run a claim file: a claim file's
 // statement that needs more (a sort of a hundred 8 MB values) fails with
-// SQLITE_NOMEM, its own fault ([ClaimStatementError]), instead of growing
+// SQLITE_NOMEM, its own fault ([SlotStatementError]), instead of growing
 // the process by a gigabyte. SQLITE_LIMIT_LENGTH bounds one value; this
 // bounds them all. The lab's own statements hold a few MiB at most.
-const ClaimHeapLimit = 256 << 20
+const SlotHeapLimit = 256 << 20
 
 // memoryAccounted reports whether SQLite counts the memory it holds, which
 // its heap limit needs. This build of SQLite counts nothing by default
@@ -35,13 +35,13 @@ func countSQLiteMemory() bool {
 
 var heapLimited sync.Once
 
-// limitHeap sets SQLite's hard heap limit to [ClaimHeapLimit], once, when
-// the process first opens a connection that may run a claim file.
+// limitHeap sets SQLite's hard heap limit to [SlotHeapLimit], once, when
+// the process first opens a connection that may run a slot file.
 func limitHeap() {
 	heapLimited.Do(func() {
 		tls := libc.NewTLS()
 		defer tls.Close()
-		sqlite3.Xsqlite3_hard_heap_limit64(tls, ClaimHeapLimit)
+		sqlite3.Xsqlite3_hard_heap_limit64(tls, SlotHeapLimit)
 	})
 }
 

@@ -15,15 +15,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// claimCheckSchema is the schema, in a grade's own database, where
-// PostgreSQL judges the claim file before the run.
-const claimCheckSchema = "outboxlab_claim_check"
+// slotCheckSchema is the schema, in a grade's own database, where
+// PostgreSQL judges a slot file before the run.
+const slotCheckSchema = "outboxlab_claim_check"
 
-// claimCheckTimeout bounds the whole PostgreSQL check of one claim file.
-const claimCheckTimeout = 30 * time.Second
+// slotCheckTimeout bounds the whole PostgreSQL check of one slot file.
+const slotCheckTimeout = 30 * time.Second
 
 // deniedStableFunctions are functions PostgreSQL marks STABLE (or that a
-// server could) that a claim still must not call, by name, with why:
+// server could) that a slot file's statement still must not call, by name, with why:
 // some change the server, others run SQL text or read relations the
 // statement does not name, which the check of the relations it names
 // cannot see.
@@ -50,7 +50,7 @@ var deniedStableFunctions = map[string]string{
 	"cursor_to_xml":                 whyRunsSQL,
 	"cursor_to_xmlschema":           whyRunsSQL,
 	"ts_stat":                       whyRunsSQL, // ts_stat(query text)
-	"ts_rewrite":                    whyRunsSQL, // ts_rewrite(tsquery, query text); the 3-argument form runs none, and no claim needs it
+	"ts_rewrite":                    whyRunsSQL, // ts_rewrite(tsquery, query text); the 3-argument form runs none, and no lesson needs it
 	// Each reads the server's sessions, what the pg_stat_activity view
 	// shows (a relation the check refuses by name).
 	"pg_stat_get_activity":         whyReadsSessions,
@@ -70,56 +70,67 @@ const (
 // draw a random number.
 var allowedVolatileFunctions = []string{"random", "clock_timestamp", "timeofday", "gen_random_uuid"}
 
-// Statements of the PostgreSQL check of a claim file.
+// Statements of the PostgreSQL check of a slot file.
 var (
-	createCheckSchemaSQL = audit("lab: the schema where PostgreSQL judges the claim file",
-		"CREATE SCHEMA IF NOT EXISTS "+claimCheckSchema)
-	checkTimeoutSQL = audit("lab: bound the claim check's statements",
-		fmt.Sprintf("SET LOCAL statement_timeout = %d", ClaimStatementTimeout.Milliseconds()))
-	paramTypesSQL = audit("lab: the types PostgreSQL gave a claim statement's parameters",
+	createCheckSchemaSQL = audit("lab: the schema where PostgreSQL judges a slot file",
+		"CREATE SCHEMA IF NOT EXISTS "+slotCheckSchema)
+	checkTimeoutSQL = audit("lab: bound the slot check's statements",
+		fmt.Sprintf("SET LOCAL statement_timeout = %d", SlotStatementTimeout.Milliseconds()))
+	paramTypesSQL = audit("lab: the types PostgreSQL gave a slot file's statement's parameters",
 		"SELECT format_type(t, NULL) FROM unnest($1::oid[]) WITH ORDINALITY AS u(t, i) ORDER BY i")
-	claimWrapperSQL = audit("lab: have PostgreSQL parse a claim statement as a function body, to read what it does",
-		"CREATE FUNCTION "+claimCheckSchema+".%s(%s) RETURNS void LANGUAGE sql BEGIN ATOMIC\n%s\n; END")
-	claimBodySQL = audit("lab: the claim statement as PostgreSQL parsed it", `SELECT p.oid, p.prosqlbody::text FROM pg_proc p
+	slotWrapperSQL = audit("lab: have PostgreSQL parse a slot file's statement as a function body, to read what it does",
+		"CREATE FUNCTION "+slotCheckSchema+".%s(%s) RETURNS void LANGUAGE sql BEGIN ATOMIC\n%s\n; END")
+	slotBodySQL = audit("lab: the slot file's statement as PostgreSQL parsed it", `SELECT p.oid, p.prosqlbody::text FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname = $2`)
-	claimFunctionsSQL = audit("lab: the functions a claim statement calls that may change something or read beyond it, and whether VOLATILE",
+	slotFunctionsSQL = audit("lab: the functions a slot file's statement calls that may change something or read beyond it, and whether VOLATILE",
 		`SELECT p.oid::regprocedure::text, p.proname::text, p.provolatile = 'v'
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE p.oid = ANY($1) AND (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($3)) OR p.proname = ANY($2))
 ORDER BY 1`)
-	claimOperatorsSQL = audit("lab: the functions behind a claim statement's operators that may change something or read beyond it, and whether VOLATILE",
+	slotOperatorsSQL = audit("lab: the functions behind a slot file's statement's operators that may change something or read beyond it, and whether VOLATILE",
 		`SELECT o.oid::regoperator::text || ' (' || p.oid::regprocedure::text || ')', p.proname::text, p.provolatile = 'v'
 FROM pg_operator o JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE o.oid = ANY($1) AND (p.provolatile = 'v' AND NOT (n.nspname = 'pg_catalog' AND p.proname = ANY($3)) OR p.proname = ANY($2))
 ORDER BY 1`)
-	claimRelationsSQL = audit("lab: the relations a claim statement names, and whether each is the run's own",
+	slotRelationsSQL = audit("lab: the relations a slot file's statement names, and whether each is the run's own",
 		`SELECT c.oid::regclass::text, n.nspname = $2
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = ANY($1) OR c.oid IN (SELECT refobjid FROM pg_depend WHERE classid = 'pg_proc'::regclass AND objid = $3 AND refclassid = 'pg_class'::regclass)
 ORDER BY 1`)
 )
 
-// CheckClaimFile has PostgreSQL judge cf, as the role, in the run's own
+// CheckSlotFile has PostgreSQL judge f, as the role, in the run's own
 // database, before the run: the server's parser, not SQLite's, reads
-// what the server will run. In a transaction it rolls back, on the Day 15
-// tables with the four messages SQLite's check uses, it parses each
-// statement (one statement, exactly the text the run sends, parameters
-// numbered), has the server parse it again as the body of a function and
-// reads that parse tree: the kind of each statement in it, every function
-// and operator it calls and every relation it names. The first statement
-// must be a read-only SELECT of one integer column, the second an UPDATE
-// of OutboxMessages that writes nothing else; neither may call a function
+// what the server will run. In a transaction it rolls back, on the slot's
+// schema holding its check rows (the Day 15 tables and four messages for
+// the claim), it parses each statement (one statement, exactly the text
+// the run sends, parameters numbered: only its shape's named ones), has
+// the server parse it again as the body of a function and reads that
+// parse tree: the kind of each statement in it, every function and
+// operator it calls and every relation it names. A statement must be of
+// its shape's kind with no other command but SELECTs in it (no
+// data-modifying WITH): a SELECT reads only (with SelectsID, one integer
+// column), an UPDATE the server plans as an UPDATE of its shape's table,
+// an INSERT as an INSERT into its shape's table (an upsert of it, ON
+// CONFLICT DO NOTHING or DO UPDATE, included). None may call a function
 // PostgreSQL marks VOLATILE (those are the ones that can change
 // something: nextval, setval, set_config, pg_sleep, lo_from_bytea,
 // pg_advisory_lock, pg_notify, pg_terminate_backend, dblink...) or one of
 // [deniedStableFunctions] (a transaction id; table_to_xml and the like,
-// which read relations the statement does not name), or name a relation
-// outside the run's tables.
-// Then it runs each once, bounded by [ClaimStatementTimeout]. A refusal
-// is a *[ClaimFileError]. The run's own database is what confines the
-// file (see [GraderRole]); this check says why a file will not do.
-func (r *GraderRole) CheckClaimFile(ctx context.Context, cf ClaimFile) error {
-	ctx, cancel := context.WithTimeout(ctx, claimCheckTimeout)
+// which read relations the statement does not name), name a relation
+// outside the run's tables, or recurse. A SELECT or UPDATE may not take a
+// sequence's next value or set a column to its DEFAULT; an INSERT may,
+// since a DEFAULT it leaves or names is its own table's (an INTEGER
+// PRIMARY KEY's is that table's own sequence), in the run's own database:
+// a lesson's INSERT into such a table takes one, and must pass.
+// Then it runs each once, in order, bounded by [SlotStatementTimeout]. A
+// refusal is a *[SlotFileError]. The run's own database is what confines
+// the file (see [GraderRole]); this check says why a file will not do.
+func (r *GraderRole) CheckSlotFile(ctx context.Context, f SlotFile) error {
+	if err := f.valid(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, slotCheckTimeout)
 	defer cancel()
 	admin, err := OpenPostgres(ctx, r.adminDB, "", Config{})
 	if err != nil {
@@ -129,10 +140,10 @@ func (r *GraderRole) CheckClaimFile(ctx context.Context, cf ClaimFile) error {
 	if _, err := admin.sql.ExecContext(ctx, createCheckSchemaSQL.SQL); err != nil {
 		return fmt.Errorf("store: %s: %w", createCheckSchemaSQL.Name, err)
 	}
-	if err := r.GrantSchema(ctx, claimCheckSchema); err != nil {
+	if err := r.GrantSchema(ctx, slotCheckSchema); err != nil {
 		return err
 	}
-	pc, err := postgresConfig(r.url, claimCheckSchema)
+	pc, err := postgresConfig(r.url, slotCheckSchema)
 	if err != nil {
 		return err
 	}
@@ -143,82 +154,81 @@ func (r *GraderRole) CheckClaimFile(ctx context.Context, cf ClaimFile) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("store: claim file check: %w", err)
+		return fmt.Errorf("store: slot file check: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	for _, q := range []string{checkTimeoutSQL.SQL, postgresDDL(PaymentsOutbox.SQL), postgresDDL(OutboxLeasing.SQL), claimCheckRows} {
+	setup := []string{checkTimeoutSQL.SQL}
+	for _, m := range f.Slot.Schema {
+		setup = append(setup, postgresDDL(m.SQL))
+	}
+	if f.Slot.CheckRows != "" {
+		setup = append(setup, f.Slot.CheckRows)
+	}
+	for _, q := range setup {
 		if _, err := tx.Exec(ctx, q); err != nil {
-			return fmt.Errorf("store: claim file check: %w", err)
+			return fmt.Errorf("store: slot file check: %w", err)
 		}
 	}
-	if err := checkPostgresStatement(ctx, conn, "first statement", cf.Select, false); err != nil {
-		return err
+	for i, text := range f.Texts {
+		if err := checkPostgresStatement(ctx, conn, f.Slot, i, text); err != nil {
+			return err
+		}
 	}
-	return checkPostgresStatement(ctx, conn, "second statement", cf.Update, true)
+	return nil
 }
 
-// claimParams are the parameters a claim statement may use, with the
-// values the check binds; :id only in the UPDATE.
-var claimParams = map[string]any{"now": "2026-01-15T09:00:00.000Z", "worker": "Worker-A", "until": "2026-01-15T09:00:01.000Z", "id": int64(1)}
-
-// checkPostgresStatement judges one claim statement on conn, inside the
-// check's transaction (see [GraderRole.CheckClaimFile]).
-func checkPostgresStatement(ctx context.Context, conn *pgx.Conn, which, text string, update bool) error {
-	refuse := func(format string, args ...any) error { return &ClaimFileError{which, fmt.Sprintf(format, args...)} }
-	want := "a read-only SELECT"
-	if update {
-		want = "an UPDATE of OutboxMessages that writes nothing else"
-	}
+// checkPostgresStatement judges statement i of a file of slot on conn,
+// inside the check's transaction (see [GraderRole.CheckSlotFile]).
+func checkPostgresStatement(ctx context.Context, conn *pgx.Conn, slot Slot, i int, text string) error {
+	which, shape := slot.statementName(i), slot.Shapes[i]
+	refuse := func(format string, args ...any) error { return &SlotFileError{which, fmt.Sprintf(format, args...)} }
+	want := shape.want()
 	sql, params := numberParams(text)
 	var args []any
 	for _, p := range params {
-		v, ok := claimParams[p]
-		if !ok || p == "id" && !update {
-			name := ":" + p
-			if strings.HasPrefix(p, "#") {
-				name = "a positional parameter ?"
-			}
-			return refuse("uses %s; a claim gets only :now, :worker and :until, and :id in the UPDATE", name)
+		if !shape.allows(p) {
+			return refuse("%s", shape.paramRefusal(p))
 		}
-		args = append(args, v)
+		args = append(args, slot.sample(p))
 	}
 	sd, err := conn.PgConn().Prepare(ctx, "", sql, nil)
 	if err != nil {
 		if pgCode(err) == "42601" && strings.Contains(err.Error(), "multiple commands") {
-			return refuse("PostgreSQL reads more than one statement in it (a ';' that SQLite takes for part of a name or a string); a claim statement is one")
+			return refuse("PostgreSQL reads more than one statement in it (a ';' that SQLite takes for part of a name or a string); a lesson's statement is one")
 		}
 		return refuse("PostgreSQL could not compile it: %s", pgMessage(err))
 	}
-	tree, err := parseTree(ctx, conn, which, want, sql, sd.ParamOIDs)
+	tree, err := parseTree(ctx, conn, i, which, want, sql, sd.ParamOIDs)
 	if err != nil {
 		return err
 	}
 	kinds := tree.kinds()
+	writes := shape.Kind != KindSelect
 	switch {
 	case len(kinds) == 0:
 		return refuse("must be %s; PostgreSQL parsed no statement in it", want)
-	case !update && (kinds[0] != "SELECT" || len(kinds) > 1):
+	case !writes && (kinds[0] != KindSelect || len(kinds) > 1):
 		return refuse("must be %s; PostgreSQL parses it as %s", want, strings.Join(kinds, " with "))
-	case update && kinds[0] != "UPDATE":
+	case writes && kinds[0] != shape.Kind:
 		return refuse("must be %s; PostgreSQL parses it as %s", want, kinds[0])
-	case update && len(kinds) > 1:
-		return refuse("must be %s; PostgreSQL parses it as an UPDATE with %s (a data-modifying WITH)", want, strings.Join(kinds[1:], ", "))
-	case tree.nextValue:
-		return refuse("takes a sequence's next value (an identity column's DEFAULT); a claim changes no sequence")
+	case writes && len(kinds) > 1:
+		return refuse("must be %s; PostgreSQL parses it as an %s with %s (a data-modifying WITH)", want, shape.Kind, strings.Join(kinds[1:], ", "))
+	case tree.nextValue && shape.Kind != KindInsert:
+		return refuse("takes a sequence's next value (an identity column's DEFAULT); a lesson's %s changes no sequence", shape.Kind)
 	case tree.recursive:
-		return refuse("must not use a recursive WITH: a claim reads a handful of rows")
-	case tree.setsDefault:
-		return refuse("sets a column to its DEFAULT, which the server computes when it runs (Id's takes a sequence's next value); a claim writes its own values")
+		return refuse("must not use a recursive WITH: a lesson's statement reads a handful of rows")
+	case tree.setsDefault && shape.Kind != KindInsert:
+		return refuse("sets a column to its DEFAULT, which the server computes when it runs (an Id's takes a sequence's next value); an UPDATE writes its own values")
 	}
-	if err := tree.checkCalls(ctx, conn, refuse); err != nil {
+	if err := tree.checkCalls(ctx, conn, slot, refuse); err != nil {
 		return err
 	}
-	if update {
-		if err := checkUpdateTarget(ctx, conn, sql, args, refuse); err != nil {
+	if writes {
+		if err := checkWriteTarget(ctx, conn, shape, sql, args, refuse); err != nil {
 			return err
 		}
 	}
-	return runOnce(ctx, conn, sql, args, sd, update, refuse)
+	return runOnce(ctx, conn, sql, args, sd, shape, refuse)
 }
 
 // pgMessage is a PostgreSQL error's message and SQLSTATE, without the
@@ -231,7 +241,7 @@ func pgMessage(err error) string {
 	return err.Error()
 }
 
-// statementTree is what PostgreSQL's parse tree of a claim statement says
+// statementTree is what PostgreSQL's parse tree of a slot file's statement says
 // it does: the command type of each query in it (the statement's own
 // first), the functions, operators and relations it refers to by OID,
 // and whether it takes a sequence's next value.
@@ -258,7 +268,7 @@ var (
 // parseTree has PostgreSQL parse sql as the body of a function (a
 // function with an SQL-standard body keeps its parse tree) with the
 // parameter types the server inferred, and reads the tree.
-func parseTree(ctx context.Context, conn *pgx.Conn, which, want, sql string, paramOIDs []uint32) (*statementTree, error) {
+func parseTree(ctx context.Context, conn *pgx.Conn, i int, which, want, sql string, paramOIDs []uint32) (*statementTree, error) {
 	rows, err := conn.Query(ctx, paramTypesSQL.SQL, paramOIDs)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", paramTypesSQL.Name, err)
@@ -267,21 +277,21 @@ func parseTree(ctx context.Context, conn *pgx.Conn, which, want, sql string, par
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", paramTypesSQL.Name, err)
 	}
-	name := "claim_" + strings.ReplaceAll(which, " ", "_")
-	create := fmt.Sprintf(claimWrapperSQL.SQL, name, strings.Join(types, ", "), sql)
+	name := "slot_statement_" + strconv.Itoa(i+1)
+	create := fmt.Sprintf(slotWrapperSQL.SQL, name, strings.Join(types, ", "), sql)
 	// The extended protocol takes one statement only: sql, which the
 	// server has read as one, cannot end the function and add another.
 	if _, err := conn.PgConn().ExecParams(ctx, create, nil, nil, nil, nil).Close(); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && strings.HasSuffix(pe.Message, unsupportedInBody) {
-			return nil, &ClaimFileError{which, fmt.Sprintf("must be %s; PostgreSQL reads it as %s", want, strings.TrimSuffix(pe.Message, unsupportedInBody))}
+			return nil, &SlotFileError{which, fmt.Sprintf("must be %s; PostgreSQL reads it as %s", want, strings.TrimSuffix(pe.Message, unsupportedInBody))}
 		}
-		return nil, &ClaimFileError{which, fmt.Sprintf("must be %s; PostgreSQL could not read it as one: %s", want, pgMessage(err))}
+		return nil, &SlotFileError{which, fmt.Sprintf("must be %s; PostgreSQL could not read it as one: %s", want, pgMessage(err))}
 	}
 	t := &statementTree{}
 	var body string
-	if err := conn.QueryRow(ctx, claimBodySQL.SQL, claimCheckSchema, name).Scan(&t.fn, &body); err != nil {
-		return nil, fmt.Errorf("store: %s: %w", claimBodySQL.Name, err)
+	if err := conn.QueryRow(ctx, slotBodySQL.SQL, slotCheckSchema, name).Scan(&t.fn, &body); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", slotBodySQL.Name, err)
 	}
 	for _, m := range commandField.FindAllStringSubmatch(body, -1) {
 		n, _ := strconv.Atoi(m[1])
@@ -319,7 +329,7 @@ func oids(field *regexp.Regexp, tree string) []uint32 {
 	return out
 }
 
-// commandNames are PostgreSQL's CmdType values as a claim's refusal
+// commandNames are PostgreSQL's CmdType values as a refusal
 // names them.
 var commandNames = map[int]string{1: "SELECT", 2: "UPDATE", 3: "INSERT", 4: "DELETE", 5: "MERGE", 6: "a utility statement"}
 
@@ -342,7 +352,7 @@ func (t *statementTree) kinds() []string {
 // checkCalls refuses a statement that calls a function that may change
 // something, runs SQL text or reads relations it is given by name (see
 // [deniedStableFunctions]), or names a relation that is not the run's own.
-func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse func(string, ...any) error) error {
+func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, slot Slot, refuse func(string, ...any) error) error {
 	denied := make([]string, 0, len(deniedStableFunctions))
 	for name := range deniedStableFunctions {
 		denied = append(denied, name)
@@ -351,7 +361,7 @@ func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse f
 	for _, q := range []struct {
 		s    Stmt
 		oids []uint32
-	}{{claimFunctionsSQL, t.functions}, {claimOperatorsSQL, t.ops}} {
+	}{{slotFunctionsSQL, t.functions}, {slotOperatorsSQL, t.ops}} {
 		if len(q.oids) == 0 {
 			continue
 		}
@@ -377,13 +387,13 @@ func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse f
 	}
 	if len(changing) > 0 {
 		sort.Strings(changing)
-		return refuse("calls %s; a claim may call only functions PostgreSQL marks IMMUTABLE or STABLE, which neither change the database or the server nor wait, "+
+		return refuse("calls %s; a lesson's statement may call only functions PostgreSQL marks IMMUTABLE or STABLE, which neither change the database or the server nor wait, "+
 			"and none that runs SQL text or reads beyond the relations the statement names",
 			strings.Join(changing, ", "))
 	}
-	rows, err := conn.Query(ctx, claimRelationsSQL.SQL, t.rels, claimCheckSchema, t.fn)
+	rows, err := conn.Query(ctx, slotRelationsSQL.SQL, t.rels, slotCheckSchema, t.fn)
 	if err != nil {
-		return fmt.Errorf("store: %s: %w", claimRelationsSQL.Name, err)
+		return fmt.Errorf("store: %s: %w", slotRelationsSQL.Name, err)
 	}
 	var foreign []string
 	var name string
@@ -394,10 +404,10 @@ func (t *statementTree) checkCalls(ctx context.Context, conn *pgx.Conn, refuse f
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("store: %s: %w", claimRelationsSQL.Name, err)
+		return fmt.Errorf("store: %s: %w", slotRelationsSQL.Name, err)
 	}
 	if len(foreign) > 0 {
-		return refuse("names %s; a claim reads only the run's own tables (OutboxMessages, Payments)", strings.Join(foreign, ", "))
+		return refuse("names %s; a file reads only the run's own tables (%s)", strings.Join(foreign, ", "), strings.Join(slot.tables(), ", "))
 	}
 	return nil
 }
@@ -411,10 +421,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// checkUpdateTarget has PostgreSQL plan the UPDATE (it calls nothing that
-// changes anything, so planning is safe) and requires the plan to update
-// OutboxMessages in the check's schema.
-func checkUpdateTarget(ctx context.Context, conn *pgx.Conn, sql string, args []any, refuse func(string, ...any) error) error {
+// checkWriteTarget has PostgreSQL plan the UPDATE or INSERT (it calls
+// nothing that changes anything, so planning is safe) and requires the
+// plan to update, or insert into, the shape's table in the check's
+// schema. An upsert's ON CONFLICT DO UPDATE can update only the table it
+// inserts into, so the plan's one ModifyTable says all it writes.
+func checkWriteTarget(ctx context.Context, conn *pgx.Conn, shape Shape, sql string, args []any, refuse func(string, ...any) error) error {
 	var plan string
 	if err := conn.QueryRow(ctx, "EXPLAIN (VERBOSE, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
 		return refuse("PostgreSQL could not plan it: %s", pgMessage(err))
@@ -428,32 +440,51 @@ func checkUpdateTarget(ctx context.Context, conn *pgx.Conn, sql string, args []a
 		} `json:"Plan"`
 	}
 	if err := json.Unmarshal([]byte(plan), &plans); err != nil || len(plans) != 1 {
-		return fmt.Errorf("store: read the claim UPDATE's plan: %v", err)
+		return fmt.Errorf("store: read the slot statement's plan: %v", err)
 	}
 	p := plans[0].Plan
-	if p.NodeType != "ModifyTable" || p.Operation != "Update" || !strings.EqualFold(p.Relation, "outboxmessages") || p.Schema != claimCheckSchema {
-		return refuse("must be an UPDATE of OutboxMessages that writes nothing else; PostgreSQL plans it as an UPDATE of %s", p.Relation)
+	if p.NodeType != "ModifyTable" || !strings.EqualFold(p.Operation, shape.Kind) || !strings.EqualFold(p.Relation, shape.Table) || p.Schema != slotCheckSchema {
+		return refuse("must be %s; PostgreSQL plans it as %s", shape.want(), planned(p.NodeType, p.Operation, p.Relation))
 	}
 	return nil
+}
+
+// planned says what a plan's top node does, for a refusal.
+func planned(node, operation, relation string) string {
+	if node != "ModifyTable" {
+		return "a " + node
+	}
+	op := strings.ToUpper(operation)
+	switch op {
+	case KindInsert:
+		return "an INSERT into " + relation
+	case "DELETE":
+		return "a DELETE from " + relation
+	}
+	return "an " + op + " of " + relation
 }
 
 // integerTypes are the column types the run can read as a message's Id.
 var integerTypes = map[uint32]bool{20: true, 21: true, 23: true} // int8, int2, int4
 
-// runOnce runs the statement once on the check's four messages, as the
-// run will, under the check's statement_timeout.
-func runOnce(ctx context.Context, conn *pgx.Conn, sql string, args []any, sd *pgconn.StatementDescription, update bool, refuse func(string, ...any) error) error {
+// runOnce runs the statement once on the check's rows, as the run will,
+// under the check's statement_timeout; a SELECT of shape.SelectsID must
+// select one integer column.
+func runOnce(ctx context.Context, conn *pgx.Conn, sql string, args []any, sd *pgconn.StatementDescription, shape Shape, refuse func(string, ...any) error) error {
 	failed := func(err error) error {
 		if pgCode(err) == "57014" || errors.Is(err, context.DeadlineExceeded) {
-			return refuse("took longer than %s on a table of four messages and was stopped: a claim must read a handful of rows", ClaimStatementTimeout)
+			return refuse("took longer than %s on the check's few rows and was stopped: a lesson's statement must read a handful of rows", SlotStatementTimeout)
 		}
 		return refuse("PostgreSQL could not run it: %s", pgMessage(err))
 	}
-	if update {
+	if shape.Kind != KindSelect {
 		if _, err := conn.Exec(ctx, sql, args...); err != nil {
 			return failed(err)
 		}
 		return nil
+	}
+	if !shape.SelectsID {
+		return readOne(ctx, conn, sql, args, failed)
 	}
 	if len(sd.Fields) != 1 {
 		return refuse("must select one column, the message's Id; it selects %d", len(sd.Fields))
@@ -465,6 +496,11 @@ func runOnce(ctx context.Context, conn *pgx.Conn, sql string, args []any, sd *pg
 		}
 		return refuse("must select the message's Id, an integer; it selects a %s", name)
 	}
+	return readOne(ctx, conn, sql, args, failed)
+}
+
+// readOne runs a SELECT and reads its first row, as the run does.
+func readOne(ctx context.Context, conn *pgx.Conn, sql string, args []any, failed func(error) error) error {
 	rows, err := conn.Query(ctx, sql, args...)
 	if err != nil {
 		return failed(err)

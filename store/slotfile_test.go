@@ -23,8 +23,10 @@ func TestClaimFileSplitStatements(t *testing.T) {
 		text   string
 		want   []string
 		params [][]string
+		posit  []bool // each statement's Positional, when given
 		err    string
 	}{
+		{name: "Positional", text: "SELECT ?1; SELECT '?' -- ?\n, [a?]; SELECT ?", want: []string{"SELECT ?1", "SELECT '?' -- ?\n, [a?]", "SELECT ?"}, posit: []bool{true, false, true}},
 		{name: "Two", text: "SELECT 1; UPDATE t SET a = :id", want: []string{"SELECT 1", "UPDATE t SET a = :id"}, params: [][]string{nil, {"id"}}},
 		{name: "TrailingSemicolonAndBlank", text: "SELECT 1;\n\n;  \n", want: []string{"SELECT 1"}},
 		{name: "LineCommentWithSemicolon", text: "-- a; b\nSELECT 1; -- c; d\n", want: []string{"-- a; b\nSELECT 1"}},
@@ -54,6 +56,9 @@ func TestClaimFileSplitStatements(t *testing.T) {
 			var texts []string
 			for i, s := range got {
 				texts = append(texts, s.SQL)
+				if tt.posit != nil && s.Positional != tt.posit[i] {
+					t.Errorf("statement %d Positional = %v, want %v", i, s.Positional, tt.posit[i])
+				}
 				if tt.params != nil && !reflect.DeepEqual(s.Params, tt.params[i]) {
 					t.Errorf("statement %d params = %q, want %q", i, s.Params, tt.params[i])
 				}
@@ -134,18 +139,18 @@ func TestClaimFileCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cf, err := ParseClaimFile(tt.file)
+			cf, err := ParseSlotFile(ClaimSlot, tt.file)
 			if err == nil {
-				err = CheckClaimFile(context.Background(), cf)
+				err = CheckSlotFile(context.Background(), cf)
 			}
-			var cfe *ClaimFileError
+			var cfe *SlotFileError
 			switch {
 			case tt.err == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 				t.Fatalf("err = %v, want one containing %q", err, tt.err)
 			case err != nil && !errors.As(err, &cfe):
-				t.Fatalf("err = %T %v, want a *ClaimFileError", err, err)
+				t.Fatalf("err = %T %v, want a *SlotFileError", err, err)
 			}
 		})
 	}
@@ -163,7 +168,7 @@ func TestClaimFileCheck(t *testing.T) {
 // load_extension is refused in every spelling and other functions pass.
 func TestAuthorizerFunctionRule(t *testing.T) {
 	t.Parallel()
-	g := &guardConn{claim: &ClaimFile{}, mode: modeSelect}
+	g := &guardConn{file: &SlotFile{Slot: ClaimSlot}, mode: modeSlot}
 	for _, tt := range []struct {
 		name string
 		want sqlite.AuthorizerReturnCode
@@ -189,9 +194,9 @@ func TestUntrustedConnection(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	evil := filepath.Join(dir, "evil.db")
-	cf := &ClaimFile{Select: "ATTACH '" + evil + "' AS x", Update: lessonUpdate}
+	cf := &SlotFile{Slot: ClaimSlot, Texts: []string{"ATTACH '" + evil + "' AS x", lessonUpdate}}
 	cfg := DefaultConfig
-	cfg.ClaimFile = cf
+	cfg.SlotFile = cf
 	cfg.Ledger = &Ledger{}
 	db, err := Open(ctx, filepath.Join(dir, "lab.db"), cfg)
 	if err != nil {
@@ -201,13 +206,13 @@ func TestUntrustedConnection(t *testing.T) {
 	if err := db.Migrate(ctx, PaymentsOutbox, OutboxLeasing); err != nil {
 		t.Fatalf("the lab's own DDL must run on a guarded connection: %v", err)
 	}
-	if _, err := db.sql.ExecContext(ctx, cf.Select); err == nil {
+	if _, err := db.sql.ExecContext(ctx, cf.Texts[0]); err == nil {
 		t.Error("the claim file's ATTACH ran")
 	}
 	if _, err := db.sql.ExecContext(ctx, "ATTACH '"+evil+"' AS y"); err == nil {
 		t.Error("an ATTACH ran on a guarded connection")
 	}
-	if _, err := db.sql.ExecContext(ctx, cf.Update, append(claimArgs("w", time.Now(), time.Second), sql.Named("id", 1))...); err != nil {
+	if _, err := db.sql.ExecContext(ctx, cf.Texts[1], append(claimArgs("w", time.Now(), time.Second), sql.Named("id", 1))...); err != nil {
 		t.Errorf("the claim file's UPDATE: %v", err)
 	}
 	if _, err := os.Stat(evil); err == nil {
@@ -222,16 +227,16 @@ func TestUntrustedConnection(t *testing.T) {
 	}
 }
 
-// TestClaimHeapLimit: SQLite counts its memory in this process, and once
+// TestSlotHeapLimit: SQLite counts its memory in this process, and once
 // a connection that may run a claim file opens, all of SQLite's memory is
-// bounded by ClaimHeapLimit. A claim statement that holds forty 8 MB
+// bounded by SlotHeapLimit. A claim statement that holds forty 8 MB
 // blobs at once (max()'s arguments, each under SQLITE_LIMIT_LENGTH, are
 // all materialized before the call: 320 MB) is stopped by that limit in
 // milliseconds and refused as memory, the statement named, not stopped
-// by ClaimStatementTimeout. (The test this replaces sorted 127 such
+// by SlotStatementTimeout. (The test this replaces sorted 127 such
 // values; it took 1.7-2.0 s of the 2 s timeout, and accepted either
 // refusal.)
-func TestClaimHeapLimit(t *testing.T) {
+func TestSlotHeapLimit(t *testing.T) {
 	t.Parallel()
 	if !memoryAccounted {
 		t.Fatal("SQLite does not count its memory: its heap limit cannot hold")
@@ -249,22 +254,22 @@ func TestClaimHeapLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cf, err := ParseClaimFile(tt.select_ + ";\n" + tt.update)
+			cf, err := ParseSlotFile(ClaimSlot, tt.select_+";\n"+tt.update)
 			if err != nil {
 				t.Fatal(err)
 			}
 			began := time.Now()
-			err = CheckClaimFile(context.Background(), cf)
+			err = CheckSlotFile(context.Background(), cf)
 			took := time.Since(began)
-			var cfe *ClaimFileError
+			var cfe *SlotFileError
 			if !errors.As(err, &cfe) || cfe.Statement != tt.statement || !strings.Contains(cfe.Reason, errTooMuchMemory.Error()) {
 				t.Fatalf("err = %v (after %v), want the %s refused for needing more than SQLite's heap limit", err, took, tt.statement)
 			}
-			if took >= ClaimStatementTimeout/2 {
-				t.Errorf("the refusal took %v, near the %v statement timeout: the memory limit must stop it first", took, ClaimStatementTimeout)
+			if took >= SlotStatementTimeout/2 {
+				t.Errorf("the refusal took %v, near the %v statement timeout: the memory limit must stop it first", took, SlotStatementTimeout)
 			}
-			if got := sqliteHeapLimit(); got != ClaimHeapLimit {
-				t.Errorf("SQLite's hard heap limit is %d, want %d", got, ClaimHeapLimit)
+			if got := sqliteHeapLimit(); got != SlotHeapLimit {
+				t.Errorf("SQLite's hard heap limit is %d, want %d", got, SlotHeapLimit)
 			}
 		})
 	}
