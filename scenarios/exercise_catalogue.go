@@ -20,13 +20,10 @@ var (
 var exercises = []Exercise{
 	{
 		Name: "claim", Lesson: "session-15-outbox-leasing",
-		Key: []store.Stmt{store.ClaimSelectNext, store.ClaimUpdate},
-		Shapes: []store.Shape{
-			{Kind: "SELECT", SelectsID: true},
-			{Kind: "UPDATE", Table: "OutboxMessages"},
-		},
-		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing},
-		CheckRows: store.ClaimCheckRows,
+		Key:       []store.Stmt{store.ClaimSelectNext, store.ClaimUpdate},
+		Shapes:    store.ClaimSlot.Shapes,
+		Schema:    store.ClaimSlot.Schema,
+		CheckRows: store.ClaimSlot.CheckRows,
 		Task: "Two workers drain one outbox concurrently, each on its own connection, and a worker may crash holding a " +
 			"message. Write the claim: a SELECT of the oldest claimable message's Id, then an UPDATE that takes message :id " +
 			"with a lease, so that no message is ever owned by two workers at once and a crashed worker's message is " +
@@ -39,7 +36,7 @@ var exercises = []Exercise{
 	{
 		Name: "finalize", Lesson: "session-15-late-finalize",
 		Key:    []store.Stmt{store.FinalizeOwned},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "OutboxMessages"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages"}},
 		Schema: []store.Migration{store.PaymentsOutbox, store.OutboxLeasing},
 		Task: "A worker that stalls past its lease may wake after another worker has reclaimed its message. Write the " +
 			"finalize that marks message :id Processed, so that only the worker that owns the message now can finalize " +
@@ -51,7 +48,7 @@ var exercises = []Exercise{
 	{
 		Name: "fenced-claim", Lesson: "session-16-stale-ack-fencing",
 		Key:    []store.Stmt{store.ClaimEvent},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "outbox_events"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "outbox_events"}},
 		Schema: []store.Migration{store.RelayEvents},
 		Task: "Session 16 fences every write of a lease holder with a token. Write the claim of event :id that takes it " +
 			"only when it is claimable and hands the new owner a token no earlier claim had, so that a stale owner's " +
@@ -65,7 +62,7 @@ var exercises = []Exercise{
 	{
 		Name: "ack", Lesson: "session-16-stale-ack-fencing",
 		Key:    []store.Stmt{store.CompleteWithToken},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "outbox_events"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "outbox_events"}},
 		Schema: []store.Migration{store.RelayEvents},
 		Task: "Worker-A's lease on event E-41 expires and Worker-B claims it with a new token; then Worker-A, unaware, " +
 			"acknowledges. Write the ack that marks event :id delivered only for the worker that holds the current " +
@@ -77,7 +74,7 @@ var exercises = []Exercise{
 	{
 		Name: "renew", Lesson: "session-17-lease-renewal",
 		Key:    []store.Stmt{store.RenewLease},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "outbox_events"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "outbox_events"}},
 		Schema: []store.Migration{store.RelayEvents},
 		Task: "A worker with a long job renews its lease. Write the renewal of event :id that moves its lease to " +
 			":proposed only for the current token holder, only while the lease is still live and only forward, so a " +
@@ -91,7 +88,7 @@ var exercises = []Exercise{
 	{
 		Name: "complete-after-send", Lesson: "session-18-lease-expiry-after-send",
 		Key:    []store.Stmt{store.CompleteWithToken},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "outbox_events"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "outbox_events"}},
 		Schema: []store.Migration{store.RelayEvents, store.BrokerInbox},
 		Task: "Relay-A sends an event to the broker and stalls; its lease expires, Relay-B claims and sends it again, and " +
 			"Relay-A's late completion arrives. Write the relay's completion of event :id after a send, so that only " +
@@ -103,7 +100,7 @@ var exercises = []Exercise{
 	{
 		Name: "inbox-insert", Lesson: "session-19-failure-classes",
 		Key:    []store.Stmt{store.RecordConsumed},
-		Shapes: []store.Shape{{Kind: "INSERT", Table: "consumed_events"}},
+		Shapes: []store.Shape{{Kind: store.KindInsert, Table: "consumed_events"}},
 		Schema: []store.Migration{store.RelayEvents, store.BrokerInbox},
 		Task: "Deliveries repeat: a resend, a lost broker ack, a lost consumer ack, two deliveries at once. The consumer " +
 			"credits an account only when its inbox insert added a row, in the same transaction. Write that inbox " +
@@ -117,7 +114,7 @@ var exercises = []Exercise{
 	{
 		Name: "projection", Lesson: "session-19-failure-classes",
 		Key:    []store.Stmt{store.ProjectNewerVersion},
-		Shapes: []store.Shape{{Kind: "INSERT", Table: "projections"}},
+		Shapes: []store.Shape{{Kind: store.KindInsert, Table: "projections"}},
 		Schema: []store.Migration{store.RelayEvents, store.BrokerInbox},
 		Task: "After a crash and a lease expiry, events reach the consumer out of order. Write the projection update that " +
 			"records entity :entity_id at :version with :state, so the projection never moves back to an older version.",
@@ -131,7 +128,7 @@ var exercises = []Exercise{
 	{
 		Name: "scale-finalize", Lesson: "session-21-claims-at-scale",
 		Key:    []store.Stmt{store.ScaleFinalize},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "OutboxMessages"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages"}},
 		Schema: []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
 		Task: "At scale, four workers drain a backlog and one of them stalls past its lease while another takes its " +
 			"message over. Write the finalize of message :id, so it marks the message Processed only while this worker " +
@@ -143,7 +140,7 @@ var exercises = []Exercise{
 	{
 		Name: "batch-complete", Lesson: "session-21-batch-completion",
 		Key:    []store.Stmt{store.FetchAheadComplete},
-		Shapes: []store.Shape{{Kind: "UPDATE", Table: "OutboxMessages"}},
+		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages"}},
 		Schema: []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
 		Task: "A completer flushes a batch of finished messages in one statement, and it may stall past the lease while " +
 			"another process refetches and redoes them. Write the batch completion, so each row is marked Processed " +

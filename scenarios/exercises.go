@@ -217,9 +217,9 @@ func (s *Submission) Stmts() []store.Stmt {
 	for i, text := range s.File.Texts {
 		name := "your " + s.Exercise.Name
 		if len(s.File.Texts) > 1 {
-			name += fmt.Sprintf(" (statement %d)", i+1)
+			name += ": " + strings.ToLower(s.Exercise.Shapes[i].Kind)
 		}
-		out[i] = store.Stmt{Name: name + " from " + s.Source, SQL: text, Replaces: &s.Exercise.Key[i]}
+		out[i] = store.Stmt{Name: name + " (from " + s.Source + ")", SQL: text, Replaces: &s.Exercise.Key[i]}
 	}
 	return out
 }
@@ -273,9 +273,7 @@ func checkSubmission(sc *Scenario, variant string, opts Options) error {
 	case sub == nil:
 		return nil
 	case variant != "":
-		return fmt.Errorf("a student's file replaces the lesson's %s; it cannot be combined with --variant %s", sub.Exercise.Name, variant)
-	case opts.Claim != nil:
-		return fmt.Errorf("a student's file and --claim-sql cannot be combined")
+		return fmt.Errorf("your file replaces the lesson's %s; it cannot be combined with --variant %s", sub.Exercise.Name, variant)
 	case sc.Name != sub.Exercise.Lesson && (sc.Name != interleavingExplorer.Name || !sub.Exercise.Explored()):
 		return fmt.Errorf("scenario %s does not run the %s exercise's statement (its lesson is %s)", sc.Name, sub.Exercise.Name, sub.Exercise.Lesson)
 	case len(sub.File.Texts) != len(sub.Exercise.Key):
@@ -300,7 +298,7 @@ func judgeSubmission(res *lab.Result, sub *Submission) {
 			strings.ToUpper(x.Name), sub.Source, in, res.Verdict)
 		return
 	}
-	res.Verdict = fmt.Sprintf("YOUR %s FAILED (from %s): failed checks %s, %s. Read the ledgers for the run's "+
-		"writes and what each changed; `outboxlab exercise show %s` restates the task.",
+	res.Verdict = fmt.Sprintf("YOUR %s FAILED (from %s): failed checks %s, %s. Read the ledgers and the timeline "+
+		"for what your statement changed; `outboxlab exercise show %s` restates the task.",
 		strings.ToUpper(x.Name), sub.Source, strings.Join(res.FailedChecks(), ", "), in, x.Name)
 }

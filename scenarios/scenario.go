@@ -125,13 +125,10 @@ type Options struct {
 	// means the scenario's default.
 	ExploreBound int
 
-	// Claim, when set, replaces the lesson's claim with an engineer's own
-	// SQL in the scenarios that accept one (see [Scenario.AcceptsClaimSQL]).
-	Claim *CustomClaim
-
-	// Submission, when set, is a student's file for an exercise: the
-	// exercise's lesson (or the explorer, where it runs the exercise's
-	// statements) runs it in place of the exercise's key statements.
+	// Submission, when set, is an engineer's or a student's file for an
+	// exercise (--claim-sql's is the claim's): the exercise's lesson (or
+	// the explorer, where it runs the exercise's statements) runs it in
+	// place of the exercise's key statements.
 	Submission *Submission
 
 	// TempRoot is the folder in which each run makes its temporary folder;
@@ -160,21 +157,13 @@ type Options struct {
 	swap func(set any) any
 }
 
-// CustomClaim is an engineer's claim SQL, to be judged by a scenario's checks.
-type CustomClaim struct {
-	Source string // where it came from, e.g. the file name
-	Select string // picks the oldest claimable message's Id; may use :now, :worker, :until
-	Update string // takes message :id; the claim holds only if it changes exactly one row
-}
-
-// slotFile is the untrusted file the run's connections are guarded for:
-// the engineer's claim ([Options.Claim]) as a [store.ClaimSlot] file, or
-// nil when the run takes none.
+// slotFile is the run's untrusted file, which every connection of the run
+// is guarded for, or nil.
 func (o Options) slotFile() *store.SlotFile {
-	if o.Claim == nil {
+	if o.Submission == nil {
 		return nil
 	}
-	return &store.SlotFile{Slot: store.ClaimSlot, Texts: []string{o.Claim.Select, o.Claim.Update}}
+	return &o.Submission.File
 }
 
 // DefaultOptions are the lessons' defaults.
@@ -303,12 +292,6 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	if v, ok := sc.Variant(variant); ok && v.Engine != "" && v.Engine != engineOf(opts) {
 		return nil, &EngineVariantError{Scenario: sc.Name, Variant: variant, Engine: v.Engine}
 	}
-	if opts.Claim != nil && !sc.AcceptsClaimSQL {
-		return nil, fmt.Errorf("scenario %s does not take claim SQL; %s", sc.Name, claimSQLScenarios())
-	}
-	if opts.Claim != nil && variant != "" {
-		return nil, fmt.Errorf("--claim-sql replaces the lesson's claim; it cannot be combined with --variant %s", variant)
-	}
 	if err := checkSubmission(sc, variant, opts); err != nil {
 		return nil, err
 	}
@@ -372,9 +355,6 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.Database = env.server.describe()
 	}
 	res.DatabaseKept = keepDB
-	if opts.Claim != nil {
-		res.CustomSQL = "claim from " + opts.Claim.Source
-	}
 	if sub := opts.Submission; sub != nil {
 		judgeSubmission(res, sub)
 	}
@@ -414,17 +394,6 @@ func exposeMistake(res *lab.Result, v Variant) {
 		"Run the variant with the lesson's default options to see it. (With them: " + res.MistakeShows + ")"
 	res.Verdict = "MISTAKE NOT EXPOSED: with these options the " + v.Name + " mistake broke no check, so this run proves nothing " +
 		"about the design; the check mistake_exposed fails for that reason. " + res.Verdict
-}
-
-// claimSQLScenarios names the scenarios that accept claim SQL.
-func claimSQLScenarios() string {
-	var names []string
-	for _, s := range registry {
-		if s.AcceptsClaimSQL {
-			names = append(names, s.Name)
-		}
-	}
-	return "these do: " + strings.Join(names, ", ")
 }
 
 // EngineVariantError is returned for a variant of another engine's: a

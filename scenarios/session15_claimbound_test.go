@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // TestOutboxLeasingClaimsBounded: a claim file whose UPDATE changes a row
@@ -28,7 +30,11 @@ func TestOutboxLeasingClaimsBounded(t *testing.T) {
 			t.Parallel()
 			opts := DefaultOptions()
 			opts.TempRoot = t.TempDir()
-			opts.Claim = &CustomClaim{Source: tt.name + ".sql", Select: pick, Update: tt.update}
+			claim, err := LookupExercise("claim")
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Submission = &Submission{Exercise: claim, Source: tt.name + ".sql", File: store.SlotFile{Slot: claim.Slot(), Texts: []string{pick, tt.update}}}
 			res, err := Execute(context.Background(), sc, "", opts, false)
 			if err != nil {
 				t.Fatalf("the run ended in an error, want a report: %v", err)

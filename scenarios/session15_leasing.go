@@ -142,29 +142,11 @@ func leasingMistakes(variant string) cast.Day15Mistakes {
 	return cast.Day15Mistakes{CreatesPayment: variant == variantWorkerCreates, DropsTransactionID: variant == variantPaidWithoutTxn}
 }
 
-// customClaim is an engineer's claim from --claim-sql, named for the
-// report's SQL section. The statements are the file's as the claim-file
-// check split them (comments left out), so the report prints each
-// statement as SQLite received it.
-func customClaim(env *Env) store.ClaimSQL {
-	c := env.Options.Claim
-	claim := store.ClaimSQL{
-		SelectNext: store.Stmt{Name: "your claim: select (from " + c.Source + ")", SQL: c.Select},
-		Update:     store.Stmt{Name: "your claim: update (from " + c.Source + ")", SQL: c.Update},
-	}
-	env.Ledger.Name(claim.SelectNext, claim.Update)
-	return claim
-}
-
 func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	d := cast.NewDay15(leasingMistakes(env.Variant))
 	d.ClaimBound = claimBound
 	r := &lab.Result{}
-	sqls := store.OutboxLesson
-	if env.Options.Claim != nil {
-		sqls.Claim = customClaim(env)
-	}
-	statements := statementSet(env, sqls)
+	statements := statementSet(env, store.OutboxLesson)
 
 	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing)
 	if err != nil {
@@ -225,9 +207,6 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 			"one included: Worker-A %s, Worker-B %s (the split varies; the invariants do not).",
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
 			m("processed_by_a"), m("processed_by_b"))
-	case env.Options.Claim != nil:
-		return fmt.Sprintf("YOUR CLAIM FAILED the lesson's invariants (from %s): failed checks %s. Compare the claim ledger and the recovery demo with the lesson's claim (`outboxlab describe %s`).",
-			env.Options.Claim.Source, strings.Join(r.FailedChecks(), ", "), env.Scenario.Name)
 	case env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", env.Variant, strings.Join(r.FailedChecks(), ", "))
 	default:

@@ -60,15 +60,21 @@ func init() {
 	)
 }
 
-// TestCustomClaimNamed: --claim-sql's statements are named for the report.
+// TestCustomClaimNamed: --claim-sql's statements are named for the report,
+// each in place of the lesson's statement it replaces, as the file's
+// check split them.
 func TestCustomClaimNamed(t *testing.T) {
 	t.Parallel()
-	env := &Env{Ledger: &store.Ledger{}, Options: Options{Claim: &CustomClaim{Source: "mine.sql", Select: "SELECT 1", Update: "UPDATE x SET y = 1 WHERE Id = :id"}}}
-	c := customClaim(env)
-	if c.SelectNext.Name != "your claim: select (from mine.sql)" || c.Update.Name != "your claim: update (from mine.sql)" || c.Split() {
-		t.Fatalf("claim = %+v", c)
+	claim, err := LookupExercise("claim")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c.SelectNext.SQL != "SELECT 1" {
-		t.Fatalf("select = %q, want the file's statement as it was checked", c.SelectNext.SQL)
+	sub := &Submission{Exercise: claim, Source: "mine.sql", File: store.SlotFile{Texts: []string{"SELECT 1", "UPDATE x SET y = 1 WHERE Id = :id"}}}
+	set := submitted(&Env{Options: Options{Submission: sub}}, store.OutboxLesson).Claim
+	if set.SelectNext.Name != "your claim: select (from mine.sql)" || set.Update.Name != "your claim: update (from mine.sql)" || set.Split() {
+		t.Fatalf("claim = %+v", set)
+	}
+	if set.SelectNext.SQL != "SELECT 1" || set.SelectNext.Replaces.Name != store.ClaimSelectNext.Name {
+		t.Fatalf("select = %+v, want the file's statement as it was checked, in place of the lesson's", set.SelectNext)
 	}
 }

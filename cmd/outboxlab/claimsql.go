@@ -20,15 +20,29 @@ import (
 // is untrusted: it must be a regular file of at most 1 MiB, and the engine
 // that will run it must find a read-only SELECT and an UPDATE of
 // OutboxMessages (see loadSlotFile). Any refusal is a usage error (exit 2).
-func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*scenarios.CustomClaim, error) {
+func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*scenarios.Submission, error) {
 	if path == "" {
 		return nil, usagef("--claim-sql needs a claim file: name one (see examples/)")
 	}
-	cf, err := loadSlotFile(ctx, store.ClaimSlot, path, onPostgres)
+	claim, err := scenarios.LookupExercise("claim")
+	if err != nil {
+		return nil, err
+	}
+	sub, err := loadSubmission(ctx, claim, path, onPostgres)
 	if err != nil {
 		return nil, usagef("--claim-sql %s: %v", path, err)
 	}
-	return &scenarios.CustomClaim{Source: filepath.Base(path), Select: cf.Texts[0], Update: cf.Texts[1]}, nil
+	return sub, nil
+}
+
+// loadSubmission reads and checks the file at path as an answer to x (see
+// loadSlotFile).
+func loadSubmission(ctx context.Context, x *scenarios.Exercise, path string, onPostgres bool) (*scenarios.Submission, error) {
+	f, err := loadSlotFile(ctx, x.Slot(), path, onPostgres)
+	if err != nil {
+		return nil, err
+	}
+	return &scenarios.Submission{Exercise: x, Source: filepath.Base(path), File: f}, nil
 }
 
 // loadSlotFile reads and splits the file at path for slot and, for

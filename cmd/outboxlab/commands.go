@@ -379,7 +379,7 @@ func (p *runPlan) parseDB(c *cli.Context, s *settings) error {
 	if err != nil || dsn == "" {
 		return err
 	}
-	if p.options.Claim != nil {
+	if p.options.Submission != nil {
 		// The claim file will run as a throwaway login role in a
 		// database of its own: check now that they can be made and used
 		// (exit 2 with the reason).
@@ -450,7 +450,7 @@ func (p *runPlan) parseClaim(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	p.options.Claim = claim
+	p.options.Submission = claim
 	for _, sc := range p.scenarios {
 		if !sc.AcceptsClaimSQL {
 			return usagef("--claim-sql: scenario %s does not take claim SQL (session-15-outbox-leasing does)", sc.Name)
@@ -476,8 +476,8 @@ func (p *runPlan) reportPaths() []string {
 	var paths []string
 	for _, sc := range p.scenarios {
 		r := &lab.Result{Session: sc.Session, FileTag: sc.FileTag, Variant: p.variant}
-		if p.options.Claim != nil {
-			r.CustomSQL = p.options.Claim.Source
+		if p.options.Submission != nil {
+			r.CustomSQL = p.options.Submission.Source
 		}
 		paths = append(paths, reports.Path(p.out, r, p.now()))
 	}
@@ -608,16 +608,16 @@ func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Resu
 		return nil, "", "", &runfolder.Kept{Dir: keptPlace(res), Err: ctx.Err()}
 	case ctx.Err() != nil:
 		return nil, "", "", ctx.Err()
-	case errors.As(err, &stmtErr) && p.options.Claim != nil:
+	case errors.As(err, &stmtErr) && p.options.Submission != nil:
 		// The engineer's SQL could not run: that is their input's fault.
 		// Any other failure is the lab's, exit 3.
-		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Claim.Source, stmtErr.Statement, stmtErr.Err)
-	case errors.As(err, new(*store.SlotFileError)) && p.options.Claim != nil:
+		return nil, "", "", usagef("--claim-sql %s: its %s failed in the run: %v", p.options.Submission.Source, stmtErr.Statement, stmtErr.Err)
+	case errors.As(err, new(*store.SlotFileError)) && p.options.Submission != nil:
 		// On PostgreSQL the server judges the file in the run's own
 		// database, before the lesson starts.
 		var cfe *store.SlotFileError
 		errors.As(err, &cfe)
-		return nil, "", "", usagef("--claim-sql %s: %v", p.options.Claim.Source, cfe)
+		return nil, "", "", usagef("--claim-sql %s: %v", p.options.Submission.Source, cfe)
 	case err != nil:
 		return nil, "", "", err
 	}

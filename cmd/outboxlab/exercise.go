@@ -11,6 +11,7 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 func exerciseCommand() *cli.Command {
@@ -83,9 +84,9 @@ func statementWords(x *scenarios.Exercise) string {
 	var parts []string
 	for _, s := range x.Shapes {
 		switch s.Kind {
-		case "SELECT":
+		case store.KindSelect:
 			parts = append(parts, "a read-only SELECT")
-		case "INSERT":
+		case store.KindInsert:
 			parts = append(parts, "an INSERT into "+s.Table+" (it may upsert it: ON CONFLICT ... DO NOTHING or DO UPDATE)")
 		default:
 			parts = append(parts, "an "+s.Kind+" of "+s.Table)
@@ -208,8 +209,8 @@ func exerciseListAction(c *cli.Context) error {
 	if err := reports.WriteTable(c.App.Writer, t); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(c.App.Writer, "\nHand one out with `outboxlab exercise show NAME --starter`; grade a class's files with "+
-		"`outboxlab grade --exercise NAME FILE...`.")
+	_, err = fmt.Fprintln(c.App.Writer, "\nHand one out with `outboxlab exercise show NAME --starter`;\n"+
+		"grade a class's files with `outboxlab grade --exercise NAME FILE...`.")
 	return err
 }
 

@@ -32,7 +32,7 @@ func gradeCommand(s *settings) *cli.Command {
 			"statements in place of the lesson's, up to --jobs at once, and where the interleaving explorer runs\n" +
 			"that statement, the explorer too; prints one table: file, verdict, and each failed check with its\n" +
 			"reason (an explorer's check with its shortest breaking ordering). Writes the reports of each file\n" +
-			"and a summary under --out. `outboxlab exercise list` names the exercises. A file is untrusted input:\n" +
+			"and a summary under --out; outboxlab exercise list names the exercises. A file is untrusted input:\n" +
 			"it must be a regular file of at most 1 MiB whose statements the engine that runs it reads as the\n" +
 			"exercise's (the claim: a read-only SELECT, then an UPDATE of OutboxMessages), writing only the\n" +
 			"exercise's table and calling nothing that changes anything: SQLite's authorizer judges it, or with\n" +
@@ -315,21 +315,9 @@ func (p *gradePlan) graderNames() []string {
 // options of the runs that judge it.
 func (p *gradePlan) load(ctx context.Context, file string) (scenarios.Options, error) {
 	opts := p.options
-	onPostgres := p.options.Database != ""
-	if p.exercise.Name == "claim" {
-		cf, err := loadSlotFile(ctx, store.ClaimSlot, file, onPostgres)
-		if err != nil {
-			return opts, err
-		}
-		opts.Claim = &scenarios.CustomClaim{Source: filepath.Base(file), Select: cf.Texts[0], Update: cf.Texts[1]}
-		return opts, nil
-	}
-	f, err := loadSlotFile(ctx, p.exercise.Slot(), file, onPostgres)
-	if err != nil {
-		return opts, err
-	}
-	opts.Submission = &scenarios.Submission{Exercise: p.exercise, Source: filepath.Base(file), File: f}
-	return opts, nil
+	var err error
+	opts.Submission, err = loadSubmission(ctx, p.exercise, file, p.options.Database != "")
+	return opts, err
 }
 
 // gradeFile judges one file; any failure to judge it is its Error, with
@@ -360,19 +348,23 @@ func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *grad
 	for i, judge := range p.graders() {
 		started := p.now().UTC()
 		res, err := scenarios.Execute(runCtx, judge, "", opts, false)
+		inRun := "in the run"
+		if i > 0 {
+			inRun = "in the explorer's run"
+		}
 		var stmtErr *store.SlotStatementError
 		var refusal *store.SlotFileError
 		switch {
 		case ctx.Err() != nil:
 			return notJudged(interrupted, "")
 		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-			return notJudged(fileFault, fmt.Sprintf("gave up after %s: the file's statements did not finish %s in time", p.timeout, judge.Name))
+			return notJudged(fileFault, fmt.Sprintf("gave up after %s: the file's statements did not finish the lesson in time", p.timeout))
 		case errors.As(err, &refusal):
 			// On PostgreSQL the server itself checks the file, in the run's
 			// own database, before the lesson starts.
 			return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
 		case errors.As(err, &stmtErr):
-			return notJudged(fileFault, fmt.Sprintf("its %s failed in the run of %s: %s", stmtErr.Statement, judge.Name, oneLine(stmtErr.Err.Error())))
+			return notJudged(fileFault, fmt.Sprintf("its %s failed %s: %s", stmtErr.Statement, inRun, oneLine(stmtErr.Err.Error())))
 		case err != nil:
 			return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
 		}
