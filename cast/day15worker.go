@@ -291,37 +291,65 @@ type Outbox interface {
 // ProcessAndFinalize does the work for a claimed message and finalizes it
 // under the ownership guard.
 func (d *Day15) ProcessAndFinalize(ctx context.Context, out Finalizer, worker string, m store.Message) error {
-	o := d.Process(worker, m.ID, m.AggregateKey)
+	_, err := d.Finalize(ctx, out, worker, m, d.Process(worker, m.ID, m.AggregateKey))
+	return err
+}
+
+// Finalize finalizes a message worker has processed (o is the outcome its
+// [Day15.Process] returned) and records the finalization, or its
+// rejection with the predicate that refused it, read back from the row.
+func (d *Day15) Finalize(ctx context.Context, out Finalizer, worker string, m store.Message, o store.Outcome) (store.Finalization, error) {
 	f, err := out.Finalize(ctx, m.ID, worker, o, d.Clock.Now())
 	if err != nil {
-		return err
+		return f, err
 	}
+	fin := out.Statements().Finalize
 	detail := fmt.Sprintf("message %d (%s) Processed WHERE LockedBy = %s; payment set %s", m.ID, m.AggregateKey, worker, o.Status)
-	if fin := out.Statements().Finalize; fin.Replaces != nil {
+	if fin.Replaces != nil {
 		detail = fmt.Sprintf("message %d (%s) Processed by %q, with no ownership check; payment set %s", m.ID, m.AggregateKey, fin.Name, o.Status)
 	}
 	switch {
 	case !f.Finalized && f.Gone:
 		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows: no message has Id %d any more (an UPDATE changed it); rolled back", m.ID, m.AggregateKey, m.ID)
 	case !f.Finalized:
-		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(f.Refused, worker))
+		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(f.Refused, worker, fin))
 	}
 	d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries, detail)
-	return nil
+	return f, nil
 }
 
-// refusedBy names the predicate of the owner-guarded finalization that
-// turned worker's write away, from the message as the guard found it: the
-// status, when someone had already finalized it; else the owner, when
-// another worker holds it.
-func refusedBy(m store.Message, worker string) string {
-	switch {
-	case m.Status != "Processing":
-		return fmt.Sprintf("Status = 'Processing' (the message is %s", m.Status) + finalizedBy(m) + ")"
-	case m.LockedBy != worker:
-		return fmt.Sprintf("LockedBy = %s (%s holds its lease)", worker, m.LockedBy)
+// The predicates of the owner-guarded finalization ([store.FinalizeOwned])
+// that [refusedBy] names.
+const (
+	statusGuard = "Status = 'Processing'"
+	ownerGuard  = "LockedBy = :worker"
+)
+
+// refusedBy names the predicates of finalization fin that turned worker's
+// write away, from the message as the guard found it (read back in the
+// finalization's transaction): the status, when someone had already
+// finalized it; the owner, when the row names another worker. Only a
+// predicate fin's WHERE clause holds is named; where one predicate alone
+// was false, it alone decided, and the sentence says so.
+func refusedBy(m store.Message, worker string, fin store.Stmt) string {
+	var refused []string
+	if strings.Contains(fin.SQL, statusGuard) && m.Status != "Processing" {
+		refused = append(refused, fmt.Sprintf("%s (the message is %s", statusGuard, m.Status)+finalizedBy(m)+")")
 	}
-	return "the guard, though the message is Processing under " + worker
+	if strings.Contains(fin.SQL, ownerGuard) && m.LockedBy != worker {
+		held := fmt.Sprintf("%s holds its lease", m.LockedBy)
+		if m.Status != "Processing" {
+			held = "the row names " + m.LockedBy
+		}
+		refused = append(refused, fmt.Sprintf("LockedBy = %s (%s)", worker, held))
+	}
+	switch len(refused) {
+	case 0:
+		return "the guard, though the message is " + m.Status + " under " + m.LockedBy
+	case 1:
+		return refused[0] + " alone"
+	}
+	return strings.Join(refused, " and by ") + ", each enough alone"
 }
 
 // finalizedBy says who finalized m, as far as the row says.
@@ -619,6 +647,23 @@ func (d *Day15) Finalizations() (committed, rejected int) {
 		if f.committed {
 			committed++
 		} else {
+			rejected++
+		}
+	}
+	return committed, rejected
+}
+
+// FinalizationsOf counts the committed and the rejected finalizations of
+// message id.
+func (d *Day15) FinalizationsOf(id int64) (committed, rejected int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.finals {
+		switch {
+		case f.id != id:
+		case f.committed:
+			committed++
+		default:
 			rejected++
 		}
 	}

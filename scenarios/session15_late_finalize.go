@@ -15,14 +15,20 @@ import (
 // variantFinalizeWithoutOwnerGuard is session-15-late-finalize's mistake.
 const variantFinalizeWithoutOwnerGuard = "finalize-without-owner-guard"
 
-// The late-finalize timeline on the scenario clock: Worker-A's lease ends
-// at .500; Worker-B reclaims at exactly that instant (the lab's boundary: a
-// lease that ends at t is over at t), finalizes at .550, and the stalled
-// Worker-A wakes at .700.
+// The late-finalize timeline on the scenario clock. Part 1: Worker-A's
+// lease on PAY-001 ends at .500; Worker-B reclaims at exactly that instant
+// (the lab's boundary: a lease that ends at t is over at t), finalizes at
+// .550, and the stalled Worker-A wakes at .700. Part 2: Worker-A claims
+// PAY-002 at .800 and stalls; Worker-B reclaims at its lease end, 1.300,
+// and is still working on it when Worker-A wakes at 1.400; Worker-B
+// finalizes at 1.450.
 const (
 	lateLease      = 500 * time.Millisecond
 	lateOwnerFinal = 550 * time.Millisecond
 	lateWake       = 700 * time.Millisecond
+	heldClaim      = 800 * time.Millisecond
+	heldWake       = 1400 * time.Millisecond
+	heldOwnerFinal = 1450 * time.Millisecond
 )
 
 var lateFinalize = Scenario{
@@ -31,12 +37,16 @@ var lateFinalize = Scenario{
 	FileTag: "Late-Finalize",
 	Title:   "Day 15: the guard that finalization needs (a worker that outlives its lease)",
 	Design:  lab.Safe,
-	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. Worker-A " +
+	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. Part 1: Worker-A " +
 		"claims PAY-001 with a 500 ms lease and stalls (alive, not crashed). At exactly the lease end Worker-B " +
 		"reclaims it, checks the provider and finalizes: its guard WHERE LockedBy = Worker-B changes 1 row and " +
 		"commits. Worker-A wakes, checks the provider too, and its finalize WHERE LockedBy = Worker-A changes 0 " +
 		"rows and rolls back, so the payment keeps the owner's outcome. The message was still worked on twice: a " +
-		"lease bounds duplicate work, it does not prevent it.",
+		"lease bounds duplicate work, it does not prevent it. In part 1 the row is already Processed, so Status = " +
+		"'Processing' refuses Worker-A as well; part 2 shows the owner guard deciding alone: Worker-A claims PAY-002 " +
+		"and stalls, Worker-B reclaims it at the lease end, and Worker-A wakes while Worker-B still holds it " +
+		"(Processing, LockedBy Worker-B): only LockedBy = :worker refuses Worker-A's finalize, and Worker-B's " +
+		"commits after it.",
 	DoesNotSolve: "The stalled worker still did the work (a second provider status check; with a side effect, a " +
 		"second side effect). And LockedBy names a worker, not a claim: if Worker-A itself had reclaimed the " +
 		"message, its stale finalize would pass the guard. Session 16's fencing token, incremented by every " +
@@ -48,18 +58,22 @@ var lateFinalize = Scenario{
 		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
-		{Name: "rejected_finalizations", About: "the stalled worker's finalization changed 0 rows and rolled back"},
-		{Name: "ownership_violations", About: "no finalization committed by a worker that no longer owned the message"},
-		{Name: "processing_attempts", About: "the message was still worked on twice: a lease bounds duplicate work, it does not prevent it"},
-		{Name: "owner_result_kept", About: "the message's ProcessedAtUtc is the owner's finalization, not the stalled worker's"},
+		{Name: "rejected_finalizations", About: "part 1: the stalled worker's finalization of PAY-001 changed 0 rows and rolled back"},
+		{Name: "ownership_violations", About: "no finalization committed by a worker that no longer owned the message, in either part"},
+		{Name: "processing_attempts", About: "part 1: PAY-001 was still worked on twice: a lease bounds duplicate work, it does not prevent it"},
+		{Name: "owner_result_kept", About: "each message's ProcessedAtUtc is its owner's finalization, not the stalled worker's"},
+		{Name: "rejected_while_owner_holds", About: "part 2: the stalled worker's finalization of PAY-002, made while the new owner held it " +
+			"(Processing, LockedBy the owner), changed 0 rows: LockedBy = :worker alone refused it"},
 	},
 	Variants: []Variant{
 		{Name: variantFinalizeWithoutOwnerGuard, Swaps: []store.Stmt{store.CompleteByID},
 			Mistake: "finalization marks the message Processed by Id alone, so the stalled worker's late finalize commits and overwrites the owner's result",
-			Breaks:  []string{"rejected_finalizations", "ownership_violations", "owner_result_kept"},
+			Breaks:  []string{"rejected_finalizations", "ownership_violations", "owner_result_kept", "rejected_while_owner_holds"},
 			Shows: "Worker-A wakes after its lease ended and after Worker-B had finalized PAY-001, and its finalize by " +
-				"Id commits anyway ({rejected_finalizations} rejected, {ownership_violations} committed by a non-owner): " +
-				"PAY-001's ProcessedAtUtc becomes Worker-A's instead of the owner's. Both saw the same provider answer, so the damage is " +
+				"Id commits anyway ({rejected_finalizations} rejected): PAY-001's ProcessedAtUtc becomes Worker-A's instead " +
+				"of the owner's. In part 2 its finalize of PAY-002 commits while Worker-B still holds it " +
+				"({rejected_while_owner_holds} refused); {ownership_violations} finalizations committed by a non-owner in all. " +
+				"Both saw the same provider answer, so the damage is " +
 				"quiet; the guard LockedBy = me, with a rollback on 0 rows, is what keeps a worker that outlived its " +
 				"lease from overwriting the owner's outcome."},
 	},
@@ -71,11 +85,23 @@ type lateRun struct {
 	messageID  int64
 	reclaimed  bool   // Worker-B claimed the message at the lease end
 	ownerFinal string // when Worker-B's finalization committed, "" if it did not
+	// held is part 2: the message Worker-A finalized late while Worker-B
+	// held it, and whether the owner guard alone refused that write.
+	held lateHeld
+}
+
+// lateHeld is what part 2 observed.
+type lateHeld struct {
+	messageID  int64
+	ownerFinal string // when Worker-B's finalization committed, "" if it did not
+	// ownerRefused: Worker-A's finalize changed 0 rows, and the row as the
+	// guard found it was Processing under Worker-B: LockedBy alone decided.
+	ownerRefused bool
 }
 
 func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 	d := cast.NewDay15(cast.Day15Mistakes{})
-	d.Payments = cast.SeedPayments[:1]
+	d.Payments = cast.SeedPayments[:2]
 	statements := statementSet(env, store.OutboxLesson)
 
 	setup, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing)
@@ -93,15 +119,15 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"rejected_finalizations": 1, "ownership_violations": 0, "processing_attempts": 2, "owner_result_kept": 1,
+		"rejected_while_owner_holds": 1,
 	})
 	r.Verdict = lateFinalizeVerdict(env, r)
 	return r, nil
 }
 
-// playLateFinalize runs the sequence: A claims and stalls, B reclaims at the
-// lease end and finalizes, A wakes and finalizes late. Each worker is an
-// application instance on its own connection; with --processes a
-// child process, and Worker-A's stall a real SIGSTOP.
+// playLateFinalize runs both parts. Each worker is an application instance
+// on its own connection; with --processes a child process, and Worker-A's
+// stalls real SIGSTOPs.
 func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements store.OutboxSQL) (*lateRun, error) {
 	run := &lateRun{}
 	var workers instance.Set
@@ -111,77 +137,158 @@ func playLateFinalize(ctx context.Context, d *cast.Day15, env *Env, statements s
 		return nil, err
 	}
 	workers.Add(outA)
-	ca, err := outA.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), lateLease, nil)
-	if err != nil {
-		return nil, err
-	}
-	d.RecordClaim(cast.WorkerA, "late finalize", "next", ca)
-	if ca.Outcome != store.Claimed {
-		return run, workers.Close(ctx) // nothing to stall on: the checks say what is missing
-	}
-	run.messageID = ca.Message.ID
-	key := ca.Message.AggregateKey
-	how, err := outA.Stall(d.Now(), "its claim")
-	if err != nil {
-		return nil, err
-	}
-	d.Add(lab.Event{Kind: lab.KindStall, Subject: key, Actor: cast.WorkerA, Action: "stall", Detail: instance.WithHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how)})
-
-	d.Clock.Set(cast.LessonStart.Add(lateLease))
-	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
 	outB, err := env.Instances.Outbox(ctx, env.DatabasePath(), "", cast.WorkerB, statements, 0)
 	if err != nil {
 		return nil, err
 	}
 	workers.Add(outB)
-	cb, err := outB.ClaimMessage(ctx, run.messageID, cast.WorkerB, d.Clock.Now(), lateLease)
-	if err != nil {
+	if err := lateAfterOwner(ctx, d, outA, outB, run); err != nil {
 		return nil, err
 	}
-	d.RecordClaim(cast.WorkerB, "late finalize", key, cb)
-	run.reclaimed = cb.Outcome == store.Claimed
-	if run.reclaimed {
-		d.Clock.Set(cast.LessonStart.Add(lateOwnerFinal))
-		if err := d.ProcessAndFinalize(ctx, outB, cast.WorkerB, cb.Message); err != nil {
+	if run.messageID != 0 {
+		if err := lateWhileOwnerHolds(ctx, d, outA, outB, &run.held); err != nil {
 			return nil, err
 		}
-		run.ownerFinal = d.Now()
-	}
-
-	d.Clock.Set(cast.LessonStart.Add(lateWake))
-	if how, err = outA.Wake(d.Now(), "its provider check and finalization"); err != nil {
-		return nil, err
-	}
-	d.Add(lab.Event{Kind: lab.KindWake, Subject: key, Actor: cast.WorkerA, Action: "wakes", Detail: instance.WithHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", ca.Message.ID, key, ca.Message.LockedUntil), how)})
-	if err := d.ProcessAndFinalize(ctx, outA, cast.WorkerA, ca.Message); err != nil {
-		return nil, err
 	}
 	return run, workers.Close(ctx)
 }
 
+// claimAndStall is Worker-A's claim of the next message at the current
+// scenario time, and its stall holding it: the claim, or a claim that took
+// nothing, for the checks to show.
+func claimAndStall(ctx context.Context, d *cast.Day15, outA instance.Outbox, part string) (store.Claim, error) {
+	ca, err := outA.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), lateLease, nil)
+	if err != nil {
+		return ca, err
+	}
+	d.RecordClaim(cast.WorkerA, part, "next", ca)
+	if ca.Outcome != store.Claimed {
+		return ca, nil // nothing to stall on: the checks say what is missing
+	}
+	key := ca.Message.AggregateKey
+	how, err := outA.Stall(d.Now(), "its claim")
+	if err != nil {
+		return ca, err
+	}
+	d.Add(lab.Event{Kind: lab.KindStall, Subject: key, Actor: cast.WorkerA, Action: "stall", Detail: instance.WithHow(fmt.Sprintf("alive but paused (a long GC pause, a slow disk) with message %d (%s) in memory; its lease ends at %s", ca.Message.ID, key, ca.Message.LockedUntil), how)})
+	return ca, nil
+}
+
+// reclaimAtLeaseEnd moves the clock to the end of Worker-A's lease on m
+// and has Worker-B claim m.
+func reclaimAtLeaseEnd(ctx context.Context, d *cast.Day15, outB instance.Outbox, part string, m store.Message, at time.Duration) (store.Claim, error) {
+	d.Clock.Set(cast.LessonStart.Add(at + lateLease))
+	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
+	cb, err := outB.ClaimMessage(ctx, m.ID, cast.WorkerB, d.Clock.Now(), lateLease)
+	if err != nil {
+		return cb, err
+	}
+	d.RecordClaim(cast.WorkerB, part, m.AggregateKey, cb)
+	return cb, nil
+}
+
+// wake is Worker-A resuming with message m at offset at.
+func wake(d *cast.Day15, outA instance.Outbox, m store.Message, at time.Duration) error {
+	d.Clock.Set(cast.LessonStart.Add(at))
+	how, err := outA.Wake(d.Now(), "its provider check and finalization")
+	if err != nil {
+		return err
+	}
+	d.Add(lab.Event{Kind: lab.KindWake, Subject: m.AggregateKey, Actor: cast.WorkerA, Action: "wakes", Detail: instance.WithHow(fmt.Sprintf("resumes with message %d (%s), unaware that its lease ended at %s", m.ID, m.AggregateKey, m.LockedUntil), how)})
+	return nil
+}
+
+// lateAfterOwner is part 1, LESSONS.md's sequence: A claims and stalls, B
+// reclaims at the lease end and finalizes, A wakes and finalizes late.
+func lateAfterOwner(ctx context.Context, d *cast.Day15, outA, outB instance.Outbox, run *lateRun) error {
+	const part = "part 1: after the owner finalized"
+	ca, err := claimAndStall(ctx, d, outA, part)
+	if err != nil || ca.Outcome != store.Claimed {
+		return err
+	}
+	run.messageID = ca.Message.ID
+	cb, err := reclaimAtLeaseEnd(ctx, d, outB, part, ca.Message, 0)
+	if err != nil {
+		return err
+	}
+	run.reclaimed = cb.Outcome == store.Claimed
+	if run.reclaimed {
+		d.Clock.Set(cast.LessonStart.Add(lateOwnerFinal))
+		if err := d.ProcessAndFinalize(ctx, outB, cast.WorkerB, cb.Message); err != nil {
+			return err
+		}
+		run.ownerFinal = d.Now()
+	}
+	if err := wake(d, outA, ca.Message, lateWake); err != nil {
+		return err
+	}
+	return d.ProcessAndFinalize(ctx, outA, cast.WorkerA, ca.Message)
+}
+
+// lateWhileOwnerHolds is part 2: A claims the next message and stalls, B
+// reclaims it at the lease end and checks the provider, A wakes and
+// finalizes while B still holds the message, then B finalizes.
+func lateWhileOwnerHolds(ctx context.Context, d *cast.Day15, outA, outB instance.Outbox, held *lateHeld) error {
+	const part = "part 2: while the owner holds it"
+	d.Clock.Set(cast.LessonStart.Add(heldClaim))
+	ca, err := claimAndStall(ctx, d, outA, part)
+	if err != nil || ca.Outcome != store.Claimed {
+		return err
+	}
+	held.messageID = ca.Message.ID
+	cb, err := reclaimAtLeaseEnd(ctx, d, outB, part, ca.Message, heldClaim)
+	if err != nil || cb.Outcome != store.Claimed {
+		return err
+	}
+	ownerOutcome := d.Process(cast.WorkerB, cb.Message.ID, cb.Message.AggregateKey)
+	if err := wake(d, outA, ca.Message, heldWake); err != nil {
+		return err
+	}
+	f, err := d.Finalize(ctx, outA, cast.WorkerA, ca.Message, d.Process(cast.WorkerA, ca.Message.ID, ca.Message.AggregateKey))
+	if err != nil {
+		return err
+	}
+	held.ownerRefused = !f.Finalized && !f.Gone && f.Refused.Status == "Processing" && f.Refused.LockedBy != cast.WorkerA
+	d.Clock.Set(cast.LessonStart.Add(heldOwnerFinal))
+	if f, err = d.Finalize(ctx, outB, cast.WorkerB, cb.Message, ownerOutcome); err != nil {
+		return err
+	}
+	if f.Finalized {
+		held.ownerFinal = d.Now()
+	}
+	return nil
+}
+
 // measureLateFinalize takes the figures: finalizations and attempts from the
-// ledgers, the message's ProcessedAtUtc from the database.
+// ledgers (part 1's message for LESSONS.md's figures), the messages'
+// ProcessedAtUtc from the database.
 func measureLateFinalize(ctx context.Context, d *cast.Day15, db *store.DB, run *lateRun, r *lab.Result) error {
 	if err := d.Audit(ctx, db, r); err != nil {
 		return err
 	}
-	committed, rejected := d.Finalizations()
+	committed, rejected := d.FinalizationsOf(run.messageID)
 	r.SetMetric("finalizations_committed", float64(committed))
 	r.SetMetric("rejected_finalizations", float64(rejected))
 	r.SetMetric("ownership_violations", float64(d.OwnershipViolations()))
-	r.SetMetric("processing_attempts", float64(len(d.AttemptsByMessage()[run.messageID])))
+	attempts := d.AttemptsByMessage()
+	r.SetMetric("processing_attempts", float64(len(attempts[run.messageID])))
+	r.SetMetric("held_processing_attempts", float64(len(attempts[run.held.messageID])))
+	r.SetFlag("rejected_while_owner_holds", run.held.ownerRefused)
 	msgs, err := store.NewOutbox(db, store.OutboxLesson).Messages(ctx)
 	if err != nil {
 		return err
 	}
-	kept := false
+	kept := map[int64]bool{}
 	for _, m := range msgs {
-		if m.ID == run.messageID {
-			kept = run.ownerFinal != "" && m.ProcessedAt == run.ownerFinal
+		switch m.ID {
+		case run.messageID:
+			kept[m.ID] = run.ownerFinal != "" && m.ProcessedAt == run.ownerFinal
 			r.SetFlag("reclaimed_at_lease_end", run.reclaimed)
+		case run.held.messageID:
+			kept[m.ID] = run.held.ownerFinal != "" && m.ProcessedAt == run.held.ownerFinal
 		}
 	}
-	r.SetFlag("owner_result_kept", kept)
+	r.SetFlag("owner_result_kept", len(kept) == 2 && kept[run.messageID] && kept[run.held.messageID])
 	return d.Finish(ctx, db, r)
 }
 
@@ -190,20 +297,23 @@ func measureLateFinalize(ctx context.Context, d *cast.Day15, db *store.DB, run *
 func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 	m := metricsOf(r)
 	if r.Passed() {
-		return fmt.Sprintf("SAFE DESIGN held. The stalled Worker-A's finalization changed 0 rows and rolled back (%s rejected, %s ownership violations), "+
-			"so the payment keeps the owner's outcome. Yet the message was worked on %s times: a lease bounds duplicate work, it does not prevent it. "+
-			"That is why session 16 adds a fencing token.",
-			m("rejected_finalizations"), m("ownership_violations"), m("processing_attempts"))
+		return fmt.Sprintf("SAFE DESIGN held. The stalled Worker-A's finalization of PAY-001 changed 0 rows and rolled back (%s rejected), "+
+			"and so did its finalization of PAY-002 while Worker-B still held it (%s refused by LockedBy alone); %s ownership violations, "+
+			"so each payment keeps its owner's outcome. Yet PAY-001 was worked on %s times and PAY-002 %s times: "+
+			"a lease bounds duplicate work, it does not prevent it. That is why session 16 adds a fencing token.",
+			m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("processing_attempts"),
+			m("held_processing_attempts"))
 	}
 	who := fmt.Sprintf("DESIGN BROKEN by the %q mistake", env.Variant)
 	if env.Variant == "" {
 		who = "THE DESIGN DID NOT HOLD in this run, as designed, without a mistake"
 	}
-	result := "the payment kept the owner's result"
+	result := "each payment kept its owner's result"
 	if v, _ := r.Metric("owner_result_kept"); v != 1 {
-		result = "the message's ProcessedAtUtc is not the owner's finalization"
+		result = "a message's ProcessedAtUtc is not its owner's finalization"
 	}
-	return fmt.Sprintf("%s: %s finalizations were rejected, %s committed by a worker that no longer owned the message, "+
-		"the message was worked on %s times, and %s (failed checks: %s).",
-		who, m("rejected_finalizations"), m("ownership_violations"), m("processing_attempts"), result, strings.Join(r.FailedChecks(), ", "))
+	return fmt.Sprintf("%s: %s finalizations of PAY-001 were rejected, %s of PAY-002 while its owner held it, %s committed by a "+
+		"worker that no longer owned the message, PAY-001 was worked on %s times, and %s (failed checks: %s).",
+		who, m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("processing_attempts"),
+		result, strings.Join(r.FailedChecks(), ", "))
 }

@@ -26,6 +26,9 @@ const (
 	bcLease    = 30 * time.Second
 	bcPayload  = 64
 	bcStallEnd = bcLease + time.Second // when the first process's completer wakes
+	// Part 2 starts after part 1 is done: one new message, which the first
+	// process's own fetcher takes again before its completer flushes.
+	bcRefetchStart = time.Minute
 )
 
 // bcLesson is the lesson's design: the fetch-ahead fetch and its fenced
@@ -45,8 +48,13 @@ var batchCompletion = Scenario{
 		"finished message's lease runs out before its completion commits. %s fetches %d messages with a %s lease, its "+
 		"workers finish them, and its completer stalls (a GC pause) holding the batch. The lease runs out; %s fetches "+
 		"the %d expired messages again under new tokens, with the %d it had not seen, and does them again. Then %s's "+
-		"completer wakes and flushes its batch: the fence refuses every stale row, and %s completes all %d.",
-		bcFirst, bcWorkers, bcLease, bcSecond, bcWorkers, bcBacklog-bcWorkers, bcFirst, bcSecond, bcBacklog),
+		"completer wakes and flushes its batch: the fence refuses every stale row, and %s completes all %d. "+
+		"There LockedBy = :worker refuses each stale row as well as the token. Part 2 shows the token deciding alone: "+
+		"a new message is fetched by %s, whose completer is slow to flush; the lease runs out and %s's own fetcher "+
+		"takes the message again under a new token, the same owner. The completion under the first token reaches a row "+
+		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits.",
+		bcFirst, bcWorkers, bcLease, bcSecond, bcWorkers, bcBacklog-bcWorkers, bcFirst, bcSecond, bcBacklog,
+		bcFirst, bcFirst, bcFirst),
 	DoesNotSolve: "Fencing keeps the rows right; it cannot undo the work: the messages whose completion waited were done " +
 		"twice, and any effect outside the database (a send) happened twice. A shorter completion interval narrows the " +
 		"window, a renewal of the batch's leases while it waits closes more of it, and the consumer's inbox absorbs what " +
@@ -55,20 +63,24 @@ var batchCompletion = Scenario{
 	Checks: []CheckDoc{
 		{Name: "redone_messages", About: "messages done by both processes: the stalled completer's, done again after the lease"},
 		{Name: "stale_completions_refused", About: "rows of the stalled completer's late batch that its guard refused"},
-		{Name: "stale_completions_committed", About: "rows a completion marked Processed after another fetch had taken them"},
-		{Name: "results_overwritten", About: "rows whose new owner's completion was refused because a stale completion got there first"},
+		{Name: "stale_completions_committed", About: "rows a completion marked Processed after another fetch had taken them, in either part"},
+		{Name: "results_overwritten", About: "rows whose current fetch's completion was refused because a stale completion got there first, in either part"},
 		{Name: "duplicates", About: "completions that committed beyond one per message"},
 		{Name: "lost", About: "messages left unprocessed when both processes are done"},
+		{Name: "stale_token_refused", About: "part 2: the completion under the first token, made while the same process held " +
+			"the message under a newer one (Processing, LockedBy the same), changed 0 rows: ClaimToken = Done.Token alone refused it"},
 	},
 	Variants: []Variant{
 		{Name: "complete-if-processing", Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
 			Mistake: "the batch completion checks only Status = 'Processing', as River's JobSetStateIfRunningMany checks only " +
 				"state = 'running': a stale completion goes through while a new owner runs the message",
-			Breaks: []string{"stale_completions_refused", "stale_completions_committed", "results_overwritten"},
-			Shows: "The stalled completer's late batch marks {stale_completions_committed} messages Processed although " +
+			Breaks: []string{"stale_completions_refused", "stale_completions_committed", "results_overwritten", "stale_token_refused"},
+			Shows: "The stalled completer's late batch marks its messages Processed although " +
 				bcSecond + " had fetched them again and was working on them; " + bcSecond + "'s own completion of them is " +
-				"then refused ({results_overwritten} results overwritten): the rows say the first process finished work the " +
-				"second one did. Only the owner and the token tell a completion of the current claim from a stale one."},
+				"then refused: the rows say the first process finished work the second one did. In part 2 the completion " +
+				"under the first token commits too ({stale_token_refused} refused), and the one under the current token is " +
+				"refused: {stale_completions_committed} stale completions committed and {results_overwritten} results " +
+				"overwritten in all. Only the owner and the token tell a completion of the current claim from a stale one."},
 	},
 	Run: runBatchCompletion,
 }
@@ -76,13 +88,25 @@ var batchCompletion = Scenario{
 // batchRun is one run of the lesson: its clock, timeline and ledgers.
 type batchRun struct {
 	env      *Env
-	rows     *store.Outbox // the lab's reads of the messages, on its own connection
+	setup    *store.DB     // the lab's own connection: seeding and reads
+	rows     *store.Outbox // the lab's reads of the messages, on setup
 	clk      *clock.Manual
 	timeline lab.Timeline
 	work     map[int64][]string // who did the work of each message
 	late     store.FinalizedBatch
 	second   store.FinalizedBatch
 	final    map[int64]int // committed completions per message
+	refetch  bcRefetch
+}
+
+// bcRefetch is part 2: the first process's completions of one message
+// under its first token and, after its own fetcher took the message
+// again, under the newer one.
+type bcRefetch struct {
+	stale, current store.FinalizedBatch
+	// tokenRefused: the stale completion changed 0 rows, the row as read
+	// back Processing under the first process: the token alone decided.
+	tokenRefused bool
 }
 
 func runBatchCompletion(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -95,7 +119,7 @@ func runBatchCompletion(ctx context.Context, env *Env) (*lab.Result, error) {
 	if err := setup.Migrate(ctx, store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale); err != nil {
 		return nil, err
 	}
-	run.rows = store.NewOutbox(setup, store.OutboxLesson)
+	run.setup, run.rows = setup, store.NewOutbox(setup, store.OutboxLesson)
 	backlog := store.Backlog{Messages: bcBacklog, First: cast.LessonStart.Add(-time.Minute), Spacing: time.Second, PayloadBytes: bcPayload}
 	if err := store.SeedBacklog(ctx, setup, backlog); err != nil {
 		return nil, err
@@ -115,7 +139,7 @@ func runBatchCompletion(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	run.measure(r, lost)
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{"redone_messages": bcWorkers, "stale_completions_refused": bcWorkers,
-		"stale_completions_committed": 0, "results_overwritten": 0, "duplicates": 0, "lost": 0})
+		"stale_completions_committed": 0, "results_overwritten": 0, "duplicates": 0, "lost": 0, "stale_token_refused": 1})
 	r.Tables = []lab.Table{run.messagesTable()}
 	r.Verdict = run.verdict(r)
 	return r, nil
@@ -174,7 +198,52 @@ func (run *batchRun) play(ctx context.Context, cfg store.FetchAheadConfig) error
 	if run.second, err = run.complete(ctx, second, bcSecond, redo); err != nil {
 		return err
 	}
+	if err := run.playRefetch(ctx, first); err != nil {
+		return err
+	}
 	return procs.Close(ctx)
+}
+
+// playRefetch is part 2: a new message; the first process fetches it, its
+// worker does it, and its completer is slow to flush; the lease runs out
+// and the process's own fetcher takes the message again under a new
+// token; the completer flushes the first token's completion, then the new
+// one's.
+func (run *batchRun) playRefetch(ctx context.Context, first instance.BatchRelay) error {
+	run.clk.Set(cast.LessonStart.Add(bcRefetchStart))
+	backlog := store.Backlog{Messages: 1, After: bcBacklog, First: run.clk.Now(), PayloadBytes: bcPayload}
+	if err := store.SeedBacklog(ctx, run.setup, backlog); err != nil {
+		return err
+	}
+	run.event(lab.Event{Kind: lab.KindCommit, Actor: "producer", Action: "commit",
+		Detail: fmt.Sprintf("part 2: message %d, Pending", bcBacklog+1)})
+	held, err := run.fetchAndWork(ctx, first, bcFirst, 1)
+	if err != nil || len(held.Messages) == 0 {
+		return err
+	}
+	run.clk.Set(cast.LessonStart.Add(bcRefetchStart + bcLease))
+	run.event(lab.Event{Kind: lab.KindExpiry, Actor: "clock", Action: "lease expiry",
+		Detail: fmt.Sprintf("%s's lease on message %d ran out at %s, its completer not yet flushed (a slow interval, not a pause: its fetcher runs)",
+			bcFirst, held.Messages[0].ID, clock.Format(run.clk.Now()))})
+	again, err := run.fetchAndWork(ctx, first, bcFirst, 1)
+	if err != nil {
+		return err
+	}
+	if run.refetch.stale, err = run.complete(ctx, first, bcFirst, held); err != nil {
+		return err
+	}
+	id := held.Messages[0].ID
+	if slices.Contains(run.refetch.stale.Rejected, id) {
+		found, err := run.rows.Messages(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(found, func(m store.Message) bool { return m.ID == id })
+		run.refetch.tokenRefused = i >= 0 && found[i].Status == "Processing" && found[i].LockedBy == bcFirst
+	}
+	run.clk.Advance(time.Second)
+	run.refetch.current, err = run.complete(ctx, first, bcFirst, again)
+	return err
 }
 
 // fetchAndWork has process name fetch up to limit messages, one statement,
@@ -251,9 +320,10 @@ func refusedBecause(found []store.Message, id int64, name string) (lab.Kind, str
 	case found[i].Status != "Processing":
 		return lab.KindFenced, fmt.Sprintf("the row is %s already (Status = 'Processing' refused it)", found[i].Status)
 	case found[i].LockedBy != name:
-		return lab.KindFenced, fmt.Sprintf("the row is %s's now, under a later fetch (LockedBy = :worker refused it)", found[i].LockedBy)
+		return lab.KindFenced, fmt.Sprintf("the row is %s's now, under a later fetch's token (LockedBy = :worker and "+
+			"ClaimToken = Done.Token each refused it)", found[i].LockedBy)
 	default:
-		return lab.KindFenced, "the row's token is no longer the one its fetch returned (ClaimToken = Done.Token refused it)"
+		return lab.KindFenced, "the row, still Processing under " + name + ", has a later fetch's token (ClaimToken = Done.Token alone refused it)"
 	}
 }
 
@@ -268,7 +338,7 @@ func (run *batchRun) owns(name string, id int64) bool {
 func (run *batchRun) measure(r *lab.Result, lost int) {
 	redone, duplicates := 0, 0
 	for _, w := range run.work {
-		if len(w) > 1 {
+		if slices.Contains(w, bcFirst) && slices.Contains(w, bcSecond) {
 			redone++
 		}
 	}
@@ -287,17 +357,26 @@ func (run *batchRun) measure(r *lab.Result, lost int) {
 			overwritten++
 		}
 	}
+	// Part 2: a completion under the first token that committed is stale;
+	// the current token's refused after it is an overwritten result.
+	if len(run.refetch.stale.Finalized) > 0 {
+		stale++
+		if len(run.refetch.current.Rejected) > 0 {
+			overwritten++
+		}
+	}
 	r.SetMetric("redone_messages", float64(redone))
 	r.SetMetric("stale_completions_refused", float64(len(run.late.Rejected)))
 	r.SetMetric("stale_completions_committed", float64(stale))
 	r.SetMetric("results_overwritten", float64(overwritten))
 	r.SetMetric("duplicates", float64(duplicates))
 	r.SetMetric("lost", float64(lost))
+	r.SetFlag("stale_token_refused", run.refetch.tokenRefused)
 }
 
 // messagesTable is each message's work and completions, from the ledgers.
 func (run *batchRun) messagesTable() lab.Table {
-	t := lab.Table{Title: "By message: its work and its completion", Note: "From the work ledger and the two completions' " +
+	t := lab.Table{Title: "By message: its work and its completion", Note: "From the work ledger and the completions' " +
 		"answers: the Ids each batch completion marked Processed or had refused by its guard.",
 		Columns: []string{"Message", "Done by", "Completed by", "Refused for"}}
 	ids := make([]int64, 0, len(run.work))
@@ -314,8 +393,10 @@ func (run *batchRun) messagesTable() lab.Table {
 	for _, id := range ids {
 		join := func(a, b string) string { return strings.Trim(a+", "+b, ", ") }
 		t.AddRow(id, strings.Join(run.work[id], ", "),
-			orNone(join(who(run.late, bcFirst, id, false), who(run.second, bcSecond, id, false))),
-			orNone(join(who(run.late, bcFirst, id, true), who(run.second, bcSecond, id, true))))
+			orNone(join(join(who(run.late, bcFirst, id, false), who(run.second, bcSecond, id, false)),
+				join(who(run.refetch.stale, bcFirst+" (first token)", id, false), who(run.refetch.current, bcFirst+" (new token)", id, false)))),
+			orNone(join(join(who(run.late, bcFirst, id, true), who(run.second, bcSecond, id, true)),
+				join(who(run.refetch.stale, bcFirst+" (first token)", id, true), who(run.refetch.current, bcFirst+" (new token)", id, true)))))
 	}
 	return t
 }
@@ -334,9 +415,12 @@ func (run *batchRun) verdict(r *lab.Result) string {
 	if r.Passed() {
 		return fmt.Sprintf("SAFE DESIGN held, with honest duplicate work: the %s messages whose batch completion stalled past "+
 			"their lease were done again by %s; the stale batch's guard refused all %s of its rows, %s completed every "+
-			"message once (%s duplicates, %s lost), and no stale completion committed (%s). Batching completions widens "+
+			"message once (%s duplicates, %s lost), and no stale completion committed (%s). In part 2 %s's own fetcher "+
+			"took message %d again before its completer flushed, and the token alone refused the completion under the first "+
+			"token (%s refused): the owner's name is the same, the claim is not. Batching completions widens "+
 			"the window; the per-row fence keeps it from corrupting the rows.", m("redone_messages"), bcSecond,
-			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"))
+			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"),
+			bcFirst, bcBacklog+1, m("stale_token_refused"))
 	}
 	if run.env.Variant != "" {
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s. Stale completions committed: %s; results "+

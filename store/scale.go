@@ -378,6 +378,7 @@ func (c *Claimer) finalizeBatch(ctx context.Context, tx *sql.Tx, args []any, msg
 // Backlog describes the messages [SeedBacklog] writes.
 type Backlog struct {
 	Messages int           // how many
+	After    int           // messages seeded before: the keys go on from MSG-<After+1>
 	First    time.Time     // CreatedAtUtc of the first; Ids follow creation order
 	Spacing  time.Duration // between two messages' CreatedAtUtc
 	Chunk    int           // rows per transaction (default 50,000)
@@ -407,8 +408,8 @@ func SeedBacklog(ctx context.Context, db *DB, b Backlog) error {
 			s := tx.StmtContext(ctx, stmt)
 			for i := done; i < end; i++ {
 				_, err := s.ExecContext(ctx,
-					sql.Named("key", fmt.Sprintf("MSG-%07d", i+1)),
-					sql.Named("payload", backlogPayload(i+1, b.PayloadBytes)),
+					sql.Named("key", fmt.Sprintf("MSG-%07d", b.After+i+1)),
+					sql.Named("payload", backlogPayload(b.After+i+1, b.PayloadBytes)),
 					sql.Named("created", clock.Format(b.First.Add(time.Duration(i)*b.Spacing))))
 				if err != nil {
 					return err
