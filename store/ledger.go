@@ -172,7 +172,10 @@ func (l *Ledger) Name(stmts ...Stmt) {
 		l.extra = map[string]Stmt{}
 	}
 	for _, s := range stmts {
+		// On PostgreSQL the driver sees the text with its parameters
+		// numbered: name that text too.
 		l.extra[s.SQL] = s
+		l.extra[postgresText(s.SQL, s.Postgres)] = s
 	}
 }
 
