@@ -15,6 +15,12 @@ var (
 	pToken     = Param{Name: "token", Holds: "the fencing token the worker's own claim returned (claim_token as its claim left it)", Sample: int64(1)}
 )
 
+// scaleCheckRows are the rows a session 21 file is checked on: message 1
+// Processing under Worker-A's lease with token 1, as the samples' claims
+// name it, so the check runs the statement over a row it changes.
+const scaleCheckRows = `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc, LockedBy, LockedUntilUtc, ClaimToken)
+VALUES ('PaymentCreated', 'PAY-1', '{}', 'Processing', '2026-01-15T08:59:00.000Z', 'Worker-A', '2026-01-15T09:00:30.000Z', 1)`
+
 // exercises are the course's exercises, in its order: one per statement a
 // lesson teaches whose classic wrong answers the lab holds.
 var exercises = []Exercise{
@@ -127,9 +133,10 @@ var exercises = []Exercise{
 	},
 	{
 		Name: "scale-finalize", Lesson: "session-21-claims-at-scale",
-		Key:    []store.Stmt{store.ScaleFinalize},
-		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages"}},
-		Schema: []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
+		Key:       []store.Stmt{store.ScaleFinalize},
+		Shapes:    []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages"}},
+		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
+		CheckRows: scaleCheckRows,
 		Task: "At scale, four workers drain a backlog and one of them stalls past its lease while another takes its " +
 			"message over. Write the finalize of message :id, so it marks the message Processed only while this worker " +
 			"still owns it under the token its claim returned.",
@@ -139,9 +146,10 @@ var exercises = []Exercise{
 	},
 	{
 		Name: "batch-complete", Lesson: "session-21-batch-completion",
-		Key:    []store.Stmt{store.FetchAheadComplete},
-		Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages"}},
-		Schema: []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
+		Key:       []store.Stmt{store.FetchAheadComplete},
+		Shapes:    []store.Shape{{Kind: store.KindUpdate, Table: "OutboxMessages", ReturnsID: true}},
+		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
+		CheckRows: scaleCheckRows,
 		Task: "A completer flushes a batch of finished messages in one statement, and it may stall past the lease while " +
 			"another process refetches and redoes them. Write the batch completion, so each row is marked Processed " +
 			"only while this worker still owns it under the token its own fetch returned.",

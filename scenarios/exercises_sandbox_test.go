@@ -47,6 +47,12 @@ func hostileAnswers(x *Exercise, engine store.Engine, dir, victim string) []host
 		{"two-statements", last + ";\nDELETE FROM " + own},
 		{"unknown-parameter", in(":secret IS NOT NULL")},
 	}
+	if shape := x.Shapes[len(x.Shapes)-1]; shape.ReturnsID && shape.Kind != store.KindSelect {
+		out = append(out,
+			hostileAnswer{"returns-nothing", returning.ReplaceAllString(last, "")},
+			hostileAnswer{"returns-text", returning.ReplaceAllString(last, " RETURNING Status")},
+			hostileAnswer{"returns-two", returning.ReplaceAllString(last, " RETURNING OutboxMessages.Id, Status")})
+	}
 	if engine == store.SQLite {
 		out = append(out,
 			hostileAnswer{"attach", "ATTACH '" + filepath.Join(dir, "evil-attach.db") + "' AS x"},
@@ -70,6 +76,9 @@ func hostileAnswers(x *Exercise, engine store.Engine, dir, victim string) []host
 	}
 	return out
 }
+
+// returning is a statement's RETURNING clause, to its end.
+var returning = regexp.MustCompile(`\s*RETURNING [^;]*$`)
 
 // valuesRow is an INSERT's one VALUES row, on a line of its own.
 var valuesRow = regexp.MustCompile(`VALUES \(([^\n]*)\)`)

@@ -109,7 +109,7 @@ ORDER BY 1`)
 // parse tree: the kind of each statement in it, every function and
 // operator it calls and every relation it names. A statement must be of
 // its shape's kind with no other command but SELECTs in it (no
-// data-modifying WITH): a SELECT reads only (with SelectsID, one integer
+// data-modifying WITH): a SELECT reads only (with ReturnsID, one integer
 // column), an UPDATE the server plans as an UPDATE of its shape's table,
 // an INSERT as an INSERT into its shape's table (an upsert of it, ON
 // CONFLICT DO NOTHING or DO UPDATE, included). None may call a function
@@ -468,8 +468,8 @@ func planned(node, operation, relation string) string {
 var integerTypes = map[uint32]bool{20: true, 21: true, 23: true} // int8, int2, int4
 
 // runOnce runs the statement once on the check's rows, as the run will,
-// under the check's statement_timeout; a SELECT of shape.SelectsID must
-// select one integer column.
+// under the check's statement_timeout; a statement of shape.ReturnsID
+// must return one integer column.
 func runOnce(ctx context.Context, conn *pgx.Conn, sql string, args []any, sd *pgconn.StatementDescription, shape Shape, refuse func(string, ...any) error) error {
 	failed := func(err error) error {
 		if pgCode(err) == "57014" || errors.Is(err, context.DeadlineExceeded) {
@@ -477,24 +477,25 @@ func runOnce(ctx context.Context, conn *pgx.Conn, sql string, args []any, sd *pg
 		}
 		return refuse("PostgreSQL could not run it: %s", pgMessage(err))
 	}
-	if shape.Kind != KindSelect {
-		if _, err := conn.Exec(ctx, sql, args...); err != nil {
-			return failed(err)
+	if !shape.ReturnsID {
+		if shape.Kind != KindSelect {
+			if _, err := conn.Exec(ctx, sql, args...); err != nil {
+				return failed(err)
+			}
+			return nil
 		}
-		return nil
-	}
-	if !shape.SelectsID {
 		return readOne(ctx, conn, sql, args, failed)
 	}
+	verb := returnVerb(shape)
 	if len(sd.Fields) != 1 {
-		return refuse("must select one column, the message's Id; it selects %d", len(sd.Fields))
+		return refuse("must %s one column, the message's Id; it %ss %d", verb, verb, len(sd.Fields))
 	}
 	if oid := sd.Fields[0].DataTypeOID; !integerTypes[oid] {
 		var name string
 		if err := conn.QueryRow(ctx, "SELECT format_type($1, NULL)", oid).Scan(&name); err != nil {
 			name = "OID " + strconv.FormatUint(uint64(oid), 10)
 		}
-		return refuse("must select the message's Id, an integer; it selects a %s", name)
+		return refuse("must %s the message's Id, an integer; it %ss a %s", verb, verb, name)
 	}
 	return readOne(ctx, conn, sql, args, failed)
 }

@@ -17,9 +17,10 @@ type Shape struct {
 	// Params are the named parameters it may use, without ':'; any other
 	// :name, and a positional ?, is refused.
 	Params []string
-	// SelectsID, for a SELECT only, requires it to select one integer
-	// column (the claim's SELECT of a message's Id).
-	SelectsID bool
+	// ReturnsID requires it to return one integer column, a message's Id:
+	// the claim's SELECT selects the next one, a batch completion's UPDATE
+	// returns (RETURNING) each it changed, and the lab reads them.
+	ReturnsID bool
 }
 
 // The kinds of statement a [Shape] names.
@@ -52,7 +53,7 @@ type Slot struct {
 var ClaimSlot = Slot{
 	Name: "claim",
 	Shapes: []Shape{
-		{Kind: KindSelect, Params: []string{"now", "worker", "until"}, SelectsID: true},
+		{Kind: KindSelect, Params: []string{"now", "worker", "until"}, ReturnsID: true},
 		{Kind: KindUpdate, Table: "OutboxMessages", Params: []string{"now", "worker", "until", "id"}},
 	},
 	Schema:    []Migration{PaymentsOutbox, OutboxLeasing},

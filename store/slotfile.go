@@ -136,7 +136,11 @@ func checkSQLiteStatement(ctx context.Context, tx *sql.Tx, g *guardConn, slot Sl
 	if shape.Kind == KindSelect {
 		return checkSelect(ctx, tx, g, which, shape, text, args)
 	}
-	if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+	if shape.ReturnsID {
+		if err := checkReturns(ctx, tx, g, which, shape, text, args); err != nil {
+			return err
+		}
+	} else if _, err := tx.ExecContext(ctx, text, args...); err != nil {
 		return g.refusal(which, shape, err)
 	}
 	action, word := sqlite.AuthUpdate, "update"
@@ -158,14 +162,26 @@ func preposition(kind string) string {
 }
 
 func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, which string, shape Shape, text string, args []any) error {
+	if err := checkReturns(ctx, tx, g, which, shape, text, args); err != nil {
+		return err
+	}
+	if !g.saw(sqlite.AuthSelect) {
+		return &SlotFileError{which, "must be a read-only SELECT; SQLite compiled it to something else"}
+	}
+	return nil
+}
+
+// checkReturns runs the statement and reads its first row, as the run
+// does; with shape.ReturnsID it must return one integer column.
+func checkReturns(ctx context.Context, tx *sql.Tx, g *guardConn, which string, shape Shape, text string, args []any) error {
 	rows, err := tx.QueryContext(ctx, text, args...)
 	if err != nil {
 		return g.refusal(which, shape, err)
 	}
 	cols, err := rows.Columns()
-	if err == nil && shape.SelectsID && len(cols) != 1 {
+	if err == nil && shape.ReturnsID && len(cols) != 1 {
 		rows.Close()
-		return &SlotFileError{which, fmt.Sprintf("must select one column, the message's Id; it selects %d", len(cols))}
+		return &SlotFileError{which, fmt.Sprintf("must %s one column, the message's Id; it %ss %d", returnVerb(shape), returnVerb(shape), len(cols))}
 	}
 	if rows.Next() { // the run reads one row, and so does the check
 		vals := make([]any, len(cols))
@@ -177,9 +193,9 @@ func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, which string, sh
 			rows.Close()
 			return g.refusal(which, shape, err)
 		}
-		if _, ok := vals[0].(int64); shape.SelectsID && !ok {
+		if _, ok := vals[0].(int64); shape.ReturnsID && !ok {
 			rows.Close()
-			return &SlotFileError{which, fmt.Sprintf("must select the message's Id, an integer; it selected %v", vals[0])}
+			return &SlotFileError{which, fmt.Sprintf("must %s the message's Id, an integer; it %sed %v", returnVerb(shape), returnVerb(shape), vals[0])}
 		}
 	}
 	if err := rows.Close(); err != nil {
@@ -188,10 +204,16 @@ func checkSelect(ctx context.Context, tx *sql.Tx, g *guardConn, which string, sh
 	if err := rows.Err(); err != nil {
 		return g.refusal(which, shape, err)
 	}
-	if !g.saw(sqlite.AuthSelect) {
-		return &SlotFileError{which, "must be a read-only SELECT; SQLite compiled it to something else"}
-	}
 	return nil
+}
+
+// returnVerb is how a refusal says a statement of shape gives its rows:
+// a SELECT selects them, a write returns them (RETURNING).
+func returnVerb(shape Shape) string {
+	if shape.Kind == KindSelect {
+		return "select"
+	}
+	return "return"
 }
 
 // guardConnector opens connections that may run a slot file: each gets

@@ -85,11 +85,15 @@ func statementWords(x *scenarios.Exercise) string {
 	for _, s := range x.Shapes {
 		switch s.Kind {
 		case store.KindSelect:
-			parts = append(parts, "a read-only SELECT")
+			parts = append(parts, "a read-only SELECT of one Id")
 		case store.KindInsert:
 			parts = append(parts, "an INSERT into "+s.Table+" (it may upsert it: ON CONFLICT ... DO NOTHING or DO UPDATE)")
-		default:
-			parts = append(parts, "an "+s.Kind+" of "+s.Table)
+		case store.KindUpdate:
+			update := "an UPDATE of " + s.Table
+			if s.ReturnsID {
+				update += " that returns the Id of each row it changed (RETURNING Id)"
+			}
+			parts = append(parts, update)
 		}
 	}
 	return strings.Join(parts, ", then ")
