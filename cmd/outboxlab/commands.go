@@ -127,6 +127,16 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 			}
 		}
 	}
+	var exercises []string
+	for _, x := range scenarios.Exercises() {
+		if x.Lesson == sc.Name {
+			exercises = append(exercises, x.Name+" ("+statementWords(x)+")")
+		}
+	}
+	if len(exercises) > 0 {
+		fmt.Fprintf(&b, "Exercises (outboxlab exercise show NAME; outboxlab grade --exercise NAME FILE...)\n  %s\n\n",
+			strings.Join(reports.Wrap(strings.Join(exercises, "; "), 76), "\n  "))
+	}
 	b.WriteString("Checks (a run exits 0 only when all pass)\n")
 	for _, ch := range sc.Checks {
 		about := ch.About
