@@ -55,6 +55,9 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		Messages: byMessage(rc),
 	}
 	page.Parts = len(page.Messages) > 0 && page.Messages[0].Part != ""
+	for _, l := range rc.Leases {
+		page.Revived = page.Revived || l.Revived
+	}
 	return pageTemplate.Execute(w, page)
 }
 
@@ -63,6 +66,7 @@ type htmlPage struct {
 	Title, Scenario, Variant, Design, Result, Lesson, Mistake, Started, Verdict string
 	MistakeShows, DoesNotSolve                                                  string
 	Passed, Concurrent                                                          bool
+	Revived                                                                     bool // a renewal revived an ended lease: the legend says how it is drawn
 	Broken                                                                      []string
 	Checks                                                                      []lab.Check
 	CSS                                                                         template.CSS
@@ -202,7 +206,8 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <div class="legend" aria-label="legend">
 <span style="--c:#7fb3e6">lease, from its claim to its owner's last write (labelled with its message)</span>
 <span style="--c:#2b6cb0">renewal; dashed end: the clock ran it out, or another claim took it</span>
-<span style="--c:#4a5568">offer to the broker</span>
+{{if .Revived}}<span style="--c:#c81e1e">red-edged lease: revived by a renewal after it had ended (only a mistake does)</span>
+{{end}}<span style="--c:#4a5568">offer to the broker</span>
 <span style="--c:#1f7a3d">delivery</span>
 </div>
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
@@ -416,7 +421,8 @@ func segLabel(rc race, seg int) string {
 
 // svgLeases draws each lease as a bar in its owner's lane, from its claim
 // to its finalize, or hatched to the deadline where it ran out, with a
-// mark at each renewal.
+// mark at each renewal; a lease a renewal revived after its end starts at
+// that renewal, edged red.
 func svgLeases(b *strings.Builder, rc race, lo layout) {
 	b.WriteString(`<g class="leases">`)
 	for _, l := range rc.Leases {
@@ -432,6 +438,9 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 		cls := "lease"
 		if l.Expired() {
 			cls += " expired"
+		}
+		if l.Revived {
+			cls += " revived"
 		}
 		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="14" rx="3"><title>%s</title></rect>`,
 			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, x0, y, x1-x0, esc(leaseTitle(rc, l)))
@@ -449,6 +458,10 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 
 func leaseTitle(rc race, l lease) string {
 	s := fmt.Sprintf("%s's lease on %s from #%d", l.Owner, orDash(l.Subject), rc.Events[l.Start].Seq)
+	if l.Revived {
+		s = fmt.Sprintf("%s's lease on %s, revived after its end by %s's renewal (#%d)",
+			l.Owner, orDash(l.Subject), rc.Events[l.Start].Actor, rc.Events[l.Start].Seq)
+	}
 	switch l.Ended {
 	case endFinalized:
 		s += fmt.Sprintf(" to its finalize (#%d)", rc.Events[l.End].Seq)
@@ -461,6 +474,9 @@ func leaseTitle(rc race, l lease) string {
 	}
 	if n := len(l.Renewals); n > 0 {
 		s += fmt.Sprintf("; renewed %d times", n)
+	}
+	if l.Revived {
+		s += "; only a mistake renews a lease after its end"
 	}
 	return s
 }

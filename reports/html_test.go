@@ -112,3 +112,28 @@ func TestByMessageKeepsPartsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestHTMLDrawsARevivedLease: the page draws the lease a renewal revived
+// after its end as a bar of its own from that renewal, edged red and
+// explained in the legend; a run without one has neither.
+func TestHTMLDrawsARevivedLease(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := HTML(&b, renewAfterExpiry(), RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`class="lease expired revived" data-owner="Worker-A" data-subject="EVENT-81" data-claim-seq="5"`,
+		"revived after its end by Worker-A&#39;s renewal (#5)", "red-edged lease: revived"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	b.Reset()
+	if err := HTML(&b, session18(), RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), " revived\"") || strings.Contains(b.String(), "red-edged") {
+		t.Error("session 18's page revives no lease, yet says so")
+	}
+}
