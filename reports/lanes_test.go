@@ -274,9 +274,11 @@ func TestLanesReviveAnEndedLease(t *testing.T) {
 func TestLanesReviveNothingElse(t *testing.T) {
 	t.Parallel()
 	for name, edit := range map[string]func(*lab.Result){
-		"fenced renewal": func(r *lab.Result) { r.Timeline[4].Kind, r.Timeline[4].Rows, r.Timeline[4].Until = lab.KindFenced, lab.RowsOf(0), "" },
-		"0 rows":         func(r *lab.Result) { r.Timeline[4].Rows = lab.RowsOf(0) },
-		"no lease end":   func(r *lab.Result) { r.Timeline[4].Until = "" },
+		"fenced renewal": func(r *lab.Result) {
+			r.Timeline[4].Kind, r.Timeline[4].Rows, r.Timeline[4].Until = lab.KindFenced, lab.RowsOf(0), ""
+		},
+		"0 rows":       func(r *lab.Result) { r.Timeline[4].Rows = lab.RowsOf(0) },
+		"no lease end": func(r *lab.Result) { r.Timeline[4].Until = "" },
 		"taken first": func(r *lab.Result) {
 			r.Timeline[3].Kind, r.Timeline[3].At, r.Timeline[3].Until, r.Timeline[3].Rows = lab.KindClaim, "t=200", "t=260", lab.RowsOf(1)
 		},
