@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,6 +109,46 @@ func TestByMessageKeepsPartsApart(t *testing.T) {
 			}
 			if got, want := strings.Contains(b.String(), "<th>Part</th>"), tt.want[0].Part != ""; got != want {
 				t.Errorf("the page shows a Part column: %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestByMessageCountsEffectsPerService: effects are counted per consumer
+// service, read off the event's Service: two instances of one service
+// crediting one event (session 20, part 1 short) is a double effect, red
+// whichever instance made each; two services each applying it once is
+// not; an effect with no service counts for its actor.
+func TestByMessageCountsEffectsPerService(t *testing.T) {
+	t.Parallel()
+	effect := func(seq int, actor, service string) lab.Event {
+		return lab.Event{Seq: seq, At: fmt.Sprintf("2026-01-15T09:00:%02d.000Z", seq), Actor: actor, Service: service,
+			Action: "apply", Kind: lab.KindEffect, Subject: "e20"}
+	}
+	tests := []struct {
+		name     string
+		timeline []lab.Event
+		want     messageRow
+	}{
+		{"TwoInstancesOneService", []lab.Event{effect(1, "Consumer-2", "credit-service"), effect(2, "Consumer-1", "credit-service")},
+			messageRow{Subject: "e20", Work: "-", Sends: "-", Effects: "credit-service ×2 (Consumer-2 ×1, Consumer-1 ×1)", EffectTwice: true}},
+		{"TwoServices", []lab.Event{effect(1, "Inbox-Consumer", "inbox-credit"), effect(2, "Naive-Consumer", "naive-credit")},
+			messageRow{Subject: "e20", Work: "-", Sends: "-", Effects: "inbox-credit ×1 (Inbox-Consumer ×1), naive-credit ×1 (Naive-Consumer ×1)"}},
+		{"NoService", []lab.Event{effect(1, "Consumer-2", ""), effect(2, "Consumer-1", "")},
+			messageRow{Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-2 ×1, Consumer-1 ×1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &lab.Result{Timeline: tt.timeline}
+			if got := byMessage(newRace(r)); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("byMessage:\n got %+v\nwant %+v", got, tt.want)
+			}
+			var b bytes.Buffer
+			if err := HTML(&b, r, RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), `class="effects fail"`); got != tt.want.EffectTwice {
+				t.Errorf("the page draws the effects red: %v, want %v", got, tt.want.EffectTwice)
 			}
 		})
 	}

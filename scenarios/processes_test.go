@@ -169,6 +169,11 @@ func testProcesses(t *testing.T, db string) {
 			if got := childrenOf(t, r); !slices.Equal(sortedChildren(got), sortedChildren(tt.children)) {
 				t.Errorf("child processes\n%v\nwant\n%v", got, tt.children)
 			}
+			for _, e := range r.Timeline { // a child's effect crosses the pipe with its service
+				if (e.Kind == lab.KindEffect || e.Kind == lab.KindDedup) && e.Service == "" {
+					t.Errorf("#%d %s's %s of %s names no consumer service", e.Seq, e.Actor, e.Kind, e.Subject)
+				}
+			}
 			if !tt.sameChecks && tt.same == "" {
 				return
 			}
