@@ -362,7 +362,7 @@ func (c *ConsumerInstance) RecordEffect(applied bool, result string, busy int) {
 	if busy > 0 {
 		detail += fmt.Sprintf(" (after %d %s retries)", busy, c.db.Engine().RetriedError())
 	}
-	e := lab.Event{Kind: lab.KindEffect, Subject: d.EventID, Offer: d.OfferID, Actor: c.name, Action: "effect", Detail: detail}
+	e := lab.Event{Kind: lab.KindEffect, Subject: d.EventID, Offer: d.OfferID, Actor: c.name, Service: c.group, Action: "effect", Detail: detail}
 	if !applied {
 		e.Kind, e.Action = lab.KindDedup, "no effect"
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
@@ -31,6 +32,10 @@ type Config struct {
 	Target func(ctx context.Context, path string) (proc.Target, error)
 	// Ledger receives each child's statements when it ends.
 	Ledger *store.Ledger
+	// Timeout bounds each wait for a child's report, answer or exit (see
+	// [proc.Spec]); 0 is [proc.DefaultTimeout]. Tests shorten it, so that
+	// a child that never answers fails them in seconds.
+	Timeout time.Duration
 }
 
 // Opener opens a run's instances. The run builds one from --processes;
@@ -64,7 +69,7 @@ func (o *Opener) startChild(ctx context.Context, role, path string, work any) (*
 	if err != nil {
 		return nil, err
 	}
-	c, err := proc.Start(ctx, proc.Spec{Role: role, Target: target, Work: work, Ledger: o.cfg.Ledger})
+	c, err := proc.Start(ctx, proc.Spec{Role: role, Target: target, Work: work, Ledger: o.cfg.Ledger, Timeout: o.cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}

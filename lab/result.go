@@ -154,6 +154,10 @@ type Event struct {
 	// none; To is the consumer a delivery went to.
 	Offer int64
 	To    string
+	// Service is the consumer service (the consumer group the broker
+	// delivers to, whose inbox it keeps) a consumer instance's effect or
+	// dedup is for; "" for none. Several instances may share it.
+	Service string
 }
 
 // RowsOf is n as an event's Rows.

@@ -23,6 +23,11 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
+// testTimeout bounds each wait on a child in these tests (a test that
+// tests the timeout sets its own): a child that never answers fails its
+// test in seconds, not after [proc.DefaultTimeout].
+const testTimeout = 5 * time.Second
+
 // TestMain is also the child: started as `<test binary> worker --role
 // ROLE`, it serves one of testRoles.
 func TestMain(m *testing.M) {
@@ -176,7 +181,7 @@ func TestKilledChildLosesOnlyItsOpenTransaction(t *testing.T) {
 				if err := parent.Migrate(ctx, store.PaymentsOutbox); err != nil {
 					t.Fatal(err)
 				}
-				c, err := proc.Start(ctx, proc.Spec{Role: "checkout", Target: target, Work: time.Unix(0, 0).UTC(), Ledger: ledger})
+				c, err := proc.Start(ctx, proc.Spec{Role: "checkout", Target: target, Work: time.Unix(0, 0).UTC(), Ledger: ledger, Timeout: testTimeout})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -311,7 +316,7 @@ func TestSignalledChildExitsByItself(t *testing.T) {
 	t.Parallel()
 	target := engines[0].target(t)
 	ctx := context.Background()
-	c, err := proc.Start(ctx, proc.Spec{Role: "term", Target: target, Work: 1})
+	c, err := proc.Start(ctx, proc.Spec{Role: "term", Target: target, Work: 1, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +365,7 @@ func TestSignalledChildExitsByItself(t *testing.T) {
 func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1})
+	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +416,7 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	u, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1})
+	u, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,4 +436,33 @@ func processState(t *testing.T, pid int) string {
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	return strings.Fields(string(b[i+1:]))[0]
+}
+
+// TestFrozenChildFailsACallWithinItsTimeout: a call to a child that never
+// answers (frozen by SIGSTOP) fails once the child's timeout passes, not
+// after [proc.DefaultTimeout]: the error names the child and the
+// timeout, and the child is killed.
+func TestFrozenChildFailsACallWithinItsTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if err := c.Call(ctx, "add", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = c.Call(ctx, "add", 3, nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the call failed after %s, want about the 1s timeout", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "worker counter (pid ") || !strings.Contains(err.Error(), "said nothing for 1s") ||
+		!strings.Contains(err.Error(), "signal: killed") {
+		t.Errorf("call to a frozen child: %v, want an error naming it, its 1s of silence and its SIGKILL", err)
+	}
 }

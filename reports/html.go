@@ -55,6 +55,9 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		Messages: byMessage(rc),
 	}
 	page.Parts = len(page.Messages) > 0 && page.Messages[0].Part != ""
+	for _, l := range rc.Leases {
+		page.Revived = page.Revived || l.Revived
+	}
 	return pageTemplate.Execute(w, page)
 }
 
@@ -63,6 +66,7 @@ type htmlPage struct {
 	Title, Scenario, Variant, Design, Result, Lesson, Mistake, Started, Verdict string
 	MistakeShows, DoesNotSolve                                                  string
 	Passed, Concurrent                                                          bool
+	Revived                                                                     bool // a renewal revived an ended lease: the legend says how it is drawn
 	Broken                                                                      []string
 	Checks                                                                      []lab.Check
 	CSS                                                                         template.CSS
@@ -84,38 +88,15 @@ type messageRow struct {
 // byMessage is the per-message view: one row per message the timeline's
 // processing attempts, sends or effects name, in order of first mention,
 // with each actor's count; a row is flagged where a kind of work happened
-// more than once (effects: more than once by one actor), and the view is
-// empty when no message had any. A run in parts (clock segments: a lesson
-// that restarts its clock, on a fresh database) counts each part apart, one
-// row per message and part, naming the part: a message handled once in each
-// part was not handled twice.
+// more than once. Effects are counted per consumer service (the group the
+// broker delivers to, read off the event's Service; an effect with none
+// counts for its actor), naming the instances that made them: a second
+// effect of one event by one service is red whichever instance made it.
+// The view is empty when no message had any. A run in parts (clock
+// segments: a lesson that restarts its clock, on a fresh database) counts
+// each part apart, one row per message and part, naming the part: a
+// message handled once in each part was not handled twice.
 func byMessage(rc race) []messageRow {
-	type tally struct {
-		order  []string
-		counts map[string]int
-	}
-	add := func(t *tally, actor string) {
-		if t.counts == nil {
-			t.counts = map[string]int{}
-		}
-		if t.counts[actor] == 0 {
-			t.order = append(t.order, actor)
-		}
-		t.counts[actor]++
-	}
-	text := func(t tally) (string, int, int) {
-		var parts []string
-		total, most := 0, 0
-		for _, a := range t.order {
-			parts = append(parts, fmt.Sprintf("%s ×%d", a, t.counts[a]))
-			total += t.counts[a]
-			most = max(most, t.counts[a])
-		}
-		if len(parts) == 0 {
-			return "-", 0, 0
-		}
-		return strings.Join(parts, ", "), total, most
-	}
 	type message struct {
 		seg     int
 		subject string
@@ -124,6 +105,7 @@ func byMessage(rc race) []messageRow {
 	work, sends, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
 	for _, e := range rc.Events {
 		var t map[message]*tally
+		key := e.Actor
 		switch e.Kind {
 		case lab.KindWork:
 			t = work
@@ -131,6 +113,9 @@ func byMessage(rc race) []messageRow {
 			t = sends
 		case lab.KindEffect:
 			t = effects
+			if e.Service != "" {
+				key = e.Service
+			}
 		default:
 			continue
 		}
@@ -142,21 +127,77 @@ func byMessage(rc race) []messageRow {
 			messages = append(messages, m)
 			work[m], sends[m], effects[m] = &tally{}, &tally{}, &tally{}
 		}
-		add(t[m], e.Actor)
+		t[m].add(key, e.Actor)
 	}
 	segmented := len(rc.Events) > 0 && rc.Events[len(rc.Events)-1].Seg > 0
 	var rows []messageRow
 	for _, m := range messages {
-		w, wn, _ := text(*work[m])
-		o, on, _ := text(*sends[m])
-		f, _, fmost := text(*effects[m])
-		row := messageRow{Subject: m.subject, Work: w, Sends: o, Effects: f, WorkTwice: wn > 1, SentTwice: on > 1, EffectTwice: fmost > 1}
+		row := messageRow{Subject: m.subject, Work: work[m].String(), Sends: sends[m].String(), Effects: effects[m].String(),
+			WorkTwice: work[m].total() > 1, SentTwice: sends[m].total() > 1, EffectTwice: effects[m].most() > 1}
 		if segmented {
 			row.Part = segLabel(rc, m.seg)
 		}
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// tally counts one kind of work on one message by key (an actor, or for
+// effects a consumer service), and the actors behind each key.
+type tally struct {
+	order  []string
+	counts map[string]int
+	actors map[string]*tally // per key, when an actor other than the key counted for it
+}
+
+func (t *tally) add(key, actor string) {
+	if t.counts == nil {
+		t.counts, t.actors = map[string]int{}, map[string]*tally{}
+	}
+	if t.counts[key] == 0 {
+		t.order = append(t.order, key)
+	}
+	t.counts[key]++
+	if actor != key {
+		if t.actors[key] == nil {
+			t.actors[key] = &tally{}
+		}
+		t.actors[key].add(actor, actor)
+	}
+}
+
+func (t *tally) total() int {
+	n := 0
+	for _, k := range t.order {
+		n += t.counts[k]
+	}
+	return n
+}
+
+func (t *tally) most() int {
+	n := 0
+	for _, k := range t.order {
+		n = max(n, t.counts[k])
+	}
+	return n
+}
+
+// String is each key's count, in order of first mention, with the actors
+// behind a key that is not an actor: "credit-service ×2 (Consumer-1 ×1,
+// Consumer-2 ×1)"; "-" for none.
+func (t *tally) String() string {
+	var parts []string
+	for _, k := range t.order {
+		part := fmt.Sprintf("%s ×%d", k, t.counts[k])
+		if a := t.actors[k]; a != nil {
+			part += " (" + a.String() + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // glyphLegend draws each kind of event's mark with what it means.
@@ -202,13 +243,14 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <div class="legend" aria-label="legend">
 <span style="--c:#7fb3e6">lease, from its claim to its owner's last write (labelled with its message)</span>
 <span style="--c:#2b6cb0">renewal; dashed end: the clock ran it out, or another claim took it</span>
-<span style="--c:#4a5568">offer to the broker</span>
+{{if .Revived}}<span style="--c:#c81e1e">red-edged lease: revived by a renewal after it had ended (only a mistake does)</span>
+{{end}}<span style="--c:#4a5568">offer to the broker</span>
 <span style="--c:#1f7a3d">delivery</span>
 </div>
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 {{if .Messages}}<h2>By message: who worked on each</h2>
-<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (status checks at the provider), the sends to the broker and the consumers' effects each actor made on it. Red: done more than once{{if .Parts}} in one part{{end}}.</p>
+<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (status checks at the provider), the sends to the broker, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}; an effect, more than once by one service, whichever instance.</p>
 <table id="messages">
 <thead><tr>{{if .Parts}}<th>Part</th>{{end}}<th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
 <tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if .SentTwice}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>
@@ -416,7 +458,8 @@ func segLabel(rc race, seg int) string {
 
 // svgLeases draws each lease as a bar in its owner's lane, from its claim
 // to its finalize, or hatched to the deadline where it ran out, with a
-// mark at each renewal.
+// mark at each renewal; a lease a renewal revived after its end starts at
+// that renewal, edged red.
 func svgLeases(b *strings.Builder, rc race, lo layout) {
 	b.WriteString(`<g class="leases">`)
 	for _, l := range rc.Leases {
@@ -432,6 +475,9 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 		cls := "lease"
 		if l.Expired() {
 			cls += " expired"
+		}
+		if l.Revived {
+			cls += " revived"
 		}
 		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="14" rx="3"><title>%s</title></rect>`,
 			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, x0, y, x1-x0, esc(leaseTitle(rc, l)))
@@ -449,6 +495,10 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 
 func leaseTitle(rc race, l lease) string {
 	s := fmt.Sprintf("%s's lease on %s from #%d", l.Owner, orDash(l.Subject), rc.Events[l.Start].Seq)
+	if l.Revived {
+		s = fmt.Sprintf("%s's lease on %s, revived after its end by %s's renewal (#%d)",
+			l.Owner, orDash(l.Subject), rc.Events[l.Start].Actor, rc.Events[l.Start].Seq)
+	}
 	switch l.Ended {
 	case endFinalized:
 		s += fmt.Sprintf(" to its finalize (#%d)", rc.Events[l.End].Seq)
@@ -461,6 +511,9 @@ func leaseTitle(rc race, l lease) string {
 	}
 	if n := len(l.Renewals); n > 0 {
 		s += fmt.Sprintf("; renewed %d times", n)
+	}
+	if l.Revived {
+		s += "; only a mistake renews a lease after its end"
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,5 +111,70 @@ func TestByMessageKeepsPartsApart(t *testing.T) {
 				t.Errorf("the page shows a Part column: %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestByMessageCountsEffectsPerService: effects are counted per consumer
+// service, read off the event's Service: two instances of one service
+// crediting one event (session 20, part 1 short) is a double effect, red
+// whichever instance made each; two services each applying it once is
+// not; an effect with no service counts for its actor.
+func TestByMessageCountsEffectsPerService(t *testing.T) {
+	t.Parallel()
+	effect := func(seq int, actor, service string) lab.Event {
+		return lab.Event{Seq: seq, At: fmt.Sprintf("2026-01-15T09:00:%02d.000Z", seq), Actor: actor, Service: service,
+			Action: "apply", Kind: lab.KindEffect, Subject: "e20"}
+	}
+	tests := []struct {
+		name     string
+		timeline []lab.Event
+		want     messageRow
+	}{
+		{"TwoInstancesOneService", []lab.Event{effect(1, "Consumer-2", "credit-service"), effect(2, "Consumer-1", "credit-service")},
+			messageRow{Subject: "e20", Work: "-", Sends: "-", Effects: "credit-service ×2 (Consumer-2 ×1, Consumer-1 ×1)", EffectTwice: true}},
+		{"TwoServices", []lab.Event{effect(1, "Inbox-Consumer", "inbox-credit"), effect(2, "Naive-Consumer", "naive-credit")},
+			messageRow{Subject: "e20", Work: "-", Sends: "-", Effects: "inbox-credit ×1 (Inbox-Consumer ×1), naive-credit ×1 (Naive-Consumer ×1)"}},
+		{"NoService", []lab.Event{effect(1, "Consumer-2", ""), effect(2, "Consumer-1", "")},
+			messageRow{Subject: "e20", Work: "-", Sends: "-", Effects: "Consumer-2 ×1, Consumer-1 ×1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &lab.Result{Timeline: tt.timeline}
+			if got := byMessage(newRace(r)); len(got) != 1 || got[0] != tt.want {
+				t.Errorf("byMessage:\n got %+v\nwant %+v", got, tt.want)
+			}
+			var b bytes.Buffer
+			if err := HTML(&b, r, RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), `class="effects fail"`); got != tt.want.EffectTwice {
+				t.Errorf("the page draws the effects red: %v, want %v", got, tt.want.EffectTwice)
+			}
+		})
+	}
+}
+
+// TestHTMLDrawsARevivedLease: the page draws the lease a renewal revived
+// after its end as a bar of its own from that renewal, edged red and
+// explained in the legend; a run without one has neither.
+func TestHTMLDrawsARevivedLease(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	if err := HTML(&b, renewAfterExpiry(), RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`class="lease expired revived" data-owner="Worker-A" data-subject="EVENT-81" data-claim-seq="5"`,
+		"revived after its end by Worker-A&#39;s renewal (#5)", "red-edged lease: revived"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	b.Reset()
+	if err := HTML(&b, session18(), RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), " revived\"") || strings.Contains(b.String(), "red-edged") {
+		t.Error("session 18's page revives no lease, yet says so")
 	}
 }

@@ -21,7 +21,8 @@ const LaneLegend = "One column per actor, one row per timeline event (the # colu
 	"turned away, 'D' a claim that found the work done, ?R a claim refused although the lease had ended (the claim's " +
 	"own fault); !! a write a guard turned away (a stale token, another owner, an ended lease, a deadline: 0 rows), " +
 	"=0 the owner's write that changed 0 rows because the work was already done, !S a write that changed a row its " +
-	"writer no longer owned; zz a stall, XX a crash, E! a statement that failed."
+	"writer no longer owned, REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar " +
+	"reopens there; zz a stall, XX a crash, E! a statement that failed."
 
 // Lanes writes the lane view of r's timeline: one column per actor, one row
 // per event, leases as bars. It fits [laneWidth] columns, merging the
@@ -197,10 +198,15 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 		barAt[i] = make([]bool, ncols)
 	}
 	ends := map[[2]int]string{} // row, column: how a lease ended there
+	revived := map[int]bool{}   // rows whose renewal revived an ended lease
 	for _, l := range rc.Leases {
 		c, ok := colOf[l.Owner]
 		if !ok {
 			continue
+		}
+		if l.Revived {
+			revived[l.Start] = true
+			barAt[l.Start][c] = true
 		}
 		last := l.Start
 		for j := l.Start + 1; j < len(rc.Events); j++ {
@@ -226,6 +232,9 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 	for i, e := range rc.Events {
 		c := colOf[e.Actor]
 		text := laneText(e, c == shared)
+		if revived[i] {
+			text = reviveText(e, c == shared)
+		}
 		mark := laneMark(e)
 		switch {
 		case mark != "":
@@ -308,6 +317,19 @@ func laneText(e raceEvent, shared bool) string {
 		text = "wakes"
 	}
 	if e.Subject != "" && !strings.Contains(text, e.Subject) && e.Kind != lab.KindNote && e.Kind != lab.KindCommit {
+		text += " " + e.Subject
+	}
+	if shared {
+		text = e.Actor + ": " + text
+	}
+	return text
+}
+
+// reviveText is what a renewal's cell says when it revived an ended
+// lease: that it did, whatever its kind.
+func reviveText(e raceEvent, shared bool) string {
+	text := "REVIVES ended lease"
+	if e.Subject != "" {
 		text += " " + e.Subject
 	}
 	if shared {

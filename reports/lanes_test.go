@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -197,5 +198,100 @@ func TestLanesFit120ColumnsInASCII(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "others") || !strings.Contains(b.String(), "Consumer-") {
 		t.Errorf("14 actors must share an others column naming its actors:\n%s", b.String())
+	}
+}
+
+// renewAfterExpiry is session 17's renew-after-expiry run: Worker-A's
+// lease ends at t=200, its renewal at t=200 still changes the row (the
+// mistake), so Worker-B's claims are blocked and Worker-A renews again.
+// Action words are what a lesson might say; the pictures must not read
+// them.
+func renewAfterExpiry() *lab.Result {
+	ev := func(seq int, at int64, actor, action string, kind lab.Kind, rows int64, until int64) lab.Event {
+		e := lab.Event{Seq: seq, At: fmt.Sprintf("t=%d", at), Actor: actor, Action: action, Kind: kind, Subject: "EVENT-81"}
+		if rows >= 0 {
+			e.Rows = lab.RowsOf(rows)
+		}
+		if until > 0 {
+			e.Until = fmt.Sprintf("t=%d", until)
+		}
+		return e
+	}
+	return &lab.Result{Timeline: []lab.Event{
+		ev(1, 0, "producer", "insert event", lab.KindCommit, -1, 0),
+		ev(2, 100, "Worker-A", "claims", lab.KindClaim, 1, 150),
+		ev(3, 130, "Worker-A", "renews", lab.KindRenew, 1, 200),
+		ev(4, 160, "Worker-B", "claims", lab.KindBlocked, 0, 0),
+		ev(5, 200, "Worker-A", "renews", lab.KindStale, 1, 250),
+		ev(6, 200, "Worker-B", "claims", lab.KindBlocked, 0, 0),
+		ev(7, 210, "Worker-A", "renews", lab.KindRenew, 1, 270),
+		ev(8, 220, "Worker-B", "renews", lab.KindFenced, 0, 0),
+	}}
+}
+
+// TestLanesReviveAnEndedLease: a renewal that changed the row (1 row)
+// after its lease had ended reopens the bar from its own row, labelled as
+// a revival, to the new lease end: the database holds a live lease again,
+// which is why Worker-B's claim at t=200 is blocked, and Worker-A's later
+// renewal is drawn in that bar.
+func TestLanesReviveAnEndedLease(t *testing.T) {
+	t.Parallel()
+	r := renewAfterExpiry()
+	rc := newRace(r)
+	if len(rc.Leases) != 2 || rc.Leases[0].Ended != endRanOut || rc.Leases[0].To != 200_000 {
+		t.Fatalf("leases %+v: want Worker-A's claim's lease run out at t=200, then a revived one", rc.Leases)
+	}
+	if l := rc.Leases[1]; !l.Revived || l.Owner != "Worker-A" || rc.Events[l.Start].Seq != 5 || l.To != 220_000 ||
+		l.Ended != endRunEnded || len(l.Renewals) != 1 || rc.Events[l.Renewals[0]].Seq != 7 {
+		t.Errorf("lease %+v: want Worker-A's, revived at #5, renewed at #7, to the run's end", l)
+	}
+	var b bytes.Buffer
+	if err := Lanes(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			rows[f[0]] = l
+		}
+	}
+	for seq, want := range map[string]string{
+		"5": "!S REVIVES ended lease EVENT-81", "6": "|", "7": "| renew EVENT-81", "8": "|",
+	} {
+		if !strings.Contains(rows[seq], want) {
+			t.Errorf("row %s = %q, want %q in it:\n%s", seq, rows[seq], want, b.String())
+		}
+	}
+	if r6 := rows["6"]; strings.Index(r6, "|") > strings.Index(r6, "# claim blocked") {
+		t.Errorf("row 6 = %q: Worker-A's revived bar stands left of Worker-B's blocked claim", r6)
+	}
+}
+
+// TestLanesReviveNothingElse: after the lease's end, a renewal that
+// changed no row, a stale write that left no lease end (a late finalize),
+// and renewals of a lease another worker's claim took (held live) revive
+// nothing.
+func TestLanesReviveNothingElse(t *testing.T) {
+	t.Parallel()
+	for name, edit := range map[string]func(*lab.Result){
+		"fenced renewal": func(r *lab.Result) {
+			r.Timeline[4].Kind, r.Timeline[4].Rows, r.Timeline[4].Until = lab.KindFenced, lab.RowsOf(0), ""
+		},
+		"0 rows":       func(r *lab.Result) { r.Timeline[4].Rows = lab.RowsOf(0) },
+		"no lease end": func(r *lab.Result) { r.Timeline[4].Until = "" },
+		"taken first": func(r *lab.Result) {
+			r.Timeline[3].Kind, r.Timeline[3].At, r.Timeline[3].Until, r.Timeline[3].Rows = lab.KindClaim, "t=200", "t=260", lab.RowsOf(1)
+		},
+	} {
+		r := renewAfterExpiry()
+		edit(r)
+		if name != "taken first" {
+			r.Timeline = r.Timeline[:6] // #5 is the only renewal after the end
+		}
+		for _, l := range newRace(r).Leases {
+			if l.Revived {
+				t.Errorf("%s: lease %+v revived", name, l)
+			}
+		}
 	}
 }

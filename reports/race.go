@@ -31,12 +31,18 @@ const (
 type lease struct {
 	Owner, Subject string
 	Seg            int
-	Start          int    // index of the claim event
+	Start          int    // index of the claim event (or, Revived, of the renewal)
 	End            int    // index of the event that ended it (a finalize, a take-over), -1 when the clock did
 	From, To       int64  // segment milliseconds
 	Renewals       []int  // indexes of the renewals that extended it
 	Ended          string // how it ended: endFinalized, endRanOut, endTaken or endRunEnded
 	By             string // with endTaken: who took it
+	// Revived says the lease began at a renewal that changed the row (1
+	// row) after the lease before it on that message had ended, with no
+	// claim between: the database holds a live lease again, its owner the
+	// ended lease's (a renewal never changes the owner). Only a mistake
+	// does this.
+	Revived bool
 }
 
 // Expired says the lease ended without its owner's finalize.
@@ -200,14 +206,22 @@ func (rc *race) leases() {
 			}
 			rc.Leases = append(rc.Leases, lease{Owner: e.Actor, Subject: e.Subject, Seg: e.Seg, Start: i, End: -1, From: e.T, To: e.UntilT})
 			open[len(rc.Leases)-1] = true
-		case lab.KindRenew:
+		case lab.KindRenew, lab.KindStale:
+			if e.Kind == lab.KindStale && (!changed(e) || e.UntilT < 0) {
+				break // a stale write that left no lease end (a late finalize) renews nothing
+			}
+			renewed := false
 			for li := range open {
 				if l := &rc.Leases[li]; l.Owner == e.Actor && same(*l, e) {
 					l.Renewals = append(l.Renewals, i)
 					if e.UntilT >= 0 {
 						l.To = e.UntilT
 					}
+					renewed = true
 				}
+			}
+			if !renewed {
+				rc.revive(i, open)
 			}
 		case lab.KindFinalize, lab.KindNoOp:
 			for li := range open {
@@ -227,6 +241,38 @@ func (rc *race) leases() {
 		closeAt(li, -1, l.To, endRanOut, "")
 	}
 }
+
+// revive reopens the lease a renewal (event i) brought back to life: one
+// that changed its row (1 row) to a lease end still ahead while no lease
+// on its message was open, and the last lease on that message in the
+// clock segment had ended (run out or finalized). The database then holds
+// a live lease again, the ended lease's owner's, until the renewal's lease
+// end; the new bar starts at the renewal. A renewal of a lease still open,
+// or of a message no claim ever leased, revives nothing.
+func (rc *race) revive(i int, open map[int]bool) {
+	e := rc.Events[i]
+	if !changed(e) || e.Subject == "" || e.UntilT <= e.T {
+		return
+	}
+	for li := range open {
+		if l := rc.Leases[li]; l.Seg == e.Seg && l.Subject == e.Subject {
+			return
+		}
+	}
+	for li := len(rc.Leases) - 1; li >= 0; li-- {
+		l := rc.Leases[li]
+		if l.Seg != e.Seg || l.Subject != e.Subject {
+			continue
+		}
+		rc.Leases = append(rc.Leases, lease{Owner: l.Owner, Subject: e.Subject, Seg: e.Seg, Start: i, End: -1,
+			From: e.T, To: e.UntilT, Revived: true})
+		open[len(rc.Leases)-1] = true
+		return
+	}
+}
+
+// changed says whether an event's write changed a row.
+func changed(e raceEvent) bool { return e.Rows != nil && *e.Rows > 0 }
 
 // segEnd is the time of a segment's last event.
 func (rc *race) segEnd(seg int) int64 {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/instance"
@@ -22,6 +23,12 @@ import (
 // subcommand does.
 func TestMain(m *testing.M) { proctest.Main(m, instance.Serve) }
 
+// testChildTimeout bounds each wait on a child in these tests: a child
+// that never answers fails its test in seconds, not after
+// [proc.DefaultTimeout]; no call of a lesson's child takes near that long,
+// even from the race-built binary on a loaded machine.
+const testChildTimeout = 5 * time.Second
+
 // executeProcesses runs sc's variant with Options.Processes on db ("" for
 // SQLite).
 func executeProcesses(t *testing.T, db string, sc *Scenario, variant string) *lab.Result {
@@ -30,6 +37,7 @@ func executeProcesses(t *testing.T, db string, sc *Scenario, variant string) *la
 	opts.TempRoot = t.TempDir()
 	opts.Database = db
 	opts.Processes = true
+	opts.ChildTimeout = testChildTimeout
 	r, err := Execute(context.Background(), sc, variant, opts, false)
 	if err != nil {
 		t.Fatalf("%s %s with processes: %v", sc.Name, variant, err)
@@ -169,6 +177,11 @@ func testProcesses(t *testing.T, db string) {
 			if got := childrenOf(t, r); !slices.Equal(sortedChildren(got), sortedChildren(tt.children)) {
 				t.Errorf("child processes\n%v\nwant\n%v", got, tt.children)
 			}
+			for _, e := range r.Timeline { // a child's effect crosses the pipe with its service
+				if (e.Kind == lab.KindEffect || e.Kind == lab.KindDedup) && e.Service == "" {
+					t.Errorf("#%d %s's %s of %s names no consumer service", e.Seq, e.Actor, e.Kind, e.Subject)
+				}
+			}
 			if !tt.sameChecks && tt.same == "" {
 				return
 			}
@@ -288,6 +301,7 @@ func testProcessesExplore(t *testing.T, db string) {
 				opts.Database = db
 				opts.ExploreBound = 3
 				opts.Processes = processes
+				opts.ChildTimeout = testChildTimeout
 				r, err := Execute(context.Background(), &interleavingExplorer, variant, opts, false)
 				if err != nil {
 					t.Fatalf("explore %s with processes %v: %v", variant, processes, err)

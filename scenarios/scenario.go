@@ -151,6 +151,11 @@ type Options struct {
 	// started none.
 	Processes bool
 
+	// ChildTimeout bounds, with Processes, each wait for a child's report,
+	// answer or exit; 0 is [proc.DefaultTimeout]. Tests shorten it, so
+	// that a child that never answers fails them in seconds.
+	ChildTimeout time.Duration
+
 	// swap, set only by tests, replaces a lesson's statement set before the
 	// run (see [swapped]): a test runs the scenario with one statement
 	// replaced and asserts which check fails, as a variant would.
@@ -312,7 +317,8 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.slotFile())
 		defer env.server.drop(keepDB, opts.Warn)
 	}
-	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.target, Ledger: env.Ledger})
+	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.target, Ledger: env.Ledger,
+		Timeout: opts.ChildTimeout})
 	defer env.Instances.Stop()
 	res, err := sc.Run(ctx, env)
 	if err != nil {

@@ -53,6 +53,11 @@ type settings struct {
 	// rounds of this length (tests: the matrix is what they check).
 	ceilingRound time.Duration
 
+	// childTimeout, when set, bounds each wait for a child process's
+	// report, answer or exit with run --processes (tests: a child that
+	// never answers fails them in seconds); 0 is proc.DefaultTimeout.
+	childTimeout time.Duration
+
 	// fileReport, when set, files a grade's reports and summary instead
 	// of [reports.WriteNew] (tests: a full disk).
 	fileReport func(path string, data []byte) (string, error)
@@ -74,7 +79,7 @@ func (s *settings) note(msg string) {
 // options are the lessons' defaults, run in s's temporary folder.
 func (s *settings) options() scenarios.Options {
 	o := scenarios.DefaultOptions()
-	o.TempRoot, o.Warn = s.tempRoot, s.warn
+	o.TempRoot, o.Warn, o.ChildTimeout = s.tempRoot, s.warn, s.childTimeout
 	return o
 }
 

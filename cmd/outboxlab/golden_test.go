@@ -27,6 +27,7 @@ func goldenRuns() [][2]string {
 		}
 	}
 	return append(runs, [2]string{"session-15-outbox-leasing", "permanent-lock"},
+		[2]string{"session-17-lease-renewal", "renew-after-expiry"},
 		[2]string{"session-21-batch-completion", "complete-if-processing"})
 }
 

@@ -42,11 +42,20 @@ func runCLI(t *testing.T, args ...string) outcome {
 // binary only ever runs one; parallel tests take turns here.
 var inProcess sync.Mutex
 
-// runCLIWith runs the CLI in-process in the given settings.
+// testChildTimeout bounds each wait on a child process of a run
+// --processes in these tests: a child that never answers fails its test
+// in seconds, not after proc.DefaultTimeout.
+const testChildTimeout = 5 * time.Second
+
+// runCLIWith runs the CLI in-process in the given settings, each wait on
+// a child bounded by testChildTimeout unless they say otherwise.
 func runCLIWith(t *testing.T, s *settings, args ...string) outcome {
 	t.Helper()
 	inProcess.Lock()
 	defer inProcess.Unlock()
+	if s.childTimeout == 0 {
+		s.childTimeout = testChildTimeout
+	}
 	var out, errOut bytes.Buffer
 	code := runWith(context.Background(), s, append([]string{"outboxlab"}, args...), &out, &errOut)
 	return outcome{code, out.String(), errOut.String(), s.tempRoot}
