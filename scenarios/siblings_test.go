@@ -22,10 +22,13 @@ func (emptyImporter) Import(importPath string) (*types.Package, error) {
 
 // frameworkFiles are the files of package scenarios that every lesson may
 // use: the Scenario type and its execution, the registry, the run's
-// schemas on a server, and the helpers that turn figures into checks.
+// schemas on a server, the helpers that turn figures into checks, and the
+// exercises, which hand out the lessons' statements (and ask the explorer
+// whether it runs them).
 // Every other non-test file is one lesson; the instances a lesson runs,
 // in the lab's process or as child processes, are package instance's.
-var frameworkFiles = map[string]bool{"scenario.go": true, "registry.go": true, "lesson.go": true, "server.go": true}
+var frameworkFiles = map[string]bool{"scenario.go": true, "registry.go": true, "lesson.go": true, "server.go": true,
+	"exercises.go": true, "exercise_catalogue.go": true}
 
 // TestLessonsAreSiblings asserts that no lesson file uses a name another
 // lesson file declares: what two lessons share belongs to package cast or
