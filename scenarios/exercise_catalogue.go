@@ -15,6 +15,10 @@ var (
 	pToken     = Param{Name: "token", Holds: "the fencing token the worker's own claim returned (claim_token as its claim left it)", Sample: int64(1)}
 )
 
+// mustCompleteUnderToken is what a relay's completion (an ack) must do.
+const mustCompleteUnderToken = "Sets delivered = 1 and delivered_at = :now on event :id and changes 1 row only when " +
+	":token is the event's current claim_token and it is not yet delivered; 0 rows otherwise."
+
 // scaleCheckRows are the rows a session 21 file is checked on: message 1
 // Processing under Worker-A's lease with token 1, as the samples' claims
 // name it, so the check runs the statement over a row it changes.
@@ -73,8 +77,7 @@ var exercises = []Exercise{
 		Task: "Worker-A's lease on event E-41 expires and Worker-B claims it with a new token; then Worker-A, unaware, " +
 			"acknowledges. Write the ack that marks event :id delivered only for the worker that holds the current " +
 			"token, so the stale ack changes nothing and the current one succeeds.",
-		Must: "Sets delivered = 1 and delivered_at = :now on event :id and changes 1 row only when :token is the event's " +
-			"current claim_token and it is not yet delivered; 0 rows otherwise.",
+		Must:   mustCompleteUnderToken,
 		Params: []Param{pNowTick, pEventID, pToken},
 	},
 	{
@@ -99,8 +102,7 @@ var exercises = []Exercise{
 		Task: "Relay-A sends an event to the broker and stalls; its lease expires, Relay-B claims and sends it again, and " +
 			"Relay-A's late completion arrives. Write the relay's completion of event :id after a send, so that only " +
 			"the relay holding the current token publishes the row.",
-		Must: "Sets delivered = 1 and delivered_at = :now on event :id and changes 1 row only when :token is the event's " +
-			"current claim_token and it is not yet delivered; 0 rows otherwise.",
+		Must:   mustCompleteUnderToken,
 		Params: []Param{pNowTick, pEventID, pToken},
 	},
 	{

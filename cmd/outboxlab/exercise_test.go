@@ -145,15 +145,7 @@ func TestGradeExercise(t *testing.T) {
 		"right.sql": "-- the token decides\nUPDATE outbox_events SET delivered = 1, delivered_at = :now\nWHERE event_id = :id AND claim_token = :token AND delivered = 0;\n",
 		"wrong.sql": "UPDATE outbox_events SET delivered = 1, delivered_at = :now WHERE event_id = :id AND delivered = 0;\n",
 	}
-	var paths []string
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
+	paths := writeFiles(t, dir, files)
 	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--format", "json", "--out", filepath.Join(dir, "out")}, paths...)...)
 	if o.code != 1 {
 		t.Fatalf("exit %d, want 1: %s", o.code, o.stderr)
@@ -184,6 +176,22 @@ func TestGradeExercise(t *testing.T) {
 	if !strings.Contains(table.stdout, "the shortest ordering that") || !strings.Contains(table.stdout, "5 action(s): A") {
 		t.Errorf("the table does not show the explorer's shortest ordering:\n%s", table.stdout)
 	}
+}
+
+// writeFiles writes each file's text under dir and returns their paths,
+// sorted.
+func writeFiles(t *testing.T, dir string, files map[string]string) []string {
+	t.Helper()
+	var paths []string
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	return paths
 }
 
 // assertFits fails for a line over 120 columns.

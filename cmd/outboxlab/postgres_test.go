@@ -551,14 +551,7 @@ func TestGradeOnPostgresBoundsStatements(t *testing.T) {
 		"big-on-run-rows.sql": "SELECT Id FROM OutboxMessages WHERE " + where + " AND (Id <> 5 OR (SELECT count(*) FROM generate_series(1, 200000000)) > 0) ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate,
 		"sort127.sql":         "SELECT count(*) FROM (SELECT repeat('x', 8000000) || g AS b FROM generate_series(1, 127) g GROUP BY b) s;\n" + okUpdate,
 	}
-	var paths []string
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
+	paths := writeFiles(t, dir, files)
 	o := runCLI(t, append([]string{"grade", "--db", url, "--format", "json", "--out", t.TempDir()}, paths...)...)
 	if o.code != exitUsage {
 		t.Errorf("exit %d, want %d; stderr %s", o.code, exitUsage, o.stderr)
