@@ -106,6 +106,7 @@ type RenewalEntry struct {
 	Rows       int64
 	Reason     string // for 0 rows: RenewalLeaseLost, RenewalDeadline or RenewalDelivered
 	Why        string
+	Sent       bool // the renewing job had sent its event
 }
 
 // HeartbeatSend is one send to the broker.
@@ -424,3 +425,10 @@ func (r *HeartbeatRelay) frozenAt(t int64) bool {
 
 // shortClock prints a tick as the clock's time of day, e.g. 09:00:31.
 func shortClock(t int64) string { return TickClock(t)[11:19] }
+
+// LeaseExpired adds the timeline line of the lease of event, which holder
+// held through a freeze, running out with no heartbeat.
+func (s *HeartbeatStage) LeaseExpired(event, holder string) {
+	s.Add(lab.Event{Kind: lab.KindExpiry, Subject: event, Actor: "clock", Action: "lease expires",
+		Detail: holder + "'s lease on " + event + " has expired; its heartbeat never ran"})
+}

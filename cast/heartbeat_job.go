@@ -90,12 +90,16 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	if err != nil {
 		return err
 	}
-	e := RenewalEntry{At: at, Relay: r.Name, Event: j.Event, Token: j.Token, LeaseUntil: at + p.Lease, Rows: f.Rows}
+	e := RenewalEntry{At: at, Relay: r.Name, Event: j.Event, Token: j.Token, LeaseUntil: at + p.Lease, Rows: f.Rows, Sent: j.sent}
 	if f.Rows == 1 {
 		j.LeaseUntil, j.nextBeat = e.LeaseUntil, e.LeaseUntil-p.Margin+p.Delay
+		detail := fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)", j.Token, shortClock(j.LeaseUntil), shortClock(j.nextBeat))
+		if j.LeaseUntil == j.ClaimedAt+p.MaxProcessing {
+			detail += fmt.Sprintf(": exactly the processing deadline, claimed_at %s + %s, which the renewal allows (<=)",
+				shortClock(j.ClaimedAt), DurationText(p.MaxProcessing))
+		}
 		e.Seq = s.Add(lab.Event{Kind: lab.KindRenew, Subject: j.Event, Until: TickClock(j.LeaseUntil), Rows: lab.RowsOf(1),
-			Actor: r.Name, Action: "heartbeat " + j.Event, Detail: fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)",
-				j.Token, shortClock(j.LeaseUntil), shortClock(j.nextBeat))})
+			Actor: r.Name, Action: "heartbeat " + j.Event, Detail: detail})
 		s.Renewals = append(s.Renewals, e)
 		return nil
 	}
@@ -115,6 +119,8 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 		s.Event(lab.KindNote, r.Name, "logs", "renewal of "+j.Event+" failed: logged; the work goes on")
 	case e.Reason == RenewalDeadline:
 		j.cancelWork(ErrProcessingDeadline, "the lease is not renewed again; it ends at "+shortClock(j.LeaseUntil))
+	case j.sent:
+		j.cancelWork(ErrLeaseLost, "after its send: the send stands (the broker holds it), the completion is not attempted")
 	default:
 		j.cancelWork(ErrLeaseLost, "before its send: nothing sent, nothing written")
 	}
@@ -139,8 +145,12 @@ func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why st
 		return RenewalLeaseLost, "lease lost: it expired at " + shortClock(ev.LeaseUntil), nil
 	}
 	p := j.relay.policy
-	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s would pass claimed_at %s + %s = %s",
-		shortClock(at+p.Lease), shortClock(j.ClaimedAt), DurationText(p.MaxProcessing), shortClock(j.ClaimedAt+p.MaxProcessing)), nil
+	verb := "would pass"
+	if at+p.Lease == j.ClaimedAt+p.MaxProcessing {
+		verb = "would end exactly at"
+	}
+	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s %s claimed_at %s + %s = %s", shortClock(at+p.Lease),
+		verb, shortClock(j.ClaimedAt), DurationText(p.MaxProcessing), shortClock(j.ClaimedAt+p.MaxProcessing)), nil
 }
 
 // cancelWork cancels the job's work with cause, waits for a hung work to

@@ -198,3 +198,95 @@ func (p HeartbeatPolicy) Table(relayA HeartbeatPolicy, grace int64) lab.Table {
 	t.AddRow("Relay-A on lease loss", string(relayA.OnLeaseLost), "what its heartbeat does with a 0-row renewal")
 	return t
 }
+
+// RenewalTally counts the renewal ledger's entries by outcome.
+type RenewalTally struct {
+	OneRow int
+	// LeaseLostBeforeSend and LeaseLostAfterSend are the 0-row renewals
+	// of a lost lease, by whether the job had sent its event.
+	LeaseLostBeforeSend, LeaseLostAfterSend int
+	Deadline                                int // 0 rows: the processing deadline
+}
+
+// TallyRenewals counts the stage's renewals by outcome.
+func (s *HeartbeatStage) TallyRenewals() RenewalTally {
+	var t RenewalTally
+	for _, e := range s.Renewals {
+		switch {
+		case e.Rows == 1:
+			t.OneRow++
+		case e.Reason == RenewalLeaseLost && e.Sent:
+			t.LeaseLostAfterSend++
+		case e.Reason == RenewalLeaseLost:
+			t.LeaseLostBeforeSend++
+		case e.Reason == RenewalDeadline:
+			t.Deadline++
+		}
+	}
+	return t
+}
+
+// CancelledOnLeaseLoss counts the works cancelled because a renewal found
+// the lease lost, by whether the send had happened.
+func (s *HeartbeatStage) CancelledOnLeaseLoss() (beforeSend, afterSend int) {
+	for _, c := range s.Cancellations {
+		switch {
+		case !errors.Is(c.Cause, ErrLeaseLost):
+		case c.Sent:
+			afterSend++
+		default:
+			beforeSend++
+		}
+	}
+	return beforeSend, afterSend
+}
+
+// RenewalsToDeadline are the renewals of event whose proposed lease ends
+// exactly at its claim's claimed_at + maxProcessing, whatever rows they
+// changed.
+func (s *HeartbeatStage) RenewalsToDeadline(event string, maxProcessing int64) []RenewalEntry {
+	claimedAt := map[[3]any]int64{}
+	for _, c := range s.Claims {
+		claimedAt[[3]any{c.Relay, c.Event, c.Token}] = c.At
+	}
+	var out []RenewalEntry
+	for _, e := range s.Renewals {
+		at, ok := claimedAt[[3]any{e.Relay, e.Event, e.Token}]
+		if ok && e.Event == event && e.LeaseUntil == at+maxProcessing {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// AcceptedOffers counts the broker's accepted offers of event.
+func AcceptedOffers(offers []store.BrokerOffer, event string) int {
+	n := 0
+	for _, o := range offers {
+		if o.EventID == event && !o.Dropped {
+			n++
+		}
+	}
+	return n
+}
+
+// CompletedOnceBy counts every committed completion of event, and returns
+// it with the figure a check compares: 1 only when there was exactly one,
+// by relay; 0 when the only one was another relay's; the count when there
+// were several.
+func CompletedOnceBy(completions []HeartbeatCompletion, event, relay string) (committed, once int) {
+	byRelay := 0
+	for _, c := range completions {
+		if c.Rows == 0 || c.Event != event {
+			continue
+		}
+		committed++
+		if c.Relay == relay {
+			byRelay++
+		}
+	}
+	if committed == 1 {
+		return committed, byRelay
+	}
+	return committed, committed
+}

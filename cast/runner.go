@@ -52,3 +52,26 @@ func RunInOrder(ctx context.Context, workers []string, work func(ctx context.Con
 func SortBySeq[T any](items []T, key func(T) int) {
 	sort.SliceStable(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
 }
+
+// Step is one move of a lesson's script: what it does at tick At.
+type Step struct {
+	At int64
+	Do func() error
+}
+
+// At is the step that does do at tick t.
+func At(t int64, do func() error) Step { return Step{At: t, Do: do} }
+
+// RunScript runs each step in order, moving the clock to its tick first
+// with advance.
+func RunScript(ctx context.Context, advance func(ctx context.Context, t int64) error, steps []Step) error {
+	for _, s := range steps {
+		if err := advance(ctx, s.At); err != nil {
+			return err
+		}
+		if err := s.Do(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

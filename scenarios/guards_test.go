@@ -66,7 +66,10 @@ var taughtGuards = func() []taughtGuard {
 			return designs
 		})
 	}
-	late, renewal := lateFinalize.Name, leaseRenewal.Name
+	heartbeat := func(g store.Stmt) func(any) any {
+		return swapOf(func(hc heartbeatCast) heartbeatCast { hc.sqls.Renew = g; return hc })
+	}
+	late, renewal, hb := lateFinalize.Name, leaseRenewal.Name, heartbeatAndShutdown.Name
 	return []taughtGuard{
 		{scenario: late, stmt: store.FinalizeOwned, guard: "LockedBy = :worker", swap: outbox,
 			breaks: []string{"ownership_violations", "owner_result_kept", "rejected_while_owner_holds"}},
@@ -92,6 +95,14 @@ var taughtGuards = func() []taughtGuard {
 				"message again, which no drain step does"},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.LockedBy = :worker", swap: batch,
 			gap: tokenImpliesOwner},
+		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "claim_token = :token", swap: heartbeat,
+			breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"}},
+		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "lease_until > :now", swap: heartbeat,
+			gap: "every lease that expires in the lesson's run is reclaimed (a new token) before its relay renews it, so " +
+				"claim_token = :token refuses the late renewal too; only the renew-without-margin variant renews an " +
+				"expired lease that nobody has reclaimed"},
+		{scenario: hb, stmt: store.RenewWithinDeadline, guard: ":now + :lease <= claimed_at + :max_processing", swap: heartbeat,
+			breaks: []string{"deadline_refusals", "lost_events"}},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.ClaimToken = Done.Token", swap: batch,
 			breaks: []string{"stale_completions_committed", "results_overwritten", "stale_token_refused"}},
 	}

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -40,6 +39,7 @@ const (
 	hbRelayFresh = "Relay-D (restarted)"
 	hbPaused     = "e2" // the event Relay-A holds when it freezes
 	hbStuck      = "e3" // the event whose work never ends
+	hbSentFirst  = "e8" // the event Relay-C sends, then freezes holding
 )
 
 var heartbeatAndShutdown = Scenario{
@@ -54,9 +54,13 @@ var heartbeatAndShutdown = Scenario{
 		"Act 1: Relay-A works on e1 for 75 s, several lease periods; every renewal changes 1 row and its completion is accepted. " +
 		"Act 2: Relay-A freezes holding e2 (a stop-the-world pause); its lease expires and Relay-B reclaims e2. When Relay-A " +
 		"resumes, its overdue renewal changes 0 rows and the heartbeat cancels the work's context before the send: no send, " +
-		"no completion attempted. Relay-B sends and completes e2. " +
-		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time), so Relay-C, whose " +
-		"work on e3 never ends, loses e3 and Relay-B delivers it. " +
+		"no completion attempted. Relay-B sends and completes e2. Then Relay-C sends e8 and freezes before its completion; " +
+		"Relay-B reclaims, sends and completes e8; Relay-C's overdue renewal changes 0 rows and cancels the work after the " +
+		"send: the send stands (the broker now holds e8 twice; the inbox absorbs that) and no completion is attempted. " +
+		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time); a lease that ends " +
+		"exactly at the deadline is allowed (<=): Relay-C, whose work on e3 never ends, is paused 11 s, so its overdue " +
+		"renewal proposes exactly claimed_at + 2 min and changes 1 row, and the next one is refused. Relay-C loses e3 and " +
+		"Relay-B delivers it. " +
 		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
 		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
 		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
@@ -75,10 +79,15 @@ var heartbeatAndShutdown = Scenario{
 	},
 	Checks: []CheckDoc{
 		{Name: "stale_sends", About: "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
-		{Name: "zero_row_renewals", About: "renewals that changed 0 rows because the lease was lost: 1, Relay-A's after its pause"},
+		{Name: "zero_row_renewals", About: "renewals that changed 0 rows because the lease was lost before the relay sent: 1, " +
+			"Relay-A's after its pause (Relay-C's after its send on e8 is cancelled_after_send's)"},
 		{Name: "cancelled_on_lease_loss", About: "works cancelled on a lost lease before their send: 1, Relay-A's on e2"},
+		{Name: "cancelled_after_send", About: "works cancelled on a lost lease after their send: 1, Relay-C's on e8; the send " +
+			"stands and no completion is attempted"},
 		{Name: "completed_by_new_owner", About: "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
 		{Name: "deadline_refusals", About: "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
+		{Name: "renewal_to_deadline_rows", About: "rows changed by Relay-C's renewal of e3 whose lease ends exactly at claimed_at " +
+			"+ 2 min: 1 (the deadline allows a lease that ends on it)"},
 		{Name: "lost_events", About: "committed events the broker never received by the end of the run, marked delivered or not: 0"},
 		{Name: "completed_without_send", About: "completions that changed a row for an event the completing relay never sent: 0"},
 		{Name: "recovered_after_restart", About: "events in flight at shutdown that the restarted relay recovered and delivered: 2 (e5, e6)"},
@@ -177,8 +186,9 @@ func runHeartbeatAndShutdown(ctx context.Context, env *Env, hc heartbeatCast) (*
 		return nil, err
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
-		"stale_sends": 0, "zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "completed_by_new_owner": 1,
-		"deadline_refusals": 1, "lost_events": 0, "completed_without_send": 0, "recovered_after_restart": 2,
+		"stale_sends": 0, "zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "cancelled_after_send": 1,
+		"completed_by_new_owner": 1, "deadline_refusals": 1, "renewal_to_deadline_rows": 1, "lost_events": 0,
+		"completed_without_send": 0, "recovered_after_restart": 2,
 	})
 	r.Verdict = run.verdict(r)
 	return r, nil
@@ -239,7 +249,7 @@ func (run *heartbeatRun) seed(ctx context.Context) error {
 
 // play is the lesson's four acts, one after the other on one clock.
 func (run *heartbeatRun) play(ctx context.Context) error {
-	for _, act := range []func(context.Context) error{run.heartbeat, run.pause, run.deadline, run.shutdown} {
+	for _, act := range []func(context.Context) error{run.heartbeat, run.pause, run.pauseAfterSend, run.deadline, run.shutdown} {
 		if err := act(ctx); err != nil {
 			return err
 		}
@@ -251,6 +261,11 @@ func (run *heartbeatRun) play(ctx context.Context) error {
 // in the lab's process or in the relays' own (run --processes).
 func (run *heartbeatRun) at(ctx context.Context, t int64) error {
 	return run.relays.AdvanceTo(ctx, t*cast.TickSecond)
+}
+
+// script runs steps, each at its second of the lesson.
+func (run *heartbeatRun) script(ctx context.Context, steps []cast.Step) error {
+	return cast.RunScript(ctx, run.at, steps)
 }
 
 // commit inserts the outbox events ids at the current time, as the
@@ -348,30 +363,33 @@ func (run *heartbeatRun) pause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	steps := []struct {
-		at int64
-		do func() error
-	}{
-		{105, func() error { return run.a.Freeze(ctx, "a stop-the-world pause (a frozen VM): no heartbeat, no work") }},
-		{131, func() error {
-			run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: hbPaused, Actor: "clock", Action: "lease expires", Detail: "Relay-A's lease on e2 has expired; its heartbeat never ran"})
-			return nil
-		}},
-		{132, func() error { return run.newOwner(ctx) }},
-		{140, func() error { return run.a.Resume(ctx) }},
-		{141, func() error { _, err := ja.Send(ctx); return err }},
-		{142, func() error { _, err := ja.Complete(ctx); return err }},
-		{143, func() error { return run.completeNewOwner(ctx) }},
-	}
-	for _, s := range steps {
-		if err := run.at(ctx, s.at); err != nil {
-			return err
-		}
-		if err := s.do(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return run.script(ctx, []cast.Step{
+		cast.At(105, func() error { return run.a.Freeze(ctx, "a stop-the-world pause (a frozen VM): no heartbeat, no work") }),
+		cast.At(131, func() error { run.stage.LeaseExpired(hbPaused, hbRelayA); return nil }),
+		cast.At(132, func() error { return run.newOwner(ctx) }),
+		cast.At(140, func() error { return run.a.Resume(ctx) }),
+		cast.At(141, func() error { _, err := ja.Send(ctx); return err }),
+		cast.At(142, func() error { _, err := ja.Complete(ctx); return err }),
+		cast.At(143, func() error { return run.completeNewOwner(ctx) }),
+	})
+}
+
+// pauseAfterSend is act 2's second pause: Relay-C sends e8 and freezes
+// before its completion; Relay-B reclaims e8 after the expiry, sends and
+// completes it; Relay-C resumes to a renewal that changes 0 rows after
+// its send, so its work is cancelled with the send already made.
+func (run *heartbeatRun) pauseAfterSend(ctx context.Context) error {
+	var jc instance.HeartbeatJob
+	return run.script(ctx, []cast.Step{
+		cast.At(150, func() error { return run.commit(ctx, hbSentFirst) }),
+		cast.At(151, func() (err error) { jc, err = claimWith(ctx, run.c); return err }),
+		cast.At(153, func() error { _, err := jc.Send(ctx); return err }),
+		cast.At(155, func() error { return run.c.Freeze(ctx, "a stop-the-world pause after the send, before the completion") }),
+		cast.At(181, func() error { run.stage.LeaseExpired(hbSentFirst, hbRelayC); return nil }),
+		cast.At(182, func() error { return run.pollAndDeliver(ctx, run.b, 182) }),
+		cast.At(190, func() error { return run.c.Resume(ctx) }),
+		cast.At(191, func() error { _, err := jc.Complete(ctx); return err }),
+	})
 }
 
 // newOwner is Relay-B's poll that reclaims e2, and its send.
@@ -413,7 +431,13 @@ func (run *heartbeatRun) deadline(ctx context.Context) error {
 	if err := j.Hang(ctx, "a call to the payment gateway that never answers; only the work's context can end it"); err != nil {
 		return err
 	}
-	return run.pollAndDeliver(ctx, run.b, 316)
+	return run.script(ctx, []cast.Step{
+		cast.At(280, func() error {
+			return run.c.Freeze(ctx, "a stop-the-world pause (a long garbage collection): no heartbeat until it resumes")
+		}),
+		cast.At(291, func() error { return run.c.Resume(ctx) }),
+		cast.At(322, func() error { return run.pollAndDeliver(ctx, run.b, 322) }),
+	})
 }
 
 // shutdown is act 4: the stop signal reaches Relay-D holding e4, e5 and
@@ -463,24 +487,16 @@ func (run *heartbeatRun) stopAfterSend(ctx context.Context, d instance.Heartbeat
 		}
 		jobs = append(jobs, j)
 	}
-	steps := []struct {
-		at int64
-		do func() error
-	}{
-		{405, func() error { _, err := jobs[0].Send(ctx); return err }},
-		{406, func() error { return d.Stop(ctx, hbGrace) }},
-		{406, func() error { return run.commit(ctx, "e7") }},
-		{407, func() error { _, err := d.Poll(ctx); return err }},
-		{408, func() error { _, err := jobs[0].Complete(ctx); return err }},
-		{409, func() (err error) { run.heldAtExit, err = d.Exit(ctx); return err }},
-	}
-	for _, s := range steps {
-		if err := run.at(ctx, s.at); err != nil {
-			return err
-		}
-		if err := s.do(); err != nil {
-			return err
-		}
+	err := run.script(ctx, []cast.Step{
+		cast.At(405, func() error { _, err := jobs[0].Send(ctx); return err }),
+		cast.At(406, func() error { return d.Stop(ctx, hbGrace) }),
+		cast.At(406, func() error { return run.commit(ctx, "e7") }),
+		cast.At(407, func() error { _, err := d.Poll(ctx); return err }),
+		cast.At(408, func() error { _, err := jobs[0].Complete(ctx); return err }),
+		cast.At(409, func() (err error) { run.heldAtExit, err = d.Exit(ctx); return err }),
+	})
+	if err != nil {
+		return err
 	}
 	return d.Close(ctx)
 }
@@ -501,29 +517,24 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 		return err
 	}
 	r.SetMetric("stale_sends", float64(stale))
-	var zeroRows, deadline, oneRow int
-	for _, e := range s.Renewals {
-		switch {
-		case e.Rows == 1:
-			oneRow++
-		case e.Reason == cast.RenewalLeaseLost:
-			zeroRows++
-		case e.Reason == cast.RenewalDeadline:
-			deadline++
-		}
-	}
-	r.SetMetric("zero_row_renewals", float64(zeroRows))
-	var cancelled int
-	for _, c := range s.Cancellations {
-		if errors.Is(c.Cause, cast.ErrLeaseLost) && !c.Sent {
-			cancelled++
-		}
-	}
-	r.SetMetric("cancelled_on_lease_loss", float64(cancelled))
+	tally := s.TallyRenewals()
+	r.SetMetric("zero_row_renewals", float64(tally.LeaseLostBeforeSend))
+	r.SetMetric("zero_row_renewals_after_send", float64(tally.LeaseLostAfterSend))
+	before, after := s.CancelledOnLeaseLoss()
+	r.SetMetric("cancelled_on_lease_loss", float64(before))
+	r.SetMetric("cancelled_after_send", float64(after))
 	run.measureCompletions(r)
-	r.SetMetric("deadline_refusals", float64(deadline))
+	r.SetMetric("deadline_refusals", float64(tally.Deadline))
+	// The renewal of e3 that proposes exactly the deadline: its rows, or
+	// -1 when no renewal of e3 reached it.
+	toDeadline := -1
+	for _, e := range s.RenewalsToDeadline(hbStuck, run.hc.policy.MaxProcessing) {
+		toDeadline = int(e.Rows)
+	}
+	r.SetMetric("renewal_to_deadline_rows", float64(toDeadline))
 	r.SetMetric("lost_events", float64(cast.LostEvents(events, offers)))
-	r.SetMetric("renewals_one_row", float64(oneRow))
+	r.SetMetric("renewals_one_row", float64(tally.OneRow))
+	r.SetMetric("e8_broker_offers", float64(cast.AcceptedOffers(offers, hbSentFirst)))
 	if r.Schema, err = run.setup.Schema(ctx); err != nil {
 		return err
 	}
@@ -540,8 +551,11 @@ func (run *heartbeatRun) measureCompletions(r *lab.Result) {
 	for _, id := range run.heldAtExit {
 		held[id] = true
 	}
-	var withoutSend, recovered int
+	var withoutSend, recovered, cOnE8 int
 	for _, c := range run.stage.Completions {
+		if c.Relay == hbRelayC && c.Event == hbSentFirst {
+			cOnE8++
+		}
 		if c.Rows == 0 {
 			continue
 		}
@@ -552,32 +566,12 @@ func (run *heartbeatRun) measureCompletions(r *lab.Result) {
 			recovered++
 		}
 	}
-	committed, newOwner := completedByNewOwner(run.stage.Completions)
+	committed, newOwner := cast.CompletedOnceBy(run.stage.Completions, hbPaused, hbRelayB)
 	r.SetMetric("paused_event_completions", float64(committed))
 	r.SetMetric("completed_by_new_owner", float64(newOwner))
 	r.SetMetric("completed_without_send", float64(withoutSend))
 	r.SetMetric("recovered_after_restart", float64(recovered))
-}
-
-// completedByNewOwner counts every committed completion of the paused
-// event e2, and returns it with the figure the check compares: 1 only when
-// there was exactly one, by its new owner Relay-B; 0 when the only one was
-// another relay's; the count when there were several.
-func completedByNewOwner(completions []cast.HeartbeatCompletion) (committed, newOwner int) {
-	byB := 0
-	for _, c := range completions {
-		if c.Rows == 0 || c.Event != hbPaused {
-			continue
-		}
-		committed++
-		if c.Relay == hbRelayB {
-			byB++
-		}
-	}
-	if committed == 1 {
-		return committed, byB
-	}
-	return committed, committed
+	r.SetMetric("e8_completions_by_relay_c", float64(cOnE8))
 }
 
 // verdict says what the checks showed.
@@ -587,9 +581,13 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN held. The heartbeats renewed %s times, each under its token (1 row); after the pause "+
 			"Relay-A's renewal changed 0 rows and its work was cancelled before the send (%s stale sends), Relay-B completed e2; "+
-			"the processing deadline refused %s renewal of the stuck e3; the shutdown marked nothing it had not sent and the "+
-			"restarted relay recovered %s events. Cancellation narrows the window; the inbox still absorbs what slips through.",
-			m("renewals_one_row"), m("stale_sends"), m("deadline_refusals"), m("recovered_after_restart"))
+			"Relay-C's renewal after its send of e8 changed 0 rows too: its work was cancelled (%s cancelled after the send), "+
+			"yet the send stands (the broker holds %s offers of e8) and Relay-C attempted %s completions of it; the renewal of "+
+			"the stuck e3 to exactly its deadline changed %s row and the processing deadline refused %s renewal after it; "+
+			"the shutdown marked nothing it had not sent and the restarted relay recovered %s events. Cancellation narrows the "+
+			"window; the inbox still absorbs what slips through.",
+			m("renewals_one_row"), m("stale_sends"), m("cancelled_after_send"), m("e8_broker_offers"),
+			m("e8_completions_by_relay_c"), m("renewal_to_deadline_rows"), m("deadline_refusals"), m("recovered_after_restart"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", run.env.Variant, r.FailedChecks())
 	default:

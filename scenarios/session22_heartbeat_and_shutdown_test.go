@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/lab"
@@ -31,11 +33,42 @@ WHERE event_id = :id
   AND delivered = 0
   AND (lease_until IS NULL OR lease_until <= :now)`}
 
+// renewBeforeDeadline is the lesson's renewal with its deadline guard one
+// step stricter, < for <=, cut from the lesson's own text so it cannot
+// drift: a lease may no longer end exactly at the deadline, so Relay-C's
+// renewal of e3 to claimed_at + 2 min changes 0 rows.
+var renewBeforeDeadline = func() store.Stmt {
+	const guard = "AND :now + :lease <= claimed_at + :max_processing"
+	sql := store.RenewWithinDeadline.SQL
+	if strings.Count(sql, guard) != 1 || store.RenewWithinDeadline.Postgres != "" {
+		panic("session 22's renewal has no single " + guard + ", or a PostgreSQL text of its own")
+	}
+	return store.Stmt{Name: "test: renewal whose deadline guard is < instead of <=",
+		SQL: strings.Replace(sql, guard, strings.Replace(guard, "<=", "<", 1), 1)}
+}()
+
+// renewWhileLeaseLive is a renewal no variant runs: it asks only for a live
+// lease, whoever holds it, so a relay that lost its lease renews its new
+// owner's (Relay-C's overdue renewal of e8 after its send changes 1 row),
+// and no deadline stops it.
+var renewWhileLeaseLive = store.Stmt{Name: "test: renewal guarded by a live lease only", SQL: `UPDATE outbox_events
+SET lease_until = :now + :lease
+WHERE event_id = :id
+  AND lease_until > :now`}
+
 func init() {
+	const name = "session-22-heartbeat-and-shutdown"
+	renew := func(s store.Stmt) func(any) any {
+		return swapOf(func(hc heartbeatCast) heartbeatCast { hc.sqls.Renew = s; return hc })
+	}
 	checkBreakers = append(checkBreakers,
-		checkBreaker{"session-22-heartbeat-and-shutdown", claimKeepingToken.Name,
+		checkBreaker{name, claimKeepingToken.Name,
 			swapOf(func(hc heartbeatCast) heartbeatCast { hc.sqls.Relay.Claim = claimKeepingToken; return hc }),
-			[]string{"completed_by_new_owner", "zero_row_renewals", "cancelled_on_lease_loss"}})
+			[]string{"completed_by_new_owner", "zero_row_renewals", "cancelled_on_lease_loss"}},
+		checkBreaker{name, renewBeforeDeadline.Name, renew(renewBeforeDeadline), []string{"renewal_to_deadline_rows"}},
+		checkBreaker{name, renewWhileLeaseLive.Name, renew(renewWhileLeaseLive),
+			[]string{"zero_row_renewals", "cancelled_on_lease_loss", "cancelled_after_send", "deadline_refusals", "lost_events"}},
+	)
 }
 
 // TestSession22VariantFigures pins what each variant does to the figures
@@ -63,4 +96,41 @@ func TestSession22VariantFigures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSession22BoundarySteps pins the steps at the edges the lesson's text
+// states: Relay-C's renewal of e8 after its send changes 0 rows and its
+// work is cancelled with the send made (so cancelled_on_lease_loss's
+// before-the-send filter leaves out a real cancellation), and its renewal
+// of e3 to exactly claimed_at + 2 min changes 1 row, the next one 0; with
+// < for <= only that boundary's check fails.
+func TestSession22BoundarySteps(t *testing.T) {
+	t.Parallel()
+	r := runSession22(t, lessonHeartbeatCast(&Env{Scenario: &heartbeatAndShutdown}))
+	for key, want := range map[string]float64{"cancelled_on_lease_loss": 1, "cancelled_after_send": 1, "zero_row_renewals": 1,
+		"zero_row_renewals_after_send": 1, "e8_broker_offers": 2, "e8_completions_by_relay_c": 0, "renewal_to_deadline_rows": 1} {
+		if got, ok := r.Metric(key); !ok || got != want {
+			t.Errorf("%s = %v (measured %v), want %v", key, got, ok, want)
+		}
+	}
+	if !timelineSays(r, "work cancelled", "e8: lease lost; after its send: the send stands") {
+		t.Error("no timeline line says Relay-C's work on e8 was cancelled after its send")
+	}
+	if !timelineSays(r, "heartbeat e3", "lease until 09:05:21 (next beat 09:05:12): exactly the processing deadline") ||
+		!timelineSays(r, "heartbeat e3 refused", "processing deadline: a lease until 09:05:42 would pass") {
+		t.Error("the timeline does not show e3's renewal to exactly its deadline accepted and the next one refused")
+	}
+
+	t.Run("strict deadline", func(t *testing.T) {
+		t.Parallel()
+		hc := lessonHeartbeatCast(&Env{Scenario: &heartbeatAndShutdown})
+		hc.sqls.Renew = renewBeforeDeadline
+		r := runSession22(t, hc)
+		if got := r.FailedChecks(); !slices.Equal(got, []string{"renewal_to_deadline_rows"}) {
+			t.Errorf("failed checks %v, want [renewal_to_deadline_rows]", got)
+		}
+		if !timelineSays(r, "heartbeat e3 refused", "a lease until 09:05:21 would end exactly at claimed_at 09:03:21") {
+			t.Error("the refused renewal does not say it would end exactly at the deadline")
+		}
+	})
 }
