@@ -159,7 +159,7 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	r.Timeline = run.timeline.Events()
 	run.measure(r)
-	r.Tables = run.tables()
+	r.Tables = cast.ScaleTables(run.drains, run.words(), s21Drainers)
 	run.check(r)
 	r.Verdict = run.verdict(r, large)
 	return r, nil
@@ -200,7 +200,7 @@ func (run *scaleRun) check(r *lab.Result) {
 // verdict says what the run showed, in the figures the checks compared.
 func (run *scaleRun) verdict(r *lab.Result, large int) string {
 	m := metricsOf(r)
-	unit := run.words().unit
+	unit := run.words().Unit
 	perMessage := "_" + unit + "_per_message_"
 	sizes := fmt.Sprintf("%d and %d messages", s21SmallBacklog, large)
 	switch {
@@ -288,7 +288,7 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 	}
 	d.Reads += after - before
 	run.event(lab.KindNote, "scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
-		label, d.Drained, d.Reads, run.words().unit, d.Busy, run.words().retried))
+		label, d.Drained, d.Reads, run.words().Unit, d.Busy, run.words().Retried))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
 		return err
@@ -483,7 +483,7 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 // invariants summed over the four drains.
 func (run *scaleRun) measure(r *lab.Result) {
 	dup, lost, forced, reclaimed, refused := 0, 0, 0, 0, 0
-	perMessage := "_" + run.words().unit + "_per_message_"
+	perMessage := "_" + run.words().Unit + "_per_message_"
 	for _, d := range run.drains {
 		forced += len(d.Expiries)
 		reclaimed += d.Reclaimed(s21Drainers)
@@ -511,91 +511,5 @@ func (run *scaleRun) measure(r *lab.Result) {
 	r.SetMetric("stale_finalizes_refused", float64(refused))
 }
 
-// s21Wording is what the drains and plans tables say on one engine: the
-// unit cost is counted in and how, what a retry is, and how to read a plan.
-type s21Wording struct {
-	// unit is what a drain's cost counts ("pages" or "rows"); it names
-	// the per-message metrics (lesson_<unit>_per_message_small) and the
-	// drains table's cost column.
-	unit string
-	// retried names what a drain's retry count counts.
-	retried                                              string
-	costColumn, costNote, retries, plansTitle, plansNote string
-}
-
-// s21Words are the tables' words per engine.
-var s21Words = map[store.Engine]s21Wording{
-	store.SQLite: {
-		unit:       "pages",
-		retried:    "SQLITE_BUSY retries",
-		costColumn: "Pages/msg",
-		costNote: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
-			"drain workers' connections), near-repeatable: the checks compare it.",
-		retries:    "BUSY retries",
-		plansTitle: "Query plans (EXPLAIN QUERY PLAN of each claim's select, on its large backlog)",
-		plansNote:  "SCAN OutboxMessages reads every row; SCAN … USING INDEX walks the partial index from the oldest unprocessed message.",
-	},
-	store.Postgres: {
-		unit:       "rows",
-		retried:    "retried transactions (serialization failure, deadlock or lock not available)",
-		costColumn: "Rows/msg",
-		costNote: "Rows/msg is what PostgreSQL's scans read per message: the live rows of the drain's tables that its " +
-			"sequential scans returned (seq_tup_read) plus those its index scans fetched (idx_tup_fetch), from " +
-			"pg_stat_user_tables, read before and after the drain once every connection had flushed its statistics " +
-			"(pg_stat_force_next_flush). It counts the drain workers' claims and finalizes, the empty claim that ends " +
-			"each worker's loop included, as each statement's plan read them: a table of a few pages may be scanned " +
-			"where an index lookup would cost more (an update by Id on the small backlog), and the indexed claim's " +
-			"Incremental Sort fetches a group of rows before it returns one. Rows, not pages: a scan's pages include dead row versions, and how many are left " +
-			"depends on when they can be pruned, which any transaction open on the server postpones, so pages move " +
-			"with the machine's load; live rows do not: the checks compare them.",
-		retries:    "Lock retries",
-		plansTitle: "Query plans (EXPLAIN (COSTS OFF) of each claim's select, parameters bound, on its large backlog)",
-		plansNote: "Seq Scan on outboxmessages reads every row and Sort orders them all; Index Scan using " +
-			"ix_outboxmessages_unprocessed_createdatutc walks the partial index from the oldest unprocessed message. " +
-			"LockRows is FOR UPDATE SKIP LOCKED: the claim locks the row it takes and skips rows other workers hold.",
-	},
-}
-
-// words is s21Words for the run's engine.
-func (run *scaleRun) words() s21Wording { return s21Words[run.env.Engine()] }
-
-// tables renders the drains, the query plans and the forced expiries.
-func (run *scaleRun) tables() []lab.Table {
-	words := run.words()
-	drains := lab.Table{
-		Title: "Drains: cost per message",
-		Note: words.costNote + " µs/msg is the median claim transaction " +
-			"plus the median finalize transaction, BEGIN to COMMIT of the committed attempt: real time, so it varies with the " +
-			"machine and what else runs on it.",
-		Interleaved:    true,
-		VaryingColumns: []string{words.costColumn, "µs/msg", words.retries, "Split"},
-		Columns:        []string{"Claim", "Backlog", "Messages", words.costColumn, "µs/msg", "Claims", "Empty claims", words.retries, "Split", "Duplicates", "Lost"},
-	}
-	plans := lab.Table{
-		Title:   words.plansTitle,
-		Note:    words.plansNote,
-		Columns: []string{"Claim", "Plan"},
-	}
-	expiries := lab.Table{
-		Title: "Forced lease expiry: who held what, who took it over",
-		Note: "Worker-A crashed holding the oldest message; Worker-B stalled holding the next. After the leases expired the " +
-			"drain reclaimed both with a new token; Worker-B's late finalize presented its old one.",
-		Interleaved:    true,
-		VaryingColumns: []string{"Reclaimed by (token)"},
-		Columns:        []string{"Claim", "Backlog", "Message", "Held by", "Token", "Reclaimed by (token)", "Late finalize", "Committed finalizations"},
-	}
-	for _, d := range run.drains {
-		split := d.CommittedBy()
-		drains.AddRow(d.Claim.Name, fmt.Sprintf("%d (%s)", d.Backlog, d.Size), d.Drained, lab.FormatNumber(d.ReadsPerMessage()),
-			lab.FormatNumber(d.UsPerMessage()), len(d.Claims), d.Empty, d.Busy,
-			fmt.Sprintf("%s %d, %s %d", s21Drainers[0], split[s21Drainers[0]], s21Drainers[1], split[s21Drainers[1]]),
-			d.Duplicates(), d.Lost)
-		if d.Size == "large" {
-			plans.AddRow(d.Claim.Name, strings.Join(d.Plan, " / "))
-		}
-		for _, e := range d.Expiries {
-			expiries.AddRow(d.Claim.Name, d.Backlog, e.ID, e.Holder, e.Token, strings.Join(d.TakenOver(e), ", "), e.Late, d.CommittedOf(e.ID))
-		}
-	}
-	return []lab.Table{drains, plans, expiries}
-}
+// words is cast.ScaleWords for the run's engine.
+func (run *scaleRun) words() cast.ScaleWording { return cast.ScaleWords[run.env.Engine()] }
