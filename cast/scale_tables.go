@@ -55,8 +55,9 @@ var ScaleWords = map[store.Engine]ScaleWording{
 }
 
 // ScaleTables renders session 21's drains in words: their cost per
-// message, the query plans and the forced expiries. drainers are the
-// drain workers, in the order the split names them.
+// message, the query plans, the forced expiries and the stalled worker's
+// re-take. drainers are the drain workers, in the order the split names
+// them.
 func ScaleTables(drains []*ScaleDrain, words ScaleWording, drainers []string) []lab.Table {
 	cost := lab.Table{
 		Title: "Drains: cost per message",
@@ -93,5 +94,37 @@ func ScaleTables(drains []*ScaleDrain, words ScaleWording, drainers []string) []
 			expiries.AddRow(d.Claim.Name, d.Backlog, e.ID, e.Holder, e.Token, strings.Join(d.TakenOver(e), ", "), e.Late, d.CommittedOf(e.ID))
 		}
 	}
-	return []lab.Table{cost, plans, expiries}
+	return []lab.Table{cost, plans, expiries, retakeTable(drains)}
+}
+
+// retakeTable is each drain's re-take step: the stalled worker's stale
+// finalize against its own newer claim.
+func retakeTable(drains []*ScaleDrain) lab.Table {
+	t := lab.Table{
+		Title: "Re-take by the same worker: only the token tells its two claims apart",
+		Note: "After each drain Worker-B claims one new message and stalls past its lease; Worker-B again (a second " +
+			"claimer under the same name) claims it under a newer token. The row is Processing and LockedBy Worker-B " +
+			"when the first claimer's late finalize arrives, so Status and LockedBy let it through: only ClaimToken " +
+			"refuses it.",
+		Columns: []string{"Claim", "Backlog", "Message", "Stale token", "Newer token", "Stale finalize", "Newer finalize"},
+	}
+	rows := func(n int) string {
+		switch n {
+		case -1:
+			return "-"
+		case 1:
+			return "1 row"
+		}
+		return fmt.Sprintf("%d rows", n)
+	}
+	for _, d := range drains {
+		if r := d.Retake; r.Ran() {
+			newer := "-"
+			if r.Newer != 0 {
+				newer = fmt.Sprint(r.Newer)
+			}
+			t.AddRow(d.Claim.Name, d.Backlog, r.ID, r.Stale, newer, rows(r.StaleRows), rows(r.NewerRows))
+		}
+	}
+	return t
 }
