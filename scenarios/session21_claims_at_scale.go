@@ -516,7 +516,7 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 		kind = lab.KindNoOp
 	}
 	run.add(lab.Event{Kind: kind, Subject: nb.Messages[0].AggregateKey, Rows: lab.RowsOf(int64(rt.NewerRows)), Actor: s21Stalled,
-		Action: "re-take: finalize", Detail: fmt.Sprintf("its second claimer, with token %d, changed %d row(s)", nb.Messages[0].Token, rt.NewerRows)})
+		Action: "re-take: finalize", Detail: fmt.Sprintf("its second claimer, with token %d, changed %d of 1 row", nb.Messages[0].Token, rt.NewerRows)})
 	return nil
 }
 
