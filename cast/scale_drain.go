@@ -31,6 +31,36 @@ type ScaleDrain struct {
 	Drained  int   // messages the drain workers finalized
 	Lost     int   // messages left unprocessed, from the database after the drain
 	Expiries []ScaleExpiry
+	Retake   ScaleRetake
+}
+
+// ScaleRetake is a drain's last step: the stalled worker claims one fresh
+// message and stalls again; after its lease ends the same worker (a second
+// claimer under the same name, as a second thread or a restarted process
+// would be) claims it again, so the row is Processing and LockedBy names
+// the worker still, under a newer token; then the first claimer finalizes
+// with the token it was given, and the second with its own.
+type ScaleRetake struct {
+	Worker string
+	ID     int64
+	Stale  int64 // the first claim's token, the one the late finalize presents
+	// Newer is the second claim's token, 0 when it took nothing; its
+	// claim set the row's LockedBy to Worker.
+	Newer int64
+	// StaleRows and NewerRows are the rows each finalize changed; NewerRows
+	// is -1 when the second claimer had nothing to finalize.
+	StaleRows, NewerRows int
+}
+
+// Ran says the step ran: the first claim took a message.
+func (r ScaleRetake) Ran() bool { return r.ID != 0 }
+
+// TokenRefused says only the token refused the stale finalize: it changed
+// 0 rows while the row was Processing under the same worker's newer claim
+// (Status and LockedBy would have let it through), and that claim's
+// finalize then committed.
+func (r ScaleRetake) TokenRefused() bool {
+	return r.Ran() && r.Newer > r.Stale && r.StaleRows == 0 && r.NewerRows == 1
 }
 
 // ScaleClaim is one message a worker claimed, under its token.
@@ -183,4 +213,26 @@ func (d *ScaleDrain) TakenOver(e ScaleExpiry) []string {
 		}
 	}
 	return took
+}
+
+// ScaleTotal is one invariant of session 21 summed over its drains.
+type ScaleTotal struct {
+	Key string // the metric key
+	N   int
+}
+
+// ScaleTotals sums the drains' ledgers into the invariants the lesson
+// checks: duplicates, lost messages, forced expiries, those drainers
+// reclaimed, stale finalizes refused, and re-takes only the token refused.
+func ScaleTotals(drains []*ScaleDrain, drainers []string) []ScaleTotal {
+	var dup, lost, forced, reclaimed, refused, retaken int
+	for _, d := range drains {
+		dup, lost, forced = dup+d.Duplicates(), lost+d.Lost, forced+len(d.Expiries)
+		reclaimed, refused = reclaimed+d.Reclaimed(drainers), refused+d.StaleRefused()
+		if d.Retake.TokenRefused() {
+			retaken++
+		}
+	}
+	return []ScaleTotal{{"duplicates", dup}, {"lost", lost}, {"forced_expiries", forced}, {"expired_reclaimed", reclaimed},
+		{"stale_finalizes_refused", refused}, {"retake_stale_refused", retaken}}
 }

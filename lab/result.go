@@ -94,7 +94,10 @@ type Result struct {
 	Tables     []Table  // per-message table, each ledger, step tables
 	Metrics    []Metric // the figures LESSONS.md names, in report order
 	Checks     []Check  // what decides the exit code
-	Verdict    string   // one sentence about the design being taught
+	// Facts are figures the lesson's script fixes: printed beside the
+	// checks, never one of them, so they decide nothing.
+	Facts   []Fact
+	Verdict string // one sentence about the design being taught
 }
 
 // Statement is one SQL statement as it ran, from the statement ledger.
@@ -263,6 +266,27 @@ type Check struct {
 	// a search (the interleaving explorer) found one: its length and its
 	// actions, as steps a student can follow.
 	Counterexample string
+}
+
+// Fact is a figure the lesson's script fixes by construction (how many
+// times the script has a worker do the work, say): no statement of the
+// lesson can change it, so it is a fact of the setup, not a check. Its
+// metric stays among the result's metrics.
+type Fact struct {
+	Name  string // metric key
+	About string // what the figure counts, for the student
+	Value string // the measured figure, or "not measured"
+	Why   string // why the script fixes it
+}
+
+// AddFact records the metric key as a fact of the setup, with its value as
+// measured.
+func (r *Result) AddFact(key, about, why string) {
+	value := "not measured"
+	if v, ok := r.Metric(key); ok {
+		value = FormatNumber(v)
+	}
+	r.Facts = append(r.Facts, Fact{Name: key, About: about, Value: value, Why: why})
 }
 
 // Passed reports whether every check passed. A result with no checks has

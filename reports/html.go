@@ -50,6 +50,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		MistakeShows: r.MistakeShows, DoesNotSolve: r.DoesNotSolve,
 		Started: info.Started.UTC().Format("2006-01-02 15:04:05Z"),
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
+		Facts: r.Facts, FactsNote: FactsNote,
 		CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
 		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend()),
 		Messages: byMessage(rc),
@@ -69,6 +70,8 @@ type htmlPage struct {
 	Revived                                                                     bool // a renewal revived an ended lease: the legend says how it is drawn
 	Broken                                                                      []string
 	Checks                                                                      []lab.Check
+	Facts                                                                       []lab.Fact // the figures the script fixes: no checks
+	FactsNote                                                                   string
 	CSS                                                                         template.CSS
 	JS                                                                          template.JS
 	SVG, Glyphs                                                                 template.HTML
@@ -266,7 +269,14 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <tbody>{{range .Checks}}<tr><td>{{.Name}}</td><td>{{.About}}</td><td>{{.Expected}}</td><td>{{.Observed}}</td>{{if .Passed}}<td class="pass">PASS</td>{{else}}<td class="fail">FAIL</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
-<h2>Verdict</h2>
+{{if .Facts}}<h2>Facts of the setup (not checks)</h2>
+<p class="meta">{{.FactsNote}}</p>
+<table id="facts">
+<thead><tr><th>Fact</th><th>What it counts</th><th>Value</th><th>Why the script fixes it</th></tr></thead>
+<tbody>{{range .Facts}}<tr><td>{{.Name}}</td><td>{{.About}}</td><td>{{.Value}}</td><td>{{.Why}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}<h2>Verdict</h2>
 <div class="verdict" id="verdict"><p>{{.Verdict}}</p>{{range .Broken}}<p>{{.}}</p>{{end}}</div>
 {{if .Variant}}<h2>The mistake</h2>
 <p class="verdict">{{.Mistake}}</p>

@@ -19,7 +19,10 @@ type JSONResult struct {
 	Passed   bool               `json:"passed"`
 	Metrics  map[string]float64 `json:"metrics"`
 	Checks   []JSONCheck        `json:"checks"`
-	Report   string             `json:"report"`
+	// Facts are the figures the lesson's script fixes: never checks, and
+	// each one's key is in Metrics too.
+	Facts  []JSONFact `json:"facts"`
+	Report string     `json:"report"`
 	// HTML is the run's page beside its report, with `run --html`.
 	HTML     string `json:"html,omitempty"`
 	Database string `json:"database"`
@@ -51,11 +54,19 @@ type JSONCheck struct {
 	Observed string `json:"observed"`
 }
 
+// JSONFact is one fact of the setup in a [JSONResult].
+type JSONFact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Why   string `json:"why"`
+}
+
 // NewJSONResult summarizes r; reportPath is where its text report was written.
 func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	j := JSONResult{
 		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), ClaimSQL: r.CustomSQL, Passed: r.Passed(), Report: reportPath,
 		Database: r.Database, Engine: r.Engine, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
+		Facts:      []JSONFact{},
 		Statements: []JSONStatement{},
 	}
 	for _, s := range r.Statements {
@@ -69,6 +80,9 @@ func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	}
 	for _, c := range r.Checks {
 		j.Checks = append(j.Checks, JSONCheck{Name: c.Name, Passed: c.Passed, Expected: c.Expected, Observed: c.Observed})
+	}
+	for _, f := range r.Facts {
+		j.Facts = append(j.Facts, JSONFact{Name: f.Name, Value: f.Value, Why: f.Why})
 	}
 	return j
 }

@@ -215,3 +215,54 @@ func TestTextLeaseBoundary(t *testing.T) {
 		})
 	}
 }
+
+// TestFactsAreNoChecks: a fact of the setup is printed in its own section
+// of the text report, in the JSON's "facts" (its key still in "metrics")
+// and in the page's facts table, and never among the checks or in the
+// result's count of them.
+func TestFactsAreNoChecks(t *testing.T) {
+	r := sampleResult()
+	r.SetMetric("held_attempts", 2)
+	r.AddFact("held_attempts", "attempts on the held message", "the script has both workers check the provider")
+	var text bytes.Buffer
+	if err := reports.Text(&text, r, reports.RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	report := text.String()
+	checks, facts, verdict := strings.Index(report, "== Checks"), strings.Index(report, "== Facts of the setup"), strings.Index(report, "== Verdict")
+	if checks < 0 || facts < checks || verdict < facts {
+		t.Fatalf("want the facts between the checks and the verdict:\n%s", report)
+	}
+	if section := report[facts:verdict]; !strings.Contains(section, "| held_attempts | attempts on the held message | 2") ||
+		!strings.Contains(section, "cannot fail") {
+		t.Errorf("facts section:\n%s", section)
+	}
+	if strings.Contains(report[checks:facts], "held_attempts") || !strings.Contains(report, "PASS (1 of 1 checks passed)") {
+		t.Errorf("a fact is printed or counted as a check:\n%s", report)
+	}
+
+	var line bytes.Buffer
+	if err := reports.JSONLine(&line, reports.NewJSONResult(r, "r.txt")); err != nil {
+		t.Fatal(err)
+	}
+	var got reports.JSONResult
+	if err := json.Unmarshal(line.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Facts) != 1 || got.Facts[0] != (reports.JSONFact{Name: "held_attempts", Value: "2", Why: "the script has both workers check the provider"}) {
+		t.Errorf("facts = %+v", got.Facts)
+	}
+	if got.Metrics["held_attempts"] != 2 || len(got.Checks) != 1 || got.Checks[0].Name != "processing_attempts" {
+		t.Errorf("metrics %v, checks %+v: the fact's key must stay a metric and be no check", got.Metrics, got.Checks)
+	}
+
+	var page bytes.Buffer
+	if err := reports.HTML(&page, r, reports.RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	if i, j := strings.Index(html, `<table id="checks">`), strings.Index(html, `<table id="facts">`); i < 0 || j < i ||
+		!strings.Contains(html[j:], "<td>held_attempts</td>") || strings.Contains(html[i:j], "held_attempts") {
+		t.Errorf("the page's facts table is missing, or holds the fact among the checks")
+	}
+}

@@ -40,6 +40,10 @@ func VaryingColumnsLine(columns []string) string {
 	return VaryingColumnsPrefix + strings.Join(columns, ", ") + VaryingColumnsSuffix
 }
 
+// FactsNote says, above a run's facts, why they are no checks.
+const FactsNote = "These figures are fixed by the lesson's script, not by its statements: they cannot fail, " +
+	"so they decide nothing and are not counted among the checks. Their keys stay in the JSON metrics."
+
 // RunInfo is what the report says about the run itself rather than the lesson.
 type RunInfo struct {
 	Started time.Time // wall-clock start, UTC
@@ -47,7 +51,7 @@ type RunInfo struct {
 }
 
 // Text writes the report of one run: header, lesson, schema, SQL, timeline,
-// every table, checks and verdict, in that order.
+// every table, checks, the facts of the setup and verdict, in that order.
 func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	p := &printer{w: &controlEscaper{w: w}}
 	p.line("outboxlab run report")
@@ -138,6 +142,15 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		ct.AddRow(c.Name, c.About, c.Expected, c.Observed, passLabel(c.Passed))
 	}
 	p.table(ct)
+	if len(r.Facts) > 0 {
+		p.section("Facts of the setup (not checks)")
+		p.paragraph(FactsNote)
+		ft := lab.Table{Columns: []string{"Fact", "What it counts", "Value", "Why the script fixes it"}}
+		for _, f := range r.Facts {
+			ft.AddRow(f.Name, f.About, f.Value, f.Why)
+		}
+		p.table(ft)
+	}
 
 	p.section("Verdict")
 	p.paragraph(r.Verdict)

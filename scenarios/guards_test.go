@@ -90,9 +90,7 @@ var taughtGuards = func() []taughtGuard {
 		{scenario: claimsAtScale.Name, stmt: store.ScaleFinalize, guard: "LockedBy = :worker", swap: scale,
 			gap: tokenImpliesOwner},
 		{scenario: claimsAtScale.Name, stmt: store.ScaleFinalize, guard: "ClaimToken = :token", swap: scale,
-			gap: "Worker-B's late finalize comes after the drain finalized its message, so Status = 'Processing' and " +
-				"LockedBy = :worker refuse it too; the token would decide alone only if Worker-B itself had taken the " +
-				"message again, which no drain step does"},
+			breaks: []string{"retake_stale_refused"}},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.LockedBy = :worker", swap: batch,
 			gap: tokenImpliesOwner},
 		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "claim_token = :token", swap: heartbeat,

@@ -142,7 +142,8 @@ func testProcesses(t *testing.T, db string) {
 	add(&batchCompletion, always([]child{{bcFirst, "batch-relay", "", true}, {bcSecond, "batch-relay", "", false}}), "By message: its work and its completion", true)
 	// Session 21's drains, each with its own instances: Worker-A crashes
 	// holding the oldest message, Worker-B stalls holding the next until
-	// after the drain, Worker-C and Worker-D drain.
+	// after the drain, Worker-C and Worker-D drain; then Worker-B stalls
+	// again and a second Worker-B re-takes its message.
 	add(&claimsAtScale, func(variant string) []child {
 		indexed := store.IndexedScale.Name
 		var drains []child
@@ -151,6 +152,7 @@ func testProcesses(t *testing.T, db string) {
 				label := fmt.Sprintf("%s claim, %s backlog", claim, size)
 				drains = append(drains, child{label + ": " + s21Crashed, "scale-worker", "after-claim", false},
 					child{label + ": " + s21Stalled, "scale-worker", "", true},
+					child{label + ": " + s21Stalled, "scale-worker", "", false}, // its second claimer, for the re-take
 					child{label + ": " + s21Drainers[0], "scale-worker", "", false},
 					child{label + ": " + s21Drainers[1], "scale-worker", "", false})
 			}

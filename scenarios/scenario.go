@@ -45,6 +45,9 @@ type Scenario struct {
 	Statements []store.Stmt
 	// Checks documents every check a run reports, in report order.
 	Checks []CheckDoc
+	// Facts documents the figures the lesson's script fixes: a run reports
+	// each beside the checks, as a fact of the setup, never as a check.
+	Facts []FactDoc
 	// Variants are the mistake variants; each makes at least one check fail.
 	Variants []Variant
 	// AcceptsClaimSQL says the scenario can run an engineer's own claim
@@ -63,6 +66,15 @@ type CheckDoc struct {
 	// Engine, when set, is the only engine on which the check is made
 	// (a PostgreSQL row lock has no SQLite counterpart).
 	Engine store.Engine
+}
+
+// FactDoc names a figure the lesson's script fixes by construction, what
+// it counts and why no statement of the lesson can change it. Its metric
+// is measured as any other; [Execute] records it as a [lab.Fact].
+type FactDoc struct {
+	Name  string // the metric key
+	About string
+	Why   string
 }
 
 // Variant is a known mistake the scenario can run with: the lesson's run
@@ -332,6 +344,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	if t, ok := env.Instances.ProcessesTable(); ok {
 		res.Tables = append(res.Tables, t)
+	}
+	for _, f := range sc.Facts {
+		res.AddFact(f.Name, f.About, f.Why)
 	}
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
 	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve

@@ -84,8 +84,66 @@ func checkDesigned(t *testing.T, sc *Scenario, r *lab.Result, engine store.Engin
 	if !slices.Equal(got, want) {
 		t.Fatalf("checks %v, documented %v", got, want)
 	}
+	checkFacts(t, sc, r)
 	if r.Verdict == "" || len(r.Schema) == 0 || len(r.Timeline) == 0 || len(r.Tables) == 0 {
 		t.Fatalf("incomplete result: verdict %q, %d schema, %d events, %d tables", r.Verdict, len(r.Schema), len(r.Timeline), len(r.Tables))
+	}
+}
+
+// checkFacts asserts a run reported the scenario's documented facts, in
+// order, each measured and kept among the metrics, and none as a check.
+func checkFacts(t *testing.T, sc *Scenario, r *lab.Result) {
+	t.Helper()
+	if len(r.Facts) != len(sc.Facts) {
+		t.Fatalf("facts %v, documented %v", r.Facts, sc.Facts)
+	}
+	for i, f := range r.Facts {
+		if _, measured := r.Metric(f.Name); f.Name != sc.Facts[i].Name || !measured || f.Value == "not measured" {
+			t.Errorf("fact %d: %+v, documented %s: it must be measured and kept among the metrics", i, f, sc.Facts[i].Name)
+		}
+		if slices.ContainsFunc(r.Checks, func(c lab.Check) bool { return c.Name == f.Name }) {
+			t.Errorf("fact %s is also a check", f.Name)
+		}
+	}
+}
+
+// TestFactsAreNeverChecks: a figure the script fixes is documented as a
+// fact or as a check, never both; no variant and no statement swap claims
+// to break a fact; and everything a variant or a swap claims to break is a
+// documented check, so TestEveryCheckCanFail counts only checks.
+func TestFactsAreNeverChecks(t *testing.T) {
+	for _, sc := range All() {
+		checks, facts := map[string]bool{}, map[string]bool{}
+		for _, c := range sc.Checks {
+			checks[c.Name] = true
+		}
+		for _, f := range sc.Facts {
+			if checks[f.Name] || facts[f.Name] {
+				t.Errorf("%s: fact %s is documented twice, or as a check too", sc.Name, f.Name)
+			}
+			if f.About == "" || f.Why == "" {
+				t.Errorf("%s: fact %s must say what it counts and why the script fixes it", sc.Name, f.Name)
+			}
+			facts[f.Name] = true
+		}
+		claimed := map[string]string{}
+		for _, v := range sc.Variants {
+			for _, name := range v.Breaks {
+				claimed[name] = "variant " + v.Name
+			}
+		}
+		for _, b := range checkBreakers {
+			if b.scenario == sc.Name {
+				for _, name := range b.breaks {
+					claimed[name] = "swap " + b.name
+				}
+			}
+		}
+		for name, by := range claimed {
+			if !checks[name] {
+				t.Errorf("%s: %s claims to break %s, which is no documented check (a fact cannot fail)", sc.Name, by, name)
+			}
+		}
 	}
 }
 

@@ -56,7 +56,7 @@ func init() {
 			s.Claim, s.Finalize = store.UnguardedClaim, store.CompleteByID
 		}), []string{"ownership_violations"}},
 		checkBreaker{late, "an expiry-blind claim", outbox(func(s *store.OutboxSQL) { s.Claim = store.ExpiryBlindClaim }),
-			[]string{"processing_attempts", "owner_result_kept"}},
+			[]string{"owner_result_kept"}},
 	)
 }
 

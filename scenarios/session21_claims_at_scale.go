@@ -57,7 +57,9 @@ var claimsAtScale = Scenario{
 		"message. Same fencing token, same owner- and token-guarded finalize. Each backlog is drained by two " +
 		"workers after a forced lease expiry (one worker crashed holding a message, one stalled past its lease and " +
 		"finalizes late with its stale token): the expired messages are reclaimed, the stale finalize changes 0 " +
-		"rows, no message is finalized twice and none is left behind. Cost is counted as the pages SQLite reads per " +
+		"rows, no message is finalized twice and none is left behind. Then Worker-B stalls past its lease on a new " +
+		"message and a second claimer under its name takes it back: the stale finalize finds the row Processing and " +
+		"still LockedBy Worker-B, and only the token refuses it. Cost is counted as the pages SQLite reads per " +
 		"message (sqlite3_db_status), which is near-repeatable; the time per message is shown beside it.",
 	OnPostgres: "On PostgreSQL the same holds with its planner in place of SQLite's: the OR claim scans the table, " +
 		"the indexed claim walks the same partial index, and both selects lock the row they return with FOR UPDATE " +
@@ -85,6 +87,9 @@ var claimsAtScale = Scenario{
 		{Name: "lost", About: "no message was left unprocessed after any drain, the crashed worker's included"},
 		{Name: "expired_reclaimed", About: "every forced-expiry message (the crashed and the stalled worker's, two per drain: 8) was claimed again by a drain worker under a new token"},
 		{Name: "stale_finalizes_refused", About: "the stalled worker's late finalize with its stale token changed 0 rows, in each of the four drains: 4"},
+		{Name: "retake_stale_refused", About: "after Worker-B itself re-took a message (Processing, LockedBy Worker-B, a newer token), " +
+			"its first claim's finalize changed 0 rows and the newer claim's committed: only ClaimToken = :token refused it, " +
+			"in each of the four drains: 4"},
 	},
 	Variants: []Variant{
 		{Name: variantUnindexedClaim, Changes: "the schema: the indexed claim runs without migration 021's index", Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
@@ -97,7 +102,7 @@ var claimsAtScale = Scenario{
 				"of the claim's design."},
 		{Name: "finalize-by-id", Swaps: []store.Stmt{store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID}, Mistake: "finalize by Id alone, without the owner and token guard: the stalled worker's late " +
 			"finalize completes a message the drain already completed",
-			Breaks: []string{"duplicates", "stale_finalizes_refused"},
+			Breaks: []string{"duplicates", "stale_finalizes_refused", "retake_stale_refused"},
 			Shows: "In each of the {drains} drains Worker-B stalls past its lease, the drain reclaims and finalizes its " +
 				"message, and Worker-B's late finalize by Id commits a second time (duplicates: {duplicates}). Scale does not " +
 				"change session 15's rule: finalization is guarded by the owner and the token, or a worker that " +
@@ -105,7 +110,7 @@ var claimsAtScale = Scenario{
 		{Name: "pending-only-claim", Swaps: []store.Stmt{store.PendingOnlySelectNext, store.PendingOnlyClaimOne,
 			store.PendingOnlyClaimBatch, store.PendingOnlyPlanNext}, Mistake: "\"optimize\" the claim to its index-friendly half, Status = 'Pending': fast and flat, " +
 			"but the crashed worker's message stays Processing forever",
-			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused"},
+			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused", "retake_stale_refused"},
 			Shows: "The Status = 'Pending' claim is fast and flat, but it never takes over a Processing row whose lease " +
 				"has expired: the message Worker-A held when it crashed stays Processing in both drains (lost: {lost}). " +
 				"Recovery rests on the expired-lease half of the claimable predicate; an index must serve the whole " +
@@ -159,7 +164,7 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	r.Timeline = run.timeline.Events()
 	run.measure(r)
-	r.Tables = run.tables()
+	r.Tables = cast.ScaleTables(run.drains, run.words(), s21Drainers)
 	run.check(r)
 	r.Verdict = run.verdict(r, large)
 	return r, nil
@@ -194,13 +199,13 @@ func (run *scaleRun) check(r *lab.Result) {
 		boundCheck(checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
 		boundCheck(checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
 	expectDocumented(r, checks[2:], map[string]float64{"duplicates": 0, "lost": 0,
-		"expired_reclaimed": s21Drains * s21Expired, "stale_finalizes_refused": s21Drains})
+		"expired_reclaimed": s21Drains * s21Expired, "stale_finalizes_refused": s21Drains, "retake_stale_refused": s21Drains})
 }
 
 // verdict says what the run showed, in the figures the checks compared.
 func (run *scaleRun) verdict(r *lab.Result, large int) string {
 	m := metricsOf(r)
-	unit := run.words().unit
+	unit := run.words().Unit
 	perMessage := "_" + unit + "_per_message_"
 	sizes := fmt.Sprintf("%d and %d messages", s21SmallBacklog, large)
 	switch {
@@ -208,10 +213,11 @@ func (run *scaleRun) verdict(r *lab.Result, large int) string {
 		return fmt.Sprintf("SAFE DESIGN at scale. From %s, the lesson claim's cost per message grew %sx "+
 			"(%s to %s %s read per message): it scans. The indexed claim, same semantics and same fencing, grew %sx "+
 			"(%s to %s %s). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (the crashed and "+
-			"the stalled worker's), %s stale finalizes changed 0 rows, and the drains ended with %s duplicates and %s lost.",
+			"the stalled worker's), %s stale finalizes changed 0 rows, and so did %s against Worker-B's own newer claim, "+
+			"refused by the token alone; the drains ended with %s duplicates and %s lost.",
 			sizes, m("lesson_cost_growth"), m("lesson"+perMessage+"small"), m("lesson"+perMessage+"large"), unit,
 			m("indexed_cost_growth"), m("indexed"+perMessage+"small"), m("indexed"+perMessage+"large"), unit,
-			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("duplicates"), m("lost"))
+			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("retake_stale_refused"), m("duplicates"), m("lost"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", run.env.Variant, strings.Join(r.FailedChecks(), ", "))
 	default:
@@ -233,8 +239,8 @@ func (run *scaleRun) add(e lab.Event) {
 // drainBacklog seeds a fresh database with d.Backlog messages, forces a
 // lease expiry (one worker crashes holding the oldest message, another
 // stalls holding the next), lets the leases run out on the scenario clock,
-// drains the backlog with two workers, and lets the stalled worker finalize
-// late with its stale token.
+// drains the backlog with two workers, lets the stalled worker finalize
+// late with its stale token, and ends with its re-take (see retake).
 func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path string) error {
 	label := d.Label()
 	setup, err := run.env.Open(ctx, path)
@@ -288,9 +294,12 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 	}
 	d.Reads += after - before
 	run.event(lab.KindNote, "scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
-		label, d.Drained, d.Reads, run.words().unit, d.Busy, run.words().retried))
+		label, d.Drained, d.Reads, run.words().Unit, d.Busy, run.words().Retried))
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
+		return err
+	}
+	if err := run.retake(ctx, setup, path, cfg, stalled, &workers, d); err != nil {
 		return err
 	}
 	if err := workers.Close(ctx); err != nil {
@@ -437,6 +446,80 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 	return nil
 }
 
+// retake is a drain's last step, in which only the token can refuse a
+// stale finalize: Worker-B claims one new message and stalls past its
+// lease; Worker-B again (a second claimer under the same name) claims it
+// under a newer token; the first claimer wakes and finalizes with its old
+// token, finding the row Processing and LockedBy Worker-B; then the second
+// claimer finalizes with its own.
+func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, cfg store.ClaimerConfig,
+	first instance.ScaleWorker, workers *instance.Set, d *cast.ScaleDrain) error {
+	backlog := store.Backlog{Messages: 1, After: d.Backlog, First: run.clk.Now(), PayloadBytes: s21PayloadBytes}
+	if err := store.SeedBacklog(ctx, setup, backlog); err != nil {
+		return err
+	}
+	b, err := first.Claim(ctx, run.clk.Now(), s21Lease, 1)
+	if err != nil || len(b.Messages) != 1 {
+		return err // nothing claimed: the step did not run, and its check says so
+	}
+	m, rt := b.Messages[0], &d.Retake
+	*rt = cast.ScaleRetake{Worker: s21Stalled, ID: m.ID, Stale: m.Token, NewerRows: -1}
+	how, err := first.Stall(clock.Format(run.clk.Now()), "its claim of a new message")
+	if err != nil {
+		return err
+	}
+	run.add(lab.Event{Kind: lab.KindClaim, Subject: m.AggregateKey, Until: m.LockedUntil, Rows: lab.RowsOf(1), Actor: s21Stalled,
+		Action: "re-take: claim, stall", Detail: instance.WithHow(fmt.Sprintf("a new message %d (token %d), lease until %s; "+
+			"it stalls again before its finalize", m.ID, m.Token, m.LockedUntil), how)})
+	run.clk.Advance(s21Lease + time.Second)
+	run.event(lab.KindExpiry, "clock", "advance", fmt.Sprintf("scenario clock moves %v: Worker-B's lease on message %d has expired", s21Lease+time.Second, m.ID))
+	second, err := run.env.Instances.ScaleWorker(ctx, path, d.Label(), s21Stalled, cfg)
+	if err != nil {
+		return err
+	}
+	workers.Add(second)
+	nb, err := second.Claim(ctx, run.clk.Now(), s21Lease, 1)
+	if err != nil {
+		return err
+	}
+	if len(nb.Messages) == 1 && nb.Messages[0].ID == m.ID {
+		n := nb.Messages[0]
+		rt.Newer = n.Token
+		run.add(lab.Event{Kind: lab.KindClaim, Subject: n.AggregateKey, Until: n.LockedUntil, Rows: lab.RowsOf(1), Actor: s21Stalled,
+			Action: "re-take: claim again", Detail: fmt.Sprintf("its second claimer, under the same name, takes message %d again "+
+				"(token %d): the row is Processing and LockedBy Worker-B, under a newer token", n.ID, n.Token)})
+	} else {
+		run.event(lab.KindEmpty, s21Stalled, "re-take: claim again", fmt.Sprintf("its second claimer did not take message %d again", m.ID))
+	}
+	if how, err = first.Wake(clock.Format(run.clk.Now()), "its finalize"); err != nil {
+		return err
+	}
+	f, err := first.Finalize(ctx, b.Messages, run.clk.Now())
+	if err != nil {
+		return err
+	}
+	rt.StaleRows = len(f.Finalized)
+	outcome, kind := "changed 0 rows: Status and LockedBy matched, the token did not", lab.KindFenced
+	if rt.StaleRows != 0 {
+		outcome, kind = "changed 1 row: the stale claim completed a message its own newer claim held", lab.KindStale
+	}
+	run.add(lab.Event{Kind: kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.StaleRows)), Actor: s21Stalled,
+		Action: "re-take: late finalize", Detail: instance.WithHow(fmt.Sprintf("its first claimer, with stale token %d, %s", m.Token, outcome), how)})
+	if len(nb.Messages) == 0 {
+		return nil
+	}
+	if f, err = second.Finalize(ctx, nb.Messages, run.clk.Now()); err != nil {
+		return err
+	}
+	rt.NewerRows, kind = len(f.Finalized), lab.KindFinalize
+	if rt.NewerRows == 0 {
+		kind = lab.KindNoOp
+	}
+	run.add(lab.Event{Kind: kind, Subject: nb.Messages[0].AggregateKey, Rows: lab.RowsOf(int64(rt.NewerRows)), Actor: s21Stalled,
+		Action: "re-take: finalize", Detail: fmt.Sprintf("its second claimer, with token %d, changed %d of 1 row", nb.Messages[0].Token, rt.NewerRows)})
+	return nil
+}
+
 // drainAs is one drain worker: claim, process, finalize until nothing is
 // claimable. On SQLite it counts the pages its connection reads; on
 // PostgreSQL it hands its statistics over and the run reads the rows the
@@ -482,18 +565,12 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 // measure sets the metrics: per drain, then growth per claim, then the
 // invariants summed over the four drains.
 func (run *scaleRun) measure(r *lab.Result) {
-	dup, lost, forced, reclaimed, refused := 0, 0, 0, 0, 0
-	perMessage := "_" + run.words().unit + "_per_message_"
+	perMessage := "_" + run.words().Unit + "_per_message_"
 	for _, d := range run.drains {
-		forced += len(d.Expiries)
-		reclaimed += d.Reclaimed(s21Drainers)
-		refused += d.StaleRefused()
 		key := d.Claim.Name
 		r.SetMetric(key+perMessage+d.Size, d.ReadsPerMessage())
 		r.SetMetric(key+"_us_per_message_"+d.Size, d.UsPerMessage())
 		r.SetMetric("backlog_"+d.Size, float64(d.Backlog))
-		dup += d.Duplicates()
-		lost += d.Lost
 	}
 	for _, key := range []string{"lesson", "indexed"} {
 		small, _ := r.Metric(key + perMessage + "small")
@@ -503,99 +580,11 @@ func (run *scaleRun) measure(r *lab.Result) {
 		largeUs, _ := r.Metric(key + "_us_per_message_large")
 		r.SetMetric(key+"_time_growth", cast.Round2(largeUs/math.Max(smallUs, 1e-9)))
 	}
-	r.SetMetric("duplicates", float64(dup))
-	r.SetMetric("lost", float64(lost))
 	r.SetMetric("drains", float64(len(run.drains)))
-	r.SetMetric("forced_expiries", float64(forced))
-	r.SetMetric("expired_reclaimed", float64(reclaimed))
-	r.SetMetric("stale_finalizes_refused", float64(refused))
+	for _, t := range cast.ScaleTotals(run.drains, s21Drainers) {
+		r.SetMetric(t.Key, float64(t.N))
+	}
 }
 
-// s21Wording is what the drains and plans tables say on one engine: the
-// unit cost is counted in and how, what a retry is, and how to read a plan.
-type s21Wording struct {
-	// unit is what a drain's cost counts ("pages" or "rows"); it names
-	// the per-message metrics (lesson_<unit>_per_message_small) and the
-	// drains table's cost column.
-	unit string
-	// retried names what a drain's retry count counts.
-	retried                                              string
-	costColumn, costNote, retries, plansTitle, plansNote string
-}
-
-// s21Words are the tables' words per engine.
-var s21Words = map[store.Engine]s21Wording{
-	store.SQLite: {
-		unit:       "pages",
-		retried:    "SQLITE_BUSY retries",
-		costColumn: "Pages/msg",
-		costNote: "Pages/msg is what SQLite read per message (claim and finalize; sqlite3_db_status cache hits plus misses on the " +
-			"drain workers' connections), near-repeatable: the checks compare it.",
-		retries:    "BUSY retries",
-		plansTitle: "Query plans (EXPLAIN QUERY PLAN of each claim's select, on its large backlog)",
-		plansNote:  "SCAN OutboxMessages reads every row; SCAN … USING INDEX walks the partial index from the oldest unprocessed message.",
-	},
-	store.Postgres: {
-		unit:       "rows",
-		retried:    "retried transactions (serialization failure, deadlock or lock not available)",
-		costColumn: "Rows/msg",
-		costNote: "Rows/msg is what PostgreSQL's scans read per message: the live rows of the drain's tables that its " +
-			"sequential scans returned (seq_tup_read) plus those its index scans fetched (idx_tup_fetch), from " +
-			"pg_stat_user_tables, read before and after the drain once every connection had flushed its statistics " +
-			"(pg_stat_force_next_flush). It counts the drain workers' claims and finalizes, the empty claim that ends " +
-			"each worker's loop included, as each statement's plan read them: a table of a few pages may be scanned " +
-			"where an index lookup would cost more (an update by Id on the small backlog), and the indexed claim's " +
-			"Incremental Sort fetches a group of rows before it returns one. Rows, not pages: a scan's pages include dead row versions, and how many are left " +
-			"depends on when they can be pruned, which any transaction open on the server postpones, so pages move " +
-			"with the machine's load; live rows do not: the checks compare them.",
-		retries:    "Lock retries",
-		plansTitle: "Query plans (EXPLAIN (COSTS OFF) of each claim's select, parameters bound, on its large backlog)",
-		plansNote: "Seq Scan on outboxmessages reads every row and Sort orders them all; Index Scan using " +
-			"ix_outboxmessages_unprocessed_createdatutc walks the partial index from the oldest unprocessed message. " +
-			"LockRows is FOR UPDATE SKIP LOCKED: the claim locks the row it takes and skips rows other workers hold.",
-	},
-}
-
-// words is s21Words for the run's engine.
-func (run *scaleRun) words() s21Wording { return s21Words[run.env.Engine()] }
-
-// tables renders the drains, the query plans and the forced expiries.
-func (run *scaleRun) tables() []lab.Table {
-	words := run.words()
-	drains := lab.Table{
-		Title: "Drains: cost per message",
-		Note: words.costNote + " µs/msg is the median claim transaction " +
-			"plus the median finalize transaction, BEGIN to COMMIT of the committed attempt: real time, so it varies with the " +
-			"machine and what else runs on it.",
-		Interleaved:    true,
-		VaryingColumns: []string{words.costColumn, "µs/msg", words.retries, "Split"},
-		Columns:        []string{"Claim", "Backlog", "Messages", words.costColumn, "µs/msg", "Claims", "Empty claims", words.retries, "Split", "Duplicates", "Lost"},
-	}
-	plans := lab.Table{
-		Title:   words.plansTitle,
-		Note:    words.plansNote,
-		Columns: []string{"Claim", "Plan"},
-	}
-	expiries := lab.Table{
-		Title: "Forced lease expiry: who held what, who took it over",
-		Note: "Worker-A crashed holding the oldest message; Worker-B stalled holding the next. After the leases expired the " +
-			"drain reclaimed both with a new token; Worker-B's late finalize presented its old one.",
-		Interleaved:    true,
-		VaryingColumns: []string{"Reclaimed by (token)"},
-		Columns:        []string{"Claim", "Backlog", "Message", "Held by", "Token", "Reclaimed by (token)", "Late finalize", "Committed finalizations"},
-	}
-	for _, d := range run.drains {
-		split := d.CommittedBy()
-		drains.AddRow(d.Claim.Name, fmt.Sprintf("%d (%s)", d.Backlog, d.Size), d.Drained, lab.FormatNumber(d.ReadsPerMessage()),
-			lab.FormatNumber(d.UsPerMessage()), len(d.Claims), d.Empty, d.Busy,
-			fmt.Sprintf("%s %d, %s %d", s21Drainers[0], split[s21Drainers[0]], s21Drainers[1], split[s21Drainers[1]]),
-			d.Duplicates(), d.Lost)
-		if d.Size == "large" {
-			plans.AddRow(d.Claim.Name, strings.Join(d.Plan, " / "))
-		}
-		for _, e := range d.Expiries {
-			expiries.AddRow(d.Claim.Name, d.Backlog, e.ID, e.Holder, e.Token, strings.Join(d.TakenOver(e), ", "), e.Late, d.CommittedOf(e.ID))
-		}
-	}
-	return []lab.Table{drains, plans, expiries}
-}
+// words is cast.ScaleWords for the run's engine.
+func (run *scaleRun) words() cast.ScaleWording { return cast.ScaleWords[run.env.Engine()] }

@@ -37,7 +37,7 @@ func executeOnPostgres(t *testing.T, url string, sc *Scenario, variant string) *
 // none lost, the lesson claim's cost in rows read grows and the indexed
 // claim's stays flat), its claims take the row lock, and each variant fails
 // exactly the checks it names, cost checks included: rows read do not move
-// with the machine's load (see s21Words).
+// with the machine's load (see cast.ScaleWords).
 func TestClaimsAtScaleOnPostgres(t *testing.T) {
 	url := pgtest.URL(t)
 	sc := &claimsAtScale

@@ -145,6 +145,12 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		}
 		fmt.Fprintf(&b, "  %-34s %s\n", ch.Name, about)
 	}
+	if len(sc.Facts) > 0 {
+		b.WriteString("\nFacts of the setup (fixed by the lesson's script: they cannot fail, so they are no checks)\n")
+		for _, f := range sc.Facts {
+			fmt.Fprintf(&b, "  %-34s %s\n    %s\n", f.Name, f.About, strings.Join(reports.Wrap("why: "+f.Why, 72), "\n    "))
+		}
+	}
 	b.WriteString("\nMistake variants (--variant NAME; each must make a check FAIL)\n")
 	if len(sc.Variants) == 0 {
 		b.WriteString("  (none)\n")
