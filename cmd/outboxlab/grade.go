@@ -180,9 +180,8 @@ func gradeAction(c *cli.Context, s *settings) error {
 	if err != nil {
 		return err
 	}
-	sc := p.scenario
 	started := p.now().UTC()
-	grades := gradeAll(c.Context, sc, p)
+	grades := gradeAll(c.Context, p)
 	// Every verdict reached is printed, whatever happens next: a summary
 	// that cannot be written (a full disk) or an interruption loses none.
 	var table bytes.Buffer
@@ -265,7 +264,7 @@ func gradeOutcome(grades []grade, summaryErr error) error {
 // gradeAll judges every file, p.jobs at a time, starting them in the
 // order given (so after Ctrl-C the verdicts reached are the first files'),
 // and returns the grades in that order.
-func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade {
+func gradeAll(ctx context.Context, p *gradePlan) []grade {
 	grades := make([]grade, len(p.files))
 	sem := make(chan struct{}, p.jobs)
 	var wg sync.WaitGroup
@@ -284,7 +283,7 @@ func gradeAll(ctx context.Context, sc *scenarios.Scenario, p *gradePlan) []grade
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			grades[i] = gradeFile(ctx, sc, file, p)
+			grades[i] = gradeFile(ctx, file, p)
 		}()
 	}
 	wg.Wait()
@@ -323,7 +322,7 @@ func (p *gradePlan) load(ctx context.Context, file string) (scenarios.Options, e
 
 // gradeFile judges one file; any failure to judge it is its Error, with
 // whose fault it is.
-func gradeFile(ctx context.Context, sc *scenarios.Scenario, file string, p *gradePlan) grade {
+func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 	g := grade{File: file, FailedChecks: []string{}}
 	notJudged := func(f fault, msg string) grade {
 		g.Error, g.fault = msg, f
