@@ -171,3 +171,26 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestExploredExercisesRunInTheExplorer: an exercise the explorer grades
+// has its statement executed there (the answer key's explorer run names
+// the file's statement in its ledger), and one it does not grade is not
+// run there at all.
+func TestExploredExercisesRunInTheExplorer(t *testing.T) {
+	for _, x := range Exercises() {
+		if !x.Explored() {
+			continue
+		}
+		t.Run(x.Name, func(t *testing.T) {
+			t.Parallel()
+			r := grade(t, "", &interleavingExplorer, x, textsOn(store.SQLite, x.Key))
+			if !r.Passed() {
+				t.Fatalf("the answer key failed the explorer: %v", r.FailedChecks())
+			}
+			ranYours(t, r, x)
+		})
+	}
+	if renew, err := LookupExercise("renew"); err != nil || renew.Explored() {
+		t.Errorf("renew: the explorer has no renewal action, yet Explored() = true (%v)", err)
+	}
+}
