@@ -170,6 +170,14 @@ func (x *Exercise) Distinctive() []string {
 	return append(first, explorer...)
 }
 
+// AcceptsClaimSQL says the scenario can run an engineer's own claim
+// statements (run --claim-sql FILE) in place of the lesson's: it is the
+// claim exercise's lesson.
+func (s *Scenario) AcceptsClaimSQL() bool {
+	x, err := LookupExercise("claim")
+	return err == nil && x.Lesson == s.Name
+}
+
 // Exercises lists every exercise, in the course's order.
 func Exercises() []*Exercise {
 	out := make([]*Exercise, len(exercises))

@@ -50,9 +50,6 @@ type Scenario struct {
 	Facts []FactDoc
 	// Variants are the mistake variants; each makes at least one check fail.
 	Variants []Variant
-	// AcceptsClaimSQL says the scenario can run an engineer's own claim
-	// statements (run --claim-sql FILE) in place of the lesson's.
-	AcceptsClaimSQL bool
 
 	// Run executes the scenario in env and returns its result. It must
 	// write only inside env.Dir.

@@ -133,8 +133,7 @@ var outboxLeasing = Scenario{
 				"predicate to re-check, takes it too: a double claim, and both process the message. The lesson's " +
 				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
 	},
-	AcceptsClaimSQL: true,
-	Run:             runOutboxLeasing,
+	Run: runOutboxLeasing,
 }
 
 // leasingMistakes are the worker's own mistakes of each variant.

@@ -115,7 +115,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	if sc.OnPostgres != "" {
 		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", strings.Join(reports.Wrap(sc.OnPostgres, 76), "\n  "))
 	}
-	if sc.AcceptsClaimSQL {
+	if sc.AcceptsClaimSQL() {
 		fmt.Fprintf(&b, "Your own claim (--claim-sql FILE, outboxlab grade)\n  %s\n\n", strings.Join(reports.Wrap(claimSQLConfinement, 76), "\n  "))
 	}
 	if len(sc.Statements) > 0 {
@@ -468,7 +468,7 @@ func (p *runPlan) parseClaim(c *cli.Context) error {
 	}
 	p.options.Submission = claim
 	for _, sc := range p.scenarios {
-		if !sc.AcceptsClaimSQL {
+		if !sc.AcceptsClaimSQL() {
 			return usagef("--claim-sql: scenario %s does not take claim SQL (session-15-outbox-leasing does)", sc.Name)
 		}
 	}
