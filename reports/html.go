@@ -520,7 +520,7 @@ func leaseTitle(rc race, l lease) string {
 		s += " to the end of the run"
 	}
 	if n := len(l.Renewals); n > 0 {
-		s += fmt.Sprintf("; renewed %d times", n)
+		s += "; renewed " + plural(n, "time")
 	}
 	if l.Revived {
 		s += "; only a mistake renews a lease after its end"
