@@ -216,9 +216,10 @@ func (e *UnknownExerciseError) Error() string {
 	return msg + " (exercises: " + strings.Join(e.Known, ", ") + "; `outboxlab exercise list` describes them)"
 }
 
-// Submission is a student's file for an exercise: its statements, as the
-// sandbox checked them, run in the lesson's statement set in place of the
-// exercise's key, as a variant's mistakes are.
+// Submission is a student's file for an exercise (or an engineer's
+// --claim-sql, the claim's): its statements, as the sandbox checked them,
+// run in the lesson's statement set in place of the exercise's key, as a
+// variant's mistakes are.
 type Submission struct {
 	Exercise *Exercise
 	Source   string         // where it came from: the file's name
@@ -280,8 +281,8 @@ func exerciseParams(x *Exercise) []string {
 }
 
 // checkSubmission refuses a run that cannot grade opts.Submission: one
-// with a variant or a claim file, a scenario that does not run the
-// exercise's statements, or a file with the wrong number of statements.
+// with a variant, a scenario that does not run the exercise's statements,
+// or a file with the wrong number of statements.
 func checkSubmission(sc *Scenario, variant string, opts Options) error {
 	sub := opts.Submission
 	switch {
