@@ -40,6 +40,12 @@ func exerciseCommand() *cli.Command {
 			},
 		},
 		OnUsageError: onUsageError,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef("unknown exercise subcommand %q; exercise's subcommands: list, show", c.Args().First())
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
 	}
 }
 
