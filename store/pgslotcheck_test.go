@@ -27,14 +27,8 @@ const (
 // databases are as they were.
 func TestClaimFileOnPostgres(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
+	url, victim, r := graderSandbox(t)
 	ctx := context.Background()
-	victim := pgtest.VictimSchema(t, url)
-	r, err := CreateGraderRole(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
 	before := pgtest.ServerState(t, url, victim)
 	sel := func(cond string) string {
 		return "SELECT Id FROM OutboxMessages WHERE " + pgWhere + " AND " + cond + " ORDER BY CreatedAtUtc, Id LIMIT 1"
@@ -135,14 +129,8 @@ func TestClaimFileOnPostgres(t *testing.T) {
 // the statements the check refuses change nothing outside that database.
 func TestPostgresConfinesWithoutTheCheck(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
+	url, victim, r := graderSandbox(t)
 	ctx := context.Background()
-	victim := pgtest.VictimSchema(t, url)
-	r, err := CreateGraderRole(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
 	if err := CreateSchema(ctx, r.AdminURL(), "run", Config{}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,4 +202,19 @@ func lineDiffs(before, after string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// graderSandbox is the test server at url, a victim schema on it for a
+// hostile file to aim at, and a grader role with its own database, dropped
+// when t ends.
+func graderSandbox(t *testing.T) (url, victim string, r *GraderRole) {
+	t.Helper()
+	url = pgtest.URL(t)
+	victim = pgtest.VictimSchema(t, url)
+	r, err := CreateGraderRole(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
+	return url, victim, r
 }

@@ -168,14 +168,8 @@ func TestSlotFileKinds(t *testing.T) {
 // were.
 func TestSlotFileKindsOnPostgres(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
+	url, victim, r := graderSandbox(t)
 	ctx := context.Background()
-	victim := pgtest.VictimSchema(t, url)
-	r, err := CreateGraderRole(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
 	before := pgtest.ServerState(t, url, victim)
 	for _, sc := range testSlots() {
 		for _, tt := range slotCorpus(sc) {

@@ -18,18 +18,7 @@ import (
 // a report or any file outside the run is written.
 func TestClaimSQLUntrusted(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "claim.fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	dir, fifo, write := fileMaker(t, "claim.fifo")
 	abs := filepath.Join(dir, "evil-run-abs.db")
 	uri := filepath.Join(dir, "evil-run-uri.db")
 	tests := []struct {
@@ -164,18 +153,7 @@ func TestLoadSlotFile(t *testing.T) {
 	t.Parallel()
 	ack := store.Slot{Name: "ack", Shapes: []store.Shape{{Kind: store.KindUpdate, Table: "outbox_events", Params: []string{"id", "token", "now"}}},
 		Schema: []store.Migration{store.RelayEvents}, Samples: map[string]any{"id": "E-1", "token": int64(1), "now": int64(5)}}
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "ack.fifo")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	dir, fifo, write := fileMaker(t, "ack.fifo")
 	lesson := store.CompleteWithToken.SQL
 	for _, tt := range []struct {
 		name, path, want string // want "" loads
@@ -208,4 +186,23 @@ func TestLoadSlotFile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "evil.db")); err == nil {
 		t.Error("a refused file's ATTACH created a database")
 	}
+}
+
+// fileMaker makes a folder with a FIFO named fifoName in it, and returns
+// the folder, the FIFO's path and a function that writes a file there.
+func fileMaker(t *testing.T, fifoName string) (dir, fifo string, write func(name, text string) string) {
+	t.Helper()
+	dir = t.TempDir()
+	fifo = filepath.Join(dir, fifoName)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write = func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return dir, fifo, write
 }
