@@ -358,7 +358,11 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 		case ctx.Err() != nil:
 			return notJudged(interrupted, "")
 		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-			return notJudged(fileFault, fmt.Sprintf("gave up after %s: the file's statements did not finish the lesson in time", p.timeout))
+			what := "the lesson"
+			if i > 0 {
+				what = "the explorer's orderings"
+			}
+			return notJudged(fileFault, fmt.Sprintf("gave up after %s: the file's statements did not finish %s in time", p.timeout, what))
 		case errors.As(err, &refusal):
 			// On PostgreSQL the server itself checks the file, in the run's
 			// own database, before the lesson starts.
