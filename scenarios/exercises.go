@@ -3,7 +3,6 @@ package scenarios
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/outboxlab/outboxlab/lab"
@@ -254,30 +253,6 @@ func submitted[T any](env *Env, set T) T {
 		}
 	}
 	return set
-}
-
-// exerciseParams are the named parameters each statement of x uses, the
-// key's and every mistake's, sorted: what the lab must bind.
-func exerciseParams(x *Exercise) []string {
-	seen := map[string]bool{}
-	for _, k := range x.Key {
-		for _, p := range store.NamedParams(k.SQL) {
-			seen[p] = true
-		}
-	}
-	for _, m := range x.Mistakes() {
-		for _, s := range m.Stmts {
-			for _, p := range store.NamedParams(s.SQL) {
-				seen[p] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for p := range seen {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // checkSubmission refuses a run that cannot grade opts.Submission: one

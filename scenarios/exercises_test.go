@@ -194,3 +194,21 @@ func TestExploredExercisesRunInTheExplorer(t *testing.T) {
 		t.Errorf("renew: the explorer has no renewal action, yet Explored() = true (%v)", err)
 	}
 }
+
+// exerciseParams are the named parameters the statements of x use, the
+// key's and every wrong answer's, sorted: what the lab binds.
+func exerciseParams(x *Exercise) []string {
+	stmts := slices.Clone(x.Key)
+	for _, m := range x.Mistakes() {
+		stmts = append(stmts, m.Stmts...)
+	}
+	var out []string
+	for _, s := range stmts {
+		texts, _ := store.SplitStatements(s.SQL)
+		for _, t := range texts {
+			out = append(out, t.Params...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
