@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/store"
@@ -15,7 +16,8 @@ type taughtGuard struct {
 	scenario string
 	stmt     store.Stmt // the lesson's statement, as the store declares it
 	guard    string     // the predicate, as its WHERE clause writes it
-	// swap puts the guardless statement into the lesson's statement set.
+	// swap puts the guardless statement into the lesson's statement set;
+	// nil swaps it wherever a set holds the lesson's statement (store.Swap).
 	swap func(guardless store.Stmt) func(any) any
 	// breaks are the checks that must fail, and only they: the run exits 1.
 	breaks []string
@@ -23,6 +25,10 @@ type taughtGuard struct {
 	// run of the lesson: the run must still pass, so that closing the gap
 	// shows here and moves the guard to breaks.
 	gap string
+	// taughtBy, when set, names the lesson that teaches the guard and whose
+	// run decides it; this lesson only reuses the statement, and its run is
+	// not repeated here (see TestEveryGuardIsAccountedFor).
+	taughtBy string
 }
 
 // withoutGuard is stmt with the line "AND <guard>" removed from its SQL
@@ -40,7 +46,8 @@ func withoutGuard(t *testing.T, stmt store.Stmt, guard string) store.Stmt {
 		}
 		return strings.Replace(sql, line, "", 1)
 	}
-	return store.Stmt{Name: "test: " + stmt.Name + ", without AND " + guard, SQL: remove(stmt.SQL), Postgres: remove(stmt.Postgres)}
+	return store.Stmt{Name: "test: " + stmt.Name + ", without AND " + guard, SQL: remove(stmt.SQL), Postgres: remove(stmt.Postgres),
+		Replaces: &stmt}
 }
 
 // taughtGuards are the guards of the statements the fencing lessons teach.
@@ -106,6 +113,19 @@ var taughtGuards = func() []taughtGuard {
 	}
 }()
 
+// swapAnywhere swaps guardless, a lesson statement without one guard, into
+// every statement set that holds the statement, and counts the sets.
+func swapAnywhere(guardless store.Stmt, swaps *atomic.Int32) func(any) any {
+	return func(set any) any {
+		out, err := store.Swap(set, guardless)
+		if err != nil {
+			return set // a set of the lesson that does not hold the statement
+		}
+		swaps.Add(1)
+		return out
+	}
+}
+
 // tokenImpliesOwner is why the owner guard of a token-fenced statement
 // never decides alone.
 const tokenImpliesOwner = "every claim increments the row's token, so a row another worker holds never carries the " +
@@ -117,7 +137,7 @@ const tokenImpliesOwner = "every claim increments the row's token, so a row anot
 // and only they), or the guard is listed as a known gap with its reason,
 // and then the run still passes.
 func TestEveryTaughtGuardDecides(t *testing.T) {
-	for _, g := range taughtGuards {
+	for _, g := range slices.Concat(taughtGuards, moreTaughtGuards) {
 		t.Run(g.scenario+"/"+g.guard, func(t *testing.T) {
 			t.Parallel()
 			sc, err := Lookup(g.scenario)
@@ -127,11 +147,19 @@ func TestEveryTaughtGuardDecides(t *testing.T) {
 			if !slices.ContainsFunc(sc.Statements, func(s store.Stmt) bool { return s.SQL == g.stmt.SQL }) {
 				t.Fatalf("%s does not teach %q", g.scenario, g.stmt.Name)
 			}
+			guardless, swaps := withoutGuard(t, g.stmt, g.guard), &atomic.Int32{}
 			opts := DefaultOptions()
-			opts.TempRoot, opts.swap = t.TempDir(), g.swap(withoutGuard(t, g.stmt, g.guard))
+			opts.TempRoot, opts.swap = t.TempDir(), swapAnywhere(guardless, swaps)
+			if g.swap != nil {
+				opts.swap = g.swap(guardless)
+				swaps.Add(1)
+			}
 			r, err := Execute(context.Background(), sc, "", opts, false)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if swaps.Load() == 0 {
+				t.Fatalf("no statement set of %s holds %q", g.scenario, g.stmt.Name)
 			}
 			failed := r.FailedChecks()
 			if g.gap != "" {

@@ -1,0 +1,179 @@
+package scenarios
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// moreTaughtGuards are the guards of the claims and the reused fencing
+// writes: with taughtGuards, every guard a lesson's own run decides, or
+// the reason it cannot.
+var moreTaughtGuards = func() []taughtGuard {
+	lease, renewal := outboxLeasing.Name, leaseRenewal.Name
+	return []taughtGuard{
+		{scenario: lease, stmt: store.ClaimUpdate, guard: claimableOutbox,
+			breaks: []string{"claims_of_owned_messages", "recovery_ok"}},
+		{scenario: staleAckFencing.Name, stmt: store.ClaimEvent, guard: "delivered = 0",
+			breaks: []string{"reclaim_after_delivery_rows"}},
+		{scenario: renewal, stmt: store.ClaimEvent, guard: claimableEvent,
+			breaks: []string{"steps_as_expected", "step_5_claim_blocked_by_live_lease", "step_6_renew_at_expiry_refused"}},
+		{scenario: staleAckFencing.Name, stmt: store.CompleteWithToken, guard: "delivered = 0",
+			gap: "session 16 never acks an event twice under its current token"},
+		{scenario: leaseExpiryAfterSend.Name, stmt: store.AckDelivery, guard: "delivery_count = :receipt",
+			gap: "no consumer acks late with an old receipt"},
+		{scenario: renewal, stmt: store.RenewLease, guard: "delivered = 0",
+			gap: "no step renews an event after its delivery: every renewal of the lesson meets an undelivered event"},
+		{scenario: leaseExpiryAfterSend.Name, stmt: store.CompleteWithToken, guard: "claim_token = :token",
+			breaks: []string{"stale_completion_rows"}},
+		{scenario: failureClasses.Name, stmt: store.CompleteWithToken, guard: "claim_token = :token",
+			breaks: []string{"row_2_stale_completion_rejected", "rows_passed"}},
+		{scenario: claimsAtScale.Name, stmt: store.IndexedClaimOne, guard: "ProcessedAtUtc IS NULL", gap: takeAfterSelect},
+		{scenario: claimsAtScale.Name, stmt: store.IndexedClaimOne, guard: claimableOutbox, gap: takeAfterSelect},
+		{scenario: claimsAtScale.Name, stmt: store.ScaleFinalize, guard: "Status = 'Processing'",
+			gap: "no worker finalizes a message twice under the same token: every stale finalize of the drains " +
+				"presents an old token, which ClaimToken = :token refuses alone"},
+		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.Status = 'Processing'",
+			gap: "no batch holds a message its worker already completed under the same token: every stale completion " +
+				"presents an old token, which the token guard refuses alone"},
+		{scenario: heartbeatAndShutdown.Name, stmt: store.RenewWithinDeadline, guard: "delivered = 0",
+			swap: heartbeatRenewal,
+			gap:  "a relay's heartbeat stops when the relay completes, so no renewal meets a delivered event"},
+		{scenario: clocksAndOutages.Name, stmt: store.ClaimOnDatabaseClock, guard: "(lease_until IS NULL OR lease_until <= db_now())",
+			breaks: []string{"live_lease_claims", "e1_processing_attempts"}},
+		{scenario: clocksAndOutages.Name, stmt: store.RenewOnDatabaseClock, guard: "claim_token = :token",
+			breaks: []string{"race_both_won"}},
+		{scenario: clocksAndOutages.Name, stmt: store.RenewOnDatabaseClock, guard: "delivered = 0",
+			gap: "the race's renewal meets e3's lease while it is live or just reclaimed, never a delivered event"},
+		{scenario: clocksAndOutages.Name, stmt: store.RenewOnDatabaseClock, guard: "lease_until > db_now()",
+			gap: "the race meets at exactly the lease end: a claim that commits first bumps the token, which refuses " +
+				"the renewal alone, and a renewal that commits first meets a lease that is still live"},
+		{scenario: clocksAndOutages.Name, stmt: store.AckOnDatabaseClock, guard: "claim_token = :token", gap: lateAckAfterCompletion},
+		{scenario: clocksAndOutages.Name, stmt: store.AckOnDatabaseClock, guard: "delivered = 0", gap: lateAckAfterCompletion},
+		{scenario: clocksAndOutages.Name, stmt: store.AckOnDatabaseClock, guard: "lease_until > db_now()",
+			gap: "no worker acks after its lease ended while nobody had reclaimed the event: Worker-N's late ack " +
+				"meets e3 reclaimed (a new token) and completed"},
+	}
+}()
+
+// reusedGuards are the guards of statements a lesson runs but another
+// lesson teaches: the teacher's own run decides each.
+var reusedGuards = func() []taughtGuard {
+	var out []taughtGuard
+	reused := func(stmt store.Stmt, taughtBy map[string]string, scenarios ...string) {
+		for _, sc := range scenarios {
+			for guard, teacher := range taughtBy {
+				out = append(out, taughtGuard{scenario: sc, stmt: stmt, guard: guard, taughtBy: teacher})
+			}
+		}
+	}
+	lease, late, ack, renewal := outboxLeasing.Name, lateFinalize.Name, staleAckFencing.Name, leaseRenewal.Name
+	expiry, classes, retention, hb := leaseExpiryAfterSend.Name, failureClasses.Name, inboxRetention.Name, heartbeatAndShutdown.Name
+	reused(store.FinalizeOwned, map[string]string{"LockedBy = :worker": late}, lease)
+	reused(store.ClaimUpdate, map[string]string{claimableOutbox: lease}, late)
+	reused(store.ClaimEvent, map[string]string{claimableEvent: renewal}, ack)
+	reused(store.ClaimEvent, map[string]string{"delivered = 0": ack}, renewal)
+	reused(store.ClaimEvent, map[string]string{"delivered = 0": ack, claimableEvent: renewal}, expiry, classes, retention)
+	reused(store.ClaimStampingClaimedAt, map[string]string{"delivered = 0": ack, claimableEvent: renewal}, hb)
+	reused(store.ClaimOnDatabaseClock, map[string]string{"delivered = 0": ack}, clocksAndOutages.Name)
+	reused(store.CompleteWithToken, map[string]string{"claim_token = :token": ack}, retention, hb)
+	// Until sessions 15 and 16 decide Status and delivered = 0, and
+	// session 18 acks with an old receipt, these are the teachers' gaps.
+	for _, g := range []taughtGuard{
+		{scenario: lease, stmt: store.FinalizeOwned, guard: "Status = 'Processing'"},
+		{scenario: expiry, stmt: store.CompleteWithToken, guard: "delivered = 0"},
+		{scenario: classes, stmt: store.CompleteWithToken, guard: "delivered = 0"},
+		{scenario: retention, stmt: store.CompleteWithToken, guard: "delivered = 0"},
+		{scenario: hb, stmt: store.CompleteWithToken, guard: "delivered = 0"},
+		{scenario: classes, stmt: store.AckDelivery, guard: "delivery_count = :receipt"},
+		{scenario: retention, stmt: store.AckDelivery, guard: "delivery_count = :receipt"},
+	} {
+		g.taughtBy = "pending"
+		out = append(out, g)
+	}
+	return out
+}()
+
+// heartbeatRenewal swaps a guardless renewal into session 22's cast, whose
+// statements no generic swap reaches.
+func heartbeatRenewal(g store.Stmt) func(any) any {
+	return swapOf(func(hc heartbeatCast) heartbeatCast { hc.sqls.Renew = g; return hc })
+}
+
+// The claimable predicates, as the claims write them.
+const (
+	claimableOutbox = "(Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))"
+	claimableEvent  = "(lease_until IS NULL OR lease_until <= :now)"
+)
+
+// takeAfterSelect is why the indexed claim's repeated predicate never
+// decides alone.
+const takeAfterSelect = "the claimer selects the message with the same predicate in the same transaction, holding the " +
+	"write lock (BEGIN IMMEDIATE; FOR UPDATE on PostgreSQL), so the take never meets a row its select did not vouch " +
+	"for, and the claimer stops the run if the take ever changes other than one row"
+
+// lateAckAfterCompletion is why session 23's ack guards never decide alone.
+const lateAckAfterCompletion = "Worker-N's late ack meets e3 after Worker-F reclaimed and completed it (the order the " +
+	"lesson states), so its token and delivered = 0 each refuse the ack alone"
+
+// guardLine matches one top-level conjunct of a WHERE clause, as the
+// store writes them: a line that opens with two spaces and AND.
+var guardLine = regexp.MustCompile(`\n  AND ([^\n]*)`)
+
+// brokerModel are the statements of the lab's stand-in for a broker:
+// lessons run them to deliver and redeliver, and teach none of their
+// guards but the receipt (session 18).
+var brokerModel = map[string][]string{
+	store.RedeliverExpired.Name: {"state = 'in_flight'", "delivered_at <= :timeout_cutoff"},
+	store.AckDelivery.Name:      {"consumer = :consumer", "state = 'in_flight'"},
+}
+
+// TestEveryGuardIsAccountedFor walks every UPDATE every lesson runs and
+// asserts that each guard of its WHERE clause is decided by the lesson's
+// own run, or listed as a gap with its reason (TestEveryTaughtGuardDecides
+// runs both), or taught by another lesson whose run it decides, or part of
+// the lab's broker. The explorer is left out: its invariants judge its
+// statements, whatever ordering breaks them.
+func TestEveryGuardIsAccountedFor(t *testing.T) {
+	all := slices.Concat(taughtGuards, moreTaughtGuards, reusedGuards)
+	find := func(match func(taughtGuard) bool) (taughtGuard, bool) {
+		if i := slices.IndexFunc(all, match); i >= 0 {
+			return all[i], true
+		}
+		return taughtGuard{}, false
+	}
+	for _, sc := range All() {
+		if sc.Name == interleavingExplorer.Name {
+			continue
+		}
+		for _, st := range sc.Statements {
+			if !strings.HasPrefix(strings.TrimSpace(st.SQL), "UPDATE") {
+				continue
+			}
+			for _, m := range guardLine.FindAllStringSubmatch(st.SQL, -1) {
+				guard := m[1]
+				if slices.Contains(brokerModel[st.Name], guard) {
+					continue
+				}
+				g, ok := find(func(g taughtGuard) bool {
+					return g.scenario == sc.Name && g.stmt.SQL == st.SQL && g.guard == guard
+				})
+				if !ok {
+					t.Errorf("%s, %q: guard %q is accounted for nowhere: list it in taughtGuards", sc.Name, st.Name, guard)
+					continue
+				}
+				if g.taughtBy == "" || g.taughtBy == "pending" {
+					continue
+				}
+				if _, ok := find(func(t taughtGuard) bool {
+					return t.scenario == g.taughtBy && t.guard == guard && t.taughtBy == "" && len(t.breaks) > 0
+				}); !ok {
+					t.Errorf("%s, %q: guard %q is taught by %s, whose run does not decide it", sc.Name, st.Name, guard, g.taughtBy)
+				}
+			}
+		}
+	}
+}
