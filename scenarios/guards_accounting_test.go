@@ -26,7 +26,8 @@ var moreTaughtGuards = func() []taughtGuard {
 		{scenario: leaseExpiryAfterSend.Name, stmt: store.AckDelivery, guard: "delivery_count = :receipt",
 			gap: "no consumer acks late with an old receipt"},
 		{scenario: renewal, stmt: store.RenewLease, guard: "delivered = 0",
-			gap: "no step renews an event after its delivery: every renewal of the lesson meets an undelivered event"},
+			gap: "no step renews an event after its delivery: LESSONS.md fixes the lesson at nine steps " +
+				"(steps_as_expected 9), all on an undelivered event"},
 		{scenario: leaseExpiryAfterSend.Name, stmt: store.CompleteWithToken, guard: "claim_token = :token",
 			breaks: []string{"stale_completion_rows"}},
 		{scenario: failureClasses.Name, stmt: store.CompleteWithToken, guard: "claim_token = :token",
@@ -55,7 +56,8 @@ var moreTaughtGuards = func() []taughtGuard {
 		{scenario: clocksAndOutages.Name, stmt: store.AckOnDatabaseClock, guard: "delivered = 0", gap: lateAckAfterCompletion},
 		{scenario: clocksAndOutages.Name, stmt: store.AckOnDatabaseClock, guard: "lease_until > db_now()",
 			gap: "no worker acks after its lease ended while nobody had reclaimed the event: Worker-N's late ack " +
-				"meets e3 reclaimed (a new token) and completed"},
+				"meets e3 reclaimed (a new token) and completed, and a further late ack would change LESSONS.md's " +
+				"ack_failures_lease_lost 1"},
 	}
 }()
 
