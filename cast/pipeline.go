@@ -151,6 +151,10 @@ func (p *Pipeline) SetNow(t int64) {
 	}
 }
 
+// SetClock moves the clock forward to t (never backward): the lab's time,
+// as a child process's pipeline learns it when the lab lets it go on.
+func (p *Pipeline) SetClock(t time.Time) { p.SetNow(t.Sub(LessonStart).Milliseconds()) }
+
 // Event adds a timeline line of kind at the current tick and returns its
 // number.
 func (p *Pipeline) Event(kind lab.Kind, actor, action, detail string) int {
