@@ -264,6 +264,19 @@ func (p *Pipeline) CompletionRows(relay, event string) (int64, bool) {
 	return 0, false
 }
 
+// AckRows returns the rows instance's first ack of offer under receipt
+// changed at the broker; ok is false when no such ack reached it.
+func (p *Pipeline) AckRows(instance string, offer, receipt int64) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.acks {
+		if a.Instance == instance && a.OfferID == offer && a.Receipt == receipt && a.Rows != nil {
+			return *a.Rows, true
+		}
+	}
+	return 0, false
+}
+
 // Effects returns the effect ledger entries in order.
 func (p *Pipeline) Effects() []EffectEntry {
 	p.mu.Lock()
