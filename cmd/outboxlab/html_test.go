@@ -59,7 +59,7 @@ var browserPages = []browserPage{
 	{name: "session-15-after", args: []string{"run", "session-15-outbox-leasing"},
 		lanes: []string{"checkout", "Worker-A", "Worker-B", "clock", "scenario"}, leases: 7, crashAt: "2026-01-15T09:00:00.000Z", twice: 0},
 	{name: "session-18", args: []string{"run", "session-18-lease-expiry-after-send"},
-		lanes: []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer-1", "Inbox-Consumer-2", "Naive-Consumer"},
+		lanes:  []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer-1", "Inbox-Consumer-2", "Naive-Consumer"},
 		leases: 2, fenced: []string{"Relay-A", "Inbox-Consumer-1"}, twice: 0},
 	{name: "explore-naive-consumer", args: []string{"run", "explore", "--variant", "naive-consumer", "--bound", "3"},
 		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3, twice: 0},
