@@ -188,20 +188,39 @@ func (c *ConsumerInstance) ConsumeNext(ctx context.Context) (bool, error) {
 	if err := c.afterEffect(); err != nil {
 		return true, err
 	}
-	result := "acked"
 	if c.ackLost {
-		result = "ack LOST on the way to the broker"
-	} else {
-		rows, err := c.Ack(ctx)
-		if err != nil {
+		c.RecordAck(nil, "ack LOST on the way to the broker")
+		return true, nil
+	}
+	rows, err := c.Ack(ctx)
+	if err != nil {
+		return true, err
+	}
+	result := "acked"
+	if rows == 0 {
+		if result, err = c.refusedAck(ctx); err != nil {
 			return true, err
 		}
-		if rows == 0 {
-			result = "late ack: 0 rows (no longer in flight under this receipt)"
-		}
 	}
-	c.RecordAck(result)
+	c.RecordAck(&rows, result)
 	return true, nil
+}
+
+// refusedAck says why the ack of the held delivery changed 0 rows, from
+// the delivery read back on the instance's connection.
+func (c *ConsumerInstance) refusedAck(ctx context.Context) (string, error) {
+	d := c.delivery
+	cur, ok, err := store.NewBroker(c.db, c.p.sql().Broker).DeliveryOf(ctx, c.group, d.OfferID)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("ack offer %d: read back: %w", d.OfferID, err)
+	case !ok:
+		return "refused (0 rows): the broker holds no such delivery", nil
+	case cur.State == "in_flight" && cur.DeliveryCount != d.Receipt:
+		return fmt.Sprintf("refused (0 rows): stale receipt %d; the row reads in_flight, delivery_count %d: "+
+			"the broker redelivered offer %d", d.Receipt, cur.DeliveryCount, d.OfferID), nil
+	}
+	return fmt.Sprintf("refused (0 rows): no longer in flight; the row reads %s, delivery_count %d", cur.State, cur.DeliveryCount), nil
 }
 
 // Deliver is a step: the instance takes the next delivery the broker has
@@ -257,14 +276,21 @@ func (c *ConsumerInstance) Ack(ctx context.Context) (int64, error) {
 	return f.Rows, err
 }
 
-// RecordAck adds what became of the held delivery's acknowledgement (acked,
-// late, or lost on the way) to the acknowledgement ledger and the
-// timeline. The instance then holds nothing.
-func (c *ConsumerInstance) RecordAck(result string) {
+// RecordAck adds what became of the held delivery's acknowledgement to the
+// acknowledgement ledger and the timeline: rows is what the ack changed at
+// the broker, nil when it never got there (lost on the way). An ack that
+// changed 0 rows was turned away by the statement's guards (a stale
+// receipt, or a delivery no longer in flight): a fenced write. The
+// instance then holds nothing.
+func (c *ConsumerInstance) RecordAck(rows *int64, result string) {
 	d := c.delivery
-	seq := c.p.Add(lab.Event{Kind: lab.KindAck, Subject: d.EventID, Offer: d.OfferID, Actor: c.name, Action: "ack",
+	kind := lab.KindAck
+	if rows != nil && *rows == 0 {
+		kind = lab.KindFenced
+	}
+	seq := c.p.Add(lab.Event{Kind: kind, Subject: d.EventID, Offer: d.OfferID, Rows: rows, Actor: c.name, Action: "ack",
 		Detail: fmt.Sprintf("offer %d delivery %d: %s", d.OfferID, d.Receipt, result)})
-	c.p.AddAck(AckEntry{Seq: seq, Tick: c.p.Now(), Instance: c.name, OfferID: d.OfferID, Receipt: d.Receipt, Result: result})
+	c.p.AddAck(AckEntry{Seq: seq, Tick: c.p.Now(), Instance: c.name, OfferID: d.OfferID, Receipt: d.Receipt, Rows: rows, Result: result})
 	c.delivery = store.Delivery{}
 }
 

@@ -70,6 +70,7 @@ type AckEntry struct {
 	Instance string
 	OfferID  int64
 	Receipt  int64
+	Rows     *int64 // what the ack changed at the broker; nil: it never got there
 	Result   string
 }
 

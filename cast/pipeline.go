@@ -151,6 +151,10 @@ func (p *Pipeline) SetNow(t int64) {
 	}
 }
 
+// SetClock moves the clock forward to t (never backward): the lab's time,
+// as a child process's pipeline learns it when the lab lets it go on.
+func (p *Pipeline) SetClock(t time.Time) { p.SetNow(t.Sub(LessonStart).Milliseconds()) }
+
 // Event adds a timeline line of kind at the current tick and returns its
 // number.
 func (p *Pipeline) Event(kind lab.Kind, actor, action, detail string) int {
@@ -255,6 +259,19 @@ func (p *Pipeline) CompletionRows(relay, event string) (int64, bool) {
 	for _, c := range p.completions {
 		if c.relay == relay && c.event == event {
 			return c.rows, true
+		}
+	}
+	return 0, false
+}
+
+// AckRows returns the rows instance's first ack of offer under receipt
+// changed at the broker; ok is false when no such ack reached it.
+func (p *Pipeline) AckRows(instance string, offer, receipt int64) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.acks {
+		if a.Instance == instance && a.OfferID == offer && a.Receipt == receipt && a.Rows != nil {
+			return *a.Rows, true
 		}
 	}
 	return 0, false

@@ -477,7 +477,7 @@ func (w *exploreWorld) ack(ctx context.Context, c *exploreConsumer) error {
 		w.res.guards |= guardReceipt
 		result = "late ack: 0 rows (no longer in flight under this receipt)"
 	}
-	c.inst.RecordAck(result)
+	c.inst.RecordAck(&rows, result)
 	c.consumed = false
 	return nil
 }
@@ -485,7 +485,7 @@ func (w *exploreWorld) ack(ctx context.Context, c *exploreConsumer) error {
 // loseAck: the ack never reaches the broker; the consumer believes it
 // acked and is free.
 func (w *exploreWorld) loseAck(c *exploreConsumer) error {
-	c.inst.RecordAck("ack LOST on the way to the broker: the delivery stays in flight")
+	c.inst.RecordAck(nil, "ack LOST on the way to the broker: the delivery stays in flight")
 	c.consumed = false
 	return nil
 }

@@ -122,7 +122,9 @@ func serveCheckout(ctx context.Context, w *proc.Worker) (any, error) {
 			var reachErr error
 			if a.Hold {
 				crash = func() bool {
-					reachErr = w.Reach(failpoint.BetweenOutboxWrites, checkoutAt{Key: a.Payment.Key, OpenTransaction: !work.Write.Split()})
+					// The write keeps its call's time, as the lab's does:
+					// the go-on's clock is that time.
+					_, reachErr = w.Reach(failpoint.BetweenOutboxWrites, checkoutAt{Key: a.Payment.Key, OpenTransaction: !work.Write.Split()})
 					return reachErr != nil // the parent is gone: die here, as the lesson's crash would
 				}
 			}
@@ -151,7 +153,7 @@ func (c *childCheckout) Write(ctx context.Context, p store.NewPayment, now time.
 			c.pc.Pid(), reached.Report.At, clip(reached.Report.State), failpoint.BetweenOutboxWrites)
 	}
 	if !crash() {
-		if err := c.pc.GoOn(); err != nil {
+		if err := c.pc.GoOn(now); err != nil {
 			return Written{}, err
 		}
 		return Written{}, callError(c.pc.Result(ctx, "write", nil))

@@ -92,7 +92,9 @@ func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
 			var between func()
 			var held error
 			if a.Hold {
-				between = func() { held = w.Reach(failpoint.BetweenClaimSelectAndUpdate, nil) }
+				// The claim keeps its call's time after the hold, as the
+				// lab's ClaimNext does: the go-on's clock is that time.
+				between = func() { _, held = w.Reach(failpoint.BetweenClaimSelectAndUpdate, nil) }
 			}
 			c, err := out.ClaimNext(ctx, a.Worker, a.Now, a.Lease, between)
 			if held != nil {
@@ -127,7 +129,7 @@ func (c *childOutbox) ClaimNext(ctx context.Context, worker string, now time.Tim
 	var reached *proc.Reached
 	if errors.As(err, &reached) && reached.Report.At == failpoint.BetweenClaimSelectAndUpdate {
 		between()
-		if err = c.pc.GoOn(); err == nil {
+		if err = c.pc.GoOn(now); err == nil {
 			err = c.pc.Result(ctx, "claim", &cl)
 		}
 	}

@@ -150,7 +150,7 @@ func (c *childPipelineInstance) settle(ctx context.Context, op string, s *pipeli
 		if err := c.beforeEffect(ctx); err != nil {
 			return err
 		}
-		if err = c.child.GoOn(); err == nil {
+		if err = c.child.GoOn(c.p.Clock.Now()); err == nil {
 			err = c.child.Result(ctx, op, s)
 		}
 	}
@@ -236,7 +236,7 @@ func (c *childPipelineInstance) wake(ctx context.Context) error {
 	c.o.log.stalled(c.child.Pid(), fmt.Sprintf("SIGCONT at %s", cast.TickClock(c.p.Now())))
 	c.p.Add(lab.Event{Kind: lab.KindWake, Subject: c.claim.EventID, Actor: c.name, Action: "wakes", Detail: fmt.Sprintf("process %d continued by SIGCONT: it goes on from %s, unaware that its lease on %s expired",
 		c.child.Pid(), c.at, c.claim.EventID)})
-	if err := c.child.GoOn(); err != nil {
+	if err := c.child.GoOn(c.p.Clock.Now()); err != nil {
 		return err
 	}
 	var s pipelineStep
@@ -371,9 +371,22 @@ func attachPipelineChild(w *proc.Worker, claim func() store.EventClaim) (*pipeli
 		return nil, err
 	}
 	c.Pipeline = cast.Attach(func(ctx context.Context, _ string) (*store.DB, error) { return w.Open(ctx) }, c.work.Pipeline)
-	report := func(r cast.CrashReport) error { return w.Reach(r.Point, pipelineFault{r, claim(), c.takeFired()}) }
+	report := func(r cast.CrashReport) error { return c.reach(w, r.Point, pipelineFault{r, claim(), c.takeFired()}) }
 	c.BeforeCrash, c.BeforeStall = report, report
 	return c, nil
+}
+
+// reach stops the child at point with state until the lab lets it go on,
+// and sets the pipeline's clock to the lab's then: a stall or a hold there
+// may have moved it, and the rest of the step acts at that time, as an
+// instance in the lab's process does.
+func (c *pipelineChild) reach(w *proc.Worker, point failpoint.Point, state any) error {
+	now, err := w.Reach(point, state)
+	if err != nil {
+		return err
+	}
+	c.SetClock(now)
+	return nil
 }
 
 // takeFired is what the child's plan fired since it last said.
@@ -442,7 +455,7 @@ func servePipelineConsumer(ctx context.Context, w *proc.Worker) (any, error) {
 			p.SetNow(a.Now)
 			c.BeforeEffect = nil
 			if a.HoldBeforeEffect {
-				c.BeforeEffect = func(context.Context) error { return w.Reach(failpoint.BeforeEffect, nil) }
+				c.BeforeEffect = func(context.Context) error { return p.reach(w, failpoint.BeforeEffect, nil) }
 			}
 			found, err := c.ConsumeNext(ctx)
 			return pipelineStep{Found: found, Record: p.TakeRecord(), Fired: p.takeFired()}, err

@@ -131,7 +131,7 @@ func (c *Child) Finish(ctx context.Context) (Report, error) {
 	if err := c.awaitIdle(ctx, ""); err != nil {
 		return Report{}, err
 	}
-	if err := c.GoOn(); err != nil {
+	if err := c.write(reply{Go: true}); err != nil {
 		return Report{}, err
 	}
 	c.idle = false

@@ -209,8 +209,11 @@ func (r Report) valid() bool {
 	return n == 1
 }
 
-// GoOn lets a child waiting at a failpoint carry on.
-func (c *Child) GoOn() error { return c.write(reply{Go: true}) }
+// GoOn lets a child waiting at a failpoint carry on at now, the lab's
+// clock as it lets it go: [Worker.Reach] returns it to the child, which
+// acts at that time from there, as an instance in the lab's process would
+// after the same hold (the lab may have moved its clock meanwhile).
+func (c *Child) GoOn(now time.Time) error { return c.write(reply{Go: true, Now: &now}) }
 
 // Kill kills the child with SIGKILL where it waits, at point, and waits
 // for its exit. The [Death] comes from the wait status; a child that

@@ -63,7 +63,7 @@ var testRoles = map[string]proc.Role{
 		}
 		var reachErr error
 		_, err = pays.Create(ctx, inFlight, at, func() bool {
-			reachErr = w.Reach(failpoint.BetweenOutboxWrites, inFlight.Key)
+			_, reachErr = w.Reach(failpoint.BetweenOutboxWrites, inFlight.Key)
 			return reachErr != nil
 		})
 		if reachErr != nil {
@@ -114,11 +114,16 @@ var testRoles = map[string]proc.Role{
 			// pause stops at after-claim, as a lesson's fault point, and
 			// goes on when the parent says so.
 			"pause": func(context.Context, json.RawMessage) (any, error) {
-				if err := w.Reach(failpoint.AfterClaim, total); err != nil {
+				if _, err := w.Reach(failpoint.AfterClaim, total); err != nil {
 					return nil, err
 				}
 				total *= 10
 				return total, nil
+			},
+			// clock stops at after-claim and answers with the time the
+			// parent's go-on carried: the child's clock from there.
+			"clock": func(context.Context, json.RawMessage) (any, error) {
+				return w.Reach(failpoint.AfterClaim, nil)
 			},
 		})
 		return total, err
@@ -202,7 +207,7 @@ func TestKilledChildLosesOnlyItsOpenTransaction(t *testing.T) {
 						t.Errorf("death %+v, want checkout pid %d killed by SIGKILL", d, c.Pid())
 					}
 				} else {
-					if err := c.GoOn(); err != nil {
+					if err := c.GoOn(time.Unix(0, 0).UTC()); err != nil {
 						t.Fatal(err)
 					}
 					if r, err = c.Next(ctx); err != nil || !r.Done {
@@ -402,7 +407,7 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	if err := c.Call(ctx, "pause", nil, &total); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
 		t.Fatalf("a call that reaches a failpoint returned %v, want Reached at %s", err, failpoint.AfterClaim)
 	}
-	if err := c.GoOn(); err != nil {
+	if err := c.GoOn(time.Unix(0, 0).UTC()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Result(ctx, "pause", &total); err != nil || total != 50 {
@@ -423,6 +428,37 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	defer u.Stop()
 	if err := u.Call(ctx, "subtract", 1, nil); err == nil || !strings.Contains(err.Error(), `no operation "subtract"`) {
 		t.Errorf("a call of an unknown operation: %v, want the role to fail naming it", err)
+	}
+}
+
+// TestGoOnCarriesTheLabsClock: a child let go on at a failpoint gets the
+// time the parent's go-on carried, the lab's clock after its hold there,
+// to the nanosecond.
+func TestGoOnCarriesTheLabsClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	held := time.Date(2026, 1, 15, 9, 1, 10, int(123*time.Millisecond), time.UTC)
+	var reached *proc.Reached
+	if err := c.Call(ctx, "clock", nil, nil); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
+		t.Fatalf("clock: %v, want the child at %s", err, failpoint.AfterClaim)
+	}
+	if err := c.GoOn(held); err != nil {
+		t.Fatal(err)
+	}
+	var got time.Time
+	if err := c.Result(ctx, "clock", &got); err != nil || !got.Equal(held) {
+		t.Fatalf("after the go-on the child's clock is %v (%v), want the lab's %v", got, err, held)
+	}
+	if _, err := c.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/store"
@@ -18,8 +19,11 @@ type job struct {
 // reply is a line the parent writes to a child waiting at a failpoint,
 // or to an idle child (see [Worker.Answer]): go on, or perform Call.
 type reply struct {
-	Go   bool  `json:"go,omitempty"`   // carry on past the point; an idle child returns
-	Call *call `json:"call,omitempty"` // an idle child's next operation
+	Go bool `json:"go,omitempty"` // carry on past the point; an idle child returns
+	// Now, with Go at a failpoint, is the lab's clock as the child goes
+	// on: the hold there may have moved it (see [Child.GoOn]).
+	Now  *time.Time `json:"now,omitempty"`
+	Call *call      `json:"call,omitempty"` // an idle child's next operation
 }
 
 // call is one operation the parent asks an idle child to perform.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"time"
 
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/store"
@@ -99,21 +100,23 @@ func (w *Worker) Open(ctx context.Context) (*store.DB, error) {
 
 // Reach reports that the child is at point, with state (what it has done
 // so far) and its ledger, and waits for the parent. It returns when the
-// parent lets it go on; a parent that kills the child there is never
-// answered. A closed pipe returns [ErrParentGone].
-func (w *Worker) Reach(point failpoint.Point, state any) error {
+// parent lets it go on ([Child.GoOn]), with the lab's clock then: a role
+// whose instance keeps a clock sets it to that time before it goes on.
+// A parent that kills the child there is never answered. A closed pipe
+// returns [ErrParentGone].
+func (w *Worker) Reach(point failpoint.Point, state any) (now time.Time, err error) {
 	if err := w.report(Report{At: point}, state); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	line, err := w.next()
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	var r reply
-	if err := json.Unmarshal(line, &r); err != nil || !r.Go {
-		return fmt.Errorf("proc: at %s the parent wrote %q, not a go-on", point, line)
+	if err := json.Unmarshal(line, &r); err != nil || !r.Go || r.Now == nil {
+		return time.Time{}, fmt.Errorf("proc: at %s the parent wrote %q, not a go-on with the lab's clock", point, line)
 	}
-	return nil
+	return *r.Now, nil
 }
 
 // AwaitSignal reports that the child is at point, with state and its

@@ -672,7 +672,10 @@ var statementKeys = map[lab.Kind][]string{
 // JSON for the page's script: name, SQL, runs and rows.
 func sqlJSON(e raceEvent, statements []lab.Statement) string {
 	keys := statementKeys[e.Kind]
-	if e.Kind == lab.KindFenced {
+	switch {
+	case e.Kind == lab.KindFenced && e.Offer != 0:
+		keys = statementKeys[lab.KindAck] // a consumer's ack the broker's guards refused
+	case e.Kind == lab.KindFenced:
 		keys = append(statementKeys[lab.KindFinalize], statementKeys[lab.KindRenew]...)
 	}
 	type stmt struct {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -76,6 +77,9 @@ var taughtGuards = func() []taughtGuard {
 	heartbeat := func(g store.Stmt) func(any) any {
 		return swapOf(func(hc heartbeatCast) heartbeatCast { hc.sqls.Renew = g; return hc })
 	}
+	brokerAck := func(g store.Stmt) func(any) any {
+		return swapOf(func(s cast.DeliverySQL) cast.DeliverySQL { s.Broker.Ack = g; return s })
+	}
 	late, renewal, hb := lateFinalize.Name, leaseRenewal.Name, heartbeatAndShutdown.Name
 	return []taughtGuard{
 		{scenario: late, stmt: store.FinalizeOwned, guard: "LockedBy = :worker", swap: outbox,
@@ -110,6 +114,11 @@ var taughtGuards = func() []taughtGuard {
 			breaks: []string{"deadline_refusals", "lost_events"}},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.ClaimToken = Done.Token", swap: batch,
 			breaks: []string{"stale_completions_committed", "results_overwritten", "stale_token_refused"}},
+		// Without the receipt, Inbox-Consumer-1's late ack acknowledges the
+		// redelivery Inbox-Consumer-2 still holds, whose own ack then finds
+		// it acked.
+		{scenario: leaseExpiryAfterSend.Name, stmt: store.AckDelivery, guard: "delivery_count = :receipt", swap: brokerAck,
+			breaks: []string{"stale_receipt_ack_rows", "redelivery_ack_rows"}},
 	}
 }()
 

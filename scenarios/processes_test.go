@@ -79,7 +79,8 @@ func testProcesses(t *testing.T, db string) {
 	// send of e3; Worker-S and Worker-F race 200 times as processes.
 	clocks := []child{{s23WorkerS, "clock-relay", "", false}, {s23WorkerF, "clock-relay", "", false}, {s23WorkerN, "clock-relay", "", true}}
 	pastTheLease := []child{{cast.RelayA, "pipeline-relay", "", true}, {cast.RelayB, "pipeline-relay", "", false},
-		{"Inbox-Consumer", "pipeline-consumer", "", false}, {"Naive-Consumer", "pipeline-consumer", "", false}}
+		{s18InboxFirst, "pipeline-consumer", "", false}, {s18InboxSecond, "pipeline-consumer", "", false},
+		{"Naive-Consumer", "pipeline-consumer", "", false}}
 	var retention []child
 	for _, part := range []string{"part 1 short", "part 1 long", "part 2"} {
 		retention = append(retention, child{part + ": " + cast.RelayA, "pipeline-relay", "", part == "part 2"})

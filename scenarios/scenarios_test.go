@@ -139,6 +139,13 @@ func TestFactsAreNeverChecks(t *testing.T) {
 				}
 			}
 		}
+		for _, g := range taughtGuards {
+			if g.scenario == sc.Name {
+				for _, name := range g.breaks {
+					claimed[name] = "removing the guard " + g.guard
+				}
+			}
+		}
 		for name, by := range claimed {
 			if !checks[name] {
 				t.Errorf("%s: %s claims to break %s, which is no documented check (a fact cannot fail)", sc.Name, by, name)
@@ -177,7 +184,9 @@ var checkBrokenByNamedTest = map[string]string{
 
 // TestEveryCheckCanFail shows every check of every scenario can fail: it
 // is broken by a variant, or by a registered statement swap that this test
-// runs and asserts, or (where no swap can) by a named test.
+// runs and asserts, or by removing a taught guard (which
+// TestEveryTaughtGuardDecides runs and asserts), or (where no swap can) by
+// a named test.
 func TestEveryCheckCanFail(t *testing.T) {
 	for _, sc := range All() {
 		broken := map[string]bool{}
@@ -189,6 +198,13 @@ func TestEveryCheckCanFail(t *testing.T) {
 		for _, b := range checkBreakers {
 			if b.scenario == sc.Name {
 				for _, name := range b.breaks {
+					broken[name] = true
+				}
+			}
+		}
+		for _, g := range taughtGuards {
+			if g.scenario == sc.Name {
+				for _, name := range g.breaks {
 					broken[name] = true
 				}
 			}

@@ -22,6 +22,10 @@ const (
 	credit42      = int64(1000)
 	inboxConsumer = "inbox-consumer"
 	naiveConsumer = "naive-consumer"
+	// The inbox consumer group's two instances: the first is held past the
+	// broker's visibility timeout, the second takes the redelivery.
+	s18InboxFirst  = "Inbox-Consumer-1"
+	s18InboxSecond = "Inbox-Consumer-2"
 )
 
 var leaseExpiryAfterSend = Scenario{
@@ -38,7 +42,13 @@ var leaseExpiryAfterSend = Scenario{
 		"offers of e42: the duplicate is the expected counterexample of at-least-once delivery, not a bug. Two consumers " +
 		"read both offers: the inbox consumer (INSERT INTO consumed_events ... ON CONFLICT DO NOTHING and the credit in one " +
 		"transaction, the credit applied only when the insert added a row) ends at 1000 cents; the naive " +
-		"consumer (an unconditional increment) ends at 2000. The broker and inbox tables store UTC clock text; outbox_events keeps " +
+		"consumer (an unconditional increment) ends at 2000. The inbox consumer group runs two instances, and its first delivery " +
+		"acks late: Inbox-Consumer-1 takes offer 1 (receipt 1, the delivery_count the broker gives it) and pauses before its " +
+		"effect past the broker's 30 s visibility timeout; the broker redelivers offer 1 to Inbox-Consumer-2 (receipt 2), held in " +
+		"flight. Inbox-Consumer-1 goes on: its credit commits with the inbox row, and its ack with receipt 1 changes 0 rows, " +
+		"refused by delivery_count = :receipt alone (the delivery is still in flight, for the same consumer group). " +
+		"Inbox-Consumer-2 then finds e42 in the inbox (no credit) and acks with receipt 2: 1 row. " +
+		"The broker and inbox tables store UTC clock text; outbox_events keeps " +
 		"logical ticks (milliseconds since 2026-01-15T09:00:00.000Z), shown beside their clock time.",
 	DoesNotSolve: "Fencing keeps the database honest (only the current token's completion counts) but cannot unsend: " +
 		"the broker already holds Relay-A's offer, so a duplicate broker message is normal and only the consumer can " +
@@ -49,9 +59,12 @@ var leaseExpiryAfterSend = Scenario{
 		{Name: "broker_offers", About: "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
 		{Name: "stale_completion_rows", About: "Relay-A's completion with the stale token 1 changed 0 rows"},
 		{Name: "published", About: "the outbox row is published (delivered = 1), by Relay-B's completion"},
-		{Name: "inbox_credit_cents", About: "the inbox consumer credited 1000 cents for two offers"},
+		{Name: "inbox_credit_cents", About: "the inbox consumer group credited 1000 cents for two offers and a redelivery"},
 		{Name: "consumed_event_rows", About: "the inbox holds one consumed_events row for e42"},
 		{Name: "naive_credit_cents", About: "the naive consumer credited 2000 cents: the duplicate reached the business state"},
+		{Name: "stale_receipt_ack_rows", About: "Inbox-Consumer-1's ack of offer 1 with receipt 1, sent while the redelivery " +
+			"(receipt 2) was in flight, changed 0 rows"},
+		{Name: "redelivery_ack_rows", About: "Inbox-Consumer-2's ack of the redelivery with receipt 2 changed 1 row"},
 	},
 	Variants: []Variant{
 		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: Relay-A's late completion, after its lease expired, is accepted",
@@ -62,8 +75,9 @@ var leaseExpiryAfterSend = Scenario{
 				"row's state: only the current token may complete it."},
 		{Name: "naive-inbox", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the inbox consumer increments the credit without writing or checking consumed_events",
 			Breaks: []string{"inbox_credit_cents", "consumed_event_rows"},
-			Shows: "Both offers of e42 reach the inbox consumer and both credit ACC-42: 2000 cents for one 1000-cent " +
-				"award, and no consumed_events row. A send after a lease expiry makes delivery at least once, so the " +
+			Shows: "Both offers of e42, and the broker's redelivery of offer 1 after the visibility timeout, reach the inbox " +
+				"consumer group and each credits ACC-42: 3000 cents for one 1000-cent award, and no consumed_events row. A " +
+				"send after a lease expiry and a redelivery after a late ack each make delivery at least once, so the " +
 				"consumer must record e42 in consumed_events in the same transaction as the credit and skip an event " +
 				"it has already seen."},
 		{Name: variantBrokerDedupWindow, Changes: "an option: the broker drops a resend inside its deduplication window (--broker-window)", Mistake: "relying on the broker's deduplication window (2 min by default): the resend is dropped, " +
@@ -103,17 +117,19 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 	if err := playRelaysPastTheLease(ctx, env, p); err != nil {
 		return nil, err
 	}
-	if err := playBothConsumers(ctx, env, p); err != nil {
+	late, err := playBothConsumers(ctx, env, p)
+	if err != nil {
 		return nil, err
 	}
 
 	r := &lab.Result{Database: env.DatabasePath()}
-	if err := measureLeaseExpiryAfterSend(ctx, p, r); err != nil {
+	if err := measureLeaseExpiryAfterSend(ctx, p, late, r); err != nil {
 		return nil, err
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"broker_offers": 2, "stale_completion_rows": 0, "published": 1,
 		"inbox_credit_cents": float64(credit42), "consumed_event_rows": 1, "naive_credit_cents": float64(2 * credit42),
+		"stale_receipt_ack_rows": 0, "redelivery_ack_rows": 1,
 	})
 	if err := cast.FinishDelivery(ctx, r, []*cast.Pipeline{p}, map[string]*failpoint.Plan{"session 18": plan}); err != nil {
 		return nil, err
@@ -173,29 +189,151 @@ func playRelaysPastTheLease(ctx context.Context, env *Env, p *cast.Pipeline) err
 	return instance.CloseAll(ctx, a, b)
 }
 
-// playBothConsumers has the inbox consumer (naive under the naive-inbox
-// variant) and the naive consumer each read every offer.
-func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline) error {
+// playBothConsumers has the inbox consumer group (naive under the
+// naive-inbox variant) and the naive consumer each read every offer: the
+// inbox group's two instances first ack late (see [playStaleReceipt]),
+// then Inbox-Consumer-1 takes the rest; the naive consumer takes every
+// offer in one go.
+func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline) (staleReceipt, error) {
 	p.SetNow(p.Now() + 5*cast.TickSecond)
-	inboxDesignUsed := consumerDesign(env, cast.InboxDesign)
-	for _, spec := range []struct {
-		name, group string
-		design      cast.ConsumerDesign
-	}{{"Inbox-Consumer", inboxConsumer, inboxDesignUsed}, {"Naive-Consumer", naiveConsumer, cast.NaiveDesign}} {
-		c, err := env.Instances.PipelineConsumer(ctx, p, spec.name, spec.group, spec.design)
+	design := consumerDesign(env, cast.InboxDesign)
+	first, err := env.Instances.PipelineConsumer(ctx, p, s18InboxFirst, inboxConsumer, design)
+	if err != nil {
+		return staleReceipt{}, err
+	}
+	defer first.Close(ctx)
+	second, err := env.Instances.PipelineConsumer(ctx, p, s18InboxSecond, inboxConsumer, design)
+	if err != nil {
+		return staleReceipt{}, err
+	}
+	defer second.Close(ctx)
+	late, err := playStaleReceipt(ctx, p, first, second)
+	if err != nil {
+		return late, err
+	}
+	if err := p.DrainConsumer(ctx, first, 0); err != nil {
+		return late, err
+	}
+	if err := instance.CloseAll(ctx, first, second); err != nil {
+		return late, err
+	}
+	naive, err := env.Instances.PipelineConsumer(ctx, p, "Naive-Consumer", naiveConsumer, cast.NaiveDesign)
+	if err != nil {
+		return late, err
+	}
+	defer naive.Close(ctx)
+	if err := p.DrainConsumer(ctx, naive, 0); err != nil {
+		return late, err
+	}
+	return late, naive.Close(ctx)
+}
+
+// staleReceipt is the late ack's delivery, as the broker's rows said while
+// each instance held it: the offer, the first instance's receipt and the
+// redelivery's. A zero receipt: no instance held it.
+type staleReceipt struct {
+	offer, stale, redelivery int64
+}
+
+// playStaleReceipt is the late ack. Inbox-Consumer-1 takes the oldest
+// offer (receipt 1) and the lab holds it before its effect while the
+// broker's visibility timeout runs out: the broker makes the delivery
+// ready again, and Inbox-Consumer-2 takes it (receipt 2), held in turn
+// before its effect so that the redelivery is still in flight when
+// Inbox-Consumer-1 goes on, applies its credit and acks with receipt 1.
+// Then Inbox-Consumer-2 goes on. What each held comes from the broker's
+// rows, read on the observer's connection.
+func playStaleReceipt(ctx context.Context, p *cast.Pipeline, first, second cast.Consumer) (staleReceipt, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var late staleReceipt
+	held, release := make(chan struct{}), make(chan struct{})
+	second.HoldBeforeEffect(func(ctx context.Context) error {
+		d, event, err := inFlightOf(ctx, p, second.Group())
 		if err != nil {
 			return err
 		}
-		err = p.DrainConsumer(ctx, c, 0)
+		late.redelivery = d.DeliveryCount
+		p.Add(lab.Event{Kind: lab.KindNote, Subject: event, Offer: d.OfferID, Actor: second.Name(), Action: "held",
+			Detail: fmt.Sprintf("took offer %d of %s: broker_deliveries reads %s, delivery_count %d (its receipt); the lab holds it "+
+				"before its effect until %s has acked, so this delivery is in flight when that ack arrives",
+				d.OfferID, event, d.State, d.DeliveryCount, first.Name())})
+		close(held)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	secondDone := make(chan error, 1)
+	started := false
+	first.HoldBeforeEffect(func(ctx context.Context) error {
+		d, event, err := inFlightOf(ctx, p, first.Group())
 		if err != nil {
-			_ = c.Close(ctx) // on the failure path the step's own error is the one to report
 			return err
 		}
-		if err := c.Close(ctx); err != nil {
+		late.offer, late.stale = d.OfferID, d.DeliveryCount
+		p.Add(lab.Event{Kind: lab.KindStall, Subject: event, Offer: d.OfferID, Actor: first.Name(), Action: "stalls",
+			Detail: fmt.Sprintf("took offer %d of %s: broker_deliveries reads %s, delivery_count %d (its receipt); it pauses before "+
+				"its effect (a GC pause, a slow dependency)", d.OfferID, event, d.State, d.DeliveryCount)})
+		n, r, err := p.RedeliverInFlight(ctx, first.Group(), cast.VisibilityTimeout, 0)
+		if err != nil {
 			return err
+		}
+		p.Add(lab.Event{Kind: lab.KindExpiry, Subject: event, Offer: d.OfferID, Actor: cast.ClockName, Action: "visibility timeout",
+			Detail: fmt.Sprintf("the clock reaches %s: the broker's %s visibility timeout ran out on %d unacknowledged delivery of %s; "+
+				"its redelivery job made %d ready again; %s does not know", cast.TickClock(p.Now()), cast.DurationText(cast.VisibilityTimeout),
+				n, first.Group(), r.Ready, first.Name())})
+		started = true
+		go func() {
+			_, err := second.ConsumeNext(ctx)
+			secondDone <- err
+		}()
+		select {
+		case <-held:
+		case err := <-secondDone: // it took nothing, or failed, before its hold
+			secondDone <- err
+		}
+		p.SetNow(p.Now() + cast.TickSecond)
+		p.Add(lab.Event{Kind: lab.KindWake, Subject: event, Offer: d.OfferID, Actor: first.Name(), Action: "wakes",
+			Detail: fmt.Sprintf("goes on from before its effect with offer %d, receipt %d", d.OfferID, d.DeliveryCount)})
+		return nil
+	})
+	_, err := first.ConsumeNext(ctx)
+	p.SetNow(p.Now() + cast.TickSecond)
+	close(release)
+	if started {
+		if err2 := <-secondDone; err == nil {
+			err = err2
 		}
 	}
-	return nil
+	first.HoldBeforeEffect(nil)
+	second.HoldBeforeEffect(nil)
+	return late, err
+}
+
+// inFlightOf is group's one delivery in flight, read on the observer's
+// connection, and its offer's event id.
+func inFlightOf(ctx context.Context, p *cast.Pipeline, group string) (store.BrokerDelivery, string, error) {
+	s, err := p.ReadBrokerState(ctx, group)
+	if err != nil {
+		return store.BrokerDelivery{}, "", err
+	}
+	if len(s.InFlight) != 1 {
+		return store.BrokerDelivery{}, "", fmt.Errorf("%s holds %d deliveries in flight, want 1", group, len(s.InFlight))
+	}
+	d := s.InFlight[0]
+	offers, err := p.Broker().Offers(ctx)
+	if err != nil {
+		return d, "", err
+	}
+	for _, o := range offers {
+		if o.OfferID == d.OfferID {
+			return d, o.EventID, nil
+		}
+	}
+	return d, "", fmt.Errorf("no offer %d for %s's delivery", d.OfferID, group)
 }
 
 // leaseExpiryAfterSendVerdict words the run from its checks and figures.
@@ -204,9 +342,11 @@ func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 	switch {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of e42 after the lease expired "+
-			"post-send; Relay-A's stale completion changed %s rows and the row was published once; the inbox consumer ended at %s "+
-			"cents with %s consumed_events row, while the naive consumer, fed the same offers, ended at %s.",
-			m("broker_offers"), m("stale_completion_rows"), m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
+			"post-send; Relay-A's stale completion changed %s rows and the row was published once; %s's late ack with a stale "+
+			"receipt changed %s rows and the redelivery's ack %s; the inbox consumer ended at %s cents with %s consumed_events "+
+			"row, while the naive consumer, fed the same offers, ended at %s.",
+			m("broker_offers"), m("stale_completion_rows"), s18InboxFirst, m("stale_receipt_ack_rows"), m("redelivery_ack_rows"),
+			m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
 	case env.Is(variantBrokerDedupWindow):
 		return fmt.Sprintf("COUNTEREXAMPLE HIDDEN, NOT FIXED: the broker's dedup window dropped the resend, so the naive consumer "+
 			"looks correct here (failed checks %v); after the window the same duplicate gets through (session 20).", r.FailedChecks())
@@ -218,8 +358,8 @@ func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 
 // measureLeaseExpiryAfterSend takes session 18's figures, in the lesson's
 // order: counts from the database, the completions' rows from the
-// completion ledger.
-func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, r *lab.Result) error {
+// completion ledger, the late ack's from the acknowledgement ledger.
+func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, late staleReceipt, r *lab.Result) error {
 	count := func(key, query string, args ...any) error {
 		n, err := p.Count(ctx, query, args...)
 		if err != nil {
@@ -250,6 +390,12 @@ func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, r *lab.R
 	}
 	if rows, ok := p.CompletionRows(cast.RelayB, e42); ok {
 		r.SetMetric("current_completion_rows", float64(rows))
+	}
+	if rows, ok := p.AckRows(s18InboxFirst, late.offer, late.stale); ok && late.stale != 0 {
+		r.SetMetric("stale_receipt_ack_rows", float64(rows))
+	}
+	if rows, ok := p.AckRows(s18InboxSecond, late.offer, late.redelivery); ok && late.redelivery != 0 {
+		r.SetMetric("redelivery_ack_rows", float64(rows))
 	}
 	return nil
 }

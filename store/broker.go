@@ -137,6 +137,22 @@ func (b *Broker) Ack(ctx context.Context, consumer string, offerID, receipt int6
 	return f, nil
 }
 
+// DeliveryOf reads consumer's delivery of offerID back
+// ([BrokerSQL.Delivery]): its state and receipt (delivery_count), to say
+// why an ack changed 0 rows. ok is false when there is none.
+func (b *Broker) DeliveryOf(ctx context.Context, consumer string, offerID int64) (d BrokerDelivery, ok bool, err error) {
+	d = BrokerDelivery{OfferID: offerID, Consumer: consumer}
+	err = b.db.sql.QueryRowContext(ctx, b.sql.Delivery.SQL, sql.Named("offer_id", offerID), sql.Named("consumer", consumer)).
+		Scan(&d.State, &d.DeliveryCount)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return d, false, nil
+	case err != nil:
+		return d, false, fmt.Errorf("store: read the delivery of offer %d to %s: %w", offerID, consumer, err)
+	}
+	return d, true, nil
+}
+
 // Redelivery is what [Broker.RedeliverUnacked] did.
 type Redelivery struct {
 	Ready        int64 // deliveries made ready for redelivery

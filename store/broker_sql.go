@@ -12,6 +12,7 @@ package store
 //   - SelectNext: :consumer
 //   - MarkDelivered: :offer_id, :consumer, :now
 //   - Ack: :now, :offer_id, :consumer, :receipt
+//   - Delivery: :offer_id, :consumer
 //   - DeadLetter: :consumer, :now, :timeout_cutoff, :max_deliveries
 //   - MarkDeadLettered: :consumer, :timeout_cutoff, :max_deliveries
 //   - Redeliver: :consumer, :timeout_cutoff
@@ -32,6 +33,9 @@ type BrokerSQL struct {
 	// Ack acknowledges a delivery under the receipt of the delivery still in
 	// flight: a late ack of an earlier delivery changes 0 rows.
 	Ack Stmt
+	// Delivery reads one delivery's state and receipt: why an ack changed
+	// 0 rows.
+	Delivery Stmt
 	// DeadLetter copies into the dead-letter queue every in-flight delivery
 	// whose visibility timeout ran out after its last allowed delivery
 	// (:max_deliveries 0 means no limit).
@@ -55,6 +59,7 @@ var BrokerLesson = BrokerSQL{
 	SelectNext:       SelectNextDelivery,
 	MarkDelivered:    MarkDelivered,
 	Ack:              AckDelivery,
+	Delivery:         DeliveryByOffer,
 	DeadLetter:       DeadLetterExpired,
 	MarkDeadLettered: MarkDeadLettered,
 	Redeliver:        RedeliverExpired,
@@ -112,6 +117,11 @@ WHERE offer_id = :offer_id
   AND consumer = :consumer
   AND delivery_count = :receipt
   AND state = 'in_flight'`)
+
+	// DeliveryByOffer reads one delivery back after an ack changed 0 rows.
+	DeliveryByOffer = named("broker: read one delivery (its state and receipt)", `SELECT state, delivery_count FROM broker_deliveries
+WHERE offer_id = :offer_id
+  AND consumer = :consumer`)
 
 	// DeadLetterExpired copies expired deliveries past their last allowed
 	// delivery into the dead-letter queue.
