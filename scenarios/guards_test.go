@@ -122,6 +122,10 @@ var taughtGuards = func() []taughtGuard {
 	}
 }()
 
+// allTaughtGuards are the guards whose removal a lesson's own run is
+// tested for: the fencing writes' and the claims' and reused writes'.
+func allTaughtGuards() []taughtGuard { return slices.Concat(taughtGuards, moreTaughtGuards) }
+
 // swapAnywhere swaps guardless, a lesson statement without one guard, into
 // every statement set that holds the statement, and counts the sets.
 func swapAnywhere(guardless store.Stmt, swaps *atomic.Int32) func(any) any {
@@ -146,7 +150,7 @@ const tokenImpliesOwner = "every claim increments the row's token, so a row anot
 // and only they), or the guard is listed as a known gap with its reason,
 // and then the run still passes.
 func TestEveryTaughtGuardDecides(t *testing.T) {
-	for _, g := range slices.Concat(taughtGuards, moreTaughtGuards) {
+	for _, g := range allTaughtGuards() {
 		t.Run(g.scenario+"/"+g.guard, func(t *testing.T) {
 			t.Parallel()
 			sc, err := Lookup(g.scenario)

@@ -139,7 +139,7 @@ func TestFactsAreNeverChecks(t *testing.T) {
 				}
 			}
 		}
-		for _, g := range taughtGuards {
+		for _, g := range allTaughtGuards() {
 			if g.scenario == sc.Name {
 				for _, name := range g.breaks {
 					claimed[name] = "removing the guard " + g.guard
@@ -202,7 +202,7 @@ func TestEveryCheckCanFail(t *testing.T) {
 				}
 			}
 		}
-		for _, g := range taughtGuards {
+		for _, g := range allTaughtGuards() {
 			if g.scenario == sc.Name {
 				for _, name := range g.breaks {
 					broken[name] = true
