@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,8 +42,12 @@ func Lanes(w io.Writer, r *lab.Result) error {
 	for _, e := range rc.Events {
 		whole = whole && e.T%1000 == 0
 	}
+	parts := make([]string, len(rc.Events)) // a lesson part's label, printed once as a row of its own
 	for i, e := range rc.Events {
 		clocks[i] = shortClock(e.At, r.Timeline)
+		if label, _, _, ok := clockOf(e.At); ok && label != "" {
+			parts[i], clocks[i] = label, strings.TrimPrefix(clocks[i], label+" ")
+		}
 		if whole {
 			clocks[i] = strings.Replace(clocks[i], ".000", "", 1)
 		}
@@ -69,11 +74,33 @@ func Lanes(w io.Writer, r *lab.Result) error {
 	}
 	b.WriteString(border + "\n" + header + "\n" + border + "\n")
 	for i, e := range rc.Events {
-		line := "  " + pad(fmt.Sprint(e.Seq), seqW) + "   " + pad(clocks[i], clockW) + "  "
-		for c := range cols {
-			line += "  " + pad(cells[i][c], cw[c]) + " "
+		if parts[i] != "" && (i == 0 || parts[i] != parts[i-1]) {
+			b.WriteString("  -- " + parts[i] + " --\n")
 		}
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
+		// A cell too wide for its column wraps onto lines of its own below
+		// the row, where a held lease's bar goes on in the other columns.
+		wrapped, height := make([][]string, len(cols)), 1
+		for c := range cols {
+			wrapped[c] = wrapCell(cells[i][c], cw[c])
+			height = max(height, len(wrapped[c]))
+		}
+		for l := range height {
+			line := "  " + pad("", seqW) + "   " + pad("", clockW) + "  "
+			if l == 0 {
+				line = "  " + pad(fmt.Sprint(e.Seq), seqW) + "   " + pad(clocks[i], clockW) + "  "
+			}
+			for c := range cols {
+				cell := ""
+				switch {
+				case l < len(wrapped[c]):
+					cell = wrapped[c][l]
+				case holdsBar(cells[i][c]):
+					cell = "|"
+				}
+				line += "  " + pad(cell, cw[c]) + " "
+			}
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+		}
 	}
 	b.WriteString(border + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -389,6 +416,54 @@ func columnWidths(cols []string, cells [][]string, budget int) []int {
 
 // laneCellMax is the widest an actor's column may grow.
 const laneCellMax = 32
+
+// wrapCell is a cell as the lines it takes in a column width wide: the
+// whole cell where it fits, else its words wrapped, never cut, under the
+// first word after its mark (or bar, which goes on down the lines). Only
+// a word too long for a line on its own is cut.
+func wrapCell(cell string, width int) []string {
+	if len(cell) <= width {
+		return []string{cell}
+	}
+	words := strings.Fields(cell)
+	indent := ""
+	if len(words) > 1 && isMark(words[0]) {
+		indent = strings.Repeat(" ", len(words[0])+1)
+		if holdsBar(words[0]) {
+			indent = "|" + indent[1:]
+		}
+	}
+	var lines []string
+	line := ""
+	for _, w := range words {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = indent + w
+		}
+	}
+	return append(lines, line)
+}
+
+// isMark says whether a cell's first word is a lane mark or a lease bar.
+func isMark(w string) bool {
+	if slices.Contains([]string{"+", "|", "=", "~", ">"}, w) {
+		return true
+	}
+	for _, m := range laneMarks {
+		if w == m {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsBar says whether a cell draws a lease that goes on below it.
+func holdsBar(cell string) bool { return strings.HasPrefix(cell, "|") || strings.HasPrefix(cell, "+") }
 
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;
 // it replaces any non-ASCII byte so the view stays ASCII.

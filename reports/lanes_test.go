@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"slices"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/lab"
@@ -292,6 +293,29 @@ func TestLanesReviveNothingElse(t *testing.T) {
 			if l.Revived {
 				t.Errorf("%s: lease %+v revived", name, l)
 			}
+		}
+	}
+}
+
+// TestWrapCell: a lane cell too wide for its column wraps at spaces,
+// never mid-word, under the first word after its mark, and a held lease's
+// bar goes on down its lines; only a word too wide for a line is cut.
+func TestWrapCell(t *testing.T) {
+	tests := []struct {
+		cell  string
+		width int
+		want  []string
+	}{
+		{"= complete e42", 14, []string{"= complete e42"}},
+		{"= complete e42", 13, []string{"= complete", "  e42"}},
+		{"!! FENCED heartbeat e3", 12, []string{"!! FENCED", "   heartbeat", "   e3"}},
+		{"| work cancelled e3", 12, []string{"| work", "| cancelled", "| e3"}},
+		{"operator: replay e20", 12, []string{"operator:", "replay e20"}},
+		{"acknowledgement", 6, []string{"acknowledgement"}}, // pad cuts it: "ackno."
+	}
+	for _, tt := range tests {
+		if got := wrapCell(tt.cell, tt.width); !slices.Equal(got, tt.want) {
+			t.Errorf("wrapCell(%q, %d) = %q, want %q", tt.cell, tt.width, got, tt.want)
 		}
 	}
 }
