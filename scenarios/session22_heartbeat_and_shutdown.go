@@ -583,8 +583,8 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 			"Relay-C's renewal after its send of e8 changed 0 rows too: its work was cancelled (%s cancelled after the send), "+
 			"yet the send stands (the broker holds %s offers of e8) and Relay-C attempted %s completions of it; the renewal of "+
 			"the stuck e3 to exactly its deadline changed %s row and the processing deadline refused %s renewal after it; "+
-			"Relay-B's overdue renewals of e9, whose lease ran out with nobody reclaiming it, changed 0 rows under its own "+
-			"token (%s refused by lease_until > :now) and its work was cancelled before the send (%s); the shutdown marked nothing it had not sent and the restarted relay recovered %s events. Cancellation narrows the "+
+			"Relay-B's overdue renewal of e9, whose lease ran out with nobody reclaiming it, changed 0 rows under its own "+
+			"token (expired renewals refused: %s) and its work was cancelled before the send (%s); the shutdown marked nothing it had not sent and the restarted relay recovered %s events. Cancellation narrows the "+
 			"window; the inbox still absorbs what slips through.",
 			m("renewals_one_row"), m("stale_sends"), m("cancelled_after_send"), m("e8_broker_offers"),
 			m("e8_completions_by_relay_c"), m("renewal_to_deadline_rows"), m("deadline_refusals"),
