@@ -21,8 +21,12 @@ import (
 // Why a job's work context was cancelled (its [context.Cause]).
 var (
 	// ErrLeaseLost: a renewal changed 0 rows because a newer claim holds the
-	// event or the lease had expired.
+	// event: another relay reclaimed it.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrLeaseExpired: a renewal under the relay's still-current token
+	// changed 0 rows because its lease had ended: lease_until > :now refused
+	// it, whether or not another relay will reclaim the event.
+	ErrLeaseExpired = errors.New("lease expired")
 	// ErrProcessingDeadline: a renewal was refused because the new lease
 	// would end past claimed_at + the maximum processing time.
 	ErrProcessingDeadline = errors.New("processing deadline reached")
@@ -59,7 +63,8 @@ type HeartbeatPolicy struct {
 
 // Reasons a renewal changed no row, as the renewal ledger records them.
 const (
-	RenewalLeaseLost = "lease-lost" // a newer token holds the event, or the lease had expired
+	RenewalLeaseLost = "lease-lost" // a newer token holds the event: another relay reclaimed it
+	RenewalExpired   = "expired"    // the token is still the relay's, but the lease had ended
 	RenewalDeadline  = "deadline"   // past claimed_at + the maximum processing time
 	RenewalDelivered = "delivered"  // the event is already delivered
 )

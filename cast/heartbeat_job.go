@@ -120,18 +120,30 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	case e.Reason == RenewalDeadline:
 		j.cancelWork(ErrProcessingDeadline, "the lease is not renewed again; it ends at "+shortClock(j.LeaseUntil))
 	case j.sent:
-		j.cancelWork(ErrLeaseLost, "after its send: the send stands (the broker holds it), the completion is not attempted")
+		j.cancelWork(leaseLossCause(e.Reason), "after its send: the send stands (the broker holds it), the completion is not attempted")
 	default:
-		j.cancelWork(ErrLeaseLost, "before its send: nothing sent, nothing written")
+		j.cancelWork(leaseLossCause(e.Reason), "before its send: nothing sent, nothing written")
 	}
 	return nil
 }
 
+// leaseLossCause is the cancellation cause of a renewal refused for
+// reason: an expired lease under the relay's own token, or a lost one.
+func leaseLossCause(reason string) error {
+	if reason == RenewalExpired {
+		return ErrLeaseExpired
+	}
+	return ErrLeaseLost
+}
+
 // whyRefused tells why a renewal changed no row, from the event as the
-// database holds it: a newer token, delivery or expiry; when none holds,
-// only the processing deadline refused it.
+// database holds it: a newer token, delivery or expiry (the token still
+// the job's: lease_until > :now refused it); when none holds, only the
+// processing deadline refused it.
 func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why string, err error) {
 	ev, ok, err := j.relay.relay.EventByID(ctx, j.Event)
+	p := j.relay.policy
+	pastDeadline := at+p.Lease > j.ClaimedAt+p.MaxProcessing
 	switch {
 	case err != nil:
 		return "", "", err
@@ -142,9 +154,13 @@ func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why st
 	case ev.Delivered:
 		return RenewalDelivered, j.Event + " is already delivered", nil
 	case ev.LeaseUntil <= at:
-		return RenewalLeaseLost, "lease lost: it expired at " + shortClock(ev.LeaseUntil), nil
+		which := "only lease_until > :now refused it"
+		if pastDeadline {
+			which = "lease_until > :now refused it, and so would the processing deadline"
+		}
+		return RenewalExpired, fmt.Sprintf("lease expired: %s (read back: token %d still current, not delivered, lease_until %s <= now %s)",
+			which, ev.Token, shortClock(ev.LeaseUntil), shortClock(at)), nil
 	}
-	p := j.relay.policy
 	verb := "would pass"
 	if at+p.Lease == j.ClaimedAt+p.MaxProcessing {
 		verb = "would end exactly at"
@@ -402,7 +418,7 @@ func (s *HeartbeatStage) AdoptedRelay(name string) *HeartbeatRelay {
 
 // causeNamed is the cancellation cause whose text is text.
 func causeNamed(text string) error {
-	for _, err := range []error{ErrLeaseLost, ErrProcessingDeadline, ErrShuttingDown, errRunOver} {
+	for _, err := range []error{ErrLeaseLost, ErrLeaseExpired, ErrProcessingDeadline, ErrShuttingDown, errRunOver} {
 		if err.Error() == text {
 			return err
 		}

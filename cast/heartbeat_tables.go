@@ -23,8 +23,10 @@ func (s *HeartbeatStage) Tables() []lab.Table {
 		claims.AddRow(c.Seq, TickClock(c.At), c.Relay, c.Event, c.Outcome, tokenOrDash(c.Token), clockOrDash(c.LeaseUntil))
 	}
 	renewals := lab.Table{Title: "Ledger: heartbeat renewals", Note: "Every renewal with the rows it changed. 0 rows is an expected " +
-		"outcome with a reason: " + RenewalLeaseLost + " (a newer token holds the event, or the lease expired) or " +
-		RenewalDeadline + " (the new lease would pass claimed_at + the maximum processing time).",
+		"outcome with a reason: " + RenewalLeaseLost + " (a newer token holds the event: another relay reclaimed it), " +
+		RenewalExpired + " (the token is still the relay's, but the lease had ended: lease_until > :now refused it) or " +
+		RenewalDeadline + " (the new lease would pass claimed_at + the maximum processing time); each read back from " +
+		"the event's row after the renewal.",
 		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Proposed lease until", "Rows", "Reason", "Why"}}
 	for _, e := range s.Renewals {
 		renewals.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Token, TickClock(e.LeaseUntil), e.Rows, e.Reason, e.Why)
@@ -203,8 +205,10 @@ func (p HeartbeatPolicy) Table(relayA HeartbeatPolicy, grace int64) lab.Table {
 type RenewalTally struct {
 	OneRow int
 	// LeaseLostBeforeSend and LeaseLostAfterSend are the 0-row renewals
-	// of a lost lease, by whether the job had sent its event.
+	// of a lease another relay reclaimed, by whether the job had sent its
+	// event.
 	LeaseLostBeforeSend, LeaseLostAfterSend int
+	Expired                                 int // 0 rows: the lease had ended, the token still the relay's
 	Deadline                                int // 0 rows: the processing deadline
 }
 
@@ -219,6 +223,8 @@ func (s *HeartbeatStage) TallyRenewals() RenewalTally {
 			t.LeaseLostAfterSend++
 		case e.Reason == RenewalLeaseLost:
 			t.LeaseLostBeforeSend++
+		case e.Reason == RenewalExpired:
+			t.Expired++
 		case e.Reason == RenewalDeadline:
 			t.Deadline++
 		}
@@ -226,12 +232,13 @@ func (s *HeartbeatStage) TallyRenewals() RenewalTally {
 	return t
 }
 
-// CancelledOnLeaseLoss counts the works cancelled because a renewal found
-// the lease lost, by whether the send had happened.
-func (s *HeartbeatStage) CancelledOnLeaseLoss() (beforeSend, afterSend int) {
+// Cancelled counts the works cancelled with cause (e.g. ErrLeaseLost, a
+// renewal that found the event reclaimed), by whether the send had
+// happened.
+func (s *HeartbeatStage) Cancelled(cause error) (beforeSend, afterSend int) {
 	for _, c := range s.Cancellations {
 		switch {
-		case !errors.Is(c.Cause, ErrLeaseLost):
+		case !errors.Is(c.Cause, cause):
 		case c.Sent:
 			afterSend++
 		default:

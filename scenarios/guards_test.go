@@ -107,9 +107,7 @@ var taughtGuards = func() []taughtGuard {
 		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "claim_token = :token", swap: heartbeat,
 			breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"}},
 		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "lease_until > :now", swap: heartbeat,
-			gap: "every lease that expires in the lesson's run is reclaimed (a new token) before its relay renews it, so " +
-				"claim_token = :token refuses the late renewal too; only the renew-without-margin variant renews an " +
-				"expired lease that nobody has reclaimed"},
+			breaks: []string{"expired_renewals_refused", "cancelled_on_expiry"}},
 		{scenario: hb, stmt: store.RenewWithinDeadline, guard: ":now + :lease <= claimed_at + :max_processing", swap: heartbeat,
 			breaks: []string{"deadline_refusals", "lost_events"}},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.ClaimToken = Done.Token", swap: batch,

@@ -363,9 +363,9 @@ func TestProcessesShutdownOnPostgres(t *testing.T) { testProcessesShutdown(t, pg
 // testProcessesShutdown runs session 22 and its variants with
 // Options.Processes on db: Relay-A, Relay-B, Relay-C and the restarted
 // relay are child processes at the lab's command that finish and exit 0,
-// Relay-A stopped by a real SIGSTOP through its pause and continued by
-// SIGCONT, as the processes table and the timeline's rows naming its pid
-// say; Relay-D is a child process that the lab stops with a real SIGTERM,
+// each paused relay stopped by a real SIGSTOP through its pause and
+// continued by SIGCONT, as the processes table and the timeline's rows
+// naming its pid say; Relay-D is a child process that the lab stops with a real SIGTERM,
 // which it handles and exits 0 by itself; the timeline's SIGTERM row
 // names the process; every check and figure equals the in-process run's,
 // so the lesson passes and each variant (among them
@@ -412,8 +412,8 @@ func testProcessesShutdown(t *testing.T, db string) {
 
 // checkShutdownChildren checks session 22's processes table: its five
 // children in the order started, each ended as the lesson ends it, and
-// Relay-A's pause and Relay-C's two each a real SIGSTOP and SIGCONT that
-// the timeline names.
+// the pauses (Relay-A's, Relay-B's, Relay-C's two) each a real SIGSTOP
+// and SIGCONT that the timeline names.
 func checkShutdownChildren(t *testing.T, r *lab.Result) {
 	t.Helper()
 	rows := processesTableOf(t, r).Rows
@@ -423,7 +423,7 @@ func checkShutdownChildren(t *testing.T, r *lab.Result) {
 		stalls      [][2]int64 // each pause's SIGSTOP and SIGCONT, in seconds
 	}{
 		{hbRelayA, "heartbeat-relay", false, [][2]int64{{105, 140}}},
-		{hbRelayB, "heartbeat-relay", false, nil},
+		{hbRelayB, "heartbeat-relay", false, [][2]int64{{335, 370}}},
 		{hbRelayC, "heartbeat-relay", false, [][2]int64{{155, 190}, {280, 291}}},
 		{hbRelayD, "heartbeat-relay", true, nil},
 		{hbRelayFresh, "heartbeat-relay", false, nil},

@@ -40,6 +40,7 @@ const (
 	hbPaused     = "e2" // the event Relay-A holds when it freezes
 	hbStuck      = "e3" // the event whose work never ends
 	hbSentFirst  = "e8" // the event Relay-C sends, then freezes holding
+	hbExpired    = "e9" // the event whose lease runs out with nobody to reclaim it
 )
 
 var heartbeatAndShutdown = Scenario{
@@ -60,7 +61,10 @@ var heartbeatAndShutdown = Scenario{
 		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time); a lease that ends " +
 		"exactly at the deadline is allowed (<=): Relay-C, whose work on e3 never ends, is paused 11 s, so its overdue " +
 		"renewal proposes exactly claimed_at + 2 min and changes 1 row, and the next one is refused. Relay-C loses e3 and " +
-		"Relay-B delivers it. " +
+		"Relay-B delivers it. Then the live-lease guard alone: Relay-B claims e9 and freezes while no other relay polls; " +
+		"its lease runs out on the clock and nobody reclaims e9, so when Relay-B resumes, its overdue renewal presents its " +
+		"still-current token and only lease_until > :now refuses it (0 rows): a lease that has ended is lost even if " +
+		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later. " +
 		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
 		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
 		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
@@ -79,11 +83,17 @@ var heartbeatAndShutdown = Scenario{
 	},
 	Checks: []CheckDoc{
 		{Name: "stale_sends", About: "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
-		{Name: "zero_row_renewals", About: "renewals that changed 0 rows because the lease was lost before the relay sent: 1, " +
-			"Relay-A's after its pause (Relay-C's after its send on e8 is cancelled_after_send's)"},
-		{Name: "cancelled_on_lease_loss", About: "works cancelled on a lost lease before their send: 1, Relay-A's on e2"},
-		{Name: "cancelled_after_send", About: "works cancelled on a lost lease after their send: 1, Relay-C's on e8; the send " +
-			"stands and no completion is attempted"},
+		{Name: "zero_row_renewals", About: "renewals that changed 0 rows because another relay had reclaimed the event (a " +
+			"newer token) before the relay sent: 1, Relay-A's after its pause (Relay-C's after its send on e8 is " +
+			"cancelled_after_send's)"},
+		{Name: "cancelled_on_lease_loss", About: "works cancelled before their send on a renewal that found the event " +
+			"reclaimed (a newer token): 1, Relay-A's on e2"},
+		{Name: "cancelled_after_send", About: "works cancelled after their send on a renewal that found the event " +
+			"reclaimed: 1, Relay-C's on e8; the send stands and no completion is attempted"},
+		{Name: "expired_renewals_refused", About: "renewals that changed 0 rows while the row, read back, still held the " +
+			"renewing relay's token, undelivered, with its lease ended (lease_until > :now refused them): 1, Relay-B's on e9"},
+		{Name: "cancelled_on_expiry", About: "works cancelled before their send on a renewal refused for an ended lease " +
+			"under the relay's own token: 1, Relay-B's on e9"},
 		{Name: "completed_by_new_owner", About: "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
 		{Name: "deadline_refusals", About: "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
 		{Name: "renewal_to_deadline_rows", About: "rows changed by Relay-C's renewal of e3 whose lease ends exactly at claimed_at " +
@@ -115,10 +125,10 @@ var heartbeatAndShutdown = Scenario{
 				"they come back after a restart."},
 		{Name: variantRenewWithoutMargin, Changes: "Relay-A's heartbeat policy: a margin of 0, so it renews when its lease ends", Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
 			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
-			Breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"},
-			Shows: "Relay-A's beat at 09:00:32 comes after e1's lease ended at 09:00:31, so it changes 0 rows and e1's " +
-				"75 s work is cancelled (two 0-row renewals and two cancellations instead of one each); Relay-B " +
-				"delivers e1 later. Nothing is sent twice, but a healthy relay loses its long jobs: a heartbeat must " +
+			Breaks: []string{"expired_renewals_refused", "cancelled_on_expiry"},
+			Shows: "Relay-A's beat at 09:00:32 comes after e1's lease ended at 09:00:31, so lease_until > :now refuses " +
+				"it under Relay-A's own token (0 rows) and e1's 75 s work is cancelled (two such refusals and two " +
+				"cancellations on expiry, e1's and e9's, instead of one each); Relay-B delivers e1 later. Nothing is sent twice, but a healthy relay loses its long jobs: a heartbeat must " +
 				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
 				"lost lease."},
 	},
@@ -188,7 +198,7 @@ func runHeartbeatAndShutdown(ctx context.Context, env *Env, hc heartbeatCast) (*
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"stale_sends": 0, "zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "cancelled_after_send": 1,
 		"completed_by_new_owner": 1, "deadline_refusals": 1, "renewal_to_deadline_rows": 1, "lost_events": 0,
-		"completed_without_send": 0, "recovered_after_restart": 2,
+		"completed_without_send": 0, "recovered_after_restart": 2, "expired_renewals_refused": 1, "cancelled_on_expiry": 1,
 	})
 	r.Verdict = run.verdict(r)
 	return r, nil
@@ -249,7 +259,7 @@ func (run *heartbeatRun) seed(ctx context.Context) error {
 
 // play is the lesson's four acts, one after the other on one clock.
 func (run *heartbeatRun) play(ctx context.Context) error {
-	for _, act := range []func(context.Context) error{run.heartbeat, run.pause, run.pauseAfterSend, run.deadline, run.shutdown} {
+	for _, act := range []func(context.Context) error{run.heartbeat, run.pause, run.pauseAfterSend, run.deadline, run.expiry, run.shutdown} {
 		if err := act(ctx); err != nil {
 			return err
 		}
@@ -297,27 +307,18 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 	if err := run.commit(ctx, "e1"); err != nil {
 		return err
 	}
-	if err := run.at(ctx, 1); err != nil {
-		return err
-	}
-	j, err := claimWith(ctx, run.a)
-	if err != nil {
-		return err
-	}
-	run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
-	if err := run.at(ctx, 76); err != nil {
-		return err
-	}
-	if _, err := j.Send(ctx); err != nil {
-		return err
-	}
-	if err := run.at(ctx, 79); err != nil {
-		return err
-	}
-	if _, err := j.Complete(ctx); err != nil {
-		return err
-	}
-	return run.pollAndDeliver(ctx, run.b, 82)
+	var j instance.HeartbeatJob
+	return run.script(ctx, []cast.Step{
+		cast.At(1, func() (err error) {
+			if j, err = claimWith(ctx, run.a); err == nil {
+				run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
+			}
+			return err
+		}),
+		cast.At(76, func() error { _, err := j.Send(ctx); return err }),
+		cast.At(79, func() error { _, err := j.Complete(ctx); return err }),
+		cast.At(82, func() error { return run.pollAndDeliver(ctx, run.b, 82) }),
+	})
 }
 
 // pollAndDeliver lets relay poll at second t, and send and complete each
@@ -350,27 +351,17 @@ func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay instance.Hear
 // pause is act 2: Relay-A freezes holding e2, Relay-B reclaims it after
 // the expiry, and Relay-A resumes to a renewal that changes 0 rows.
 func (run *heartbeatRun) pause(ctx context.Context) error {
-	if err := run.at(ctx, 100); err != nil {
-		return err
-	}
-	if err := run.commit(ctx, hbPaused); err != nil {
-		return err
-	}
-	if err := run.at(ctx, 101); err != nil {
-		return err
-	}
-	ja, err := claimWith(ctx, run.a)
-	if err != nil {
-		return err
-	}
+	var ja instance.HeartbeatJob
 	return run.script(ctx, []cast.Step{
+		cast.At(100, func() error { return run.commit(ctx, hbPaused) }),
+		cast.At(101, func() (err error) { ja, err = claimWith(ctx, run.a); return err }),
 		cast.At(105, func() error { return run.a.Freeze(ctx, "a stop-the-world pause (a frozen VM): no heartbeat, no work") }),
 		cast.At(131, func() error { run.stage.LeaseExpired(hbPaused, hbRelayA); return nil }),
 		cast.At(132, func() error { return run.newOwner(ctx) }),
 		cast.At(140, func() error { return run.a.Resume(ctx) }),
 		cast.At(141, func() error { _, err := ja.Send(ctx); return err }),
 		cast.At(142, func() error { _, err := ja.Complete(ctx); return err }),
-		cast.At(143, func() error { return run.completeNewOwner(ctx) }),
+		cast.At(143, func() error { _, err := run.jb.Complete(ctx); return err }),
 	})
 }
 
@@ -406,37 +397,42 @@ func (run *heartbeatRun) newOwner(ctx context.Context) error {
 	return err
 }
 
-func (run *heartbeatRun) completeNewOwner(ctx context.Context) error {
-	_, err := run.jb.Complete(ctx)
-	return err
-}
-
 // deadline is act 3: Relay-C's work on e3 never ends; its renewals are
 // refused once the lease would pass claimed_at + the maximum processing
 // time, and Relay-B delivers e3 after the lease ends.
 func (run *heartbeatRun) deadline(ctx context.Context) error {
-	if err := run.at(ctx, 200); err != nil {
-		return err
-	}
-	if err := run.commit(ctx, hbStuck); err != nil {
-		return err
-	}
-	if err := run.at(ctx, 201); err != nil {
-		return err
-	}
-	j, err := claimWith(ctx, run.c)
-	if err != nil {
-		return err
-	}
-	if err := j.Hang(ctx, "a call to the payment gateway that never answers; only the work's context can end it"); err != nil {
-		return err
-	}
 	return run.script(ctx, []cast.Step{
+		cast.At(200, func() error { return run.commit(ctx, hbStuck) }),
+		cast.At(201, func() error {
+			j, err := claimWith(ctx, run.c)
+			if err != nil {
+				return err
+			}
+			return j.Hang(ctx, "a call to the payment gateway that never answers; only the work's context can end it")
+		}),
 		cast.At(280, func() error {
 			return run.c.Freeze(ctx, "a stop-the-world pause (a long garbage collection): no heartbeat until it resumes")
 		}),
 		cast.At(291, func() error { return run.c.Resume(ctx) }),
 		cast.At(322, func() error { return run.pollAndDeliver(ctx, run.b, 322) }),
+	})
+}
+
+// expiry closes act 3 with the live-lease guard alone: Relay-B freezes
+// holding e9 while no other relay polls, its lease runs out and nobody
+// reclaims e9, so its overdue renewal under its still-current token is
+// refused by lease_until > :now; Relay-A delivers e9 later.
+func (run *heartbeatRun) expiry(ctx context.Context) error {
+	var jb instance.HeartbeatJob
+	return run.script(ctx, []cast.Step{
+		cast.At(330, func() error { return run.commit(ctx, hbExpired) }),
+		cast.At(331, func() (err error) { jb, err = claimWith(ctx, run.b); return err }),
+		cast.At(335, func() error { return run.b.Freeze(ctx, "a stop-the-world pause, and no other relay polls meanwhile") }),
+		cast.At(361, func() error { run.stage.LeaseExpired(hbExpired, hbRelayB); return nil }),
+		cast.At(370, func() error { return run.b.Resume(ctx) }),
+		cast.At(371, func() error { _, err := jb.Send(ctx); return err }),
+		cast.At(372, func() error { _, err := jb.Complete(ctx); return err }),
+		cast.At(375, func() error { return run.pollAndDeliver(ctx, run.a, 375) }),
 	})
 }
 
@@ -520,9 +516,12 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 	tally := s.TallyRenewals()
 	r.SetMetric("zero_row_renewals", float64(tally.LeaseLostBeforeSend))
 	r.SetMetric("zero_row_renewals_after_send", float64(tally.LeaseLostAfterSend))
-	before, after := s.CancelledOnLeaseLoss()
+	before, after := s.Cancelled(cast.ErrLeaseLost)
 	r.SetMetric("cancelled_on_lease_loss", float64(before))
 	r.SetMetric("cancelled_after_send", float64(after))
+	r.SetMetric("expired_renewals_refused", float64(tally.Expired))
+	expired, _ := s.Cancelled(cast.ErrLeaseExpired)
+	r.SetMetric("cancelled_on_expiry", float64(expired))
 	run.measureCompletions(r)
 	r.SetMetric("deadline_refusals", float64(tally.Deadline))
 	// The renewal of e3 that proposes exactly the deadline: its rows, or
@@ -584,10 +583,12 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 			"Relay-C's renewal after its send of e8 changed 0 rows too: its work was cancelled (%s cancelled after the send), "+
 			"yet the send stands (the broker holds %s offers of e8) and Relay-C attempted %s completions of it; the renewal of "+
 			"the stuck e3 to exactly its deadline changed %s row and the processing deadline refused %s renewal after it; "+
-			"the shutdown marked nothing it had not sent and the restarted relay recovered %s events. Cancellation narrows the "+
+			"Relay-B's overdue renewal of e9, whose lease ran out with nobody reclaiming it, changed 0 rows under its own "+
+			"token (expired renewals refused: %s) and its work was cancelled before the send (%s); the shutdown marked nothing it had not sent and the restarted relay recovered %s events. Cancellation narrows the "+
 			"window; the inbox still absorbs what slips through.",
 			m("renewals_one_row"), m("stale_sends"), m("cancelled_after_send"), m("e8_broker_offers"),
-			m("e8_completions_by_relay_c"), m("renewal_to_deadline_rows"), m("deadline_refusals"), m("recovered_after_restart"))
+			m("e8_completions_by_relay_c"), m("renewal_to_deadline_rows"), m("deadline_refusals"),
+			m("expired_renewals_refused"), m("cancelled_on_expiry"), m("recovered_after_restart"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", run.env.Variant, r.FailedChecks())
 	default:

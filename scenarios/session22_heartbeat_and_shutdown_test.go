@@ -83,7 +83,8 @@ func TestSession22VariantFigures(t *testing.T) {
 		{variantRenewalFailureOnlyLogged, map[string]float64{"stale_sends": 1, "cancelled_on_lease_loss": 0, "zero_row_renewals": 1, "completed_by_new_owner": 1}},
 		{variantNoDeadline, map[string]float64{"deadline_refusals": 0, "lost_events": 1, "recovered_after_restart": 2}},
 		{variantShutdownMarksComplete, map[string]float64{"lost_events": 2, "completed_without_send": 2, "recovered_after_restart": 0}},
-		{variantRenewWithoutMargin, map[string]float64{"zero_row_renewals": 2, "cancelled_on_lease_loss": 2, "stale_sends": 0}},
+		{variantRenewWithoutMargin, map[string]float64{"expired_renewals_refused": 2, "cancelled_on_expiry": 2,
+			"zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "stale_sends": 0}},
 	}
 	for _, tt := range tests {
 		t.Run("variant="+tt.variant, func(t *testing.T) {
@@ -103,12 +104,15 @@ func TestSession22VariantFigures(t *testing.T) {
 // work is cancelled with the send made (so cancelled_on_lease_loss's
 // before-the-send filter leaves out a real cancellation), and its renewal
 // of e3 to exactly claimed_at + 2 min changes 1 row, the next one 0; with
-// < for <= only that boundary's check fails.
+// < for <= only that boundary's check fails. Relay-B's renewal of e9,
+// whose lease ran out with nobody reclaiming it, is refused by the live-lease
+// guard alone, as read back from the row, and its work is cancelled.
 func TestSession22BoundarySteps(t *testing.T) {
 	t.Parallel()
 	r := runSession22(t, lessonHeartbeatCast(&Env{Scenario: &heartbeatAndShutdown}))
 	for key, want := range map[string]float64{"cancelled_on_lease_loss": 1, "cancelled_after_send": 1, "zero_row_renewals": 1,
-		"zero_row_renewals_after_send": 1, "e8_broker_offers": 2, "e8_completions_by_relay_c": 0, "renewal_to_deadline_rows": 1} {
+		"zero_row_renewals_after_send": 1, "e8_broker_offers": 2, "e8_completions_by_relay_c": 0, "renewal_to_deadline_rows": 1,
+		"expired_renewals_refused": 1, "cancelled_on_expiry": 1} {
 		if got, ok := r.Metric(key); !ok || got != want {
 			t.Errorf("%s = %v (measured %v), want %v", key, got, ok, want)
 		}
@@ -119,6 +123,11 @@ func TestSession22BoundarySteps(t *testing.T) {
 	if !timelineSays(r, "heartbeat e3", "lease until 09:05:21 (next beat 09:05:12): exactly the processing deadline") ||
 		!timelineSays(r, "heartbeat e3 refused", "processing deadline: a lease until 09:05:42 would pass") {
 		t.Error("the timeline does not show e3's renewal to exactly its deadline accepted and the next one refused")
+	}
+	if !timelineSays(r, "heartbeat e9 refused", "token 1: 0 rows; lease expired: only lease_until > :now refused it "+
+		"(read back: token 1 still current, not delivered, lease_until 09:06:01 <= now 09:06:10)") ||
+		!timelineSays(r, "work cancelled", "e9: lease expired; before its send") {
+		t.Error("the timeline does not show e9's renewal refused by the live-lease guard alone and its work cancelled")
 	}
 
 	t.Run("strict deadline", func(t *testing.T) {
