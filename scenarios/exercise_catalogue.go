@@ -140,8 +140,8 @@ var exercises = []Exercise{
 		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
 		CheckRows: scaleCheckRows,
 		Task: "At scale, four workers drain a backlog and one of them stalls past its lease while another takes its " +
-			"message over; later it stalls again, and a second claimer under its own name takes that message back. " +
-			"Write the finalize of message :id, so it marks the message Processed only while this worker still owns it " +
+			"message over; later it stalls again, and a second claimer under its own name takes that message back, " +
+			"finalizes it, and sends the same finalize again, as a retry after a lost reply would. Write the finalize of message :id, so it marks the message Processed only while this worker still owns it " +
 			"under the token its claim returned.",
 		Must: "Sets Status = 'Processed' and ProcessedAtUtc = :now on message :id and changes 1 row only when it is " +
 			"Processing under :worker with ClaimToken = :token; 0 rows otherwise.",
