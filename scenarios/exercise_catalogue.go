@@ -154,7 +154,8 @@ var exercises = []Exercise{
 		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
 		CheckRows: scaleCheckRows,
 		Task: "A completer flushes a batch of finished messages in one statement, and it may stall past the lease while " +
-			"another process refetches and redoes them. Write the batch completion, so each row is marked Processed " +
+			"another process refetches and redoes them; a completer whose flush committed may send the same flush again, " +
+			"as a retry after a lost reply would. Write the batch completion, so each row is marked Processed " +
 			"only while this worker still owns it under the token its own fetch returned.",
 		Must: "Marks Processed (ProcessedAtUtc = :now) each message of :claims that is still Processing under :worker " +
 			"with that message's token, and returns the Id of each row it changed (RETURNING Id); a row another fetch " +
