@@ -50,6 +50,14 @@ type ScaleRetake struct {
 	// StaleRows and NewerRows are the rows each finalize changed; NewerRows
 	// is -1 when the second claimer had nothing to finalize.
 	StaleRows, NewerRows int
+	// RetryRows are the rows the second claimer's finalize changed when it
+	// sent it again under the same name and token, after it had committed
+	// (as a retry after a lost reply would): -1 when it did not run.
+	RetryRows int
+	// RetryDone says the retry changed 0 rows and the worker, reading the
+	// row back, found it Processed under its own name and token: the work
+	// was done, by itself.
+	RetryDone bool
 }
 
 // Ran says the step ran: the first claim took a message.
@@ -215,6 +223,32 @@ func (d *ScaleDrain) TakenOver(e ScaleExpiry) []string {
 	return took
 }
 
+// ScaleMetrics sets session 21's figures on r: per drain, its cost per
+// message (reads, in unit) and time per message, and its backlog; per claim
+// the growth of each from the small backlog to the large; the number of
+// drains; and the invariants summed over them ([ScaleTotals]).
+func ScaleMetrics(r *lab.Result, drains []*ScaleDrain, unit string, drainers []string) {
+	perMessage := "_" + unit + "_per_message_"
+	for _, d := range drains {
+		key := d.Claim.Name
+		r.SetMetric(key+perMessage+d.Size, d.ReadsPerMessage())
+		r.SetMetric(key+"_us_per_message_"+d.Size, d.UsPerMessage())
+		r.SetMetric("backlog_"+d.Size, float64(d.Backlog))
+	}
+	for _, key := range []string{"lesson", "indexed"} {
+		small, _ := r.Metric(key + perMessage + "small")
+		large, _ := r.Metric(key + perMessage + "large")
+		r.SetMetric(key+"_cost_growth", Round2(large/math.Max(small, 1e-9)))
+		smallUs, _ := r.Metric(key + "_us_per_message_small")
+		largeUs, _ := r.Metric(key + "_us_per_message_large")
+		r.SetMetric(key+"_time_growth", Round2(largeUs/math.Max(smallUs, 1e-9)))
+	}
+	r.SetMetric("drains", float64(len(drains)))
+	for _, t := range ScaleTotals(drains, drainers) {
+		r.SetMetric(t.Key, float64(t.N))
+	}
+}
+
 // ScaleTotal is one invariant of session 21 summed over its drains.
 type ScaleTotal struct {
 	Key string // the metric key
@@ -223,16 +257,18 @@ type ScaleTotal struct {
 
 // ScaleTotals sums the drains' ledgers into the invariants the lesson
 // checks: duplicates, lost messages, forced expiries, those drainers
-// reclaimed, stale finalizes refused, and re-takes only the token refused.
+// reclaimed, stale finalizes refused, re-takes only the token refused, and
+// the rows the re-take's retried finalizes changed.
 func ScaleTotals(drains []*ScaleDrain, drainers []string) []ScaleTotal {
-	var dup, lost, forced, reclaimed, refused, retaken int
+	var dup, lost, forced, reclaimed, refused, retaken, retried int
 	for _, d := range drains {
 		dup, lost, forced = dup+d.Duplicates(), lost+d.Lost, forced+len(d.Expiries)
 		reclaimed, refused = reclaimed+d.Reclaimed(drainers), refused+d.StaleRefused()
 		if d.Retake.TokenRefused() {
 			retaken++
 		}
+		retried += max(d.Retake.RetryRows, 0)
 	}
 	return []ScaleTotal{{"duplicates", dup}, {"lost", lost}, {"forced_expiries", forced}, {"expired_reclaimed", reclaimed},
-		{"stale_finalizes_refused", refused}, {"retake_stale_refused", retaken}}
+		{"stale_finalizes_refused", refused}, {"retake_stale_refused", retaken}, {"retake_retried_finalize_rows", retried}}
 }

@@ -105,8 +105,10 @@ func retakeTable(drains []*ScaleDrain) lab.Table {
 		Note: "After each drain Worker-B claims one new message and stalls past its lease; Worker-B again (a second " +
 			"claimer under the same name) claims it under a newer token. The row is Processing and LockedBy Worker-B " +
 			"when the first claimer's late finalize arrives, so Status and LockedBy let it through: only ClaimToken " +
-			"refuses it.",
-		Columns: []string{"Claim", "Backlog", "Message", "Stale token", "Newer token", "Stale finalize", "Newer finalize"},
+			"refuses it. Retried finalize: the second claimer sends its committed finalize again, same name and token, as " +
+			"a retry after a lost reply would; (done) marks 0 rows on a row it read back Processed under its own name " +
+			"and token.",
+		Columns: []string{"Claim", "Backlog", "Message", "Stale token", "Newer token", "Stale finalize", "Newer finalize", "Retried finalize"},
 	}
 	rows := func(n int) string {
 		switch n {
@@ -123,7 +125,11 @@ func retakeTable(drains []*ScaleDrain) lab.Table {
 			if r.Newer != 0 {
 				newer = fmt.Sprint(r.Newer)
 			}
-			t.AddRow(d.Claim.Name, d.Backlog, r.ID, r.Stale, newer, rows(r.StaleRows), rows(r.NewerRows))
+			retry := rows(r.RetryRows)
+			if r.RetryDone {
+				retry += " (done)"
+			}
+			t.AddRow(d.Claim.Name, d.Backlog, r.ID, r.Stale, newer, rows(r.StaleRows), rows(r.NewerRows), retry)
 		}
 	}
 	return t

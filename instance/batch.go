@@ -17,6 +17,10 @@ import (
 type BatchRelay interface {
 	Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error)
 	Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error)
+	// Message reads message id back on the process's own connection: what
+	// its completer does when a row of its batch changed nothing, to learn
+	// why.
+	Message(ctx context.Context, id int64) (store.MessageState, error)
 	Lifecycle
 }
 
@@ -71,6 +75,10 @@ func (b *inProcessBatch) Complete(ctx context.Context, msgs []store.ClaimedMessa
 	return b.completer.Complete(ctx, msgs, now)
 }
 
+func (b *inProcessBatch) Message(ctx context.Context, id int64) (store.MessageState, error) {
+	return b.db.MessageState(ctx, id)
+}
+
 // Close releases the prepared statements and closes the connection.
 func (b *inProcessBatch) Close(ctx context.Context) error {
 	if b.closed {
@@ -117,6 +125,7 @@ func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
 		"complete": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
 			return c.Complete(ctx, a.Messages, a.Now)
 		}),
+		"message": op(func(ctx context.Context, id int64) (any, error) { return db.MessageState(ctx, id) }),
 	})
 }
 
@@ -131,4 +140,9 @@ func (c *childBatch) Fetch(ctx context.Context, now time.Time, lease time.Durati
 func (c *childBatch) Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
 	var f store.FinalizedBatch
 	return f, c.call(ctx, "complete", batchFinalizeArgs{msgs, now}, &f)
+}
+
+func (c *childBatch) Message(ctx context.Context, id int64) (store.MessageState, error) {
+	var m store.MessageState
+	return m, c.call(ctx, "message", id, &m)
 }

@@ -21,6 +21,9 @@ type ScaleWorker interface {
 	// FlushStats hands the connection's statistics to the server now
 	// (PostgreSQL; see [store.DB.FlushStats]).
 	FlushStats(ctx context.Context) error
+	// Message reads message id back on the worker's own connection: what
+	// it does when its finalize changed 0 rows, to learn why.
+	Message(ctx context.Context, id int64) (store.MessageState, error)
 	Lifecycle
 }
 
@@ -64,6 +67,10 @@ func (w *inProcessScaleWorker) PageReads(ctx context.Context) (int64, error) {
 	return w.db.PageReads(ctx)
 }
 func (w *inProcessScaleWorker) FlushStats(ctx context.Context) error { return w.db.FlushStats(ctx) }
+
+func (w *inProcessScaleWorker) Message(ctx context.Context, id int64) (store.MessageState, error) {
+	return w.db.MessageState(ctx, id)
+}
 
 // Close releases the claimer and closes the connection.
 func (w *inProcessScaleWorker) Close(ctx context.Context) error {
@@ -127,8 +134,9 @@ func serveScaleWorker(ctx context.Context, w *proc.Worker) (any, error) {
 		"finalize": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
 			return cl.Finalize(ctx, a.Messages, a.Now)
 		}),
-		"pages": op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
-		"flush": op(func(ctx context.Context, _ struct{}) (any, error) { return nil, db.FlushStats(ctx) }),
+		"pages":   op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
+		"flush":   op(func(ctx context.Context, _ struct{}) (any, error) { return nil, db.FlushStats(ctx) }),
+		"message": op(func(ctx context.Context, id int64) (any, error) { return db.MessageState(ctx, id) }),
 	})
 }
 
@@ -152,4 +160,9 @@ func (c *childScaleWorker) PageReads(ctx context.Context) (int64, error) {
 
 func (c *childScaleWorker) FlushStats(ctx context.Context) error {
 	return c.call(ctx, "flush", struct{}{}, nil)
+}
+
+func (c *childScaleWorker) Message(ctx context.Context, id int64) (store.MessageState, error) {
+	var m store.MessageState
+	return m, c.call(ctx, "message", id, &m)
 }

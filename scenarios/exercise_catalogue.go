@@ -140,8 +140,8 @@ var exercises = []Exercise{
 		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
 		CheckRows: scaleCheckRows,
 		Task: "At scale, four workers drain a backlog and one of them stalls past its lease while another takes its " +
-			"message over; later it stalls again, and a second claimer under its own name takes that message back. " +
-			"Write the finalize of message :id, so it marks the message Processed only while this worker still owns it " +
+			"message over; later it stalls again, and a second claimer under its own name takes that message back, " +
+			"finalizes it, and sends the same finalize again, as a retry after a lost reply would. Write the finalize of message :id, so it marks the message Processed only while this worker still owns it " +
 			"under the token its claim returned.",
 		Must: "Sets Status = 'Processed' and ProcessedAtUtc = :now on message :id and changes 1 row only when it is " +
 			"Processing under :worker with ClaimToken = :token; 0 rows otherwise.",
@@ -154,7 +154,8 @@ var exercises = []Exercise{
 		Schema:    []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale},
 		CheckRows: scaleCheckRows,
 		Task: "A completer flushes a batch of finished messages in one statement, and it may stall past the lease while " +
-			"another process refetches and redoes them. Write the batch completion, so each row is marked Processed " +
+			"another process refetches and redoes them; a completer whose flush committed may send the same flush again, " +
+			"as a retry after a lost reply would. Write the batch completion, so each row is marked Processed " +
 			"only while this worker still owns it under the token its own fetch returned.",
 		Must: "Marks Processed (ProcessedAtUtc = :now) each message of :claims that is still Processing under :worker " +
 			"with that message's token, and returns the Id of each row it changed (RETURNING Id); a row another fetch " +

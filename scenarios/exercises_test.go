@@ -87,7 +87,11 @@ ON CONFLICT (consumer, event_id) DO NOTHING`, []string{"row_4_lost_consumer_ack_
 		// under its current token, so the lesson never needs delivered = 0.
 		{"ack", "token, not delivered", strings.Replace(store.CompleteWithToken.SQL, "\n  AND delivered = 0", "", 1), nil},
 		{"scale-finalize", "by id alone", store.ScaleFinalizeByID.SQL, []string{"duplicates", "stale_finalizes_refused",
-			"retake_stale_refused"}},
+			"retake_stale_refused", "retake_retried_finalize_rows"}},
+		{"scale-finalize", "owner and token, not status", strings.Replace(store.ScaleFinalize.SQL, "\n  AND Status = 'Processing'", "", 1),
+			[]string{"retake_retried_finalize_rows"}},
+		{"batch-complete", "owner and token, not status",
+			strings.Replace(store.FetchAheadComplete.SQL, "\n  AND OutboxMessages.Status = 'Processing'", "", 1), []string{"retried_flush_rows"}},
 		{"projection", "last write wins", store.ProjectLastWriteWins.SQL, []string{"row_6_projection_never_moves_backward", "rows_passed"}},
 	} {
 		t.Run(tt.exercise+"/"+tt.name, func(t *testing.T) {

@@ -33,11 +33,9 @@ var moreTaughtGuards = func() []taughtGuard {
 		{scenario: claimsAtScale.Name, stmt: store.IndexedClaimOne, guard: "ProcessedAtUtc IS NULL", gap: takeAfterSelect},
 		{scenario: claimsAtScale.Name, stmt: store.IndexedClaimOne, guard: claimableOutbox, gap: takeAfterSelect},
 		{scenario: claimsAtScale.Name, stmt: store.ScaleFinalize, guard: "Status = 'Processing'",
-			gap: "no worker finalizes a message twice under the same token: every stale finalize of the drains " +
-				"presents an old token, which ClaimToken = :token refuses alone"},
+			breaks: []string{"retake_retried_finalize_rows"}},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.Status = 'Processing'",
-			gap: "no batch holds a message its worker already completed under the same token: every stale completion " +
-				"presents an old token, which the token guard refuses alone"},
+			breaks: []string{"retried_flush_rows"}},
 		{scenario: heartbeatAndShutdown.Name, stmt: store.RenewWithinDeadline, guard: "delivered = 0",
 			swap: heartbeatRenewal,
 			gap:  "a relay's heartbeat stops when the relay completes, so no renewal meets a delivered event"},

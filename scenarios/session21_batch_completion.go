@@ -52,9 +52,12 @@ var batchCompletion = Scenario{
 		"There LockedBy = :worker refuses each stale row as well as the token. Part 2 shows the token deciding alone: "+
 		"a new message is fetched by %s, whose completer is slow to flush; the lease runs out and %s's own fetcher "+
 		"takes the message again under a new token, the same owner. The completion under the first token reaches a row "+
-		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits.",
+		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits. "+
+		"Last, the completer flushes that committed batch again under the same name and token, as a retry after a lost "+
+		"COMMIT reply would (the lab repeats it; no fault is injected): only Status = 'Processing' refuses it, and %s, "+
+		"reading back a row Processed under its own name and token, counts it as done.",
 		bcFirst, bcWorkers, bcLease, bcSecond, bcWorkers, bcBacklog-bcWorkers, bcFirst, bcSecond, bcBacklog,
-		bcFirst, bcFirst, bcFirst),
+		bcFirst, bcFirst, bcFirst, bcFirst),
 	DoesNotSolve: "Fencing keeps the rows right; it cannot undo the work: the messages whose completion waited were done " +
 		"twice, and any effect outside the database (a send) happened twice. A shorter completion interval narrows the " +
 		"window, a renewal of the batch's leases while it waits closes more of it, and the consumer's inbox absorbs what " +
@@ -69,6 +72,8 @@ var batchCompletion = Scenario{
 		{Name: "lost", About: "messages left unprocessed when both processes are done"},
 		{Name: "stale_token_refused", About: "part 2: the completion under the first token, made while the same process held " +
 			"the message under a newer one (Processing, LockedBy the same), changed 0 rows: ClaimToken = Done.Token alone refused it"},
+		{Name: "retried_flush_rows", About: "part 2: rows changed when the completer flushed its committed batch again under " +
+			"the same name and tokens (a retry after a lost reply)"},
 	},
 	Variants: []Variant{
 		{Name: "complete-if-processing", Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
@@ -107,6 +112,9 @@ type bcRefetch struct {
 	// tokenRefused: the stale completion changed 0 rows, the row as read
 	// back Processing under the first process: the token alone decided.
 	tokenRefused bool
+	// retry is the completer's flush of the current batch sent again after
+	// it had committed (cast.RetryWrite), one row per message.
+	retry []cast.RetriedRow
 }
 
 func runBatchCompletion(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -139,7 +147,8 @@ func runBatchCompletion(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	run.measure(r, lost)
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{"redone_messages": bcWorkers, "stale_completions_refused": bcWorkers,
-		"stale_completions_committed": 0, "results_overwritten": 0, "duplicates": 0, "lost": 0, "stale_token_refused": 1})
+		"stale_completions_committed": 0, "results_overwritten": 0, "duplicates": 0, "lost": 0, "stale_token_refused": 1,
+		"retried_flush_rows": 0})
 	r.Tables = []lab.Table{run.messagesTable()}
 	r.Verdict = run.verdict(r)
 	return r, nil
@@ -242,7 +251,28 @@ func (run *batchRun) playRefetch(ctx context.Context, first instance.BatchRelay)
 		run.refetch.tokenRefused = i >= 0 && found[i].Status == "Processing" && found[i].LockedBy == bcFirst
 	}
 	run.clk.Advance(time.Second)
-	run.refetch.current, err = run.complete(ctx, first, bcFirst, again)
+	if run.refetch.current, err = run.complete(ctx, first, bcFirst, again); err != nil || len(run.refetch.current.Finalized) == 0 {
+		return err
+	}
+	return run.retryFlush(ctx, first, again)
+}
+
+// retryFlush is part 2's last step: the completer flushes the batch it has
+// just committed again, a second later, under the same name and tokens, as
+// a client's retry policy sends a statement again when its COMMIT's reply
+// was lost (cast.RetryWrite: the lab injects no fault, it repeats the
+// statement), and reads each row back to learn what the retry did.
+func (run *batchRun) retryFlush(ctx context.Context, p instance.BatchRelay, b store.ClaimedBatch) error {
+	done := clock.Format(run.clk.Now())
+	run.clk.Advance(time.Second)
+	rows, err := cast.RetryWrite(ctx, bcFirst, b.Messages, done, run.clk.Now(), p.Complete, p.Message)
+	run.refetch.retry = rows
+	for _, r := range rows {
+		run.event(lab.Event{Kind: r.Kind, Subject: r.Message.AggregateKey, Rows: lab.RowsOf(int64(r.Rows)), Actor: bcFirst,
+			Action: "complete again", Detail: fmt.Sprintf("its completer flushes the same batch again (message %d, token %d), as its "+
+				"retry policy would if its COMMIT's reply were lost (the lab injects no fault: it repeats the statement): %s",
+				r.Message.ID, r.Message.Token, r.Outcome)})
+	}
 	return err
 }
 
@@ -372,13 +402,20 @@ func (run *batchRun) measure(r *lab.Result, lost int) {
 	r.SetMetric("duplicates", float64(duplicates))
 	r.SetMetric("lost", float64(lost))
 	r.SetFlag("stale_token_refused", run.refetch.tokenRefused)
+	retried := 0
+	for _, row := range run.refetch.retry {
+		retried += row.Rows
+	}
+	r.SetMetric("retried_flush_rows", float64(retried))
 }
 
 // messagesTable is each message's work and completions, from the ledgers.
 func (run *batchRun) messagesTable() lab.Table {
 	t := lab.Table{Title: "By message: its work and its completion", Note: "From the work ledger and the completions' " +
-		"answers: the Ids each batch completion marked Processed or had refused by its guard.",
-		Columns: []string{"Message", "Done by", "Completed by", "Refused for"}}
+		"answers: the Ids each batch completion marked Processed or had refused by its guard. Retried flush: the rows " +
+		"the completer's committed flush changed when sent again, (done) where its process read the row back Processed " +
+		"under its own name and token.",
+		Columns: []string{"Message", "Done by", "Completed by", "Refused for", "Retried flush"}}
 	ids := make([]int64, 0, len(run.work))
 	for id := range run.work {
 		ids = append(ids, id)
@@ -390,13 +427,24 @@ func (run *batchRun) messagesTable() lab.Table {
 		}
 		return ""
 	}
+	retried := func(id int64) string {
+		for _, r := range run.refetch.retry {
+			if r.Message.ID == id && r.Kind == lab.KindNoOp {
+				return lab.Rows(int64(r.Rows)) + " (done)"
+			} else if r.Message.ID == id {
+				return lab.Rows(int64(r.Rows))
+			}
+		}
+		return "-"
+	}
 	for _, id := range ids {
 		join := func(a, b string) string { return strings.Trim(a+", "+b, ", ") }
 		t.AddRow(id, strings.Join(run.work[id], ", "),
 			orNone(join(join(who(run.late, bcFirst, id, false), who(run.second, bcSecond, id, false)),
 				join(who(run.refetch.stale, bcFirst+" (first token)", id, false), who(run.refetch.current, bcFirst+" (new token)", id, false)))),
 			orNone(join(join(who(run.late, bcFirst, id, true), who(run.second, bcSecond, id, true)),
-				join(who(run.refetch.stale, bcFirst+" (first token)", id, true), who(run.refetch.current, bcFirst+" (new token)", id, true)))))
+				join(who(run.refetch.stale, bcFirst+" (first token)", id, true), who(run.refetch.current, bcFirst+" (new token)", id, true)))),
+			retried(id))
 	}
 	return t
 }
@@ -417,10 +465,11 @@ func (run *batchRun) verdict(r *lab.Result) string {
 			"their lease were done again by %s; the stale batch's guard refused all %s of its rows, %s completed every "+
 			"message once (%s duplicates, %s lost), and no stale completion committed (%s). In part 2 %s's own fetcher "+
 			"took message %d again before its completer flushed, and the token alone refused the completion under the first "+
-			"token (%s refused): the owner's name is the same, the claim is not. Batching completions widens "+
+			"token (%s refused): the owner's name is the same, the claim is not; its completer's retried flush of the "+
+			"committed batch changed %s rows. Batching completions widens "+
 			"the window; the per-row fence keeps it from corrupting the rows.", m("redone_messages"), bcSecond,
 			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"),
-			bcFirst, bcBacklog+1, m("stale_token_refused"))
+			bcFirst, bcBacklog+1, m("stale_token_refused"), m("retried_flush_rows"))
 	}
 	if run.env.Variant != "" {
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s. Stale completions committed: %s; results "+

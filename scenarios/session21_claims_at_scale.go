@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -59,8 +58,12 @@ var claimsAtScale = Scenario{
 		"finalizes late with its stale token): the expired messages are reclaimed, the stale finalize changes 0 " +
 		"rows, no message is finalized twice and none is left behind. Then Worker-B stalls past its lease on a new " +
 		"message and a second claimer under its name takes it back: the stale finalize finds the row Processing and " +
-		"still LockedBy Worker-B, and only the token refuses it. Cost is counted as the pages SQLite reads per " +
-		"message (sqlite3_db_status), which is near-repeatable; the time per message is shown beside it.",
+		"still LockedBy Worker-B, and only the token refuses it. Last, the second claimer sends its committed " +
+		"finalize again under the same name and token, as a retry after a lost COMMIT reply would (the lab repeats " +
+		"it; no fault is injected): only Status = 'Processing' refuses it, and the worker, reading back a row " +
+		"Processed under its own name and token, counts it as done. The re-take runs after each drain's cost is " +
+		"read: no cost figure counts it. Cost is counted as the pages SQLite reads per message (sqlite3_db_status), " +
+		"which is near-repeatable; the time per message is shown beside it.",
 	OnPostgres: "On PostgreSQL the same holds with its planner in place of SQLite's: the OR claim scans the table, " +
 		"the indexed claim walks the same partial index, and both selects lock the row they return with FOR UPDATE " +
 		"SKIP LOCKED, so concurrent claims skip each other's rows instead of serializing. Cost is then the live rows " +
@@ -90,6 +93,8 @@ var claimsAtScale = Scenario{
 		{Name: "retake_stale_refused", About: "after Worker-B itself re-took a message (Processing, LockedBy Worker-B, a newer token), " +
 			"its first claim's finalize changed 0 rows and the newer claim's committed: only ClaimToken = :token refused it, " +
 			"in each of the four drains: 4"},
+		{Name: "retake_retried_finalize_rows", About: "rows changed when the re-take's second claimer sent its committed finalize " +
+			"again under the same name and token (a retry after a lost reply), summed over the four drains"},
 	},
 	Variants: []Variant{
 		{Name: variantUnindexedClaim, Changes: "the schema: the indexed claim runs without migration 021's index", Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
@@ -102,9 +107,10 @@ var claimsAtScale = Scenario{
 				"of the claim's design."},
 		{Name: "finalize-by-id", Swaps: []store.Stmt{store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID}, Mistake: "finalize by Id alone, without the owner and token guard: the stalled worker's late " +
 			"finalize completes a message the drain already completed",
-			Breaks: []string{"duplicates", "stale_finalizes_refused", "retake_stale_refused"},
+			Breaks: []string{"duplicates", "stale_finalizes_refused", "retake_stale_refused", "retake_retried_finalize_rows"},
 			Shows: "In each of the {drains} drains Worker-B stalls past its lease, the drain reclaims and finalizes its " +
-				"message, and Worker-B's late finalize by Id commits a second time (duplicates: {duplicates}). Scale does not " +
+				"message, and Worker-B's late finalize by Id commits a second time (duplicates: {duplicates}); the re-take's " +
+				"retried finalize completes its message again ({retake_retried_finalize_rows} rows). Scale does not " +
 				"change session 15's rule: finalization is guarded by the owner and the token, or a worker that " +
 				"outlived its lease completes a message again."},
 		{Name: "pending-only-claim", Swaps: []store.Stmt{store.PendingOnlySelectNext, store.PendingOnlyClaimOne,
@@ -163,7 +169,7 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 		return nil, err
 	}
 	r.Timeline = run.timeline.Events()
-	run.measure(r)
+	cast.ScaleMetrics(r, run.drains, run.words().Unit, s21Drainers)
 	r.Tables = cast.ScaleTables(run.drains, run.words(), s21Drainers)
 	run.check(r)
 	r.Verdict = run.verdict(r, large)
@@ -199,7 +205,8 @@ func (run *scaleRun) check(r *lab.Result) {
 		boundCheck(checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
 		boundCheck(checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
 	expectDocumented(r, checks[2:], map[string]float64{"duplicates": 0, "lost": 0,
-		"expired_reclaimed": s21Drains * s21Expired, "stale_finalizes_refused": s21Drains, "retake_stale_refused": s21Drains})
+		"expired_reclaimed": s21Drains * s21Expired, "stale_finalizes_refused": s21Drains, "retake_stale_refused": s21Drains,
+		"retake_retried_finalize_rows": 0})
 }
 
 // verdict says what the run showed, in the figures the checks compared.
@@ -214,10 +221,12 @@ func (run *scaleRun) verdict(r *lab.Result, large int) string {
 			"(%s to %s %s read per message): it scans. The indexed claim, same semantics and same fencing, grew %sx "+
 			"(%s to %s %s). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (the crashed and "+
 			"the stalled worker's), %s stale finalizes changed 0 rows, and so did %s against Worker-B's own newer claim, "+
-			"refused by the token alone; the drains ended with %s duplicates and %s lost.",
+			"refused by the token alone; the drains ended with %s duplicates and %s lost, and Worker-B's retried finalizes "+
+			"under its own committed token changed %s rows.",
 			sizes, m("lesson_cost_growth"), m("lesson"+perMessage+"small"), m("lesson"+perMessage+"large"), unit,
 			m("indexed_cost_growth"), m("indexed"+perMessage+"small"), m("indexed"+perMessage+"large"), unit,
-			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("retake_stale_refused"), m("duplicates"), m("lost"))
+			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("retake_stale_refused"), m("duplicates"), m("lost"),
+			m("retake_retried_finalize_rows"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", run.env.Variant, strings.Join(r.FailedChecks(), ", "))
 	default:
@@ -463,7 +472,7 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 		return err // nothing claimed: the step did not run, and its check says so
 	}
 	m, rt := b.Messages[0], &d.Retake
-	*rt = cast.ScaleRetake{Worker: s21Stalled, ID: m.ID, Stale: m.Token, NewerRows: -1}
+	*rt = cast.ScaleRetake{Worker: s21Stalled, ID: m.ID, Stale: m.Token, NewerRows: -1, RetryRows: -1}
 	how, err := first.Stall(clock.Format(run.clk.Now()), "its claim of a new message")
 	if err != nil {
 		return err
@@ -517,6 +526,28 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 	}
 	run.add(lab.Event{Kind: kind, Subject: nb.Messages[0].AggregateKey, Rows: lab.RowsOf(int64(rt.NewerRows)), Actor: s21Stalled,
 		Action: "re-take: finalize", Detail: fmt.Sprintf("its second claimer, with token %d, changed %d of 1 row", nb.Messages[0].Token, rt.NewerRows)})
+	if rt.NewerRows != 1 {
+		return nil
+	}
+	return run.retryFinalize(ctx, second, nb.Messages[0], rt)
+}
+
+// retryFinalize is the re-take's last step: the second claimer, its
+// finalize committed, sends it again a second later (cast.RetryWrite; the
+// lab injects no fault). It runs after the drain's cost was read, on no
+// drain worker's connection, so no cost figure counts it.
+func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, m store.ClaimedMessage, rt *cast.ScaleRetake) error {
+	done := clock.Format(run.clk.Now())
+	run.clk.Advance(time.Second)
+	rows, err := cast.RetryWrite(ctx, s21Stalled, []store.ClaimedMessage{m}, done, run.clk.Now(), w.Finalize, w.Message)
+	if err != nil {
+		return err
+	}
+	r := rows[0]
+	rt.RetryRows, rt.RetryDone = r.Rows, r.Kind == lab.KindNoOp
+	run.add(lab.Event{Kind: r.Kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.RetryRows)), Actor: s21Stalled, Action: "retry finalize",
+		Detail: fmt.Sprintf("its second claimer sends the same finalize again (token %d), as its retry policy would if its COMMIT's "+
+			"reply were lost (the lab injects no fault: it repeats the statement): %s", m.Token, r.Outcome)})
 	return nil
 }
 
@@ -560,30 +591,6 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 	}
 	d.AddWork(after-before, drained)
 	return ctx.Err()
-}
-
-// measure sets the metrics: per drain, then growth per claim, then the
-// invariants summed over the four drains.
-func (run *scaleRun) measure(r *lab.Result) {
-	perMessage := "_" + run.words().Unit + "_per_message_"
-	for _, d := range run.drains {
-		key := d.Claim.Name
-		r.SetMetric(key+perMessage+d.Size, d.ReadsPerMessage())
-		r.SetMetric(key+"_us_per_message_"+d.Size, d.UsPerMessage())
-		r.SetMetric("backlog_"+d.Size, float64(d.Backlog))
-	}
-	for _, key := range []string{"lesson", "indexed"} {
-		small, _ := r.Metric(key + perMessage + "small")
-		large, _ := r.Metric(key + perMessage + "large")
-		r.SetMetric(key+"_cost_growth", cast.Round2(large/math.Max(small, 1e-9)))
-		smallUs, _ := r.Metric(key + "_us_per_message_small")
-		largeUs, _ := r.Metric(key + "_us_per_message_large")
-		r.SetMetric(key+"_time_growth", cast.Round2(largeUs/math.Max(smallUs, 1e-9)))
-	}
-	r.SetMetric("drains", float64(len(run.drains)))
-	for _, t := range cast.ScaleTotals(run.drains, s21Drainers) {
-		r.SetMetric(t.Key, float64(t.N))
-	}
 }
 
 // words is cast.ScaleWords for the run's engine.

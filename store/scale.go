@@ -120,6 +120,22 @@ type FinalizedBatch struct {
 	Held      time.Duration // the committed attempt alone, BEGIN to COMMIT
 }
 
+// MessageState is one message's row as [DB.MessageState] reads it back.
+type MessageState struct {
+	ID          int64
+	Found       bool // false: no such row
+	Status      string
+	LockedBy    string
+	Token       int64  // ClaimToken
+	ProcessedAt string // ProcessedAtUtc, empty while NULL
+}
+
+// DoneBy says the row is Processed under worker and token: a write by that
+// worker under that token that changes 0 rows finds its own work done.
+func (m MessageState) DoneBy(worker string, token int64) bool {
+	return m.Found && m.Status == "Processed" && m.LockedBy == worker && m.Token == token
+}
+
 // ClaimerConfig chooses a claimer's statements and retry.
 type ClaimerConfig struct {
 	SQL   ScaleSQL // [IndexedScale], [LessonScale], or a mistake design
@@ -585,6 +601,22 @@ func postgresPlan(rows *sql.Rows, s ScaleSQL) ([]string, error) {
 		out = append(out, strings.Repeat("  ", depth)+strings.TrimRight(text, " "))
 	}
 	return out, rows.Err()
+}
+
+// MessageState reads message id back ([ReadMessageState]); Found is false
+// when there is no such row.
+func (db *DB) MessageState(ctx context.Context, id int64) (MessageState, error) {
+	m := MessageState{ID: id}
+	var lockedBy, processed sql.NullString
+	err := db.sql.QueryRowContext(ctx, ReadMessageState.SQL, sql.Named("id", id)).Scan(&m.Status, &lockedBy, &m.Token, &processed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("store: read back message %d: %w", id, err)
+	}
+	m.Found, m.LockedBy, m.ProcessedAt = true, lockedBy.String, processed.String
+	return m, nil
 }
 
 // FlushStats makes a PostgreSQL connection hand the statistics it has

@@ -449,6 +449,12 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	// CountUnprocessed counts messages a drain left behind.
 	CountUnprocessed = audit("audit: count the messages a drain left unprocessed", `SELECT count(*) FROM OutboxMessages WHERE Status <> 'Processed'`)
 
+	// ReadMessageState reads back one message's state: what a worker whose
+	// finalize (or a completer whose batch completion) changed 0 rows reads
+	// to tell a fence from work it had already done itself.
+	ReadMessageState = audit("audit: read back one message's status, owner, token and processed time",
+		`SELECT Status, LockedBy, ClaimToken, ProcessedAtUtc FROM OutboxMessages WHERE Id = :id`)
+
 	// CountReclaims counts claims beyond the first of each message, from
 	// the fencing token every claim increments. Where no lease expires (a
 	// bench cell), each of them is a duplicate.
