@@ -306,7 +306,7 @@ func laneMark(e raceEvent) string { return laneMarks[e.Kind] }
 func laneText(e raceEvent, shared bool) string {
 	verb := e.Action
 	if f := strings.Fields(e.Action); len(f) > 0 {
-		verb = f[0]
+		verb = strings.TrimRight(f[0], ":") // "re-take: ..." is a re-take, not "re-take:: 0 rows"
 	}
 	text := e.Action
 	switch e.Kind {

@@ -27,6 +27,7 @@ func TestLaneMarks(t *testing.T) {
 		{lab.KindFenced, "heartbeat e3 refused", "!!", "FENCED heartbeat"},
 		{lab.KindFenced, "complete", "!!", "FENCED complete"},
 		{lab.KindNoOp, "ack", "=0", "ack: 0 rows"},
+		{lab.KindNoOp, "re-take: finalize again", "=0", "re-take: 0 rows"},
 		{lab.KindStale, "late finalize", "!S", "STALE late"},
 		{lab.KindStall, "stalls", "zz", "stall"},
 		{lab.KindCrash, "CRASH", "XX", "CRASH"},
