@@ -139,6 +139,13 @@ func TestFactsAreNeverChecks(t *testing.T) {
 				}
 			}
 		}
+		for _, g := range taughtGuards {
+			if g.scenario == sc.Name {
+				for _, name := range g.breaks {
+					claimed[name] = "taught guard " + g.guard
+				}
+			}
+		}
 		for name, by := range claimed {
 			if !checks[name] {
 				t.Errorf("%s: %s claims to break %s, which is no documented check (a fact cannot fail)", sc.Name, by, name)
@@ -177,7 +184,8 @@ var checkBrokenByNamedTest = map[string]string{
 
 // TestEveryCheckCanFail shows every check of every scenario can fail: it
 // is broken by a variant, or by a registered statement swap that this test
-// runs and asserts, or (where no swap can) by a named test.
+// runs and asserts, or by a taught guard's removal (TestEveryTaughtGuardDecides
+// runs and asserts it), or (where no swap can) by a named test.
 func TestEveryCheckCanFail(t *testing.T) {
 	for _, sc := range All() {
 		broken := map[string]bool{}
@@ -193,9 +201,18 @@ func TestEveryCheckCanFail(t *testing.T) {
 				}
 			}
 		}
+		// A taught guard's removal is a statement swap too, run and
+		// asserted by TestEveryTaughtGuardDecides.
+		for _, g := range taughtGuards {
+			if g.scenario == sc.Name {
+				for _, name := range g.breaks {
+					broken[name] = true
+				}
+			}
+		}
 		for _, c := range sc.Checks {
 			if !broken[c.Name] && checkBrokenByNamedTest[sc.Name+"/"+c.Name] == "" {
-				t.Errorf("%s: check %s is broken by no variant, no statement swap and no named test", sc.Name, c.Name)
+				t.Errorf("%s: check %s is broken by no variant, no statement swap, no taught guard and no named test", sc.Name, c.Name)
 			}
 		}
 	}
