@@ -413,6 +413,9 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 		e.Kind, e.Rows = lab.KindFenced, lab.RowsOf(0)
 		e.Detail = fmt.Sprintf("message %d (%s): 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(row, worker, fin))
 	}
+	if claimer, claimed := d.lastClaimer(m.ID); f.Finalized && !entry.guarded && claimed && claimer != worker {
+		e.Kind = lab.KindStale // as in RecordFinal: another worker's claim came after worker's
+	}
 	e.Detail = fmt.Sprintf("the lab sends #%d again, as a retry policy does when the reply to a COMMIT is lost (no reply was "+
 		"lost here: the lab repeats the statement); ", first) + e.Detail
 	entry.seq = d.Add(e)
