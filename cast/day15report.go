@@ -226,7 +226,19 @@ func (d *Day15) ledgerTables() []lab.Table {
 			t.Title, t.Note = "Ledger: completions", "Each completion ran by Id alone, with no ownership guard, so none could be refused."
 		}
 		for _, f := range d.finals {
-			t.AddRow(f.seq, f.at, f.worker, f.id, f.key, map[bool]string{true: "committed", false: "rejected (0 rows)"}[f.committed], f.busy)
+			result := map[bool]string{true: "committed", false: "rejected (0 rows)"}[f.committed]
+			switch {
+			case f.retryOf == 0:
+			case f.done:
+				result = fmt.Sprintf("retry of #%d: done (0 rows)", f.retryOf)
+			default:
+				result = fmt.Sprintf("retry of #%d: %s", f.retryOf, result)
+			}
+			if f.retryOf != 0 && !strings.Contains(t.Note, "retry") {
+				t.Note += " A retry sends a finalization again under the same name; 0 rows there, with the row Processed " +
+					"under its worker at the first's time, means the first committed: the retry is done, not rejected."
+			}
+			t.AddRow(f.seq, f.at, f.worker, f.id, f.key, result, f.busy)
 		}
 		out = append(out, t)
 	}

@@ -101,6 +101,13 @@ type finalEntry struct {
 	// so its commit proves the database named worker the owner then.
 	guarded bool
 	busy    int
+	// retryOf, when not 0, is the timeline number of the finalization
+	// this one sends again (see [Day15.RetryFinalize]).
+	retryOf int
+	// done: a retry that changed 0 rows because its first finalization
+	// had committed, as the row read back says: neither committed nor
+	// rejected.
+	done bool
 }
 
 // NewDay15 starts a Day 15 run at [LessonStart] with the worker's mistakes m.
@@ -358,6 +365,78 @@ func finalizedBy(m store.Message) string {
 		return ", finalized by " + m.LockedBy
 	}
 	return ""
+}
+
+// RetryFinalize sends worker's finalization of m again, under the same
+// name with the same outcome o, as a client's retry policy sends a
+// statement whose reply never came (a connection dropped after COMMIT).
+// No reply was lost here: the lab repeats the statement, and the timeline
+// says so. It repeats worker's last finalization of m in the ledger, the
+// first. A retry that changes 0 rows is done, not refused, when the first
+// committed and the row as the guard found it (read back in the retry's
+// transaction) is Processed under worker with the first's time as its
+// ProcessedAtUtc: that commit stands.
+func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string, m store.Message, o store.Outcome) (store.Finalization, error) {
+	f, err := out.Finalize(ctx, m.ID, worker, o, d.Clock.Now())
+	if err != nil {
+		return f, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var prev finalEntry
+	for _, p := range d.finals {
+		if p.id == m.ID && p.worker == worker && p.retryOf == 0 {
+			prev = p
+		}
+	}
+	first := prev.seq
+	fin := out.Statements().Finalize
+	e := lab.Event{Kind: lab.KindFinalize, Subject: m.AggregateKey, Actor: worker, Action: "retry finalize", Rows: lab.RowsOf(1)}
+	entry := finalEntry{at: d.Now(), worker: worker, id: m.ID, key: m.AggregateKey, committed: f.Finalized, guarded: ownerGuarded(out),
+		busy: f.Stats.BusyRetries, retryOf: first}
+	switch row := f.Refused; {
+	case f.Finalized && prev.committed:
+		e.Detail = fmt.Sprintf("message %d (%s) changed 1 row again: ProcessedAtUtc and the payment re-stamped %s, over #%d's %s",
+			m.ID, m.AggregateKey, d.Now(), first, prev.at)
+	case f.Finalized:
+		e.Detail = fmt.Sprintf("message %d (%s) changed 1 row: Processed at %s, where #%d changed none", m.ID, m.AggregateKey, d.Now(), first)
+	case f.Gone:
+		e.Kind, e.Rows = lab.KindFenced, lab.RowsOf(0)
+		e.Detail = fmt.Sprintf("message %d (%s): 0 rows: no message has Id %d any more; rolled back", m.ID, m.AggregateKey, m.ID)
+	case prev.committed && row.Status == "Processed" && row.LockedBy == worker && row.ProcessedAt == prev.at:
+		entry.done = true
+		e.Kind, e.Rows = lab.KindNoOp, lab.RowsOf(0)
+		e.Detail = fmt.Sprintf("message %d (%s): 0 rows: %s turned it away, and the row's ProcessedAtUtc is %s, #%d's own: that "+
+			"commit stands, so the retry is done, not fenced; rolled back", m.ID, m.AggregateKey, refusedBy(row, worker, fin),
+			row.ProcessedAt, first)
+	default:
+		e.Kind, e.Rows = lab.KindFenced, lab.RowsOf(0)
+		e.Detail = fmt.Sprintf("message %d (%s): 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(row, worker, fin))
+	}
+	if claimer, claimed := d.lastClaimer(m.ID); f.Finalized && !entry.guarded && claimed && claimer != worker {
+		e.Kind = lab.KindStale // as in RecordFinal: another worker's claim came after worker's
+	}
+	e.Detail = fmt.Sprintf("the lab sends #%d again, as a retry policy does when the reply to a COMMIT is lost (no reply was "+
+		"lost here: the lab repeats the statement); ", first) + e.Detail
+	entry.seq = d.Add(e)
+	d.finals = append(d.finals, entry)
+	return f, nil
+}
+
+// RetriedRows is the rows the retries of [Day15.RetryFinalize] changed,
+// and how many retries there were.
+func (d *Day15) RetriedRows() (rows, retries int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.finals {
+		if f.retryOf != 0 {
+			retries++
+			if f.committed {
+				rows++
+			}
+		}
+	}
+	return rows, retries
 }
 
 // RecordLoad notes what worker read with the plain load.
@@ -639,14 +718,15 @@ func (d *Day15) ConcurrentClaims() (a, b int) {
 }
 
 // Finalizations counts the finalizations that committed and those rejected
-// (0 rows changed, rolled back).
+// (0 rows changed, rolled back); a retry found done is neither.
 func (d *Day15) Finalizations() (committed, rejected int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, f := range d.finals {
-		if f.committed {
+		switch {
+		case f.committed:
 			committed++
-		} else {
+		case !f.done:
 			rejected++
 		}
 	}
@@ -654,7 +734,7 @@ func (d *Day15) Finalizations() (committed, rejected int) {
 }
 
 // FinalizationsOf counts the committed and the rejected finalizations of
-// message id.
+// message id; a retry found done is neither.
 func (d *Day15) FinalizationsOf(id int64) (committed, rejected int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -663,7 +743,7 @@ func (d *Day15) FinalizationsOf(id int64) (committed, rejected int) {
 		case f.id != id:
 		case f.committed:
 			committed++
-		default:
+		case !f.done:
 			rejected++
 		}
 	}

@@ -50,7 +50,8 @@ var exercises = []Exercise{
 		Schema: []store.Migration{store.PaymentsOutbox, store.OutboxLeasing},
 		Task: "A worker that stalls past its lease may wake after another worker has reclaimed its message. Write the " +
 			"finalize that marks message :id Processed, so that only the worker that owns the message now can finalize " +
-			"it and a worker whose lease was taken over changes nothing.",
+			"it and a worker whose lease was taken over changes nothing; the owner's finalize sent again after it " +
+			"committed (a retry after a lost reply) changes nothing either.",
 		Must: "Sets Status = 'Processed' and ProcessedAtUtc = :now on message :id and changes 1 row when :worker owns it " +
 			"(it is Processing under :worker's lease), 0 rows otherwise: the worker then rolls its transaction back.",
 		Params: []Param{pNowText, pMessageID, {Name: "worker", Holds: "the finalizing worker's name", Sample: "Worker-A"}},
@@ -76,7 +77,8 @@ var exercises = []Exercise{
 		Schema: []store.Migration{store.RelayEvents},
 		Task: "Worker-A's lease on event E-41 expires and Worker-B claims it with a new token; then Worker-A, unaware, " +
 			"acknowledges. Write the ack that marks event :id delivered only for the worker that holds the current " +
-			"token, so the stale ack changes nothing and the current one succeeds.",
+			"token, so the stale ack changes nothing and the current one succeeds once: sent again after it committed (a " +
+			"retry after a lost reply), it changes nothing.",
 		Must:   mustCompleteUnderToken,
 		Params: []Param{pNowTick, pEventID, pToken},
 	},

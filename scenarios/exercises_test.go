@@ -83,9 +83,10 @@ VALUES (:consumer, :event_id || '@' || :now, :now)
 ON CONFLICT (consumer, event_id) DO NOTHING`, []string{"row_4_lost_consumer_ack_no_second_effect", "rows_passed"}},
 		{"finalize", "status only", strings.Replace(store.FinalizeOwned.SQL, "\n  AND LockedBy = :worker", "", 1),
 			[]string{"ownership_violations", "owner_result_kept", "rejected_while_owner_holds"}},
-		// Passes, a known gap: no step of session 16 acks an event twice
-		// under its current token, so the lesson never needs delivered = 0.
-		{"ack", "token, not delivered", strings.Replace(store.CompleteWithToken.SQL, "\n  AND delivered = 0", "", 1), nil},
+		{"finalize", "owner only", strings.Replace(store.FinalizeOwned.SQL, "\n  AND Status = 'Processing'", "", 1),
+			[]string{"retried_finalize_rows"}},
+		{"ack", "token, not delivered", strings.Replace(store.CompleteWithToken.SQL, "\n  AND delivered = 0", "", 1),
+			[]string{"retried_ack_rows"}},
 		{"scale-finalize", "by id alone", store.ScaleFinalizeByID.SQL, []string{"duplicates", "stale_finalizes_refused",
 			"retake_stale_refused", "retake_retried_finalize_rows"}},
 		{"scale-finalize", "owner and token, not status", strings.Replace(store.ScaleFinalize.SQL, "\n  AND Status = 'Processing'", "", 1),

@@ -85,11 +85,11 @@ var taughtGuards = func() []taughtGuard {
 		{scenario: late, stmt: store.FinalizeOwned, guard: "LockedBy = :worker", swap: outbox,
 			breaks: []string{"ownership_violations", "owner_result_kept", "rejected_while_owner_holds"}},
 		{scenario: late, stmt: store.FinalizeOwned, guard: "Status = 'Processing'", swap: outbox,
-			gap: "a Processed row keeps its finalizer's LockedBy, so a stale finalize by another worker is refused " +
-				"by LockedBy = :worker too; Status alone decides only when the worker that finalized the row " +
-				"finalizes it again under the same name, which no step of the lesson does"},
+			breaks: []string{"retried_finalize_rows"}},
 		{scenario: staleAckFencing.Name, stmt: store.CompleteWithToken, guard: "claim_token = :token", swap: complete,
 			breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"}},
+		{scenario: staleAckFencing.Name, stmt: store.CompleteWithToken, guard: "delivered = 0", swap: complete,
+			breaks: []string{"retried_ack_rows"}},
 		{scenario: renewal, stmt: store.RenewLease, guard: "claim_token = :token", swap: renew,
 			breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_3_shorten_refused",
 				"step_8_stale_renew_refused"}},

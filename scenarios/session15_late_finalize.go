@@ -21,7 +21,8 @@ const variantFinalizeWithoutOwnerGuard = "finalize-without-owner-guard"
 // .550, and the stalled Worker-A wakes at .700. Part 2: Worker-A claims
 // PAY-002 at .800 and stalls; Worker-B reclaims at its lease end, 1.300,
 // and is still working on it when Worker-A wakes at 1.400; Worker-B
-// finalizes at 1.450.
+// finalizes at 1.450 and, at 1.500, sends that finalize again, as its
+// retry policy would had the reply to its COMMIT been lost.
 const (
 	lateLease      = 500 * time.Millisecond
 	lateOwnerFinal = 550 * time.Millisecond
@@ -29,6 +30,7 @@ const (
 	heldClaim      = 800 * time.Millisecond
 	heldWake       = 1400 * time.Millisecond
 	heldOwnerFinal = 1450 * time.Millisecond
+	heldRetry      = 1500 * time.Millisecond
 )
 
 var lateFinalize = Scenario{
@@ -46,7 +48,11 @@ var lateFinalize = Scenario{
 		"'Processing' refuses Worker-A as well; part 2 shows the owner guard deciding alone: Worker-A claims PAY-002 " +
 		"and stalls, Worker-B reclaims it at the lease end, and Worker-A wakes while Worker-B still holds it " +
 		"(Processing, LockedBy Worker-B): only LockedBy = :worker refuses Worker-A's finalize, and Worker-B's " +
-		"commits after it.",
+		"commits after it. Last, the lab sends Worker-B's finalize of PAY-002 again, as a client's retry policy does " +
+		"when the reply to its COMMIT is lost: the row is Processed under Worker-B already, so only Status = " +
+		"'Processing' refuses the retry (0 rows, rolled back), and Worker-B, reading the row back (its own name, its " +
+		"first finalize's ProcessedAtUtc), counts the retry as done, not fenced. Without that guard the retry changes " +
+		"the row again and re-stamps ProcessedAtUtc and the payment.",
 	DoesNotSolve: "The stalled worker still did the work (a second provider status check; with a side effect, a " +
 		"second side effect). And LockedBy names a worker, not a claim: if Worker-A itself had reclaimed the " +
 		"message, its stale finalize would pass the guard. Session 16's fencing token, incremented by every " +
@@ -63,6 +69,8 @@ var lateFinalize = Scenario{
 		{Name: "owner_result_kept", About: "each message's ProcessedAtUtc is its owner's finalization, not the stalled worker's"},
 		{Name: "rejected_while_owner_holds", About: "part 2: the stalled worker's finalization of PAY-002, made while the new owner held it " +
 			"(Processing, LockedBy the owner), changed 0 rows: LockedBy = :worker alone refused it"},
+		{Name: "retried_finalize_rows", About: "rows changed by Worker-B's finalize of PAY-002 sent again, under the same name, " +
+			"after it had committed"},
 	},
 	Facts: []FactDoc{
 		{Name: "processing_attempts", About: "part 1: provider checks of PAY-001, by both workers",
@@ -75,11 +83,13 @@ var lateFinalize = Scenario{
 	Variants: []Variant{
 		{Name: variantFinalizeWithoutOwnerGuard, Swaps: []store.Stmt{store.CompleteByID},
 			Mistake: "finalization marks the message Processed by Id alone, so the stalled worker's late finalize commits and overwrites the owner's result",
-			Breaks:  []string{"rejected_finalizations", "ownership_violations", "owner_result_kept", "rejected_while_owner_holds"},
+			Breaks: []string{"rejected_finalizations", "ownership_violations", "owner_result_kept", "rejected_while_owner_holds",
+				"retried_finalize_rows"},
 			Shows: "Worker-A wakes after its lease ended and after Worker-B had finalized PAY-001, and its finalize by " +
 				"Id commits anyway ({rejected_finalizations} rejected): PAY-001's ProcessedAtUtc becomes Worker-A's instead " +
 				"of the owner's. In part 2 its finalize of PAY-002 commits while Worker-B still holds it " +
 				"({rejected_while_owner_holds} refused); {ownership_violations} finalizations committed by a non-owner in all. " +
+				"Worker-B's retry of its own finalize changes {retried_finalize_rows} row again, re-stamping PAY-002. " +
 				"Both saw the same provider answer, so the damage is " +
 				"quiet; the guard LockedBy = me, with a rollback on 0 rows, is what keeps a worker that outlived its " +
 				"lease from overwriting the owner's outcome."},
@@ -126,6 +136,7 @@ func runLateFinalize(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"rejected_finalizations": 1, "ownership_violations": 0, "owner_result_kept": 1, "rejected_while_owner_holds": 1,
+		"retried_finalize_rows": 0,
 	})
 	r.Verdict = lateFinalizeVerdict(env, r)
 	return r, nil
@@ -233,7 +244,8 @@ func lateAfterOwner(ctx context.Context, d *cast.Day15, outA, outB instance.Outb
 
 // lateWhileOwnerHolds is part 2: A claims the next message and stalls, B
 // reclaims it at the lease end and checks the provider, A wakes and
-// finalizes while B still holds the message, then B finalizes.
+// finalizes while B still holds the message, then B finalizes, and sends
+// its finalize again as a client does whose reply to COMMIT was lost.
 func lateWhileOwnerHolds(ctx context.Context, d *cast.Day15, outA, outB instance.Outbox, held *lateHeld) error {
 	const part = "part 2: while the owner holds it"
 	d.Clock.Set(cast.LessonStart.Add(heldClaim))
@@ -262,6 +274,14 @@ func lateWhileOwnerHolds(ctx context.Context, d *cast.Day15, outA, outB instance
 	if f.Finalized {
 		held.ownerFinal = d.Now()
 	}
+	// The retry: Worker-B sends its finalize again, as after a lost reply.
+	d.Clock.Set(cast.LessonStart.Add(heldRetry))
+	if f, err = d.RetryFinalize(ctx, outB, cast.WorkerB, cb.Message, ownerOutcome); err != nil {
+		return err
+	}
+	if f.Finalized {
+		held.ownerFinal = d.Now() // the owner's last commit stamped the row
+	}
 	return nil
 }
 
@@ -280,6 +300,9 @@ func measureLateFinalize(ctx context.Context, d *cast.Day15, db *store.DB, run *
 	r.SetMetric("processing_attempts", float64(len(attempts[run.messageID])))
 	r.SetMetric("held_processing_attempts", float64(len(attempts[run.held.messageID])))
 	r.SetFlag("rejected_while_owner_holds", run.held.ownerRefused)
+	if rows, retries := d.RetriedRows(); retries == 1 {
+		r.SetMetric("retried_finalize_rows", float64(rows))
+	}
 	msgs, err := store.NewOutbox(db, store.OutboxLesson).Messages(ctx)
 	if err != nil {
 		return err
@@ -305,10 +328,11 @@ func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 	if r.Passed() {
 		return fmt.Sprintf("SAFE DESIGN held. The stalled Worker-A's finalization of PAY-001 changed 0 rows and rolled back (%s rejected), "+
 			"and so did its finalization of PAY-002 while Worker-B still held it (%s refused by LockedBy alone); %s ownership violations, "+
-			"so each payment keeps its owner's outcome. Yet PAY-001 was worked on %s times and PAY-002 %s times: "+
+			"so each payment keeps its owner's outcome. Worker-B's finalize of PAY-002, sent again as after a lost reply, changed %s "+
+			"rows: its first commit stands. Yet PAY-001 was worked on %s times and PAY-002 %s times: "+
 			"a lease bounds duplicate work, it does not prevent it. That is why session 16 adds a fencing token.",
-			m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("processing_attempts"),
-			m("held_processing_attempts"))
+			m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("retried_finalize_rows"),
+			m("processing_attempts"), m("held_processing_attempts"))
 	}
 	who := fmt.Sprintf("DESIGN BROKEN by the %q mistake", env.Variant)
 	if env.Variant == "" {
@@ -319,7 +343,8 @@ func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 		result = "a message's ProcessedAtUtc is not its owner's finalization"
 	}
 	return fmt.Sprintf("%s: %s finalizations of PAY-001 were rejected, %s of PAY-002 while its owner held it, %s committed by a "+
-		"worker that no longer owned the message, PAY-001 was worked on %s times, and %s (failed checks: %s).",
+		"worker that no longer owned the message, PAY-001 was worked on %s times, Worker-B's retried finalize of PAY-002 "+
+		"changed %s rows, and %s (failed checks: %s).",
 		who, m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("processing_attempts"),
-		result, strings.Join(r.FailedChecks(), ", "))
+		m("retried_finalize_rows"), result, strings.Join(r.FailedChecks(), ", "))
 }

@@ -37,6 +37,7 @@ const (
 	s16LeaseB       = 170
 	s16AckA         = 150
 	s16AckB         = 160
+	s16RetryB       = 165 // Worker-B's ack sent again, as after a lost reply
 	s16ClaimDone    = 200
 	s16WorkerA      = "Worker-A"
 	s16WorkerB      = "Worker-B"
@@ -55,7 +56,11 @@ var staleAckFencing = Scenario{
 		"The ack is UPDATE … WHERE event_id = :id AND claim_token = :token AND delivered = 0, so only the current " +
 		"owner's ack changes a row. Worker-A claims E-41 (token 1), stalls past its lease, Worker-B reclaims " +
 		"(token 2); A's late ack changes 0 rows and is recorded as lease-lost (an expected outcome, not a " +
-		"database error), B's ack changes 1 row, and the delivered event cannot be claimed again.",
+		"database error), B's ack changes 1 row, and the delivered event cannot be claimed again. Then the lab sends " +
+		"B's ack again with token 2, as a client's retry policy does when the reply to its COMMIT is lost: the token " +
+		"is still current, so only delivered = 0 refuses the retry (0 rows), and B, reading the event back (delivered " +
+		"under its token at its first ack's time), counts the retry as done, not as a lost lease. Without that guard " +
+		"the retry changes the row again and re-stamps delivered_at.",
 	DoesNotSolve: "Fencing protects the database row, not the world outside it: if Worker-A had already " +
 		"published E-41 before its lease ran out, the broker holds that message and Worker-B publishes it " +
 		"again. The token rejects A's late write; it cannot un-send A's message. The duplicate broker " +
@@ -71,6 +76,7 @@ var staleAckFencing = Scenario{
 		{Name: "reclaim_after_delivery_rows", About: "a claim of the delivered event changed 0 rows"},
 		{Name: "distinct_tokens", About: "the two successful claims got two distinct tokens"},
 		{Name: "failed_acks_lease_lost", About: "the failed-ack ledger has 1 entry, reason lease-lost"},
+		{Name: "retried_ack_rows", About: "rows changed by Worker-B's ack sent again, with the same token, after it had committed"},
 	},
 	Variants: []Variant{
 		{Name: variantAckByEventID, Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
@@ -109,6 +115,8 @@ type staleAckRun struct {
 	ca, cb, cd                     store.EventClaim // A's claim, B's claim, A's claim after delivery
 	staleRows, currentRows         int64
 	staleMeasured, currentMeasured bool
+	retryRows                      int64 // B's ack sent again
+	retryMeasured                  bool
 
 	timeline   lab.Timeline
 	claims     []fencedClaimEntry
@@ -136,6 +144,11 @@ type ackEntry struct {
 	rows   int64
 	err    string
 	busy   int
+	// retryOf, when not 0, is the timeline number of the ack this one
+	// sends again; done, that it changed 0 rows because that ack had
+	// committed, as the event read back says.
+	retryOf int
+	done    bool
 }
 
 type failedAckEntry struct {
@@ -184,6 +197,7 @@ func runStaleAckFencing(ctx context.Context, env *Env, sqls store.RelaySQL) (*la
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"stale_ack_rows": 0, "current_ack_rows": 1, "reclaim_after_delivery_rows": 0, "distinct_tokens": 2, "failed_acks_lease_lost": 1,
+		"retried_ack_rows": 0,
 	})
 	r.Verdict = run.verdict(r, env.Variant)
 	return r, nil
@@ -232,8 +246,12 @@ func (run *staleAckRun) play(ctx context.Context) error {
 	}
 	// An ack whose statement failed is recorded (reason database-error) and
 	// leaves its metric unset: its check fails as "not measured".
-	run.staleRows, run.staleMeasured = run.ack(ctx, run.a, s16WorkerA, run.ca.Token, s16AckA)
-	run.currentRows, run.currentMeasured = run.ack(ctx, run.b, s16WorkerB, run.cb.Token, s16AckB)
+	run.staleRows, run.staleMeasured = run.ack(ctx, run.a, s16WorkerA, run.ca.Token, s16AckA, nil)
+	run.currentRows, run.currentMeasured = run.ack(ctx, run.b, s16WorkerB, run.cb.Token, s16AckB, nil)
+	// Worker-B sends its ack again under the same token, as a client's
+	// retry policy does when the reply to its COMMIT is lost.
+	first := run.acks[len(run.acks)-1]
+	run.retryRows, run.retryMeasured = run.ack(ctx, run.b, s16WorkerB, run.cb.Token, s16RetryB, &first)
 	run.cd, err = run.claim(ctx, run.a, s16WorkerA, s16ClaimDone, s16ClaimDone+30)
 	return err
 }
@@ -245,6 +263,9 @@ func (run *staleAckRun) measure(ctx context.Context, r *lab.Result, setup *store
 	}
 	if run.currentMeasured {
 		r.SetMetric("current_ack_rows", float64(run.currentRows))
+	}
+	if run.retryMeasured {
+		r.SetMetric("retried_ack_rows", float64(run.retryRows))
 	}
 	r.SetMetric("reclaim_after_delivery_rows", float64(run.cd.Rows))
 	r.SetMetric("distinct_tokens", float64(run.distinctTokens()))
@@ -273,9 +294,11 @@ func (run *staleAckRun) verdict(r *lab.Result, variant string) string {
 	switch {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN held. Worker-A's late ack with token %d changed %s and was recorded as %s; "+
-			"Worker-B's ack with token %d changed %s; the delivered event could not be claimed again (%s). "+
+			"Worker-B's ack with token %d changed %s, and the same ack sent again, as after a lost reply, changed %s; "+
+			"the delivered event could not be claimed again (%s). "+
 			"Fencing protected the row; it does not stop the duplicate broker message a stale owner may already have sent.",
-			run.ca.Token, lab.Rows(run.staleRows), reasonLeaseLost, run.cb.Token, lab.Rows(run.currentRows), lab.Rows(run.cd.Rows))
+			run.ca.Token, lab.Rows(run.staleRows), reasonLeaseLost, run.cb.Token, lab.Rows(run.currentRows), lab.Rows(run.retryRows),
+			lab.Rows(run.cd.Rows))
 	case variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v. A stale owner's write was not fenced out.", variant, r.FailedChecks())
 	default:
@@ -371,7 +394,14 @@ func (run *staleAckRun) delivered() bool {
 // recorded outcome too: the worker cannot know whether it still owns the
 // event, so it must not treat the event as done. measured is false when the
 // statement failed: then no row count is known, and none is reported.
-func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker string, token, now int64) (rows int64, measured bool) {
+//
+// first, when set, is the ack this one sends again, with the same token, as
+// a client's retry policy does when the reply to its COMMIT is lost (no
+// reply is lost here: the lab repeats the statement, and the timeline says
+// so). Such a retry that changes 0 rows is done, not failed, when the event
+// read back is delivered under its token at the first ack's time: the first
+// ack committed.
+func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker string, token, now int64, first *ackEntry) (rows int64, measured bool) {
 	f, ackErr := relay.Complete(ctx, s16EventID, token, now)
 	e := ackEntry{at: now, worker: worker, token: token, rows: f.Rows, busy: f.Stats.BusyRetries}
 	var reason, why string
@@ -385,6 +415,12 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 			reason, why = reasonDatabaseError, "0 rows, and reading the event to tell why failed: "+err.Error()
 			break
 		}
+		if first != nil && first.rows == 1 && first.err == "" && ok && ev.Token == token && ev.Delivered && ev.DeliveredAt == first.at {
+			e.done = true
+			why = fmt.Sprintf("the event reads delivered under our token %d at t=%d, #%d's own, so the delivered guard turned "+
+				"it away: that ack committed, and the retry is done, not failed", token, ev.DeliveredAt, first.seq)
+			break
+		}
 		reason, why = classifyZeroRowAck(ev, ok, token)
 	}
 	detail := fmt.Sprintf("with token %d: %s changed", token, lab.Rows(f.Rows))
@@ -392,14 +428,27 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 		detail = fmt.Sprintf("with token %d: the statement failed, no row count", token)
 	}
 	action := "ack"
-	if reason != "" {
+	switch {
+	case reason != "":
 		action = "ack failed: " + reason
 		detail += "; " + why
-	} else {
+	case e.done:
+		detail += "; " + why
+	case first != nil && first.rows == 1:
+		detail += fmt.Sprintf("; %s delivered again: delivered_at re-stamped from t=%d", s16EventID, first.at)
+	default:
 		detail += "; " + s16EventID + " delivered"
+	}
+	if first != nil {
+		e.retryOf = first.seq
+		action = "retry " + action
+		detail = fmt.Sprintf("the lab sends #%d again, as a retry policy does when the reply to a COMMIT is lost (no reply was "+
+			"lost here: the lab repeats the statement); ", first.seq) + detail
 	}
 	te := lab.Event{At: clock.Logical(now), Kind: lab.KindFinalize, Subject: s16EventID, Actor: worker, Action: action, Detail: detail, Rows: lab.RowsOf(f.Rows)}
 	switch {
+	case e.done:
+		te.Kind = lab.KindNoOp
 	case reason == reasonDatabaseError:
 		te.Kind, te.Rows = lab.KindError, nil
 	case reason == reasonAlreadyDelivered:
@@ -467,14 +516,23 @@ func (run *staleAckRun) tables() []lab.Table {
 		claims.AddRow(c.seq, clock.Logical(c.at), c.worker, string(c.outcome), c.rows, token, until, c.heldBy, c.busy)
 	}
 	acks := lab.Table{Title: "Ledger: acks",
-		Note:    "Every ack attempt with the token it presented and the rows the UPDATE changed. 0 rows is an expected outcome, not an error.",
-		Columns: []string{"#", "Time", "Worker", "Token presented", "Rows", "Error", "Busy retries"}}
+		Note: "Every ack attempt with the token it presented and the rows the UPDATE changed. 0 rows is an expected outcome, not an error. " +
+			"A retry sends an ack again with the same token; 0 rows there, with the event delivered under that token at the first " +
+			"ack's time, means the first committed: the retry is done.",
+		Columns: []string{"#", "Time", "Worker", "Attempt", "Token presented", "Rows", "Error", "Busy retries"}}
 	for _, a := range run.acks {
 		var rows any = a.rows
 		if a.err != "" {
 			rows = nil // the statement failed: no row count is known
 		}
-		acks.AddRow(a.seq, clock.Logical(a.at), a.worker, a.token, rows, a.err, a.busy)
+		attempt := "first"
+		switch {
+		case a.done:
+			attempt = fmt.Sprintf("retry of #%d: done", a.retryOf)
+		case a.retryOf != 0:
+			attempt = fmt.Sprintf("retry of #%d", a.retryOf)
+		}
+		acks.AddRow(a.seq, clock.Logical(a.at), a.worker, attempt, a.token, rows, a.err, a.busy)
 	}
 	failed := lab.Table{Title: "Ledger: failed acks",
 		Note: "Each ack that did not complete the event, with its reason: " + reasonLeaseLost + " (a newer claim holds the event), " +

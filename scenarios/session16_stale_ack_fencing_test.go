@@ -62,9 +62,11 @@ func TestStaleAckFigures(t *testing.T) {
 		want    map[string]float64
 	}{
 		{"", map[string]float64{"stale_ack_rows": 0, "current_ack_rows": 1, "reclaim_after_delivery_rows": 0, "distinct_tokens": 2,
-			"failed_acks_lease_lost": 1, "failed_acks_database_error": 0, "delivered_events": 1}},
-		{variantAckByEventID, map[string]float64{"stale_ack_rows": 1, "current_ack_rows": 0, "distinct_tokens": 2, "failed_acks_lease_lost": 0}},
-		{variantReusedToken, map[string]float64{"stale_ack_rows": 1, "current_ack_rows": 0, "distinct_tokens": 1, "failed_acks_lease_lost": 0}},
+			"failed_acks_lease_lost": 1, "failed_acks_database_error": 0, "delivered_events": 1, "retried_ack_rows": 0}},
+		{variantAckByEventID, map[string]float64{"stale_ack_rows": 1, "current_ack_rows": 0, "distinct_tokens": 2, "failed_acks_lease_lost": 0,
+			"retried_ack_rows": 0}},
+		{variantReusedToken, map[string]float64{"stale_ack_rows": 1, "current_ack_rows": 0, "distinct_tokens": 1, "failed_acks_lease_lost": 0,
+			"retried_ack_rows": 0}},
 	}
 	for _, tt := range tests {
 		t.Run("variant="+tt.variant, func(t *testing.T) {
