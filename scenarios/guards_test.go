@@ -149,7 +149,7 @@ const tokenImpliesOwner = "every claim increments the row's token, so a row anot
 // and then the run still passes.
 func TestEveryTaughtGuardDecides(t *testing.T) {
 	for _, g := range allTaughtGuards() {
-		t.Run(g.scenario+"/"+g.guard, func(t *testing.T) {
+		t.Run(g.scenario+"/"+g.stmt.Name+"/"+g.guard, func(t *testing.T) {
 			t.Parallel()
 			sc, err := Lookup(g.scenario)
 			if err != nil {
