@@ -66,7 +66,7 @@ const (
 	RenewalLeaseLost = "lease-lost" // a newer token holds the event: another relay reclaimed it
 	RenewalExpired   = "expired"    // the token is still the relay's, but the lease had ended
 	RenewalDeadline  = "deadline"   // past claimed_at + the maximum processing time
-	RenewalDelivered = "delivered"  // the event is already delivered
+	RenewalDelivered = "delivered"  // the token is still the relay's, and the event is delivered: already done
 )
 
 // HeartbeatStage is where session 22 plays: the scenario clock, the broker
@@ -109,7 +109,7 @@ type RenewalEntry struct {
 	Token      int64
 	LeaseUntil int64 // the lease it proposed: now + lease
 	Rows       int64
-	Reason     string // for 0 rows: RenewalLeaseLost, RenewalDeadline or RenewalDelivered
+	Reason     string // for 0 rows: RenewalLeaseLost, RenewalExpired, RenewalDeadline or RenewalDelivered
 	Why        string
 	Sent       bool // the renewing job had sent its event
 }

@@ -30,6 +30,9 @@ type HeartbeatJob struct {
 	hung        chan struct{} // closed when hung work returns; nil unless Hang
 	beating     bool          // false once a renewal failed: the heartbeat stops
 	sent        bool
+	// completesAtBeat: the work's completion falls on its next tick's slot
+	// (see [HeartbeatJob.CompleteAtNextBeat]).
+	completesAtBeat bool
 }
 
 // startJob starts the heartbeat of a fresh claim.
@@ -55,7 +58,16 @@ func (j *HeartbeatJob) heartbeat(ctx context.Context) {
 }
 
 // beat fires the heartbeat at the current time and waits for its answer.
-func (j *HeartbeatJob) beat(context.Context) error {
+// A job whose work completes at this tick completes first; its relay
+// tells the heartbeat to stop only after the tick's renewal.
+func (j *HeartbeatJob) beat(ctx context.Context) error {
+	if j.completesAtBeat {
+		j.completesAtBeat = false
+		defer j.finish()
+		if _, err := j.complete(ctx); err != nil {
+			return err
+		}
+	}
 	j.beats <- j.relay.stage.Now()
 	err := <-j.answers
 	if !j.beating {
@@ -115,6 +127,10 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 		Detail: fmt.Sprintf("token %d: 0 rows; %s", j.Token, e.Why)})
 	s.Renewals = append(s.Renewals, e)
 	switch {
+	case e.Reason == RenewalDelivered:
+		s.Add(lab.Event{Kind: lab.KindNote, Subject: j.Event, Actor: r.Name, Action: "heartbeat stops", Detail: fmt.Sprintf(
+			"the tick fired before the relay, back from its completion, told its heartbeat to stop: %s is delivered under "+
+				"token %d, its own, so the work is already done, not a lost lease; nothing is cancelled", j.Event, j.Token)})
 	case p.OnLeaseLost == LogOnly:
 		s.Event(lab.KindNote, r.Name, "logs", "renewal of "+j.Event+" failed: logged; the work goes on")
 	case e.Reason == RenewalDeadline:
@@ -137,7 +153,8 @@ func leaseLossCause(reason string) error {
 }
 
 // whyRefused tells why a renewal changed no row, from the event as the
-// database holds it: a newer token, delivery or expiry (the token still
+// database holds it: a newer token, delivery under the job's own token
+// (already done: delivered = 0 refused it), or expiry (the token still
 // the job's: lease_until > :now refused it); when none holds, only the
 // processing deadline refused it.
 func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why string, err error) {
@@ -152,7 +169,15 @@ func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why st
 	case ev.Token != j.Token:
 		return RenewalLeaseLost, fmt.Sprintf("lease lost: %s holds %s with token %d", ev.LockedBy, j.Event, ev.Token), nil
 	case ev.Delivered:
-		return RenewalDelivered, j.Event + " is already delivered", nil
+		which, cmp := "only delivered = 0 refused it", ">"
+		if also := alsoRefusedBy(ev.LeaseUntil <= at, pastDeadline); also != "" {
+			which = "delivered = 0 refused it, and so would " + also
+		}
+		if ev.LeaseUntil <= at {
+			cmp = "<="
+		}
+		return RenewalDelivered, fmt.Sprintf("already done: %s (read back: token %d still current, delivered at %s, "+
+			"lease_until %s %s now %s)", which, ev.Token, shortClock(ev.DeliveredAt), shortClock(ev.LeaseUntil), cmp, shortClock(at)), nil
 	case ev.LeaseUntil <= at:
 		which := "only lease_until > :now refused it"
 		if pastDeadline {
@@ -167,6 +192,20 @@ func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why st
 	}
 	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s %s claimed_at %s + %s = %s", shortClock(at+p.Lease),
 		verb, shortClock(j.ClaimedAt), DurationText(p.MaxProcessing), shortClock(j.ClaimedAt+p.MaxProcessing)), nil
+}
+
+// alsoRefusedBy names the other guards that would refuse a renewal: the
+// live lease's when the lease has ended, the deadline's when it is past.
+func alsoRefusedBy(ended, pastDeadline bool) string {
+	switch {
+	case ended && pastDeadline:
+		return "lease_until > :now and the processing deadline"
+	case ended:
+		return "lease_until > :now"
+	case pastDeadline:
+		return "the processing deadline"
+	}
+	return ""
 }
 
 // cancelWork cancels the job's work with cause, waits for a hung work to
@@ -216,9 +255,28 @@ func (j *HeartbeatJob) Send(ctx context.Context) (bool, error) {
 
 // Complete ends the job: it completes the event under the job's token,
 // unless the work was cancelled: then the completion is never attempted.
+// The relay then stops the job's heartbeat.
 func (j *HeartbeatJob) Complete(ctx context.Context) (bool, error) {
-	r, s, now := j.relay, j.relay.stage, j.relay.stage.Now()
 	defer j.finish()
+	return j.complete(ctx)
+}
+
+// CompleteAtNextBeat has the job's work end at the slot of its
+// heartbeat's next tick: when the clock reaches it, the completion
+// commits first, and the tick, already due, renews before the relay,
+// back from its completion, tells its heartbeat to stop. The heartbeat
+// has not yet learned of the completion.
+func (j *HeartbeatJob) CompleteAtNextBeat() {
+	r, s := j.relay, j.relay.stage
+	j.completesAtBeat = true
+	s.Add(lab.Event{Kind: lab.KindWork, Subject: j.Event, Actor: r.Name, Action: "works", Detail: fmt.Sprintf("%s's work ends "+
+		"at %s, the instant its heartbeat's next tick falls due: the completion commits, and the tick, already due, fires "+
+		"before the relay tells its heartbeat to stop", j.Event, shortClock(j.nextBeat))})
+}
+
+// complete is Complete without stopping the heartbeat.
+func (j *HeartbeatJob) complete(ctx context.Context) (bool, error) {
+	r, s, now := j.relay, j.relay.stage, j.relay.stage.Now()
 	if cause := context.Cause(j.work); cause != nil {
 		s.Event(lab.KindNote, r.Name, "no completion", j.Event+": the work was cancelled ("+cause.Error()+"): the completion is never attempted")
 		return false, nil

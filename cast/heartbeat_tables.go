@@ -25,8 +25,9 @@ func (s *HeartbeatStage) Tables() []lab.Table {
 	renewals := lab.Table{Title: "Ledger: heartbeat renewals", Note: "Every renewal with the rows it changed. 0 rows is an expected " +
 		"outcome with a reason: " + RenewalLeaseLost + " (a newer token holds the event: another relay reclaimed it), " +
 		RenewalExpired + " (the token is still the relay's, but the lease had ended: lease_until > :now refused it) or " +
-		RenewalDeadline + " (the new lease would pass claimed_at + the maximum processing time); each read back from " +
-		"the event's row after the renewal.",
+		RenewalDeadline + " (the new lease would pass claimed_at + the maximum processing time) or " + RenewalDelivered +
+		" (the token is still the relay's and the event is delivered: the work is already done, not a lost lease); each " +
+		"read back from the event's row after the renewal.",
 		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Proposed lease until", "Rows", "Reason", "Why"}}
 	for _, e := range s.Renewals {
 		renewals.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Token, TickClock(e.LeaseUntil), e.Rows, e.Reason, e.Why)
@@ -54,8 +55,8 @@ func (s *HeartbeatStage) Tables() []lab.Table {
 // claim, with the renewals as ticks on it.
 func (s *HeartbeatStage) laneTable() lab.Table {
 	t := lab.Table{Title: "Heartbeat lanes", Note: fmt.Sprintf("One character = %s from the claim. = lease held, C claim, "+
-		"r renewal (1 row), x renewal refused (0 rows), ~ the relay frozen, ! work cancelled, S send, D completed, "+
-		"f completion fenced out; blank: no lease.", DurationText(laneSlot)),
+		"r renewal (1 row), x renewal refused (0 rows), o renewal of an event already delivered (0 rows: done), "+
+		"~ the relay frozen, ! work cancelled, S send, D completed, f completion fenced out; blank: no lease.", DurationText(laneSlot)),
 		Columns: []string{"Relay", "Event", "Token", "Claimed", "Lane"}}
 	for _, j := range s.all {
 		t.AddRow(j.relay.Name, j.Event, j.Token, shortClock(j.ClaimedAt), s.lane(j))
@@ -66,30 +67,35 @@ func (s *HeartbeatStage) laneTable() lab.Table {
 // lane is one job's bar.
 func (s *HeartbeatStage) lane(j *HeartbeatJob) string {
 	type mark struct {
-		at int64
-		c  byte
+		at  int64
+		seq int // the timeline line: marks at one instant keep its order
+		c   byte
 	}
-	marks := []mark{{j.ClaimedAt, 'C'}}
+	marks := []mark{{j.ClaimedAt, 0, 'C'}}
 	leaseEnd := j.LeaseUntil
 	for _, e := range s.Renewals {
 		if e.Relay == j.relay.Name && e.Event == j.Event && e.Token == j.Token {
-			marks = append(marks, mark{e.At, map[bool]byte{true: 'r', false: 'x'}[e.Rows == 1]})
+			c := map[bool]byte{true: 'r', false: 'x'}[e.Rows == 1]
+			if e.Reason == RenewalDelivered {
+				c = 'o'
+			}
+			marks = append(marks, mark{e.At, e.Seq, c})
 		}
 	}
 	for _, e := range s.Sends {
 		if e.Relay == j.relay.Name && e.Event == j.Event && e.Token == j.Token {
-			marks = append(marks, mark{e.At, 'S'})
+			marks = append(marks, mark{e.At, e.Seq, 'S'})
 		}
 	}
 	for _, e := range s.Completions {
 		if e.Relay == j.relay.Name && e.Event == j.Event && e.Token == j.Token {
-			marks = append(marks, mark{e.At, map[bool]byte{true: 'D', false: 'f'}[e.Rows == 1]})
+			marks = append(marks, mark{e.At, e.Seq, map[bool]byte{true: 'D', false: 'f'}[e.Rows == 1]})
 			leaseEnd = min(leaseEnd, e.At)
 		}
 	}
 	for _, e := range s.Cancellations {
 		if e.Relay == j.relay.Name && e.Event == j.Event && !errors.Is(e.Cause, errRunOver) {
-			marks = append(marks, mark{e.At, '!'})
+			marks = append(marks, mark{e.At, e.Seq, '!'})
 		}
 	}
 	end := leaseEnd
@@ -110,7 +116,9 @@ func (s *HeartbeatStage) lane(j *HeartbeatJob) string {
 	}
 	// Marks in time order; one that falls on a slot already marked takes
 	// the next slot, so none hides another.
-	sort.SliceStable(marks, func(a, b int) bool { return marks[a].at < marks[b].at })
+	sort.SliceStable(marks, func(a, b int) bool {
+		return marks[a].at < marks[b].at || (marks[a].at == marks[b].at && marks[a].seq < marks[b].seq)
+	})
 	taken := -1
 	for _, m := range marks {
 		i := max(int((m.at-j.ClaimedAt)/laneSlot), taken+1)
@@ -210,6 +218,7 @@ type RenewalTally struct {
 	LeaseLostBeforeSend, LeaseLostAfterSend int
 	Expired                                 int // 0 rows: the lease had ended, the token still the relay's
 	Deadline                                int // 0 rows: the processing deadline
+	Delivered                               int // 0 rows: delivered under the relay's own token, already done
 }
 
 // TallyRenewals counts the stage's renewals by outcome.
@@ -227,6 +236,8 @@ func (s *HeartbeatStage) TallyRenewals() RenewalTally {
 			t.Expired++
 		case e.Reason == RenewalDeadline:
 			t.Deadline++
+		case e.Reason == RenewalDelivered:
+			t.Delivered++
 		}
 	}
 	return t
@@ -264,6 +275,25 @@ func (s *HeartbeatStage) RenewalsToDeadline(event string, maxProcessing int64) [
 		}
 	}
 	return out
+}
+
+// RowsAfterCompletion sums the rows changed by the renewals that ran
+// after a completion of their event had committed (a completion's
+// timeline line before the renewal's), and counts those renewals.
+func (s *HeartbeatStage) RowsAfterCompletion() (rows int64, renewals int) {
+	completed := map[string]int{} // event: the line of its first committed completion
+	for _, c := range s.Completions {
+		if first, ok := completed[c.Event]; c.Rows > 0 && (!ok || c.Seq < first) {
+			completed[c.Event] = c.Seq
+		}
+	}
+	for _, e := range s.Renewals {
+		if first, ok := completed[e.Event]; ok && first < e.Seq {
+			rows += e.Rows
+			renewals++
+		}
+	}
+	return rows, renewals
 }
 
 // AcceptedOffers counts the broker's accepted offers of event.

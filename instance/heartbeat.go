@@ -42,6 +42,10 @@ type HeartbeatRelay interface {
 type HeartbeatJob interface {
 	Send(ctx context.Context) (bool, error)
 	Complete(ctx context.Context) (bool, error)
+	// CompleteAtNextBeat has the work end at its heartbeat's next tick:
+	// when the clock reaches it, the completion commits first and the
+	// tick, already due, renews before the relay stops its heartbeat.
+	CompleteAtNextBeat(ctx context.Context) error
 	// Hang makes the job's work block on a call that never answers.
 	Hang(ctx context.Context, what string) error
 }
@@ -186,6 +190,11 @@ func (r *inProcessHeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 // inProcessHeartbeatJob is a job of an in-process relay.
 type inProcessHeartbeatJob struct{ *cast.HeartbeatJob }
 
+func (j inProcessHeartbeatJob) CompleteAtNextBeat(context.Context) error {
+	j.HeartbeatJob.CompleteAtNextBeat()
+	return nil
+}
+
 func (j inProcessHeartbeatJob) Hang(_ context.Context, what string) error {
 	j.HeartbeatJob.Hang(what)
 	return nil
@@ -311,6 +320,10 @@ func serveHeartbeatRelay(ctx context.Context, w *proc.Worker) (any, error) {
 		"complete": withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
 			s.OK, err = j.Complete(ctx)
 			return err
+		}),
+		"complete-at-beat": withJob(func(_ context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, _ *heartbeatStep) error {
+			j.CompleteAtNextBeat()
+			return nil
 		}),
 		"hang": withJob(func(_ context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, _ *heartbeatStep) error {
 			j.Hang(a.What)
@@ -464,6 +477,11 @@ func (j *childHeartbeatJob) call(ctx context.Context, op, what string) (bool, er
 func (j *childHeartbeatJob) Send(ctx context.Context) (bool, error) { return j.call(ctx, "send", "") }
 func (j *childHeartbeatJob) Complete(ctx context.Context) (bool, error) {
 	return j.call(ctx, "complete", "")
+}
+
+func (j *childHeartbeatJob) CompleteAtNextBeat(ctx context.Context) error {
+	_, err := j.call(ctx, "complete-at-beat", "")
+	return err
 }
 
 func (j *childHeartbeatJob) Hang(ctx context.Context, what string) error {

@@ -410,6 +410,27 @@ func testProcessesShutdown(t *testing.T, db string) {
 	}
 }
 
+// TestProcessesRenewalAfterDelivery: with the relays as child processes,
+// Relay-B's tick on e10, fired in its own process after the completion
+// there, changes 1 row once the renewal drops delivered = 0, and only
+// renewals_after_delivery_rows fails, as in the lab's process.
+func TestProcessesRenewalAfterDelivery(t *testing.T) {
+	t.Parallel()
+	opts := DefaultOptions()
+	opts.TempRoot, opts.Processes, opts.ChildTimeout = t.TempDir(), true, testChildTimeout
+	opts.swap = heartbeatRenewal(withoutGuard(t, store.RenewWithinDeadline, "delivered = 0"))
+	r, err := Execute(context.Background(), &heartbeatAndShutdown, "", opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.FailedChecks(); !slices.Equal(got, []string{"renewals_after_delivery_rows"}) {
+		t.Errorf("failed checks %v, want [renewals_after_delivery_rows]", got)
+	}
+	if !timelineSays(r, "heartbeat e10", "renewed under token 1: 1 row, lease until 09:07:09") {
+		t.Error("no timeline line shows Relay-B's tick renewing the delivered e10")
+	}
+}
+
 // checkShutdownChildren checks session 22's processes table: its five
 // children in the order started, each ended as the lesson ends it, and
 // the pauses (Relay-A's, Relay-B's, Relay-C's two) each a real SIGSTOP

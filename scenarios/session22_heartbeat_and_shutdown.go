@@ -37,10 +37,11 @@ const (
 	hbRelayC     = "Relay-C"
 	hbRelayD     = "Relay-D"
 	hbRelayFresh = "Relay-D (restarted)"
-	hbPaused     = "e2" // the event Relay-A holds when it freezes
-	hbStuck      = "e3" // the event whose work never ends
-	hbSentFirst  = "e8" // the event Relay-C sends, then freezes holding
-	hbExpired    = "e9" // the event whose lease runs out with nobody to reclaim it
+	hbPaused     = "e2"  // the event Relay-A holds when it freezes
+	hbStuck      = "e3"  // the event whose work never ends
+	hbSentFirst  = "e8"  // the event Relay-C sends, then freezes holding
+	hbExpired    = "e9"  // the event whose lease runs out with nobody to reclaim it
+	hbDone       = "e10" // the event whose completion a heartbeat tick races
 )
 
 var heartbeatAndShutdown = Scenario{
@@ -64,7 +65,12 @@ var heartbeatAndShutdown = Scenario{
 		"Relay-B delivers it. Then the live-lease guard alone: Relay-B claims e9 and freezes while no other relay polls; " +
 		"its lease runs out on the clock and nobody reclaims e9, so when Relay-B resumes, its overdue renewal presents its " +
 		"still-current token and only lease_until > :now refuses it (0 rows): a lease that has ended is lost even if " +
-		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later. " +
+		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later. Then the delivered " +
+		"guard alone: Relay-B's work on e10 ends at the instant its heartbeat's first tick falls due; its completion " +
+		"commits (1 row) and the tick, already due, renews before the relay tells its heartbeat to stop, under the " +
+		"still-current token, with the lease live and within the deadline: only delivered = 0 refuses it (0 rows). Read " +
+		"back, e10 is delivered under Relay-B's own token: the work is already done, not a lost lease, and nothing is " +
+		"cancelled. " +
 		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
 		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
 		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
@@ -94,6 +100,8 @@ var heartbeatAndShutdown = Scenario{
 			"renewing relay's token, undelivered, with its lease ended (lease_until > :now refused them): 1, Relay-B's on e9"},
 		{Name: "cancelled_on_expiry", About: "works cancelled before their send on a renewal refused for an ended lease " +
 			"under the relay's own token: 1, Relay-B's on e9"},
+		{Name: "renewals_after_delivery_rows", About: "rows changed by heartbeat renewals that ran after their event's " +
+			"completion had committed (Relay-C's on e8, Relay-B's on e10): 0"},
 		{Name: "completed_by_new_owner", About: "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
 		{Name: "deadline_refusals", About: "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
 		{Name: "renewal_to_deadline_rows", About: "rows changed by Relay-C's renewal of e3 whose lease ends exactly at claimed_at " +
@@ -173,7 +181,6 @@ type heartbeatRun struct {
 	stage    *cast.HeartbeatStage
 	relays   *instance.HeartbeatRelays // the relay instances and the clock that reaches them
 	a, b, c  instance.HeartbeatRelay
-	jb       instance.HeartbeatJob // Relay-B's job on e2
 
 	heldAtExit []string // events Relay-D still held when it exited
 }
@@ -199,6 +206,7 @@ func runHeartbeatAndShutdown(ctx context.Context, env *Env, hc heartbeatCast) (*
 		"stale_sends": 0, "zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "cancelled_after_send": 1,
 		"completed_by_new_owner": 1, "deadline_refusals": 1, "renewal_to_deadline_rows": 1, "lost_events": 0,
 		"completed_without_send": 0, "recovered_after_restart": 2, "expired_renewals_refused": 1, "cancelled_on_expiry": 1,
+		"renewals_after_delivery_rows": 0,
 	})
 	r.Verdict = run.verdict(r)
 	return r, nil
@@ -259,7 +267,9 @@ func (run *heartbeatRun) seed(ctx context.Context) error {
 
 // play is the lesson's four acts, one after the other on one clock.
 func (run *heartbeatRun) play(ctx context.Context) error {
-	for _, act := range []func(context.Context) error{run.heartbeat, run.pause, run.pauseAfterSend, run.deadline, run.expiry, run.shutdown} {
+	acts := []func(context.Context) error{run.heartbeat, run.pause, run.pauseAfterSend, run.deadline, run.expiry, run.doneRace,
+		run.shutdown}
+	for _, act := range acts {
 		if err := act(ctx); err != nil {
 			return err
 		}
@@ -324,44 +334,36 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 // pollAndDeliver lets relay poll at second t, and send and complete each
 // event it claims, until nothing is claimable.
 func (run *heartbeatRun) pollAndDeliver(ctx context.Context, relay instance.HeartbeatRelay, t int64) error {
-	for {
-		if err := run.at(ctx, t); err != nil {
-			return err
-		}
-		j, err := relay.Poll(ctx)
+	for ; ; t += 3 {
+		var j instance.HeartbeatJob
+		err := run.script(ctx, []cast.Step{cast.At(t, func() (err error) { j, err = relay.Poll(ctx); return err })})
 		if err != nil || j == nil {
 			return err
 		}
-		if err := run.at(ctx, t+1); err != nil {
+		if err := run.script(ctx, []cast.Step{
+			cast.At(t+1, func() error { _, err := j.Send(ctx); return err }),
+			cast.At(t+2, func() error { _, err := j.Complete(ctx); return err }),
+		}); err != nil {
 			return err
 		}
-		if _, err := j.Send(ctx); err != nil {
-			return err
-		}
-		if err := run.at(ctx, t+2); err != nil {
-			return err
-		}
-		if _, err := j.Complete(ctx); err != nil {
-			return err
-		}
-		t += 3
 	}
 }
 
 // pause is act 2: Relay-A freezes holding e2, Relay-B reclaims it after
 // the expiry, and Relay-A resumes to a renewal that changes 0 rows.
 func (run *heartbeatRun) pause(ctx context.Context) error {
-	var ja instance.HeartbeatJob
+	var ja, jb instance.HeartbeatJob
 	return run.script(ctx, []cast.Step{
 		cast.At(100, func() error { return run.commit(ctx, hbPaused) }),
 		cast.At(101, func() (err error) { ja, err = claimWith(ctx, run.a); return err }),
 		cast.At(105, func() error { return run.a.Freeze(ctx, "a stop-the-world pause (a frozen VM): no heartbeat, no work") }),
 		cast.At(131, func() error { run.stage.LeaseExpired(hbPaused, hbRelayA); return nil }),
-		cast.At(132, func() error { return run.newOwner(ctx) }),
+		cast.At(132, func() (err error) { jb, err = claimWith(ctx, run.b); return err }), // Relay-B reclaims e2
+		cast.At(134, func() error { _, err := jb.Send(ctx); return err }),
 		cast.At(140, func() error { return run.a.Resume(ctx) }),
 		cast.At(141, func() error { _, err := ja.Send(ctx); return err }),
 		cast.At(142, func() error { _, err := ja.Complete(ctx); return err }),
-		cast.At(143, func() error { _, err := run.jb.Complete(ctx); return err }),
+		cast.At(143, func() error { _, err := jb.Complete(ctx); return err }),
 	})
 }
 
@@ -381,20 +383,6 @@ func (run *heartbeatRun) pauseAfterSend(ctx context.Context) error {
 		cast.At(190, func() error { return run.c.Resume(ctx) }),
 		cast.At(191, func() error { _, err := jc.Complete(ctx); return err }),
 	})
-}
-
-// newOwner is Relay-B's poll that reclaims e2, and its send.
-func (run *heartbeatRun) newOwner(ctx context.Context) error {
-	j, err := claimWith(ctx, run.b)
-	if err != nil {
-		return err
-	}
-	run.jb = j
-	if err := run.at(ctx, 134); err != nil {
-		return err
-	}
-	_, err = j.Send(ctx)
-	return err
 }
 
 // deadline is act 3: Relay-C's work on e3 never ends; its renewals are
@@ -436,65 +424,62 @@ func (run *heartbeatRun) expiry(ctx context.Context) error {
 	})
 }
 
-// shutdown is act 4: the stop signal reaches Relay-D holding e4, e5 and
-// e6, after its send of e4; after its exit and restart, a fresh relay
-// recovers what it left.
-func (run *heartbeatRun) shutdown(ctx context.Context) error {
-	if err := run.at(ctx, 400); err != nil {
-		return err
-	}
-	if err := run.commit(ctx, "e4", "e5", "e6"); err != nil {
-		return err
-	}
-	d, err := run.relays.Open(ctx, run.env.DatabasePath(), hbRelayD, run.hc.sqls, run.hc.policy)
-	if err != nil {
-		return err
-	}
-	if err := run.stopAfterSend(ctx, d); err != nil {
-		return err
-	}
-	if err := run.at(ctx, 410); err != nil {
-		return err
-	}
-	fresh, err := run.relays.Open(ctx, run.env.DatabasePath(), hbRelayFresh, run.hc.sqls, run.hc.policy)
-	if err != nil {
-		return err
-	}
-	if err := run.pollAndDeliver(ctx, fresh, 410); err != nil {
-		return err
-	}
-	return run.pollAndDeliver(ctx, fresh, 432)
+// doneRace closes act 3 with the delivered guard alone: Relay-B's work on
+// e10 ends at the instant its heartbeat's first tick falls due, so the
+// tick renews after the completion commits, under the still-current token
+// with the lease live, and only delivered = 0 refuses it: already done.
+func (run *heartbeatRun) doneRace(ctx context.Context) error {
+	var jb instance.HeartbeatJob
+	return run.script(ctx, []cast.Step{
+		cast.At(378, func() error { return run.commit(ctx, hbDone) }),
+		cast.At(378, func() (err error) {
+			if jb, err = claimWith(ctx, run.b); err == nil {
+				err = jb.CompleteAtNextBeat(ctx)
+			}
+			return err
+		}),
+		cast.At(396, func() error { _, err := jb.Send(ctx); return err }),
+		cast.At(399, func() error { return nil }), // the clock reaching the tick completes e10, then renews
+	})
 }
 
-// stopAfterSend is Relay-D's shutdown: it claims e4, e5 and e6 at second
-// 401 and sends e4 at 405; at 406 it gets its stop signal (a real SIGTERM
-// when it is a child process), while the producer commits e7; its poll at
-// 407 is skipped, it completes e4 at 408 within the grace period, and at
-// 409 its process ends, holding the events it did not finish.
-func (run *heartbeatRun) stopAfterSend(ctx context.Context, d instance.HeartbeatRelay) error {
-	if err := run.at(ctx, 401); err != nil {
+// shutdown is act 4: Relay-D claims e4, e5 and e6 at second 401 and
+// sends e4 at 405; at 406 it gets its stop signal (a real SIGTERM when it
+// is a child process), while the producer commits e7; its poll at 407 is
+// skipped, it completes e4 at 408 within the grace period, and at 409 its
+// process ends, holding the events it did not finish. After the restart
+// a fresh relay recovers what it left.
+func (run *heartbeatRun) shutdown(ctx context.Context) error {
+	var d, fresh instance.HeartbeatRelay
+	var jobs []instance.HeartbeatJob
+	open := func(name string, r *instance.HeartbeatRelay) (err error) {
+		*r, err = run.relays.Open(ctx, run.env.DatabasePath(), name, run.hc.sqls, run.hc.policy)
 		return err
 	}
-	var jobs []instance.HeartbeatJob
-	for range 3 {
-		j, err := claimWith(ctx, d)
-		if err != nil {
-			return err
-		}
-		jobs = append(jobs, j)
-	}
-	err := run.script(ctx, []cast.Step{
+	return run.script(ctx, []cast.Step{
+		cast.At(400, func() error { return run.commit(ctx, "e4", "e5", "e6") }),
+		cast.At(400, func() error { return open(hbRelayD, &d) }),
+		cast.At(401, func() error {
+			for range 3 {
+				j, err := claimWith(ctx, d)
+				if err != nil {
+					return err
+				}
+				jobs = append(jobs, j)
+			}
+			return nil
+		}),
 		cast.At(405, func() error { _, err := jobs[0].Send(ctx); return err }),
 		cast.At(406, func() error { return d.Stop(ctx, hbGrace) }),
 		cast.At(406, func() error { return run.commit(ctx, "e7") }),
 		cast.At(407, func() error { _, err := d.Poll(ctx); return err }),
 		cast.At(408, func() error { _, err := jobs[0].Complete(ctx); return err }),
 		cast.At(409, func() (err error) { run.heldAtExit, err = d.Exit(ctx); return err }),
+		cast.At(409, func() error { return d.Close(ctx) }),
+		cast.At(410, func() error { return open(hbRelayFresh, &fresh) }),
+		cast.At(410, func() error { return run.pollAndDeliver(ctx, fresh, 410) }),
+		cast.At(432, func() error { return run.pollAndDeliver(ctx, fresh, 432) }),
 	})
-	if err != nil {
-		return err
-	}
-	return d.Close(ctx)
 }
 
 // measure sets the lesson's figures from the ledgers and the database.
@@ -533,6 +518,14 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 	r.SetMetric("renewal_to_deadline_rows", float64(toDeadline))
 	r.SetMetric("lost_events", float64(cast.LostEvents(events, offers)))
 	r.SetMetric("renewals_one_row", float64(tally.OneRow))
+	r.SetMetric("renewals_already_done", float64(tally.Delivered))
+	// The rows renewals changed after their event's completion, or -1
+	// when no renewal came after one.
+	afterRows, after := s.RowsAfterCompletion()
+	if after == 0 {
+		afterRows = -1
+	}
+	r.SetMetric("renewals_after_delivery_rows", float64(afterRows))
 	r.SetMetric("e8_broker_offers", float64(cast.AcceptedOffers(offers, hbSentFirst)))
 	if r.Schema, err = run.setup.Schema(ctx); err != nil {
 		return err
@@ -584,11 +577,14 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 			"yet the send stands (the broker holds %s offers of e8) and Relay-C attempted %s completions of it; the renewal of "+
 			"the stuck e3 to exactly its deadline changed %s row and the processing deadline refused %s renewal after it; "+
 			"Relay-B's overdue renewal of e9, whose lease ran out with nobody reclaiming it, changed 0 rows under its own "+
-			"token (expired renewals refused: %s) and its work was cancelled before the send (%s); the shutdown marked nothing it had not sent and the restarted relay recovered %s events. Cancellation narrows the "+
-			"window; the inbox still absorbs what slips through.",
+			"token (expired renewals refused: %s) and its work was cancelled before the send (%s); Relay-B's tick on e10, due "+
+			"as its completion committed, was read back as already done (%s), not a lost lease, and renewals after a "+
+			"delivery changed %s rows; the shutdown marked nothing it had not sent and the restarted relay recovered %s "+
+			"events. Cancellation narrows the window; the inbox still absorbs what slips through.",
 			m("renewals_one_row"), m("stale_sends"), m("cancelled_after_send"), m("e8_broker_offers"),
 			m("e8_completions_by_relay_c"), m("renewal_to_deadline_rows"), m("deadline_refusals"),
-			m("expired_renewals_refused"), m("cancelled_on_expiry"), m("recovered_after_restart"))
+			m("expired_renewals_refused"), m("cancelled_on_expiry"), m("renewals_already_done"),
+			m("renewals_after_delivery_rows"), m("recovered_after_restart"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", run.env.Variant, r.FailedChecks())
 	default:

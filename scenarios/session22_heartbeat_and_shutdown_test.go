@@ -49,8 +49,9 @@ var renewBeforeDeadline = func() store.Stmt {
 
 // renewWhileLeaseLive is a renewal no variant runs: it asks only for a live
 // lease, whoever holds it, so a relay that lost its lease renews its new
-// owner's (Relay-C's overdue renewal of e8 after its send changes 1 row),
-// and no deadline stops it.
+// owner's (Relay-C's overdue renewal of e8 after its send changes 1 row,
+// though Relay-B has delivered e8), a delivered event's lease moves
+// (Relay-B's tick on e10), and no deadline stops it.
 var renewWhileLeaseLive = store.Stmt{Name: "test: renewal guarded by a live lease only", SQL: `UPDATE outbox_events
 SET lease_until = :now + :lease
 WHERE event_id = :id
@@ -67,7 +68,8 @@ func init() {
 			[]string{"completed_by_new_owner", "zero_row_renewals", "cancelled_on_lease_loss"}},
 		checkBreaker{name, renewBeforeDeadline.Name, renew(renewBeforeDeadline), []string{"renewal_to_deadline_rows"}},
 		checkBreaker{name, renewWhileLeaseLive.Name, renew(renewWhileLeaseLive),
-			[]string{"zero_row_renewals", "cancelled_on_lease_loss", "cancelled_after_send", "deadline_refusals", "lost_events"}},
+			[]string{"zero_row_renewals", "cancelled_on_lease_loss", "cancelled_after_send", "deadline_refusals", "lost_events",
+				"renewals_after_delivery_rows"}},
 	)
 }
 
@@ -79,7 +81,7 @@ func TestSession22VariantFigures(t *testing.T) {
 		variant string
 		want    map[string]float64
 	}{
-		{"", map[string]float64{"renewals_one_row": 7, "stale_sends": 0, "recovered_after_restart": 2}},
+		{"", map[string]float64{"renewals_one_row": 7, "stale_sends": 0, "recovered_after_restart": 2, "renewals_already_done": 1}},
 		{variantRenewalFailureOnlyLogged, map[string]float64{"stale_sends": 1, "cancelled_on_lease_loss": 0, "zero_row_renewals": 1, "completed_by_new_owner": 1}},
 		{variantNoDeadline, map[string]float64{"deadline_refusals": 0, "lost_events": 1, "recovered_after_restart": 2}},
 		{variantShutdownMarksComplete, map[string]float64{"lost_events": 2, "completed_without_send": 2, "recovered_after_restart": 0}},
@@ -107,12 +109,15 @@ func TestSession22VariantFigures(t *testing.T) {
 // < for <= only that boundary's check fails. Relay-B's renewal of e9,
 // whose lease ran out with nobody reclaiming it, is refused by the live-lease
 // guard alone, as read back from the row, and its work is cancelled.
+// Relay-B's tick on e10, due as its completion commits, is refused by
+// delivered = 0 alone, read back as already done under its own token:
+// no lease loss, nothing cancelled; without that guard it changes 1 row.
 func TestSession22BoundarySteps(t *testing.T) {
 	t.Parallel()
 	r := runSession22(t, lessonHeartbeatCast(&Env{Scenario: &heartbeatAndShutdown}))
 	for key, want := range map[string]float64{"cancelled_on_lease_loss": 1, "cancelled_after_send": 1, "zero_row_renewals": 1,
 		"zero_row_renewals_after_send": 1, "e8_broker_offers": 2, "e8_completions_by_relay_c": 0, "renewal_to_deadline_rows": 1,
-		"expired_renewals_refused": 1, "cancelled_on_expiry": 1} {
+		"expired_renewals_refused": 1, "cancelled_on_expiry": 1, "renewals_already_done": 1, "renewals_after_delivery_rows": 0} {
 		if got, ok := r.Metric(key); !ok || got != want {
 			t.Errorf("%s = %v (measured %v), want %v", key, got, ok, want)
 		}
@@ -128,6 +133,20 @@ func TestSession22BoundarySteps(t *testing.T) {
 		"(read back: token 1 still current, not delivered, lease_until 09:06:01 <= now 09:06:10)") ||
 		!timelineSays(r, "work cancelled", "e9: lease expired; before its send") {
 		t.Error("the timeline does not show e9's renewal refused by the live-lease guard alone and its work cancelled")
+	}
+	if !timelineSays(r, "complete e10", "under token 1: 1 row, e10 delivered") ||
+		!timelineSays(r, "heartbeat e10 refused", "token 1: 0 rows; already done: only delivered = 0 refused it "+
+			"(read back: token 1 still current, delivered at 09:06:39, lease_until 09:06:48 > now 09:06:39)") ||
+		!timelineSays(r, "heartbeat stops", "e10 is delivered under token 1, its own, so the work is already done, not a lost lease") {
+		t.Error("the timeline does not show e10's tick, after its completion, refused by delivered = 0 alone as already done")
+	}
+	for _, e := range r.Timeline {
+		if e.Subject == hbDone && (e.Kind == lab.KindFenced || e.Action == "work cancelled") {
+			t.Errorf("e10's already-done renewal counts as a fenced write or a cancellation: %+v", e)
+		}
+		if e.Subject == hbDone && e.Action == "heartbeat e10 refused" && e.Kind != lab.KindNoOp {
+			t.Errorf("e10's refused renewal is %s, want %s", e.Kind, lab.KindNoOp)
+		}
 	}
 
 	t.Run("strict deadline", func(t *testing.T) {
