@@ -22,8 +22,10 @@ build:
 ## run against $$OUTBOXLAB_TEST_DATABASE_URL, else a throwaway cluster that
 ## scripts/postgres.sh starts when PostgreSQL is installed (and always stops).
 ## Four parallel tests per package, not one per core: most of them wait on
-## child processes (run --processes) and disk syncs, not on the CPU.
-TESTFLAGS := -race -count=1 -parallel 4
+## child processes (run --processes) and disk syncs, not on the CPU. A package
+## may take 25 minutes, not go test's default 10: on a loaded two-core machine
+## the scenarios package alone took 16 (every wait inside a test is bounded).
+TESTFLAGS := -race -count=1 -parallel 4 -timeout 25m
 test:
 	$(GO) vet ./...
 	@command -v chromium >/dev/null 2>&1 || [ -n "$$OUTBOXLAB_CHROMIUM" ] || echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH (apt-get install chromium to run it)"
