@@ -3,8 +3,8 @@ package reports
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/lab"
