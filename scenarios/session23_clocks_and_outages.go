@@ -73,6 +73,8 @@ var clocksAndOutages = Scenario{
 		{Name: "duplicate_sends", About: "sends of an event given up while its lease was live"},
 		{Name: "race_trials", About: "race trials that met at exactly the lease end"},
 		{Name: "race_both_won", About: "trials in which the renewal and the claim both won"},
+		{Name: "race_renewal_won", About: "trials in which the renewal alone won: a renewal at exactly the lease end " +
+			"changed the ended lease"},
 	},
 	Variants: []Variant{
 		{Name: variantWorkerClockLeases, Swaps: []store.Stmt{store.ClaimOnWorkerClock},
@@ -150,6 +152,7 @@ func runClocksAndOutages(ctx context.Context, env *Env, sqls store.ClockSQL) (*l
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"live_lease_claims": 0, "work_after_lease_end_ms": 0, "e1_processing_attempts": 1, "ack_failures_database_error": 1,
 		"ack_failures_lease_lost": 1, "acks_retried_after_outage": 1, "duplicate_sends": 0, "race_trials": s23Trials, "race_both_won": 0,
+		"race_renewal_won": 0,
 	})
 	r.Verdict = clocksVerdict(r, env.Variant)
 	return r, nil
