@@ -245,14 +245,16 @@ func ScaleMetrics(r *lab.Result, drains []*ScaleDrain, unit string, drainers []s
 	}
 	r.SetMetric("drains", float64(len(drains)))
 	for _, t := range ScaleTotals(drains, drainers) {
-		r.SetMetric(t.Key, float64(t.N))
+		if t.N >= 0 {
+			r.SetMetric(t.Key, float64(t.N))
+		}
 	}
 }
 
 // ScaleTotal is one invariant of session 21 summed over its drains.
 type ScaleTotal struct {
 	Key string // the metric key
-	N   int
+	N   int    // -1: not measured (a step the total sums never ran)
 }
 
 // ScaleTotals sums the drains' ledgers into the invariants the lesson
@@ -267,7 +269,11 @@ func ScaleTotals(drains []*ScaleDrain, drainers []string) []ScaleTotal {
 		if d.Retake.TokenRefused() {
 			retaken++
 		}
-		retried += max(d.Retake.RetryRows, 0)
+		if retried >= 0 && d.Retake.RetryRows >= 0 {
+			retried += d.Retake.RetryRows
+		} else {
+			retried = -1 // a re-take whose finalize was never retried: not measured
+		}
 	}
 	return []ScaleTotal{{"duplicates", dup}, {"lost", lost}, {"forced_expiries", forced}, {"expired_reclaimed", reclaimed},
 		{"stale_finalizes_refused", refused}, {"retake_stale_refused", retaken}, {"retake_retried_finalize_rows", retried}}

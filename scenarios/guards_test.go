@@ -74,9 +74,6 @@ var taughtGuards = func() []taughtGuard {
 			return designs
 		})
 	}
-	heartbeat := func(g store.Stmt) func(any) any {
-		return swapOf(func(hc heartbeatCast) heartbeatCast { hc.sqls.Renew = g; return hc })
-	}
 	brokerAck := func(g store.Stmt) func(any) any {
 		return swapOf(func(s cast.DeliverySQL) cast.DeliverySQL { s.Broker.Ack = g; return s })
 	}
@@ -101,17 +98,18 @@ var taughtGuards = func() []taughtGuard {
 		{scenario: claimsAtScale.Name, stmt: store.ScaleFinalize, guard: "LockedBy = :worker", swap: scale,
 			gap: tokenImpliesOwner},
 		{scenario: claimsAtScale.Name, stmt: store.ScaleFinalize, guard: "ClaimToken = :token", swap: scale,
-			breaks: []string{"retake_stale_refused"}},
+			breaks: []string{"retake_stale_refused", "retake_retried_finalize_rows"}}, // the re-take is never retried: not measured
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.LockedBy = :worker", swap: batch,
 			gap: tokenImpliesOwner},
-		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "claim_token = :token", swap: heartbeat,
+		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "claim_token = :token", swap: heartbeatRenewal,
 			breaks: []string{"zero_row_renewals", "cancelled_on_lease_loss"}},
-		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "lease_until > :now", swap: heartbeat,
+		{scenario: hb, stmt: store.RenewWithinDeadline, guard: "lease_until > :now", swap: heartbeatRenewal,
 			breaks: []string{"expired_renewals_refused", "cancelled_on_expiry"}},
-		{scenario: hb, stmt: store.RenewWithinDeadline, guard: ":now + :lease <= claimed_at + :max_processing", swap: heartbeat,
+		{scenario: hb, stmt: store.RenewWithinDeadline, guard: ":now + :lease <= claimed_at + :max_processing", swap: heartbeatRenewal,
 			breaks: []string{"deadline_refusals", "lost_events"}},
 		{scenario: batchCompletion.Name, stmt: store.FetchAheadComplete, guard: "OutboxMessages.ClaimToken = Done.Token", swap: batch,
-			breaks: []string{"stale_completions_committed", "results_overwritten", "stale_token_refused"}},
+			breaks: []string{"stale_completions_committed", "results_overwritten", "stale_token_refused",
+				"retried_flush_rows"}}, // the current completion commits nothing, so no flush is retried: not measured
 		// Without the receipt, Inbox-Consumer-1's late ack acknowledges the
 		// redelivery Inbox-Consumer-2 still holds, whose own ack then finds
 		// it acked.
