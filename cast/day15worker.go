@@ -371,24 +371,29 @@ func finalizedBy(m store.Message) string {
 // name with the same outcome o, as a client's retry policy sends a
 // statement whose reply never came (a connection dropped after COMMIT).
 // No reply was lost here: the lab repeats the statement, and the timeline
-// says so. It repeats worker's last finalization of m in the ledger, the
-// first. A retry that changes 0 rows is done, not refused, when the first
+// says so. It repeats the latest finalization of m worker sent that was
+// not itself a retry (an error if there is none). A retry that changes 0 rows is done, not refused, when the first
 // committed and the row as the guard found it (read back in the retry's
 // transaction) is Processed under worker with the first's time as its
 // ProcessedAtUtc: that commit stands.
 func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string, m store.Message, o store.Outcome) (store.Finalization, error) {
+	var prev finalEntry
+	d.mu.Lock()
+	for _, p := range d.finals {
+		if p.id == m.ID && p.worker == worker && p.retryOf == 0 {
+			prev = p
+		}
+	}
+	d.mu.Unlock()
+	if prev.seq == 0 {
+		return store.Finalization{}, fmt.Errorf("day15: %s retries a finalization of message %d it never sent", worker, m.ID)
+	}
 	f, err := out.Finalize(ctx, m.ID, worker, o, d.Clock.Now())
 	if err != nil {
 		return f, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var prev finalEntry
-	for _, p := range d.finals {
-		if p.id == m.ID && p.worker == worker && p.retryOf == 0 {
-			prev = p
-		}
-	}
 	first := prev.seq
 	fin := out.Statements().Finalize
 	e := lab.Event{Kind: lab.KindFinalize, Subject: m.AggregateKey, Actor: worker, Action: "retry finalize", Rows: lab.RowsOf(1)}

@@ -24,8 +24,8 @@ type RetriedRow struct {
 // done, as a client's retry policy sends a statement again when its
 // COMMIT's reply was lost; then worker reads each row back (read) to learn
 // what the retry did. 0 rows on a row Processed under its own name and
-// token is work it had done (a no-op: only Status = 'Processing' refused
-// the retry); 0 rows on another's row is a fence; a changed row was
+// token is work it had done (a no-op: of the lesson's guards, the row as
+// read back fails only Status = 'Processing'); 0 rows on another's row is a fence; a changed row was
 // completed again, its ProcessedAtUtc re-stamped (only a mistake lets it).
 func RetryWrite(ctx context.Context, worker string, msgs []store.ClaimedMessage, done string, now time.Time,
 	write func(context.Context, []store.ClaimedMessage, time.Time) (store.FinalizedBatch, error),
@@ -50,8 +50,9 @@ func RetryWrite(ctx context.Context, worker string, msgs []store.ClaimedMessage,
 		}
 		switch {
 		case r.Rows == 0 && st.DoneBy(worker, m.Token):
-			r.Kind, r.Outcome = lab.KindNoOp, "0 rows; "+back+": LockedBy and ClaimToken match, only Status = 'Processing' "+
-				"refused it; its own write had committed, so it counts the work as done"
+			r.Kind, r.Outcome = lab.KindNoOp, "0 rows; "+back+": LockedBy and ClaimToken match and Status is not "+
+				"'Processing', so of the lesson's guards only Status = 'Processing' turns the row away; its own write had "+
+				"committed, so it counts the work as done"
 		case r.Rows == 0:
 			r.Kind, r.Outcome = lab.KindFenced, "0 rows; "+back
 		default:

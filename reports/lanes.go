@@ -444,6 +444,9 @@ func wrapCell(cell string, width int) []string {
 		default:
 			lines = append(lines, line)
 			line = indent + w
+			if len(line) > width {
+				line = w // under the mark there is no room: the word keeps its whole
+			}
 		}
 	}
 	return append(lines, line)

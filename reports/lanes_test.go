@@ -312,6 +312,7 @@ func TestWrapCell(t *testing.T) {
 		{"!! FENCED heartbeat e3", 12, []string{"!! FENCED", "   heartbeat", "   e3"}},
 		{"| work cancelled e3", 12, []string{"| work", "| cancelled", "| e3"}},
 		{"operator: replay e20", 12, []string{"operator:", "replay e20"}},
+		{"!! FENCED heartbeat", 10, []string{"!! FENCED", "heartbeat"}},
 		{"acknowledgement", 6, []string{"acknowledgement"}}, // pad cuts it: "ackno."
 	}
 	for _, tt := range tests {

@@ -338,13 +338,17 @@ func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 	if env.Variant == "" {
 		who = "THE DESIGN DID NOT HOLD in this run, as designed, without a mistake"
 	}
+	retried := "? rows"
+	if v, ok := r.Metric("retried_finalize_rows"); ok {
+		retried = lab.Rows(int64(v))
+	}
 	result := "each payment kept its owner's result"
 	if v, _ := r.Metric("owner_result_kept"); v != 1 {
 		result = "a message's ProcessedAtUtc is not its owner's finalization"
 	}
 	return fmt.Sprintf("%s: %s finalizations of PAY-001 were rejected, %s of PAY-002 while its owner held it, %s committed by a "+
 		"worker that no longer owned the message, PAY-001 was worked on %s times, Worker-B's retried finalize of PAY-002 "+
-		"changed %s rows, and %s (failed checks: %s).",
+		"changed %s, and %s (failed checks: %s).",
 		who, m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("processing_attempts"),
-		m("retried_finalize_rows"), result, strings.Join(r.FailedChecks(), ", "))
+		retried, result, strings.Join(r.FailedChecks(), ", "))
 }

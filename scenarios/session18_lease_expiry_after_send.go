@@ -76,7 +76,7 @@ var leaseExpiryAfterSend = Scenario{
 		{Name: "naive-inbox", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the inbox consumer increments the credit without writing or checking consumed_events",
 			Breaks: []string{"inbox_credit_cents", "consumed_event_rows"},
 			Shows: "Both offers of e42, and the broker's redelivery of offer 1 after the visibility timeout, reach the inbox " +
-				"consumer group and each credits ACC-42: 3000 cents for one 1000-cent award, and no consumed_events row. A " +
+				"consumer group and each credits ACC-42: {inbox_credit_cents} cents for one 1000-cent award, and no consumed_events row. A " +
 				"send after a lease expiry and a redelivery after a late ack each make delivery at least once, so the " +
 				"consumer must record e42 in consumed_events in the same transaction as the credit and skip an event " +
 				"it has already seen."},

@@ -460,7 +460,8 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 // lease; Worker-B again (a second claimer under the same name) claims it
 // under a newer token; the first claimer wakes and finalizes with its old
 // token, finding the row Processing and LockedBy Worker-B; then the second
-// claimer finalizes with its own.
+// claimer finalizes with its own and, a second later, sends that finalize
+// again, as after a lost reply (see [cast.RetryWrite]).
 func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, cfg store.ClaimerConfig,
 	first instance.ScaleWorker, workers *instance.Set, d *cast.ScaleDrain) error {
 	backlog := store.Backlog{Messages: 1, After: d.Backlog, First: run.clk.Now(), PayloadBytes: s21PayloadBytes}

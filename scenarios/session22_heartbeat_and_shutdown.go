@@ -135,8 +135,8 @@ var heartbeatAndShutdown = Scenario{
 			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
 			Breaks: []string{"expired_renewals_refused", "cancelled_on_expiry"},
 			Shows: "Relay-A's beat at 09:00:32 comes after e1's lease ended at 09:00:31, so lease_until > :now refuses " +
-				"it under Relay-A's own token (0 rows) and e1's 75 s work is cancelled (two such refusals and two " +
-				"cancellations on expiry, e1's and e9's, instead of one each); Relay-B delivers e1 later. Nothing is sent twice, but a healthy relay loses its long jobs: a heartbeat must " +
+				"it under Relay-A's own token (0 rows) and e1's 75 s work is cancelled ({expired_renewals_refused} such " +
+				"refusals and {cancelled_on_expiry} cancellations on expiry, e1's and e9's, instead of one each); Relay-B delivers e1 later. Nothing is sent twice, but a healthy relay loses its long jobs: a heartbeat must " +
 				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
 				"lost lease."},
 	},
