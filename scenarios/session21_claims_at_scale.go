@@ -116,9 +116,11 @@ var claimsAtScale = Scenario{
 		{Name: "pending-only-claim", Swaps: []store.Stmt{store.PendingOnlySelectNext, store.PendingOnlyClaimOne,
 			store.PendingOnlyClaimBatch, store.PendingOnlyPlanNext}, Mistake: "\"optimize\" the claim to its index-friendly half, Status = 'Pending': fast and flat, " +
 			"but the crashed worker's message stays Processing forever",
-			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused", "retake_stale_refused"},
+			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused", "retake_stale_refused",
+				"retake_retried_finalize_rows"},
 			Shows: "The Status = 'Pending' claim is fast and flat, but it never takes over a Processing row whose lease " +
-				"has expired: the message Worker-A held when it crashed stays Processing in both drains (lost: {lost}). " +
+				"has expired: the message Worker-A held when it crashed stays Processing in both drains (lost: {lost}), " +
+				"and no re-take takes back the message Worker-B stalled on, so there is no finalize to retry. " +
 				"Recovery rests on the expired-lease half of the claimable predicate; an index must serve the whole " +
 				"predicate, not a faster half of it."},
 		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: fmt.Sprintf("measure both claims on the backlog a developer has at hand (%d messages, "+
