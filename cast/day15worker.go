@@ -421,8 +421,7 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 	if claimer, claimed := d.lastClaimer(m.ID); f.Finalized && !entry.guarded && claimed && claimer != worker {
 		e.Kind = lab.KindStale // as in RecordFinal: another worker's claim came after worker's
 	}
-	e.Detail = fmt.Sprintf("the lab sends #%d again, as a retry policy does when the reply to a COMMIT is lost (no reply was "+
-		"lost here: the lab repeats the statement); ", first) + e.Detail
+	e.Detail = RetryNote(fmt.Sprintf("#%d", first)) + e.Detail
 	entry.seq = d.Add(e)
 	d.finals = append(d.finals, entry)
 	return f, nil

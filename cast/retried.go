@@ -19,6 +19,14 @@ type RetriedRow struct {
 	Outcome string   // the rows changed and the row as the writer read it back
 }
 
+// RetryNote says, at the head of a retried write's timeline detail, what
+// the lab did: it sent what (e.g. "#20", "the same batch") again as a retry
+// policy does after a lost COMMIT reply, without injecting any fault.
+func RetryNote(what string) string {
+	return "the lab sends " + what + " again, as a retry policy does when the reply to a COMMIT is lost (no reply was " +
+		"lost here: the lab repeats the statement); "
+}
+
 // RetryWrite has worker send its finalize (or batch completion) of msgs
 // again at now, under the same name and tokens, after it had committed at
 // done, as a client's retry policy sends a statement again when its

@@ -442,8 +442,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 	if first != nil {
 		e.retryOf = first.seq
 		action = "retry " + action
-		detail = fmt.Sprintf("the lab sends #%d again, as a retry policy does when the reply to a COMMIT is lost (no reply was "+
-			"lost here: the lab repeats the statement); ", first.seq) + detail
+		detail = cast.RetryNote(fmt.Sprintf("#%d", first.seq)) + detail
 	}
 	te := lab.Event{At: clock.Logical(now), Kind: lab.KindFinalize, Subject: s16EventID, Actor: worker, Action: action, Detail: detail, Rows: lab.RowsOf(f.Rows)}
 	switch {

@@ -270,9 +270,8 @@ func (run *batchRun) retryFlush(ctx context.Context, p instance.BatchRelay, b st
 	run.refetch.retry = rows
 	for _, r := range rows {
 		run.event(lab.Event{Kind: r.Kind, Subject: r.Message.AggregateKey, Rows: lab.RowsOf(int64(r.Rows)), Actor: bcFirst,
-			Action: "complete again", Detail: fmt.Sprintf("its completer flushes the same batch again (message %d, token %d), as its "+
-				"retry policy would if its COMMIT's reply were lost (the lab injects no fault: it repeats the statement): %s",
-				r.Message.ID, r.Message.Token, r.Outcome)})
+			Action: "complete again", Detail: cast.RetryNote(fmt.Sprintf("its completer's batch (message %d, token %d)",
+				r.Message.ID, r.Message.Token)) + r.Outcome})
 	}
 	return err
 }

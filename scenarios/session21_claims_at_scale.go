@@ -549,8 +549,7 @@ func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, 
 	r := rows[0]
 	rt.RetryRows, rt.RetryDone = r.Rows, r.Kind == lab.KindNoOp
 	run.add(lab.Event{Kind: r.Kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.RetryRows)), Actor: s21Stalled, Action: "retry finalize",
-		Detail: fmt.Sprintf("its second claimer sends the same finalize again (token %d), as its retry policy would if its COMMIT's "+
-			"reply were lost (the lab injects no fault: it repeats the statement): %s", m.Token, r.Outcome)})
+		Detail: cast.RetryNote(fmt.Sprintf("its second claimer's finalize (token %d)", m.Token)) + r.Outcome})
 	return nil
 }
 

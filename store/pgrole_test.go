@@ -99,21 +99,7 @@ func TestGraderRoleConfined(t *testing.T) {
 		return n
 	}
 	objectsBefore := largeObjects()
-	if err := CreateSchema(ctx, r.AdminURL(), own, Config{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.GrantSchema(ctx, own); err != nil {
-		t.Fatal(err)
-	}
-	pc, err := postgresConfig(r.URL(), own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.ConnectConfig(ctx, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := graderConn(t, r, own)
 	for _, ok := range []string{"CREATE TABLE mine (v text)", "INSERT INTO mine VALUES ('x')", "SELECT count(*) FROM mine", "SELECT lo_from_bytea(0, 'x')"} {
 		if _, err := conn.Exec(ctx, ok); err != nil {
 			t.Fatalf("%s in its own schema: %v", ok, err)

@@ -131,21 +131,7 @@ func TestPostgresConfinesWithoutTheCheck(t *testing.T) {
 	t.Parallel()
 	url, victim, r := graderSandbox(t)
 	ctx := context.Background()
-	if err := CreateSchema(ctx, r.AdminURL(), "run", Config{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.GrantSchema(ctx, "run"); err != nil {
-		t.Fatal(err)
-	}
-	pc, err := postgresConfig(r.URL(), "run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.ConnectConfig(ctx, pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := graderConn(t, r, "run")
 	if _, err := conn.Exec(ctx, postgresDDL(PaymentsOutbox.SQL)+";"+postgresDDL(OutboxLeasing.SQL)+";"+claimCheckRows); err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +188,29 @@ func lineDiffs(before, after string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// graderConn is a connection as r to schema, created in r's database and
+// granted to r, closed when t ends.
+func graderConn(t *testing.T, r *GraderRole, schema string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	if err := CreateSchema(ctx, r.AdminURL(), schema, Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.GrantSchema(ctx, schema); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := postgresConfig(r.URL(), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	return conn
 }
 
 // graderSandbox is the test server at url, a victim schema on it for a
