@@ -160,8 +160,8 @@ func TestEveryTaughtGuardDecides(t *testing.T) {
 			opts := DefaultOptions()
 			opts.TempRoot, opts.swap = t.TempDir(), swapAnywhere(guardless, swaps)
 			if g.swap != nil {
-				opts.swap = g.swap(guardless)
-				swaps.Add(1)
+				typed := g.swap(guardless)
+				opts.swap = func(set any) any { swaps.Add(1); return typed(set) } // counted when the lesson runs it
 			}
 			r, err := Execute(context.Background(), sc, "", opts, false)
 			if err != nil {
