@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -254,6 +255,9 @@ func assertFacts(t *testing.T, pg browserPage, f pageFacts) {
 		}
 		if !strings.Contains(f.Detail, "UPDATE") || !strings.Contains(f.Detail, "Rows this event changed: 0") {
 			t.Errorf("focusing the first fenced write shows %q, want its SQL and 0 rows", f.Detail)
+		}
+		if one := regexp.MustCompile(`\b1 (rows|times)\b`).FindString(f.Detail); one != "" {
+			t.Errorf("focusing the first fenced write shows %q, which says %q", f.Detail, one)
 		}
 	}
 	if f.Twice != pg.twice {

@@ -27,7 +27,8 @@
       panel.appendChild(text("p", "muted", "The run's statements for this kind of event, with their totals over the whole run from the statement ledger (this event ran one or more of them):"));
     }
     sql.forEach(function (s) {
-      panel.appendChild(text("div", "", s.name + " (ledger: ran " + s.runs + " times, " + s.rows + " rows in all)"));
+      var n = function (k, one, many) { return k + " " + (Number(k) === 1 ? one : many); };
+      panel.appendChild(text("div", "", s.name + " (ledger: ran " + n(s.runs, "time", "times") + ", " + n(s.rows, "row", "rows") + " in all)"));
       panel.appendChild(text("pre", "", s.sql));
     });
   }
