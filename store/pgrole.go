@@ -73,10 +73,13 @@ const GraderRoleLifetime = 24 * time.Hour
 // statement the lab does not bound itself, for a transaction left open,
 // and the memory and temporary files one sort or hash may take.
 // temp_file_limit needs a superuser to set: without one, the statement
-// timeouts bound what a statement writes.
+// timeouts bound what a statement writes. JIT is off: a statement the
+// planner costs high (a file's slow one, on the check's four rows) would
+// otherwise spend its time limit, under load all of it, compiling code
+// for rows it never reads, and be refused for that.
 const (
 	graderStatementTimeout = "30s"
-	graderIdleInTxTimeout  = "60s"
+	graderIdleInTxTimeout  = "1min"
 	graderWorkMem          = "4MB"
 	graderTempFileLimit    = "64MB"
 )
@@ -164,6 +167,8 @@ FROM pg_roles WHERE rolname = current_user`)
 		"ALTER ROLE %s SET statement_timeout = '"+graderStatementTimeout+"'")
 	graderIdleSQL = audit("lab: bound the role's open transactions",
 		"ALTER ROLE %s SET idle_in_transaction_session_timeout = '"+graderIdleInTxTimeout+"'")
+	graderNoJITSQL = audit("lab: compile none of the role's statements to machine code (its time would count as the statement's)",
+		"ALTER ROLE %s SET jit = off")
 	memberOfGraderSQL = audit("lab: let a login that is not a superuser drop what the role owns",
 		"GRANT %s TO CURRENT_USER")
 	grantSchemaSQL = audit("lab: give the role the run's schema",
@@ -318,7 +323,7 @@ func CreateGraderRole(ctx context.Context, adminDSN string) (*GraderRole, error)
 	if err := exec(createGraderSQL, create); err != nil {
 		return nil, undo(err)
 	}
-	for _, s := range []Stmt{graderTimeoutSQL, graderIdleSQL, graderWorkMemSQL} {
+	for _, s := range []Stmt{graderTimeoutSQL, graderIdleSQL, graderWorkMemSQL, graderNoJITSQL} {
 		if err := exec(s, fmt.Sprintf(s.SQL, ident)); err != nil {
 			return nil, undo(err)
 		}

@@ -506,3 +506,68 @@ func TestGradeLockOutlivesIdleTimeout(t *testing.T) {
 		t.Error("another connection of the URL outlived its 1 s idle timeout: the test proves nothing")
 	}
 }
+
+// TestGraderRoleSessionDefaults: a session of the grader role starts with
+// the role's bounds, and compiles nothing with JIT, not even a statement
+// the planner costs far above jit_above_cost (a file's slow statement,
+// run on the check's four rows) which a session of the login in --db
+// does compile. Compiling took 60 to 140 ms idle and, on a loaded
+// machine, the check's whole 2 s, refusing a file on the check's rows
+// that only the run's rows should stop.
+func TestGraderRoleSessionDefaults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin := pgtest.URL(t)
+	r, err := CreateGraderRole(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Drop(context.Background(), false) })
+	conn, err := pgx.Connect(ctx, r.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, tc := range []struct{ setting, want string }{
+		{"statement_timeout", graderStatementTimeout},
+		{"idle_in_transaction_session_timeout", graderIdleInTxTimeout},
+		{"work_mem", graderWorkMem},
+		{"jit", "off"},
+	} {
+		var got string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", tc.setting).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s = %q in the role's session, want %q", tc.setting, got, tc.want)
+		}
+	}
+
+	const costly = "EXPLAIN (ANALYZE) SELECT g FROM generate_series(1, 4) g WHERE g <> 5 OR (SELECT count(*) FROM generate_series(1, 200000000)) > 0"
+	compiles := func(c *pgx.Conn) bool {
+		rows, err := c.Query(ctx, costly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(strings.Join(lines, "\n"), "JIT:")
+	}
+	if compiles(conn) {
+		t.Error("the role's session compiled the statement with JIT")
+	}
+	other, err := connectAdmin(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	var available bool
+	if err := other.QueryRow(ctx, "SELECT pg_jit_available() AND current_setting('jit')::bool").Scan(&available); err != nil {
+		t.Fatal(err)
+	}
+	if available && !compiles(other) {
+		t.Error("the login's session did not compile the statement with JIT either: the test proves nothing")
+	}
+}
