@@ -41,15 +41,16 @@ var ScaleWords = map[store.Engine]ScaleWording{
 			"sequential scans returned (seq_tup_read) plus those its index scans fetched (idx_tup_fetch), from " +
 			"pg_stat_user_tables, read before and after the drain once every connection had flushed its statistics " +
 			"(pg_stat_force_next_flush). It counts the drain workers' claims and finalizes, the empty claim that ends " +
-			"each worker's loop included, as each statement's plan read them: a table of a few pages may be scanned " +
-			"where an index lookup would cost more (an update by Id on the small backlog), and the indexed claim's " +
-			"Incremental Sort fetches a group of rows before it returns one. Rows, not pages: a scan's pages include dead row versions, and how many are left " +
+			"each worker's loop included, as each statement's plan read them. Each backlog was seeded with three quarters " +
+			"of every page free (fillfactor 25), room for the row versions the drain writes, so the table keeps its " +
+			"pages and the planner, which scales its statistics by them, keeps its plans. Rows, not pages: a scan's " +
+			"pages include dead row versions, and how many are left " +
 			"depends on when they can be pruned, which any transaction open on the server postpones, so pages move " +
 			"with the machine's load; live rows do not: the checks compare them.",
 		retries:    "Lock retries",
 		plansTitle: "Query plans (EXPLAIN (COSTS OFF) of each claim's select, parameters bound, on its large backlog)",
 		plansNote: "Seq Scan on outboxmessages reads every row and Sort orders them all; Index Scan using " +
-			"ix_outboxmessages_unprocessed_createdatutc walks the partial index from the oldest unprocessed message. " +
+			"ix_outboxmessages_unprocessed_createdatutc_id walks the partial index from the oldest unprocessed message. " +
 			"LockRows is FOR UPDATE SKIP LOCKED: the claim locks the row it takes and skips rows other workers hold.",
 	},
 }

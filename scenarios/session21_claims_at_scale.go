@@ -346,7 +346,8 @@ func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *cast.ScaleDra
 	}
 	run.clk.Set(s21Start)
 	first := s21Start.Add(-time.Duration(d.Backlog) * time.Second)
-	err := store.SeedBacklog(ctx, setup, store.Backlog{Messages: d.Backlog, First: first, Spacing: time.Second, PayloadBytes: s21PayloadBytes})
+	err := store.SeedBacklog(ctx, setup, store.Backlog{Messages: d.Backlog, First: first, Spacing: time.Second, PayloadBytes: s21PayloadBytes,
+		RoomForVersions: true})
 	if err != nil {
 		return err
 	}

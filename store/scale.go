@@ -401,17 +401,27 @@ type Backlog struct {
 	// PayloadBytes pads each message's JSON payload to about this size, as
 	// a real event carries; 0 keeps it minimal.
 	PayloadBytes int
+	// RoomForVersions, on PostgreSQL, seeds the table with room in every
+	// page for the versions a drain writes ([RoomForVersions]), so the
+	// drain's plans stay the ones it started with; the bench, which
+	// measures the table as deployed, leaves it off.
+	RoomForVersions bool
 	// Progress, if set, is told how many rows have committed after each chunk.
 	Progress func(done int)
 }
 
 // SeedBacklog inserts b.Messages Pending messages into db, streamed: one
 // prepared [SeedBacklogMessage] in transactions of b.Chunk rows, so memory
-// stays flat however long the backlog. On PostgreSQL it then runs
-// [AnalyzeBacklog].
+// stays flat however long the backlog. On PostgreSQL it first runs
+// [RoomForVersions] if asked, and then [QuietBacklog] and [AnalyzeBacklog].
 func SeedBacklog(ctx context.Context, db *DB, b Backlog) error {
 	if b.Chunk <= 0 {
 		b.Chunk = 50_000
+	}
+	if b.RoomForVersions && db.Engine() == Postgres {
+		if _, err := db.sql.ExecContext(ctx, RoomForVersions.SQL); err != nil {
+			return fmt.Errorf("store: seed backlog: %w", err)
+		}
 	}
 	stmt, err := db.sql.PrepareContext(ctx, SeedBacklogMessage.SQL)
 	if err != nil {

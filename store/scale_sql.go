@@ -417,7 +417,7 @@ var migration021 = catalogue[ClaimsAtScale.SQL]
 // written for, and falls back to reading the whole table.
 var DropClaimIndex = mistake(migration021,
 	"undoes migration 021: drops the partial index the indexed claim walks",
-	"schema: 021 without its index (MISTAKE)", `DROP INDEX IF EXISTS IX_OutboxMessages_Unprocessed_CreatedAtUtc`)
+	"schema: 021 without its index (MISTAKE)", `DROP INDEX IF EXISTS IX_OutboxMessages_Unprocessed_CreatedAtUtc_Id`)
 
 // WithoutClaimIndex is [DropClaimIndex] as a schema step.
 var WithoutClaimIndex = Migration{Name: "021 without its index (MISTAKE)", SQL: DropClaimIndex.SQL}
@@ -436,6 +436,21 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	// claimable, reads them all through a bitmap and sorts them, instead
 	// of walking the partial index in order and stopping at the first.
 	AnalyzeBacklog = audit("lab: gather the planner's statistics of the seeded backlog (PostgreSQL)", `ANALYZE OutboxMessages`)
+
+	// RoomForVersions leaves three quarters of each page of a lesson's
+	// backlog free on PostgreSQL (fillfactor 25, set before the seed's
+	// inserts), room for the row versions a drain writes (a claim's and a
+	// finalize's per message, plus a few): PostgreSQL writes an updated
+	// row's new version into its page when it fits, so the table keeps
+	// the pages it was seeded on whether or not the old versions could be
+	// pruned yet, which any transaction open on the server postpones. The
+	// planner scales its statistics by the table's pages, so on a table
+	// that grew mid-drain it switched plans mid-drain (an update by Id from
+	// a scan of a few pages to the primary key), more often on a busy
+	// server: a 50-message drain read 123 rows per message in most runs
+	// and 89 or 39 in a few.
+	RoomForVersions = audit("lab: fill a quarter of each page, so the drain's row versions fit beside their rows and the table keeps its pages, and the planner its plans (PostgreSQL)",
+		`ALTER TABLE OutboxMessages SET (fillfactor = 25)`)
 
 	// QuietBacklog turns autovacuum off for the drain's table on
 	// PostgreSQL: an autovacuum or autoanalyze pass that lands in one

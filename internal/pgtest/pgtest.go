@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +63,36 @@ func Strings(t testing.TB, url, query string, args ...any) []string {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return out
+}
+
+// HoldSnapshot opens a transaction on the test server at url that holds a
+// snapshot until release is called (or t ends): while it lives, no row
+// version deleted or updated after it began can be pruned, as a busy
+// server's long transactions do to everyone's tables.
+func HoldSnapshot(t testing.TB, url string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err == nil {
+		_, err = tx.Exec(ctx, "SELECT 1") // the snapshot is taken by the first statement
+	}
+	if err != nil {
+		conn.Close(ctx)
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = tx.Rollback(ctx)
+			conn.Close(ctx)
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
 
 // VictimSchema makes, in the test server's database at url, a schema
