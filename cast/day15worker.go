@@ -408,7 +408,8 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 	case f.Gone:
 		e.Kind, e.Rows = lab.KindFenced, lab.RowsOf(0)
 		e.Detail = fmt.Sprintf("message %d (%s): 0 rows: no message has Id %d any more; rolled back", m.ID, m.AggregateKey, m.ID)
-	case prev.committed && row.Status == "Processed" && row.LockedBy == worker && row.ProcessedAt == prev.at:
+	case FirstWriteStands(prev.committed, Mark{Done: true, By: worker, At: prev.at},
+		Mark{Done: row.Status == "Processed", By: row.LockedBy, At: row.ProcessedAt}):
 		entry.done = true
 		e.Kind, e.Rows = lab.KindNoOp, lab.RowsOf(0)
 		e.Detail = fmt.Sprintf("message %d (%s): 0 rows: %s turned it away, and the row's ProcessedAtUtc is %s, #%d's own: that "+

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
@@ -415,7 +416,9 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 			reason, why = reasonDatabaseError, "0 rows, and reading the event to tell why failed: "+err.Error()
 			break
 		}
-		if first != nil && first.rows == 1 && first.err == "" && ok && ev.Token == token && ev.Delivered && ev.DeliveredAt == first.at {
+		if first != nil && cast.FirstWriteStands(first.rows == 1 && first.err == "",
+			cast.Mark{Done: true, By: worker, Token: token, At: strconv.FormatInt(first.at, 10)},
+			cast.Mark{Done: ok && ev.Delivered, By: ev.LockedBy, Token: ev.Token, At: strconv.FormatInt(ev.DeliveredAt, 10)}) {
 			e.done = true
 			why = fmt.Sprintf("the event reads delivered under our token %d at t=%d, #%d's own, so the delivered guard turned "+
 				"it away: that ack committed, and the retry is done, not failed", token, ev.DeliveredAt, first.seq)

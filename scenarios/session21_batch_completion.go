@@ -266,7 +266,7 @@ func (run *batchRun) playRefetch(ctx context.Context, first instance.BatchRelay)
 func (run *batchRun) retryFlush(ctx context.Context, p instance.BatchRelay, b store.ClaimedBatch) error {
 	done := clock.Format(run.clk.Now())
 	run.clk.Advance(time.Second)
-	rows, err := cast.RetryWrite(ctx, bcFirst, b.Messages, done, run.clk.Now(), p.Complete, p.Message)
+	rows, err := cast.RetryWrite(ctx, bcFirst, b.Messages, run.refetch.current, done, run.clk.Now(), p.Complete, p.Message)
 	run.refetch.retry = rows
 	for _, r := range rows {
 		run.event(lab.Event{Kind: r.Kind, Subject: r.Message.AggregateKey, Rows: lab.RowsOf(int64(r.Rows)), Actor: bcFirst,

@@ -533,17 +533,17 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 	if rt.NewerRows != 1 {
 		return nil
 	}
-	return run.retryFinalize(ctx, second, nb.Messages[0], rt)
+	return run.retryFinalize(ctx, second, nb.Messages[0], f, rt)
 }
 
 // retryFinalize is the re-take's last step: the second claimer, its
-// finalize committed, sends it again a second later (cast.RetryWrite; the
+// finalize (first) committed, sends it again a second later (cast.RetryWrite; the
 // lab injects no fault). It runs after the drain's cost was read, on no
 // drain worker's connection, so no cost figure counts it.
-func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, m store.ClaimedMessage, rt *cast.ScaleRetake) error {
+func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, m store.ClaimedMessage, first store.FinalizedBatch, rt *cast.ScaleRetake) error {
 	done := clock.Format(run.clk.Now())
 	run.clk.Advance(time.Second)
-	rows, err := cast.RetryWrite(ctx, s21Stalled, []store.ClaimedMessage{m}, done, run.clk.Now(), w.Finalize, w.Message)
+	rows, err := cast.RetryWrite(ctx, s21Stalled, []store.ClaimedMessage{m}, first, done, run.clk.Now(), w.Finalize, w.Message)
 	if err != nil {
 		return err
 	}

@@ -130,12 +130,6 @@ type MessageState struct {
 	ProcessedAt string // ProcessedAtUtc, empty while NULL
 }
 
-// DoneBy says the row is Processed under worker and token: a write by that
-// worker under that token that changes 0 rows finds its own work done.
-func (m MessageState) DoneBy(worker string, token int64) bool {
-	return m.Found && m.Status == "Processed" && m.LockedBy == worker && m.Token == token
-}
-
 // ClaimerConfig chooses a claimer's statements and retry.
 type ClaimerConfig struct {
 	SQL   ScaleSQL // [IndexedScale], [LessonScale], or a mistake design
