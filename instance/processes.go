@@ -67,7 +67,7 @@ func (l *processLog) stopAll() {
 }
 
 // ProcessesTitle is the title of the report's table of child processes.
-const ProcessesTitle = "Processes (run --processes)"
+const ProcessesTitle = "Processes (--processes)"
 
 // inProcessNote says why a run with --processes started no child.
 const inProcessNote = "No child process: this run started no application instance, so it had nothing to run in one."

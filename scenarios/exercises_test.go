@@ -15,18 +15,34 @@ import (
 // statements as a student's file (they pass) and every wrong answer the
 // lab holds for the slot (each fails the checks its variant names), on
 // SQLite.
-func TestExerciseAnswerKeys(t *testing.T) { testExerciseAnswerKeys(t, "") }
+func TestExerciseAnswerKeys(t *testing.T) { testExerciseAnswerKeys(t, "", false) }
 
 // TestExerciseAnswerKeysOnPostgres is TestExerciseAnswerKeys on a real
 // PostgreSQL, the statements in their PostgreSQL text.
-func TestExerciseAnswerKeysOnPostgres(t *testing.T) { testExerciseAnswerKeys(t, pgtest.URL(t)) }
+func TestExerciseAnswerKeysOnPostgres(t *testing.T) { testExerciseAnswerKeys(t, pgtest.URL(t), false) }
 
-func testExerciseAnswerKeys(t *testing.T, db string) {
+// TestExerciseAnswerKeysInProcesses grades as grade --processes does, the
+// lesson's instances in child processes, on both engines: the key passes
+// and each exercise's first wrong answer its lesson runs fails the checks
+// its variant names, so the children ran the file's statements, not the
+// lesson's.
+func TestExerciseAnswerKeysInProcesses(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testExerciseAnswerKeys(t, "", true) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testExerciseAnswerKeys(t, pgtest.URL(t), true) })
+}
+
+// testExerciseAnswerKeys grades every exercise's key and wrong answers on
+// db (SQLite when ""); in processes, only the first wrong answer of each.
+func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
 	engine := engineOf(Options{Database: db})
+	grade := func(t *testing.T, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+		t.Helper()
+		return gradeWith(t, db, processes, sc, x, texts)
+	}
 	for _, x := range Exercises() {
 		t.Run(x.Name, func(t *testing.T) {
 			t.Parallel()
-			r := grade(t, db, x.Scenario(), x, textsOn(engine, x.Key))
+			r := grade(t, x.Scenario(), x, textsOn(engine, x.Key))
 			if !r.Passed() {
 				t.Fatalf("the answer key failed %v: %s", r.FailedChecks(), r.Verdict)
 			}
@@ -34,13 +50,17 @@ func testExerciseAnswerKeys(t *testing.T, db string) {
 			if !strings.HasPrefix(r.Verdict, "YOUR "+strings.ToUpper(x.Name)+" HELD") {
 				t.Errorf("verdict %q", r.Verdict)
 			}
+			graded := 0
 			for _, m := range x.Mistakes() {
-				if m.Engine != "" && m.Engine != engine {
+				// In processes, one wrong answer the lesson's own instances
+				// run: the explorer's orderings stay in one process.
+				if m.Engine != "" && m.Engine != engine || processes && (graded > 0 || m.Scenario == interleavingExplorer.Name) {
 					continue
 				}
+				graded++
 				t.Run(m.Scenario+"/"+m.Variant, func(t *testing.T) {
 					sc, _ := Lookup(m.Scenario)
-					r := grade(t, db, sc, x, textsOn(engine, m.Stmts))
+					r := grade(t, sc, x, textsOn(engine, m.Stmts))
 					want := slices.DeleteFunc(slices.Clone(m.Breaks), func(c string) bool { return c == "mistake_exposed" })
 					if got := r.FailedChecks(); !sameSet(got, want) {
 						t.Errorf("failed %v, want %v (the checks variant %s names)", got, want, m.Variant)
@@ -134,8 +154,18 @@ func TestExerciseParams(t *testing.T) {
 // grade runs sc with texts as the student's file for x.
 func grade(t *testing.T, db string, sc *Scenario, x *Exercise, texts []string) *lab.Result {
 	t.Helper()
+	return gradeWith(t, db, false, sc, x, texts)
+}
+
+// gradeWith is grade, the lesson's instances in child processes when
+// processes is set.
+func gradeWith(t *testing.T, db string, processes bool, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+	t.Helper()
 	opts := DefaultOptions()
 	opts.TempRoot, opts.Database = t.TempDir(), db
+	if processes {
+		opts.Processes, opts.ChildTimeout = true, testChildTimeout
+	}
 	if sc == &interleavingExplorer {
 		opts.ExploreBound = 5
 	}

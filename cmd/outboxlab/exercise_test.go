@@ -149,14 +149,28 @@ func TestGradeExerciseOnPostgres(t *testing.T) {
 	testGradeExercise(t, []string{"--db", pgtest.URL(t)})
 }
 
-func testGradeExercise(t *testing.T, db []string) {
+// TestGradeExerciseInProcesses is TestGradeExercise with --processes, on
+// both engines: the lesson's relays run the files' statements in child
+// processes, frozen by a real SIGSTOP, and the verdicts are the same.
+func TestGradeExerciseInProcesses(t *testing.T) {
+	t.Parallel()
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testGradeExercise(t, []string{"--processes"}) })
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		testGradeExercise(t, []string{"--processes", "--db", pgtest.URL(t)})
+	})
+}
+
+// testGradeExercise grades a right and a wrong ack with grade's extra
+// flags (--db, --processes).
+func testGradeExercise(t *testing.T, extra []string) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"right.sql": "-- the token decides\nUPDATE outbox_events SET delivered = 1, delivered_at = :now\nWHERE event_id = :id AND claim_token = :token AND delivered = 0;\n",
 		"wrong.sql": "UPDATE outbox_events SET delivered = 1, delivered_at = :now WHERE event_id = :id AND delivered = 0;\n",
 	}
 	paths := writeFiles(t, dir, files)
-	args := append([]string{"grade", "--exercise", "ack", "--out", filepath.Join(dir, "out")}, db...)
+	args := append([]string{"grade", "--exercise", "ack", "--out", filepath.Join(dir, "out")}, extra...)
 	o := runCLI(t, append(append(args, "--format", "json"), paths...)...)
 	if o.code != 1 {
 		t.Fatalf("exit %d, want 1: %s", o.code, o.stderr)
@@ -176,11 +190,16 @@ func testGradeExercise(t *testing.T, db []string) {
 	if !slices.Equal(grades[1].FailedChecks, want) {
 		t.Errorf("wrong.sql failed %v, want %v", grades[1].FailedChecks, want)
 	}
+	processes := slices.Contains(extra, "--processes")
 	for _, g := range grades {
 		for _, r := range []string{g.Report, g.ExploreReport} {
 			if b, err := os.ReadFile(r); err != nil || !strings.Contains(string(b), "YOUR ACK") {
 				t.Errorf("%s: report %q: %v", g.File, r, err)
 			}
+		}
+		b, _ := os.ReadFile(g.Report)
+		if ran := strings.Contains(string(b), "frozen by SIGSTOP"); ran != processes {
+			t.Errorf("%s: a relay frozen by a real SIGSTOP in the report: %v, want %v", g.File, ran, processes)
 		}
 	}
 	table := runCLI(t, append(args, paths[1])...)

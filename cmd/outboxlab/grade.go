@@ -49,6 +49,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			formatFlag,
+			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT (the explorer's orderings stay in one process)"},
 		},
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return gradeAction(c, s) },
@@ -126,6 +127,7 @@ type gradePlan struct {
 
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now, fileReport: s.fileReport}
+	p.options.Processes = c.Bool("processes")
 	if p.fileReport == nil {
 		p.fileReport = reports.WriteNew
 	}
