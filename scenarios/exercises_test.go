@@ -53,7 +53,8 @@ func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
 			graded := 0
 			for _, m := range x.Mistakes() {
 				// In processes, one wrong answer the lesson's own instances
-				// run: the explorer's orderings stay in one process.
+				// run: the explorer starts children for every ordering,
+				// minutes under the race detector.
 				if m.Engine != "" && m.Engine != engine || processes && (graded > 0 || m.Scenario == interleavingExplorer.Name) {
 					continue
 				}

@@ -231,11 +231,12 @@ func TestUntrustedConnection(t *testing.T) {
 // a connection that may run a claim file opens, all of SQLite's memory is
 // bounded by SlotHeapLimit. A claim statement that holds forty 8 MB
 // blobs at once (max()'s arguments, each under SQLITE_LIMIT_LENGTH, are
-// all materialized before the call: 320 MB) is stopped by that limit in
-// milliseconds and refused as memory, the statement named, not stopped
-// by SlotStatementTimeout. (The test this replaces sorted 127 such
-// values; it took 1.7-2.0 s of the 2 s timeout, and accepted either
-// refusal.)
+// all materialized before the call: 320 MB) is stopped by that limit and
+// refused as memory, the statement named: the refusal's reason says which
+// limit stopped it, so it fails were SlotStatementTimeout first. (No
+// timing is asserted: in milliseconds idle, it took 1.7 s in one loaded
+// CI run. The test this replaces sorted 127 such values, and accepted
+// either refusal.)
 func TestSlotHeapLimit(t *testing.T) {
 	t.Parallel()
 	if !memoryAccounted {
@@ -264,9 +265,6 @@ func TestSlotHeapLimit(t *testing.T) {
 			var cfe *SlotFileError
 			if !errors.As(err, &cfe) || cfe.Statement != tt.statement || !strings.Contains(cfe.Reason, errTooMuchMemory.Error()) {
 				t.Fatalf("err = %v (after %v), want the %s refused for needing more than SQLite's heap limit", err, took, tt.statement)
-			}
-			if took >= SlotStatementTimeout/2 {
-				t.Errorf("the refusal took %v, near the %v statement timeout: the memory limit must stop it first", took, SlotStatementTimeout)
 			}
 			if got := sqliteHeapLimit(); got != SlotHeapLimit {
 				t.Errorf("SQLite's hard heap limit is %d, want %d", got, SlotHeapLimit)

@@ -49,7 +49,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			formatFlag,
-			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT (the explorer's orderings stay in one process)"},
+			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT; where the explorer grades too, each of its orderings starts its relays as child processes, which takes longer (raise --timeout)"},
 		},
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return gradeAction(c, s) },
