@@ -20,18 +20,21 @@ type ScaleDrain struct {
 	Backlog int
 	Plan    []string // the claim select's query plan
 
-	mu       sync.Mutex
-	Claims   []ScaleClaim
-	Finals   []ScaleFinal
-	Empty    int // claims that found nothing
-	Busy     int // transactions retried after SQLITE_BUSY (a lock on PostgreSQL)
-	claimUs  []float64
-	finalUs  []float64
-	Reads    int64 // what the drain workers' claims and finalizes read: pages on SQLite, rows on PostgreSQL
-	Drained  int   // messages the drain workers finalized
-	Lost     int   // messages left unprocessed, from the database after the drain
-	Expiries []ScaleExpiry
-	Retake   ScaleRetake
+	mu      sync.Mutex
+	Claims  []ScaleClaim
+	Finals  []ScaleFinal
+	Empty   int // claims that found nothing
+	Busy    int // transactions retried after SQLITE_BUSY (a lock on PostgreSQL)
+	claimUs []float64
+	finalUs []float64
+	Reads   int64 // what the drain workers' claims and finalizes read: pages on SQLite, rows on PostgreSQL
+	// TablePages are the pages the table filled just before the drain and
+	// just after it, on PostgreSQL (0 on SQLite).
+	TablePages [2]int64
+	Drained    int // messages the drain workers finalized
+	Lost       int // messages left unprocessed, from the database after the drain
+	Expiries   []ScaleExpiry
+	Retake     ScaleRetake
 }
 
 // ScaleRetake is a drain's last step: the stalled worker claims one fresh

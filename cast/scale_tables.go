@@ -42,8 +42,9 @@ var ScaleWords = map[store.Engine]ScaleWording{
 			"pg_stat_user_tables, read before and after the drain once every connection had flushed its statistics " +
 			"(pg_stat_force_next_flush). It counts the drain workers' claims and finalizes, the empty claim that ends " +
 			"each worker's loop included, as each statement's plan read them. Each backlog was seeded with three quarters " +
-			"of every page free (fillfactor 25), room for the row versions the drain writes, so the table keeps its " +
-			"pages and the planner, which scales its statistics by them, keeps its plans. Rows, not pages: a scan's " +
+			"of every page free (fillfactor 25), room for the row versions the drain writes, so that the table keeps its " +
+			"pages (the timeline's drained line gives them, before and after) and the planner, which scales its " +
+			"statistics by them, its plans. Rows, not pages: a scan's " +
 			"pages include dead row versions, and how many are left " +
 			"depends on when they can be pruned, which any transaction open on the server postpones, so pages move " +
 			"with the machine's load; live rows do not: the checks compare them.",

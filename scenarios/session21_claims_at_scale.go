@@ -288,6 +288,9 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 		workers.Add(w)
 		drainers[worker] = w
 	}
+	if d.TablePages[0], err = run.tablePages(ctx, setup); err != nil {
+		return err
+	}
 	before, err := run.schemaReads(ctx, setup)
 	if err != nil {
 		return err
@@ -304,8 +307,15 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 		return err
 	}
 	d.Reads += after - before
-	run.event(lab.KindNote, "scenario", "drained", fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
-		label, d.Drained, d.Reads, run.words().Unit, d.Busy, run.words().Retried))
+	if d.TablePages[1], err = run.tablePages(ctx, setup); err != nil {
+		return err
+	}
+	detail := fmt.Sprintf("%s: %d messages finalized by the drain workers, %d %s read, %d %s",
+		label, d.Drained, d.Reads, run.words().Unit, d.Busy, run.words().Retried)
+	if run.env.Engine() == store.Postgres {
+		detail += fmt.Sprintf("; the table filled %d pages before the drain and %d after", d.TablePages[0], d.TablePages[1])
+	}
+	run.event(lab.KindNote, "scenario", "drained", detail)
 
 	if err := run.lateFinalize(ctx, stalled, held, d); err != nil {
 		return err
@@ -318,6 +328,15 @@ func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path 
 	}
 	d.Lost, err = setup.Count(ctx, store.CountUnprocessed.SQL)
 	return err
+}
+
+// tablePages is, on PostgreSQL, the pages the drained table fills; on
+// SQLite 0, unread.
+func (run *scaleRun) tablePages(ctx context.Context, setup *store.DB) (int64, error) {
+	if run.env.Engine() != store.Postgres {
+		return 0, nil
+	}
+	return setup.TablePages(ctx)
 }
 
 // schemaReads is, on PostgreSQL, the live rows read so far from the

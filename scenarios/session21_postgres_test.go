@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -55,6 +56,26 @@ func TestClaimsAtScaleOnPostgres(t *testing.T) {
 		}
 		if locked != 2 {
 			t.Errorf("%d claim selects ran with FOR UPDATE SKIP LOCKED, want the lesson's and the indexed one's", locked)
+		}
+		// Each backlog was seeded with room for the drain's row versions:
+		// the table keeps its pages, and the planner its plans.
+		drained := 0
+		for _, e := range r.Timeline {
+			var before, after int
+			if e.Action != "drained" {
+				continue
+			}
+			i := strings.Index(e.Detail, "the table filled ")
+			if i < 0 {
+				t.Fatalf("drained: %q names no pages", e.Detail)
+			}
+			if _, err := fmt.Sscanf(e.Detail[i:], "the table filled %d pages before the drain and %d after", &before, &after); err != nil || before != after || before == 0 {
+				t.Errorf("%q: %d pages before the drain, %d after (%v); want the same", e.Detail, before, after, err)
+			}
+			drained++
+		}
+		if drained != s21Drains {
+			t.Errorf("%d drains named their pages, want %d", drained, s21Drains)
 		}
 		plans := r.Tables[1]
 		if len(plans.Rows) != 2 || !strings.Contains(plans.Rows[0][1], "Seq Scan") ||

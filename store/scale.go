@@ -653,6 +653,19 @@ func (db *DB) SchemaRowReads(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// TablePages is how many pages OutboxMessages fills in db's schema
+// ([DrainedTablePages]). PostgreSQL only.
+func (db *DB) TablePages(ctx context.Context) (int64, error) {
+	if db.Engine() != Postgres {
+		return 0, errors.New("store: table pages: PostgreSQL only")
+	}
+	var n int64
+	if err := db.sql.QueryRowContext(ctx, DrainedTablePages.SQL).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: table pages: %w", err)
+	}
+	return n, nil
+}
+
 // ServerVersion is the version of the PostgreSQL server behind db.
 func (db *DB) ServerVersion(ctx context.Context) (string, error) {
 	var v string

@@ -452,6 +452,12 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	RoomForVersions = audit("lab: fill a quarter of each page, so the drain's row versions fit beside their rows and the table keeps its pages, and the planner its plans (PostgreSQL)",
 		`ALTER TABLE OutboxMessages SET (fillfactor = 25)`)
 
+	// DrainedTablePages is how many pages the drained table fills on
+	// PostgreSQL, read before and after a drain: with [RoomForVersions]
+	// the drain's row versions fit in the pages the seed filled.
+	DrainedTablePages = audit("audit: the pages the drained table fills (PostgreSQL)",
+		`SELECT pg_relation_size('OutboxMessages') / current_setting('block_size')::bigint`)
+
 	// QuietBacklog turns autovacuum off for the drain's table on
 	// PostgreSQL: an autovacuum or autoanalyze pass that lands in one
 	// drain and not the other (as it does when the server is busy) would
