@@ -58,8 +58,8 @@ type ScaleRetake struct {
 	// (as a retry after a lost reply would): -1 when it did not run.
 	RetryRows int
 	// RetryDone says the retry changed 0 rows and the worker, reading the
-	// row back, found it Processed under its own name and token: the work
-	// was done, by itself.
+	// row back, found its first write standing ([FirstWriteStands]): the
+	// work was done, by itself.
 	RetryDone bool
 }
 

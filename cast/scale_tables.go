@@ -41,12 +41,12 @@ var ScaleWords = map[store.Engine]ScaleWording{
 			"sequential scans returned (seq_tup_read) plus those its index scans fetched (idx_tup_fetch), from " +
 			"pg_stat_user_tables, read before and after the drain once every connection had flushed its statistics " +
 			"(pg_stat_force_next_flush). It counts the drain workers' claims and finalizes, the empty claim that ends " +
-			"each worker's loop included, as each statement's plan read them. Each backlog was seeded with three quarters " +
-			"of every page free (fillfactor 25), room for the row versions the drain writes, so that the table keeps its " +
-			"pages (the timeline's drained line gives them, before and after) and the planner, which scales its " +
-			"statistics by them, its plans. Rows, not pages: a scan's " +
-			"pages include dead row versions, and how many are left " +
-			"depends on when they can be pruned, which any transaction open on the server postpones, so pages move " +
+			"each worker's loop included, as each statement's plan read them. Each backlog was seeded with " +
+			fmt.Sprintf("%d%% of every page free (fillfactor %d)", 100-store.DrainFillfactor, store.DrainFillfactor) +
+			", room for the row versions the drain writes, so that the table keeps its pages (the timeline's drained " +
+			"line gives them, before and after) and the planner, which scales its statistics by them, its plans. " +
+			"Rows, not the pages scans read: those include the dead row versions a scan passes, and how many are left " +
+			"depends on when they can be pruned, which any transaction open on the server postpones, so they move " +
 			"with the machine's load; live rows do not: the checks compare them.",
 		retries:    "Lock retries",
 		plansTitle: "Query plans (EXPLAIN (COSTS OFF) of each claim's select, parameters bound, on its large backlog)",

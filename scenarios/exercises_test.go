@@ -35,14 +35,18 @@ func TestExerciseAnswerKeysInProcesses(t *testing.T) {
 // db (SQLite when ""); in processes, only the first wrong answer of each.
 func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
 	engine := engineOf(Options{Database: db})
-	grade := func(t *testing.T, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+	gradeHere := func(t *testing.T, sc *Scenario, x *Exercise, texts []string) *lab.Result {
 		t.Helper()
-		return gradeWith(t, db, processes, sc, x, texts)
+		r := gradeWith(t, db, processes, sc, x, texts)
+		if processes && len(processesTableOf(t, r).Rows) == 0 {
+			t.Errorf("%s started no child process", r.Scenario)
+		}
+		return r
 	}
 	for _, x := range Exercises() {
 		t.Run(x.Name, func(t *testing.T) {
 			t.Parallel()
-			r := grade(t, x.Scenario(), x, textsOn(engine, x.Key))
+			r := gradeHere(t, x.Scenario(), x, textsOn(engine, x.Key))
 			if !r.Passed() {
 				t.Fatalf("the answer key failed %v: %s", r.FailedChecks(), r.Verdict)
 			}
@@ -61,7 +65,7 @@ func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
 				graded++
 				t.Run(m.Scenario+"/"+m.Variant, func(t *testing.T) {
 					sc, _ := Lookup(m.Scenario)
-					r := grade(t, sc, x, textsOn(engine, m.Stmts))
+					r := gradeHere(t, sc, x, textsOn(engine, m.Stmts))
 					want := slices.DeleteFunc(slices.Clone(m.Breaks), func(c string) bool { return c == "mistake_exposed" })
 					if got := r.FailedChecks(); !sameSet(got, want) {
 						t.Errorf("failed %v, want %v (the checks variant %s names)", got, want, m.Variant)

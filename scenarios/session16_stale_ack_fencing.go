@@ -417,8 +417,10 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 			break
 		}
 		if first != nil && cast.FirstWriteStands(first.rows == 1 && first.err == "",
-			cast.Mark{Done: true, By: worker, Token: token, At: strconv.FormatInt(first.at, 10)},
-			cast.Mark{Done: ok && ev.Delivered, By: ev.LockedBy, Token: ev.Token, At: strconv.FormatInt(ev.DeliveredAt, 10)}) {
+			// The relay's row names its owner by the token alone: an ack
+			// writes no owner, so none is compared.
+			cast.Mark{Done: true, Token: token, At: strconv.FormatInt(first.at, 10)},
+			cast.Mark{Done: ok && ev.Delivered, Token: ev.Token, At: strconv.FormatInt(ev.DeliveredAt, 10)}) {
 			e.done = true
 			why = fmt.Sprintf("the event reads delivered under our token %d at t=%d, #%d's own, so the delivered guard turned "+
 				"it away: that ack committed, and the retry is done, not failed", token, ev.DeliveredAt, first.seq)

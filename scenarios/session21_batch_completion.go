@@ -55,7 +55,7 @@ var batchCompletion = Scenario{
 		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits. "+
 		"Last, the completer flushes that committed batch again under the same name and token, as a retry after a lost "+
 		"COMMIT reply would (the lab repeats it; no fault is injected): only Status = 'Processing' refuses it, and %s, "+
-		"reading back a row Processed under its own name and token, counts it as done.",
+		"reading back a row Processed under its own name and token at the time its flush stamped, counts it as done.",
 		bcFirst, bcWorkers, bcLease, bcSecond, bcWorkers, bcBacklog-bcWorkers, bcFirst, bcSecond, bcBacklog,
 		bcFirst, bcFirst, bcFirst, bcFirst),
 	DoesNotSolve: "Fencing keeps the rows right; it cannot undo the work: the messages whose completion waited were done " +
@@ -416,7 +416,7 @@ func (run *batchRun) messagesTable() lab.Table {
 	t := lab.Table{Title: "By message: its work and its completion", Note: "From the work ledger and the completions' " +
 		"answers: the Ids each batch completion marked Processed or had refused by its guard. Retried flush: the rows " +
 		"the completer's committed flush changed when sent again, (done) where its process read the row back Processed " +
-		"under its own name and token.",
+		"under its own name and token at the time its flush stamped.",
 		Columns: []string{"Message", "Done by", "Completed by", "Refused for", "Retried flush"}}
 	ids := make([]int64, 0, len(run.work))
 	for id := range run.work {

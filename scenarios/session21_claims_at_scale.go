@@ -61,7 +61,7 @@ var claimsAtScale = Scenario{
 		"still LockedBy Worker-B, and only the token refuses it. Last, the second claimer sends its committed " +
 		"finalize again under the same name and token, as a retry after a lost COMMIT reply would (the lab repeats " +
 		"it; no fault is injected): only Status = 'Processing' refuses it, and the worker, reading back a row " +
-		"Processed under its own name and token, counts it as done. The re-take runs after each drain's cost is " +
+		"Processed under its own name and token at the time its finalize stamped, counts it as done. The re-take runs after each drain's cost is " +
 		"read: no cost figure counts it. Cost is counted as the pages SQLite reads per message (sqlite3_db_status), " +
 		"which is near-repeatable; the time per message is shown beside it.",
 	OnPostgres: "On PostgreSQL the same holds with its planner in place of SQLite's: the OR claim scans the table, " +

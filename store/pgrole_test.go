@@ -412,11 +412,10 @@ func TestSweepGraders(t *testing.T) {
 		{"kept database", "SELECT count(*) FROM pg_database WHERE datname = ?", kept.Database, 1},
 	} {
 		n := count(tt.q, tt.name)
-		// Another test's sweep may hold a leftover's lock, dropping it, as
-		// this sweep passes it by: it is gone once that sweep ends.
-		for end := time.Now().Add(10 * time.Second); n != tt.want && tt.want == 0 && time.Now().Before(end); {
-			time.Sleep(100 * time.Millisecond)
-			n = count(tt.q, tt.name)
+		if n != tt.want && tt.want == 0 {
+			// Another test's sweep may hold a leftover's lock, dropping
+			// it, as this sweep passes it by: it is gone once that ends.
+			pgtest.Within(10*time.Second, func() bool { n = count(tt.q, tt.name); return n == 0 })
 		}
 		if n != tt.want {
 			t.Errorf("%s %s: %d, want %d", tt.what, tt.name, n, tt.want)
@@ -574,7 +573,10 @@ func TestGraderRoleSessionDefaults(t *testing.T) {
 	if err := other.QueryRow(ctx, "SELECT pg_jit_available() AND current_setting('jit')::bool").Scan(&available); err != nil {
 		t.Fatal(err)
 	}
-	if available && !compiles(other) {
+	switch {
+	case !available:
+		t.Log("this server has no JIT (or has it off): that the role's session compiled nothing proves little here")
+	case !compiles(other):
 		t.Error("the login's session did not compile the statement with JIT either: the test proves nothing")
 	}
 }

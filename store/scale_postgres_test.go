@@ -62,6 +62,7 @@ func pgBacklogOf(t *testing.T, b store.Backlog) (setup *store.DB, open func() *s
 // same drain grows the table: that growth switched a 50-message drain's
 // plans mid-drain on a busy server.
 func TestPostgresDrainKeepsItsPages(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		room  bool

@@ -1,5 +1,7 @@
 package store
 
+import "fmt"
+
 // ScaleSQL is one claim design of session 21 on OutboxMessages, kept
 // together as one value: the lesson's claim ([LessonScale]), the indexed
 // claim of the same semantics ([IndexedScale]), and the mistake designs,
@@ -422,6 +424,12 @@ var DropClaimIndex = mistake(migration021,
 // WithoutClaimIndex is [DropClaimIndex] as a schema step.
 var WithoutClaimIndex = Migration{Name: "021 without its index (MISTAKE)", SQL: DropClaimIndex.SQL}
 
+// DrainFillfactor is the percent of each page [RoomForVersions] fills:
+// a quarter, so a message's row has room for three more versions beside
+// it (a drain writes two, its claim's and its finalize's, and a re-take a
+// few more).
+const DrainFillfactor = 25
+
 // The lab's statements around the claim path: seeding, audits, the
 // connection's busy handler, and the bench's ceiling.
 var (
@@ -438,7 +446,7 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	AnalyzeBacklog = audit("lab: gather the planner's statistics of the seeded backlog (PostgreSQL)", `ANALYZE OutboxMessages`)
 
 	// RoomForVersions leaves three quarters of each page of a lesson's
-	// backlog free on PostgreSQL (fillfactor 25, set before the seed's
+	// backlog free on PostgreSQL ([DrainFillfactor], set before the seed's
 	// inserts), room for the row versions a drain writes (a claim's and a
 	// finalize's per message, plus a few): PostgreSQL writes an updated
 	// row's new version into its page when it fits, so the table keeps
@@ -449,8 +457,8 @@ VALUES ('BacklogMessage', :key, :payload, 'Pending', :created)`)
 	// a scan of a few pages to the primary key), more often on a busy
 	// server: a 50-message drain read 123 rows per message in most runs
 	// and 89 or 39 in a few.
-	RoomForVersions = audit("lab: fill a quarter of each page, so the drain's row versions fit beside their rows and the table keeps its pages, and the planner its plans (PostgreSQL)",
-		`ALTER TABLE OutboxMessages SET (fillfactor = 25)`)
+	RoomForVersions = audit(fmt.Sprintf("lab: fill %d%% of each page, so the drain's row versions fit beside their rows and the table keeps its pages, and the planner its plans (PostgreSQL)", DrainFillfactor),
+		fmt.Sprintf(`ALTER TABLE OutboxMessages SET (fillfactor = %d)`, DrainFillfactor))
 
 	// DrainedTablePages is how many pages the drained table fills on
 	// PostgreSQL, read before and after a drain: with [RoomForVersions]

@@ -162,6 +162,8 @@ func TestGradeExerciseInProcesses(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); testGradeInProcesses(t, []string{"--db", pgtest.URL(t)}) })
 }
 
+// testGradeInProcesses grades a right and a wrong finalize with
+// --processes, on the server --db names in db (SQLite without).
 func testGradeInProcesses(t *testing.T, db []string) {
 	dir := t.TempDir()
 	owned := "UPDATE OutboxMessages\nSET Status = 'Processed', ProcessedAtUtc = :now\nWHERE Id = :id\n  AND Status = 'Processing'"
@@ -193,6 +195,9 @@ func testGradeInProcesses(t *testing.T, db []string) {
 		b, err := os.ReadFile(g.Report)
 		if err != nil || !strings.Contains(string(b), "== Processes (--processes)") || !strings.Contains(string(b), "YOUR FINALIZE") {
 			t.Errorf("%s: report %q has no table of its child processes: %v", g.File, g.Report, err)
+		}
+		if strings.Contains(string(b), "No child process") || !strings.Contains(string(b), "| outbox-instance |") {
+			t.Errorf("%s: report %q lists no outbox-instance child", g.File, g.Report)
 		}
 	}
 }

@@ -451,14 +451,7 @@ const otherSweep = 10 * time.Second
 // are within wait.
 func goneWithin(t *testing.T, url, role, database string, wait time.Duration) bool {
 	t.Helper()
-	for end := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
-		if !roleExists(t, url, role) && !databaseExists(t, url, database) {
-			return true
-		}
-		if time.Now().After(end) {
-			return false
-		}
-	}
+	return pgtest.Within(wait, func() bool { return !roleExists(t, url, role) && !databaseExists(t, url, database) })
 }
 
 // TestGradeOnPostgresSweepsAfterSIGKILL: a grade killed with SIGKILL

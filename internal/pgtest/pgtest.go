@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -93,6 +94,20 @@ func HoldSnapshot(t testing.TB, url string) (release func()) {
 	}
 	t.Cleanup(release)
 	return release
+}
+
+// Within polls done every 100 ms until it holds or wait has passed, and
+// says whether it held: for what another test's work on the shared server
+// (a sweep holding a grade's lock, say) settles soon after.
+func Within(wait time.Duration, done func() bool) bool {
+	for end := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
+		if done() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
 }
 
 // VictimSchema makes, in the test server's database at url, a schema
