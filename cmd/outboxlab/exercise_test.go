@@ -176,14 +176,7 @@ func testGradeInProcesses(t *testing.T, db []string) {
 	if o.code != 1 {
 		t.Fatalf("exit %d, want 1: %s %s", o.code, o.stdout, o.stderr)
 	}
-	var grades []grade
-	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-		var g grade
-		if err := json.Unmarshal([]byte(line), &g); err != nil {
-			t.Fatalf("%v: %s", err, line)
-		}
-		grades = append(grades, g)
-	}
+	grades := gradesOf(t, o.stdout)
 	if len(grades) != 2 || !grades[0].Passed || grades[1].Passed {
 		t.Fatalf("grades %+v", grades)
 	}
@@ -216,14 +209,7 @@ func testGradeExercise(t *testing.T, db []string) {
 	if o.code != 1 {
 		t.Fatalf("exit %d, want 1: %s", o.code, o.stderr)
 	}
-	var grades []grade
-	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-		var g grade
-		if err := json.Unmarshal([]byte(line), &g); err != nil {
-			t.Fatalf("%v: %s", err, line)
-		}
-		grades = append(grades, g)
-	}
+	grades := gradesOf(t, o.stdout)
 	if len(grades) != 2 || !grades[0].Passed || grades[1].Passed {
 		t.Fatalf("grades %+v", grades)
 	}
@@ -244,6 +230,29 @@ func testGradeExercise(t *testing.T, db []string) {
 	if !strings.Contains(lastColumn(table.stdout), "the shortest ordering that breaks it, 5 action(s): A claim, A send, expire, B claim, A complete") {
 		t.Errorf("the table does not show the explorer's shortest ordering:\n%s", table.stdout)
 	}
+}
+
+// gradesOf reads grade's --format json output: one verdict per line.
+func gradesOf(t *testing.T, stdout string) []grade {
+	t.Helper()
+	var grades []grade
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var g grade
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		grades = append(grades, g)
+	}
+	return grades
+}
+
+// byFileName is grades keyed by their file's base name.
+func byFileName(grades []grade) map[string]grade {
+	got := map[string]grade{}
+	for _, g := range grades {
+		got[filepath.Base(g.File)] = g
+	}
+	return got
 }
 
 // lastColumn is the text of a table's last column, its cells' lines

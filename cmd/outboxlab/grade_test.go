@@ -438,14 +438,7 @@ func TestGradeFullDisk(t *testing.T) {
 				}
 				return
 			}
-			got := map[string]grade{}
-			for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-				var g grade
-				if err := json.Unmarshal([]byte(line), &g); err != nil {
-					t.Fatalf("line %q: %v", line, err)
-				}
-				got[filepath.Base(g.File)] = g
-			}
+			got := byFileName(gradesOf(t, o.stdout))
 			unwritten := 0
 			for name, v := range verdicts {
 				g, ok := got[name]
@@ -604,14 +597,7 @@ func TestGradeBoundsStatements(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage {
 		t.Fatalf("%v, want exit %d; stdout %s stderr %s", err, exitUsage, stdout.String(), stderr.String())
 	}
-	got := map[string]grade{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		var g grade
-		if err := json.Unmarshal([]byte(line), &g); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		got[filepath.Base(g.File)] = g
-	}
+	got := byFileName(gradesOf(t, stdout.String()))
 	if g := got["sort127.sql"]; !strings.HasPrefix(g.Error, "refused: first statement: ") {
 		t.Errorf("sort127.sql: %q, want the first statement refused", g.Error)
 	}

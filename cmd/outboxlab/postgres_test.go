@@ -199,14 +199,7 @@ func TestGradeOnPostgres(t *testing.T) {
 	if o.code != exitUsage {
 		t.Errorf("exit %d, want %d (some files could not be judged); stderr %s", o.code, exitUsage, o.stderr)
 	}
-	got := map[string]grade{}
-	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-		var g grade
-		if err := json.Unmarshal([]byte(line), &g); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
-		got[filepath.Base(g.File)] = g
-	}
+	got := byFileName(gradesOf(t, o.stdout))
 	roles, schemas := map[string]bool{}, map[string]bool{}
 	texts := []string{o.stdout, o.stderr}
 	for _, f := range files {
@@ -581,11 +574,7 @@ func TestGradeOnPostgresBoundsStatements(t *testing.T) {
 		"big-on-run-rows.sql":  "its first statement failed in the run: ",
 		"sort127.sql":          "refused: first statement: ",
 	}
-	for _, line := range strings.Split(strings.TrimSpace(o.stdout), "\n") {
-		var g grade
-		if err := json.Unmarshal([]byte(line), &g); err != nil {
-			t.Fatalf("line %q: %v", line, err)
-		}
+	for _, g := range gradesOf(t, o.stdout) {
 		name := filepath.Base(g.File)
 		if !strings.HasPrefix(g.Error, want[name]) {
 			t.Errorf("%s: %q, want it to start %q", name, g.Error, want[name])
