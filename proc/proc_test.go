@@ -362,6 +362,18 @@ func TestSignalledChildExitsByItself(t *testing.T) {
 	}
 }
 
+// startCounter starts the "counter" role on the first engine, a child
+// at the parent's command, stopped when t ends.
+func startCounter(t *testing.T) *proc.Child {
+	t.Helper()
+	c, err := proc.Start(context.Background(), proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
 // TestAnsweringChildCanBeFrozen: a child at the parent's command performs
 // each call and stays alive when one fails; frozen by SIGSTOP it answers
 // nothing (the operating system shows it stopped) until SIGCONT, then
@@ -370,11 +382,7 @@ func TestSignalledChildExitsByItself(t *testing.T) {
 func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := startCounter(t)
 	var total int
 	if err := c.Call(ctx, "add", 2, &total); err != nil || total != 2 {
 		t.Fatalf("add 2: total %d, %v; want 2", total, err)
@@ -421,11 +429,7 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	u, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u.Stop()
+	u := startCounter(t)
 	if err := u.Call(ctx, "subtract", 1, nil); err == nil || !strings.Contains(err.Error(), `no operation "subtract"`) {
 		t.Errorf("a call of an unknown operation: %v, want the role to fail naming it", err)
 	}
@@ -437,11 +441,7 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 func TestGoOnCarriesTheLabsClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := proc.Start(ctx, proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := startCounter(t)
 	held := time.Date(2026, 1, 15, 9, 1, 10, int(123*time.Millisecond), time.UTC)
 	var reached *proc.Reached
 	if err := c.Call(ctx, "clock", nil, nil); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
