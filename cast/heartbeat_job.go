@@ -270,8 +270,9 @@ func (j *HeartbeatJob) CompleteAtNextBeat() {
 	r, s := j.relay, j.relay.stage
 	j.completesAtBeat = true
 	s.Add(lab.Event{Kind: lab.KindWork, Subject: j.Event, Actor: r.Name, Action: "works", Detail: fmt.Sprintf("%s's work ends "+
-		"at %s, the instant its heartbeat's next tick falls due: the completion commits, and the tick, already due, fires "+
-		"before the relay tells its heartbeat to stop", j.Event, shortClock(j.nextBeat))})
+		"at %s, the instant its heartbeat's next tick falls due: the lab has the relay send its completion first, and the "+
+		"tick, already due, fire before the relay tells its heartbeat to stop; what each changed follows", j.Event,
+		shortClock(j.nextBeat))})
 }
 
 // complete is Complete without stopping the heartbeat.

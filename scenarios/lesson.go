@@ -39,6 +39,18 @@ func metricsOf(r *lab.Result) func(key string) string {
 	}
 }
 
+// rowsOf is metricsOf for a count of rows, with its noun: "1 row", "0
+// rows", or "? rows" when the run did not measure it.
+func rowsOf(r *lab.Result) func(key string) string {
+	return func(key string) string {
+		v, ok := r.Metric(key)
+		if !ok {
+			return "? rows"
+		}
+		return lab.Rows(int64(v))
+	}
+}
+
 // statementSet is the statement set a lesson runs: the lesson's set with
 // the variant's mistakes swapped in (see [variantSet]) or a student's file
 // (see [submitted]), then a test's swap (see [swapped]).

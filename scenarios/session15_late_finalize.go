@@ -324,24 +324,21 @@ func measureLateFinalize(ctx context.Context, d *cast.Day15, db *store.DB, run *
 // lateFinalizeVerdict says what the run showed, naming each broken
 // invariant in a sentence.
 func lateFinalizeVerdict(env *Env, r *lab.Result) string {
-	m := metricsOf(r)
+	m, rows := metricsOf(r), rowsOf(r)
 	if r.Passed() {
 		return fmt.Sprintf("SAFE DESIGN held. The stalled Worker-A's finalization of PAY-001 changed 0 rows and rolled back (%s rejected), "+
 			"and so did its finalization of PAY-002 while Worker-B still held it (%s refused by LockedBy alone); %s ownership violations, "+
-			"so each payment keeps its owner's outcome. Worker-B's finalize of PAY-002, sent again as after a lost reply, changed %s "+
-			"rows: its first commit stands. Yet PAY-001 was worked on %s times and PAY-002 %s times: "+
+			"so each payment keeps its owner's outcome. Worker-B's finalize of PAY-002, sent again as after a lost reply, changed %s: "+
+			"its first commit stands. Yet PAY-001 was worked on %s times and PAY-002 %s times: "+
 			"a lease bounds duplicate work, it does not prevent it. That is why session 16 adds a fencing token.",
-			m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("retried_finalize_rows"),
+			m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), rows("retried_finalize_rows"),
 			m("processing_attempts"), m("held_processing_attempts"))
 	}
 	who := fmt.Sprintf("DESIGN BROKEN by the %q mistake", env.Variant)
 	if env.Variant == "" {
 		who = "THE DESIGN DID NOT HOLD in this run, as designed, without a mistake"
 	}
-	retried := "? rows"
-	if v, ok := r.Metric("retried_finalize_rows"); ok {
-		retried = lab.Rows(int64(v))
-	}
+	retried := rows("retried_finalize_rows")
 	result := "each payment kept its owner's result"
 	if v, _ := r.Metric("owner_result_kept"); v != 1 {
 		result = "a message's ProcessedAtUtc is not its owner's finalization"

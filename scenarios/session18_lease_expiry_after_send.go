@@ -282,9 +282,9 @@ func playStaleReceipt(ctx context.Context, p *cast.Pipeline, first, second cast.
 			return err
 		}
 		p.Add(lab.Event{Kind: lab.KindExpiry, Subject: event, Offer: d.OfferID, Actor: cast.ClockName, Action: "visibility timeout",
-			Detail: fmt.Sprintf("the clock reaches %s: the broker's %s visibility timeout ran out on %d unacknowledged delivery of %s; "+
+			Detail: fmt.Sprintf("the clock reaches %s: the broker's %s visibility timeout ran out on %s of %s; "+
 				"its redelivery job made %d ready again; %s does not know", cast.TickClock(p.Now()), cast.DurationText(cast.VisibilityTimeout),
-				n, first.Group(), r.Ready, first.Name())})
+				unacknowledged(n), first.Group(), r.Ready, first.Name())})
 		started = true
 		go func() {
 			_, err := second.ConsumeNext(ctx)
@@ -336,16 +336,24 @@ func inFlightOf(ctx context.Context, p *cast.Pipeline, group string) (store.Brok
 	return d, "", fmt.Errorf("no offer %d for %s's delivery", d.OfferID, group)
 }
 
+// unacknowledged is n unacknowledged deliveries, in words.
+func unacknowledged(n int) string {
+	if n == 1 {
+		return "1 unacknowledged delivery"
+	}
+	return fmt.Sprintf("%d unacknowledged deliveries", n)
+}
+
 // leaseExpiryAfterSendVerdict words the run from its checks and figures.
 func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
-	m := metricsOf(r)
+	m, rows := metricsOf(r), rowsOf(r)
 	switch {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of e42 after the lease expired "+
-			"post-send; Relay-A's stale completion changed %s rows and the row was published once; %s's late ack with a stale "+
-			"receipt changed %s rows and the redelivery's ack %s; the inbox consumer ended at %s cents with %s consumed_events "+
+			"post-send; Relay-A's stale completion changed %s and the row was published once; %s's late ack with a stale "+
+			"receipt changed %s and the redelivery's ack changed %s; the inbox consumer ended at %s cents with %s consumed_events "+
 			"row, while the naive consumer, fed the same offers, ended at %s.",
-			m("broker_offers"), m("stale_completion_rows"), s18InboxFirst, m("stale_receipt_ack_rows"), m("redelivery_ack_rows"),
+			m("broker_offers"), rows("stale_completion_rows"), s18InboxFirst, rows("stale_receipt_ack_rows"), rows("redelivery_ack_rows"),
 			m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
 	case env.Is(variantBrokerDedupWindow):
 		return fmt.Sprintf("COUNTEREXAMPLE HIDDEN, NOT FIXED: the broker's dedup window dropped the resend, so the naive consumer "+

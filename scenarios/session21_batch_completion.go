@@ -468,10 +468,10 @@ func (run *batchRun) verdict(r *lab.Result) string {
 			"message once (%s duplicates, %s lost), and no stale completion committed (%s). In part 2 %s's own fetcher "+
 			"took message %d again before its completer flushed, and the token alone refused the completion under the first "+
 			"token (%s refused): the owner's name is the same, the claim is not; its completer's retried flush of the "+
-			"committed batch changed %s rows. Batching completions widens "+
+			"committed batch changed %s. Batching completions widens "+
 			"the window; the per-row fence keeps it from corrupting the rows.", m("redone_messages"), bcSecond,
 			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"),
-			bcFirst, bcBacklog+1, m("stale_token_refused"), m("retried_flush_rows"))
+			bcFirst, bcBacklog+1, m("stale_token_refused"), rowsOf(r)("retried_flush_rows"))
 	}
 	if run.env.Variant != "" {
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s. Stale completions committed: %s; results "+

@@ -224,11 +224,11 @@ func (run *scaleRun) verdict(r *lab.Result, large int) string {
 			"(%s to %s %s). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (the crashed and "+
 			"the stalled worker's), %s stale finalizes changed 0 rows, and so did %s against Worker-B's own newer claim, "+
 			"refused by the token alone; the drains ended with %s duplicates and %s lost, and Worker-B's retried finalizes "+
-			"under its own committed token changed %s rows.",
+			"under its own committed token changed %s.",
 			sizes, m("lesson_cost_growth"), m("lesson"+perMessage+"small"), m("lesson"+perMessage+"large"), unit,
 			m("indexed_cost_growth"), m("indexed"+perMessage+"small"), m("indexed"+perMessage+"large"), unit,
 			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("retake_stale_refused"), m("duplicates"), m("lost"),
-			m("retake_retried_finalize_rows"))
+			rowsOf(r)("retake_retried_finalize_rows"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %s.", run.env.Variant, strings.Join(r.FailedChecks(), ", "))
 	default:

@@ -575,16 +575,16 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 			"Relay-A's renewal changed 0 rows and its work was cancelled before the send (%s stale sends), Relay-B completed e2; "+
 			"Relay-C's renewal after its send of e8 changed 0 rows too: its work was cancelled (%s cancelled after the send), "+
 			"yet the send stands (the broker holds %s offers of e8) and Relay-C attempted %s completions of it; the renewal of "+
-			"the stuck e3 to exactly its deadline changed %s row and the processing deadline refused %s renewal after it; "+
+			"the stuck e3 to exactly its deadline changed %s and the processing deadline refused %s renewal after it; "+
 			"Relay-B's overdue renewal of e9, whose lease ran out with nobody reclaiming it, changed 0 rows under its own "+
 			"token (expired renewals refused: %s) and its work was cancelled before the send (%s); Relay-B's tick on e10, due "+
 			"as its completion committed, was read back as already done (%s), not a lost lease, and renewals after a "+
-			"delivery changed %s rows; the shutdown marked nothing it had not sent and the restarted relay recovered %s "+
+			"delivery changed %s; the shutdown marked nothing it had not sent and the restarted relay recovered %s "+
 			"events. Cancellation narrows the window; the inbox still absorbs what slips through.",
 			m("renewals_one_row"), m("stale_sends"), m("cancelled_after_send"), m("e8_broker_offers"),
-			m("e8_completions_by_relay_c"), m("renewal_to_deadline_rows"), m("deadline_refusals"),
+			m("e8_completions_by_relay_c"), rowsOf(r)("renewal_to_deadline_rows"), m("deadline_refusals"),
 			m("expired_renewals_refused"), m("cancelled_on_expiry"), m("renewals_already_done"),
-			m("renewals_after_delivery_rows"), m("recovered_after_restart"))
+			rowsOf(r)("renewals_after_delivery_rows"), m("recovered_after_restart"))
 	case run.env.Variant != "":
 		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", run.env.Variant, r.FailedChecks())
 	default:
