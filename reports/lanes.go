@@ -54,7 +54,7 @@ func Lanes(w io.Writer, r *lab.Result) error {
 		clockW = max(clockW, len(clocks[i]))
 		seqW = max(seqW, len(fmt.Sprint(e.Seq)))
 	}
-	cells := laneCells(rc, colOf, len(cols), shared)
+	cells, goesOn := laneCells(rc, colOf, len(cols), shared)
 	// Each column is " cell |": the width left after # and Clock, shared.
 	fixed := 1 + (seqW + 3) + (clockW + 3)
 	cw := columnWidths(cols, cells, laneWidth-fixed)
@@ -81,7 +81,7 @@ func Lanes(w io.Writer, r *lab.Result) error {
 		// the row, where a held lease's bar goes on in the other columns.
 		wrapped, height := make([][]string, len(cols)), 1
 		for c := range cols {
-			wrapped[c] = wrapCell(cells[i][c], cw[c])
+			wrapped[c] = wrapCell(cells[i][c], cw[c], goesOn[i][c])
 			height = max(height, len(wrapped[c]))
 		}
 		for l := range height {
@@ -94,7 +94,7 @@ func Lanes(w io.Writer, r *lab.Result) error {
 				switch {
 				case l < len(wrapped[c]):
 					cell = wrapped[c][l]
-				case holdsBar(cells[i][c]):
+				case goesOn[i][c]:
 					cell = "|"
 				}
 				line += "  " + pad(cell, cw[c]) + " "
@@ -214,15 +214,15 @@ func laneColumns(rc race) (cols []string, colOf map[string]int, shared int) {
 
 // laneCells fills the grid: each event's mark and action in its actor's
 // column, and each lease's bar in its owner's column. Column shared, -1
-// for none, holds the merged actors: its cells name their actor.
-func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
-	cells := make([][]string, len(rc.Events))
-	for i := range cells {
-		cells[i] = make([]string, ncols)
-	}
+// for none, holds the merged actors: its cells name their actor. goesOn
+// says, of each cell, whether its column's lease is held on into the next
+// row, so a bar runs down the lines of a row that wraps.
+func laneCells(rc race, colOf map[string]int, ncols, shared int) (cells [][]string, goesOn [][]bool) {
+	cells = make([][]string, len(rc.Events))
 	barAt := make([][]bool, len(rc.Events))
-	for i := range barAt {
-		barAt[i] = make([]bool, ncols)
+	goesOn = make([][]bool, len(rc.Events))
+	for i := range cells {
+		cells[i], barAt[i], goesOn[i] = make([]string, ncols), make([]bool, ncols), make([]bool, ncols)
 	}
 	ends := map[[2]int]string{} // row, column: how a lease ended there
 	revived := map[int]bool{}   // rows whose renewal revived an ended lease
@@ -244,6 +244,12 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 			}
 			barAt[j][c] = true
 			last = j
+		}
+		if l.Ended == endFinalized {
+			last = l.End
+		}
+		for j := l.Start; j < last; j++ {
+			goesOn[j][c] = true
 		}
 		switch {
 		case l.Ended == endFinalized:
@@ -288,7 +294,7 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) [][]string {
 			}
 		}
 	}
-	return cells
+	return cells, goesOn
 }
 
 // laneMarks are the marks that make the eye find an event, by kind.
@@ -419,9 +425,10 @@ const laneCellMax = 32
 
 // wrapCell is a cell as the lines it takes in a column width wide: the
 // whole cell where it fits, else its words wrapped, never cut, under the
-// first word after its mark (or bar, which goes on down the lines). Only
-// a word too long for a line on its own is cut.
-func wrapCell(cell string, width int) []string {
+// first word after its mark, and down the mark's place the lease's bar
+// where it goes on (bar). Only a word too long for a line on its own is
+// cut.
+func wrapCell(cell string, width int, bar bool) []string {
 	if len(cell) <= width {
 		return []string{cell}
 	}
@@ -429,7 +436,7 @@ func wrapCell(cell string, width int) []string {
 	indent := ""
 	if len(words) > 1 && isMark(words[0]) {
 		indent = strings.Repeat(" ", len(words[0])+1)
-		if holdsBar(words[0]) {
+		if bar {
 			indent = "|" + indent[1:]
 		}
 	}
@@ -465,8 +472,6 @@ func isMark(w string) bool {
 	return false
 }
 
-// holdsBar says whether a cell draws a lease that goes on below it.
-func holdsBar(cell string) bool { return strings.HasPrefix(cell, "|") || strings.HasPrefix(cell, "+") }
 
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;
 // it replaces any non-ASCII byte so the view stays ASCII.

@@ -299,25 +299,29 @@ func TestLanesReviveNothingElse(t *testing.T) {
 }
 
 // TestWrapCell: a lane cell too wide for its column wraps at spaces,
-// never mid-word, under the first word after its mark, and a held lease's
-// bar goes on down its lines; only a word too wide for a line is cut.
+// never mid-word, under the first word after its mark, and a lease held on
+// into the next row (bar) goes on down its lines, whatever the mark; only
+// a word too wide for a line is cut.
 func TestWrapCell(t *testing.T) {
 	tests := []struct {
 		cell  string
 		width int
+		bar   bool
 		want  []string
 	}{
-		{"= complete e42", 14, []string{"= complete e42"}},
-		{"= complete e42", 13, []string{"= complete", "  e42"}},
-		{"!! FENCED heartbeat e3", 12, []string{"!! FENCED", "   heartbeat", "   e3"}},
-		{"| work cancelled e3", 12, []string{"| work", "| cancelled", "| e3"}},
-		{"operator: replay e20", 12, []string{"operator:", "replay e20"}},
-		{"!! FENCED heartbeat", 10, []string{"!! FENCED", "heartbeat"}},
-		{"acknowledgement", 6, []string{"acknowledgement"}}, // pad cuts it: "ackno."
+		{"= complete e42", 14, false, []string{"= complete e42"}},
+		{"= complete e42", 13, false, []string{"= complete", "  e42"}},
+		{"!! FENCED heartbeat e3", 12, false, []string{"!! FENCED", "   heartbeat", "   e3"}},
+		{"!! FENCED heartbeat e3", 12, true, []string{"!! FENCED", "|  heartbeat", "|  e3"}},
+		{"| work cancelled e3", 12, true, []string{"| work", "| cancelled", "| e3"}},
+		{"| work ends e3", 8, false, []string{"| work", "  ends", "  e3"}},
+		{"operator: replay e20", 12, false, []string{"operator:", "replay e20"}},
+		{"!! FENCED heartbeat", 10, true, []string{"!! FENCED", "heartbeat"}},
+		{"acknowledgement", 6, false, []string{"acknowledgement"}}, // pad cuts it: "ackno."
 	}
 	for _, tt := range tests {
-		if got := wrapCell(tt.cell, tt.width); !slices.Equal(got, tt.want) {
-			t.Errorf("wrapCell(%q, %d) = %q, want %q", tt.cell, tt.width, got, tt.want)
+		if got := wrapCell(tt.cell, tt.width, tt.bar); !slices.Equal(got, tt.want) {
+			t.Errorf("wrapCell(%q, %d, %v) = %q, want %q", tt.cell, tt.width, tt.bar, got, tt.want)
 		}
 	}
 }
