@@ -472,7 +472,6 @@ func isMark(w string) bool {
 	return false
 }
 
-
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;
 // it replaces any non-ASCII byte so the view stays ASCII.
 func pad(s string, width int) string {
