@@ -29,8 +29,14 @@ func (s *HeartbeatStage) Tables() []lab.Table {
 		" (the token is still the relay's and the event is delivered: the work is already done, not a lost lease); each " +
 		"read back from the event's row after the renewal.",
 		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Proposed lease until", "Rows", "Reason", "Why"}}
+	// Within one day the times of day leave the Why column room to read.
+	at := TickClock
+	if day, ok := oneDay(s.Renewals); ok {
+		at = shortClock
+		renewals.Note += " Clock and Proposed lease until are times of day on the scenario clock, " + day + " (UTC)."
+	}
 	for _, e := range s.Renewals {
-		renewals.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Token, TickClock(e.LeaseUntil), e.Rows, e.Reason, e.Why)
+		renewals.AddRow(e.Seq, at(e.At), e.Relay, e.Event, e.Token, at(e.LeaseUntil), e.Rows, e.Reason, e.Why)
 	}
 	sends := lab.Table{Title: "Ledger: sends", Note: "Every send to the lab's broker; the broker's own record is broker_offers.",
 		Columns: []string{"#", "Clock", "Relay", "Event", "Token", "Offer"}}
@@ -49,6 +55,22 @@ func (s *HeartbeatStage) Tables() []lab.Table {
 		cancels.AddRow(e.Seq, TickClock(e.At), e.Relay, e.Event, e.Cause.Error(), e.Sent)
 	}
 	return []lab.Table{s.laneTable(), claims, renewals, sends, completions, cancels}
+}
+
+// oneDay is the date every renewal's clock and proposed lease end fall
+// on, if they share one.
+func oneDay(renewals []RenewalEntry) (string, bool) {
+	day := ""
+	for _, e := range renewals {
+		for _, t := range []int64{e.At, e.LeaseUntil} {
+			d := TickClock(t)[:10]
+			if day != "" && d != day {
+				return "", false
+			}
+			day = d
+		}
+	}
+	return day, day != ""
 }
 
 // laneTable draws one heartbeat lane per job: its lease as a bar from the
