@@ -225,7 +225,9 @@ func (d *Day15) ledgerTables() []lab.Table {
 		if len(d.claims) == 0 {
 			t.Title, t.Note = "Ledger: completions", "Each completion ran by Id alone, with no ownership guard, so none could be refused."
 		}
+		retried := false
 		for _, f := range d.finals {
+			retried = retried || f.retryOf != 0
 			result := map[bool]string{true: "committed", false: "rejected (0 rows)"}[f.committed]
 			switch {
 			case f.retryOf == 0:
@@ -234,11 +236,11 @@ func (d *Day15) ledgerTables() []lab.Table {
 			default:
 				result = fmt.Sprintf("retry of #%d: %s", f.retryOf, result)
 			}
-			if f.retryOf != 0 && !strings.Contains(t.Note, "retry") {
-				t.Note += " A retry sends a finalization again under the same name; 0 rows there, with the row Processed " +
-					"under its worker at the first's time, means the first committed: the retry is done, not rejected."
-			}
 			t.AddRow(f.seq, f.at, f.worker, f.id, f.key, result, f.busy)
+		}
+		if retried {
+			t.Note += " A retry sends a finalization again under the same name; 0 rows there, with the row Processed " +
+				"under its worker at the first's time, means the first committed: the retry is done, not rejected."
 		}
 		out = append(out, t)
 	}
