@@ -33,16 +33,7 @@ const testChildTimeout = 5 * time.Second
 // SQLite).
 func executeProcesses(t *testing.T, db string, sc *Scenario, variant string) *lab.Result {
 	t.Helper()
-	opts := DefaultOptions()
-	opts.TempRoot = t.TempDir()
-	opts.Database = db
-	opts.Processes = true
-	opts.ChildTimeout = testChildTimeout
-	r, err := Execute(context.Background(), sc, variant, opts, false)
-	if err != nil {
-		t.Fatalf("%s %s with processes: %v", sc.Name, variant, err)
-	}
-	return r
+	return executeRun(t, sc, runKey{variant: variant, database: db, processes: true})
 }
 
 // child is one row of a run's processes table, as a test wants it: its
@@ -188,13 +179,7 @@ func testProcesses(t *testing.T, db string) {
 			if !tt.sameChecks && tt.same == "" {
 				return
 			}
-			opts := DefaultOptions()
-			opts.TempRoot = t.TempDir()
-			opts.Database = db
-			inProcess, err := Execute(context.Background(), tt.sc, tt.variant, opts, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			inProcess := executeOn(t, db, tt.sc, tt.variant, 0)
 			if tt.sameChecks && !slices.Equal(r.Checks, inProcess.Checks) {
 				t.Errorf("checks with processes:\n%v\nwithout:\n%v", r.Checks, inProcess.Checks)
 			}
@@ -299,17 +284,7 @@ func testProcessesExplore(t *testing.T, db string) {
 		t.Run(strings.TrimSpace("explore "+variant), func(t *testing.T) {
 			t.Parallel()
 			run := func(processes bool) *lab.Result {
-				opts := DefaultOptions()
-				opts.TempRoot = t.TempDir()
-				opts.Database = db
-				opts.ExploreBound = 3
-				opts.Processes = processes
-				opts.ChildTimeout = testChildTimeout
-				r, err := Execute(context.Background(), &interleavingExplorer, variant, opts, false)
-				if err != nil {
-					t.Fatalf("explore %s with processes %v: %v", variant, processes, err)
-				}
-				return r
+				return executeRun(t, &interleavingExplorer, runKey{variant: variant, database: db, bound: 3, processes: processes})
 			}
 			r, inProcess := run(true), run(false)
 			if !slices.Equal(r.Checks, inProcess.Checks) {
@@ -393,13 +368,7 @@ func testProcessesShutdown(t *testing.T, db string) {
 				t.Errorf("failed checks %v, want %v", got, want)
 			}
 			checkShutdownChildren(t, r)
-			opts := DefaultOptions()
-			opts.TempRoot = t.TempDir()
-			opts.Database = db
-			inProcess, err := Execute(context.Background(), &heartbeatAndShutdown, variant, opts, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			inProcess := executeOn(t, db, &heartbeatAndShutdown, variant, 0)
 			if !slices.Equal(r.Checks, inProcess.Checks) {
 				t.Errorf("checks with processes:\n%v\nwithout:\n%v", r.Checks, inProcess.Checks)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/internal/runcache"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -296,16 +297,46 @@ func variantBound(sc *Scenario, variant string) int {
 // explorer to bound (0: its default).
 func executeOn(t *testing.T, db string, sc *Scenario, variant string, bound int) *lab.Result {
 	t.Helper()
-	opts := DefaultOptions()
-	opts.TempRoot = t.TempDir()
-	opts.ExploreBound = bound
-	opts.Database = db
-	r, err := Execute(context.Background(), sc, variant, opts, false)
+	return executeRun(t, sc, runKey{variant: variant, database: db, bound: bound})
+}
+
+// executeRun runs sc as key says with default options otherwise, once per
+// test binary: every later call of the same lesson and key gets the first
+// run's result (see runs).
+func executeRun(t *testing.T, sc *Scenario, key runKey) *lab.Result {
+	t.Helper()
+	key.lesson = sc.Name
+	r, err := runs.Get(key, func() (*lab.Result, error) {
+		opts := DefaultOptions()
+		opts.TempRoot = t.TempDir() // the run removes its own folder when it ends
+		opts.ExploreBound = key.bound
+		opts.Database = key.database
+		if key.processes {
+			opts.Processes, opts.ChildTimeout = true, testChildTimeout
+		}
+		return Execute(context.Background(), sc, key.variant, opts, false)
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %q (%+v): %v", sc.Name, key.variant, key, err)
 	}
 	return r
 }
+
+// runKey names one run of a lesson with default options otherwise: the
+// lesson, the variant ("" for the design), the database ("" for SQLite),
+// the explorer's bound (0 for the default) and whether each instance is a
+// child process.
+type runKey struct {
+	lesson, variant, database string
+	bound                     int
+	processes                 bool
+}
+
+// runs holds each run executeOn made, so the tests of this binary that
+// read the same run (the registry tests, the figure tests, the guard and
+// verdict tests) share one: each lesson runs once per key, not once per
+// test. The results are read-only.
+var runs runcache.Cache[runKey, *lab.Result]
 
 // exploreVariantBound runs each explorer variant at the shortest bound
 // that holds its shortest counterexample (explore's

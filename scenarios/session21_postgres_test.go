@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,13 +14,7 @@ import (
 // each database file a schema of its own, dropped afterwards.
 func executeOnPostgres(t *testing.T, url string, sc *Scenario, variant string) *lab.Result {
 	t.Helper()
-	opts := DefaultOptions()
-	opts.TempRoot = t.TempDir()
-	opts.Database = url
-	r, err := Execute(context.Background(), sc, variant, opts, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := executeOn(t, url, sc, variant, 0)
 	if r.Engine != "postgres" {
 		t.Fatalf("engine %q, want postgres", r.Engine)
 	}
