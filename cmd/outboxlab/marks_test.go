@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,12 +39,7 @@ func TestMarkCounts(t *testing.T) {
 			if v, ok := sc.Variant(variant); ok && v.Engine != "" {
 				continue
 			}
-			opts := scenarios.DefaultOptions()
-			opts.TempRoot = t.TempDir()
-			r, err := scenarios.Execute(context.Background(), sc, variant, opts, false)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := executeLesson(t, sc, variant, 0)
 			counts := map[lab.Kind]int{}
 			for _, e := range r.Timeline {
 				counts[e.Kind]++

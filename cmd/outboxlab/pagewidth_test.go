@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
@@ -25,13 +24,7 @@ func TestReportsFitAPage(t *testing.T) {
 		for _, variant := range variants {
 			t.Run(strings.TrimSuffix(sc.Name+"/"+variant, "/"), func(t *testing.T) {
 				t.Parallel()
-				opts := scenarios.DefaultOptions()
-				opts.TempRoot = t.TempDir()
-				opts.ExploreBound = 3 // the report's shape, in a fraction of the default bound's time
-				r, err := scenarios.Execute(context.Background(), sc, variant, opts, false)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r := executeLesson(t, sc, variant, 3) // bound 3: the explorer report's shape, in a fraction of the default's time
 				var b bytes.Buffer
 				if err := reports.Text(&b, r, reports.RunInfo{}); err != nil {
 					t.Fatal(err)
