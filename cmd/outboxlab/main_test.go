@@ -94,6 +94,7 @@ func TestCLI(t *testing.T) {
 		code     int
 		stdout   []string // substrings expected on stdout
 		stderr   []string // substrings expected on stderr
+		report   []string // substrings expected in the one report the command wrote
 		noReport bool     // the command must not write a report
 	}{
 		{name: "List", args: []string{"list"}, code: 0, stdout: []string{leasing, "session-15-competing-workers-no-claim", "permanent-lock"}},
@@ -113,7 +114,10 @@ func TestCLI(t *testing.T) {
 		{name: "RunNamesAndAll", args: []string{"run", leasing, "--all"}, code: 2, stderr: []string{"not both"}, noReport: true},
 		{name: "UnknownCommand", args: []string{"explode"}, code: 2, stderr: []string{`unknown command "explode"`}, noReport: true},
 		{name: "RunPass", args: []string{"run", leasing}, code: 0, stdout: []string{leasing + ": PASS", "SAFE DESIGN held", "report:"}},
-		{name: "RunBefore", args: []string{"run", "session-15-competing-workers-no-claim"}, code: 0, stdout: []string{"PASS", "UNSAFE DESIGN, race reproduced"}},
+		{name: "RunBefore", args: []string{"run", "session-15-competing-workers-no-claim"}, code: 0,
+			stdout: []string{"session-15-competing-workers-no-claim: PASS", "UNSAFE DESIGN, race reproduced", "processing attempts and 12 provider"},
+			report: []string{"Result:   PASS (12 of 12 checks passed)", "| processed_more_than_once | all 6 messages were processed more than once",
+				"| processing_attempts      | 12 attempts: the race was reproduced"}},
 		{name: "RunVariantFails", args: []string{"run", leasing, "--variant", "permanent-lock"}, code: 1, stdout: []string{"FAIL", "FAILED recovery_ok: expected 1, observed 0"}},
 		{name: "ClaimSQLLesson", args: []string{"run", leasing, "--claim-sql", "../../examples/claim-lesson.sql"}, code: 0, stdout: []string{"PASS"}},
 		{name: "ClaimSQLPendingOnly", args: []string{"run", leasing, "--claim-sql", "../../examples/claim-pending-only.sql"}, code: 1, stdout: []string{"YOUR CLAIM FAILED", "FAILED recovery_ok"}},
@@ -146,7 +150,9 @@ func TestCLI(t *testing.T) {
 		{name: "BrokerWindowNotSession20", args: []string{"run", leasing, "--broker-window", "5m"}, code: 2,
 			stderr: []string{"--broker-window applies to session-20-inbox-retention and session-18-lease-expiry-after-send"}, noReport: true},
 		{name: "BrokerWindowSession18", args: []string{"run", "session-18-lease-expiry-after-send", "--variant", "broker-dedup-window", "--broker-window", "5m"},
-			code: 1, stdout: []string{"FAILED"}},
+			code: 1, stdout: []string{"broker-dedup-window: FAIL", "FAILED broker_offers: expected 2, observed 1",
+				"FAILED naive_credit_cents: expected 2000, observed 1000"},
+			report: []string{"dropped it as a duplicate within its 5m"}}, // the flag's window, not the 2 min default
 		{name: "SkewNotSession23", args: []string{"run", leasing, "--skew-slow", "100ms"}, code: 2,
 			stderr: []string{"--skew-slow applies to session-23-clocks-and-outages, which this command does not run"}, noReport: true},
 		{name: "SkewBadDuration", args: []string{"run", "session-23-clocks-and-outages", "--skew-fast", "fast"}, code: 2,
@@ -177,6 +183,14 @@ func TestCLI(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", s, got.stderr)
 				}
 			}
+			if len(tt.report) > 0 {
+				report := reportOf(t, got.stdout)
+				for _, s := range tt.report {
+					if !strings.Contains(report, s) {
+						t.Errorf("report lacks %q", s)
+					}
+				}
+			}
 			if strings.Contains(got.stderr, "goroutine") || strings.Contains(got.stderr, "panic") {
 				t.Errorf("stack trace on stderr:\n%s", got.stderr)
 			}
@@ -193,6 +207,26 @@ func TestCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reportOf reads the one report a text-format run names on stdout
+// ("report:   PATH").
+func reportOf(t *testing.T, stdout string) string {
+	t.Helper()
+	var paths []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if path, ok := strings.CutPrefix(strings.TrimSpace(line), "report:"); ok {
+			paths = append(paths, strings.TrimSpace(path))
+		}
+	}
+	if len(paths) != 1 {
+		t.Fatalf("stdout names %d reports, want 1:\n%s", len(paths), stdout)
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestRunJSON(t *testing.T) {
