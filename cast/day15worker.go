@@ -722,22 +722,6 @@ func (d *Day15) ConcurrentClaims() (a, b int) {
 	return a, b
 }
 
-// Finalizations counts the finalizations that committed and those rejected
-// (0 rows changed, rolled back); a retry found done is neither.
-func (d *Day15) Finalizations() (committed, rejected int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, f := range d.finals {
-		switch {
-		case f.committed:
-			committed++
-		case !f.done:
-			rejected++
-		}
-	}
-	return committed, rejected
-}
-
 // FinalizationsOf counts the committed and the rejected finalizations of
 // message id; a retry found done is neither.
 func (d *Day15) FinalizationsOf(id int64) (committed, rejected int) {

@@ -357,11 +357,6 @@ func (r *Result) ExpectMetric(key string, want float64, about string) {
 	})
 }
 
-// ExpectTrue adds a named check on a condition with its observed value.
-func (r *Result) ExpectTrue(name, about string, ok bool, observed string) {
-	r.Checks = append(r.Checks, Check{Name: name, About: about, Expected: "true", Observed: observed, Passed: ok})
-}
-
 // Bool converts a boolean to the 0/1 the JSON metrics use.
 func Bool(b bool) float64 {
 	if b {

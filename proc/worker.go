@@ -88,10 +88,6 @@ func (w *Worker) Begin(ctx context.Context, v any) (*store.DB, error) {
 	return w.Open(ctx)
 }
 
-// Ledger is the child's own statement ledger: every report carries it to
-// the parent, which merges it into the run's.
-func (w *Worker) Ledger() *store.Ledger { return w.ledger }
-
 // Open opens the child's own connection to the parent's database,
 // recording into the child's ledger.
 func (w *Worker) Open(ctx context.Context) (*store.DB, error) {
