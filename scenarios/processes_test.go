@@ -36,6 +36,28 @@ func executeProcesses(t *testing.T, db string, sc *Scenario, variant string) *la
 	return executeRun(t, sc, runKey{variant: variant, database: db, processes: true})
 }
 
+// processesElsewhere names the lessons testProcesses does not run, each
+// with the test that runs it with processes instead.
+var processesElsewhere = map[string]string{
+	interleavingExplorer.Name: "TestProcessesExplore",
+	heartbeatAndShutdown.Name: "TestProcessesShutdown",
+}
+
+// checkEveryLessonRunsInProcesses fails, by the lesson's name, for every
+// registered lesson that testProcesses's cases leave out and no other test
+// covers: a new lesson cannot skip its run with processes unnoticed.
+func checkEveryLessonRunsInProcesses(t *testing.T, lessons []*Scenario) {
+	t.Helper()
+	for _, sc := range All() {
+		if processesElsewhere[sc.Name] != "" {
+			continue
+		}
+		if !slices.Contains(lessons, sc) {
+			t.Errorf("%s is not among testProcesses's cases: add its children there (or name the test that runs it in processesElsewhere)", sc.Name)
+		}
+	}
+}
+
 // child is one row of a run's processes table, as a test wants it: its
 // phase and role, the failpoint where the lab killed it by SIGKILL ("": it
 // finished its work and exited 0), and whether the lab stalled it with
@@ -151,6 +173,11 @@ func testProcesses(t *testing.T, db string) {
 		}
 		return drains
 	}, "", false) // its costs move a little from run to run, in-process too
+	var lessons []*Scenario
+	for _, c := range cases {
+		lessons = append(lessons, c.sc)
+	}
+	checkEveryLessonRunsInProcesses(t, lessons)
 	for _, tt := range cases {
 		// Session 21's runs go one at a time: each is four drains of up to
 		// 500 messages.
