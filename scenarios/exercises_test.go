@@ -15,11 +15,14 @@ import (
 // statements as a student's file (they pass) and every wrong answer the
 // lab holds for the slot (each fails the checks its variant names), on
 // SQLite.
-func TestExerciseAnswerKeys(t *testing.T) { testExerciseAnswerKeys(t, "", false) }
+func TestExerciseAnswerKeys(t *testing.T) { t.Parallel(); testExerciseAnswerKeys(t, "", false) }
 
 // TestExerciseAnswerKeysOnPostgres is TestExerciseAnswerKeys on a real
 // PostgreSQL, the statements in their PostgreSQL text.
-func TestExerciseAnswerKeysOnPostgres(t *testing.T) { testExerciseAnswerKeys(t, pgtest.URL(t), false) }
+func TestExerciseAnswerKeysOnPostgres(t *testing.T) {
+	t.Parallel()
+	testExerciseAnswerKeys(t, pgtest.URL(t), false)
+}
 
 // TestExerciseAnswerKeysInProcesses grades as grade --processes does, the
 // lesson's instances in child processes, on both engines: the key passes
@@ -27,6 +30,7 @@ func TestExerciseAnswerKeysOnPostgres(t *testing.T) { testExerciseAnswerKeys(t, 
 // its variant names, so the children ran the file's statements, not the
 // lesson's.
 func TestExerciseAnswerKeysInProcesses(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testExerciseAnswerKeys(t, "", true) })
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); testExerciseAnswerKeys(t, pgtest.URL(t), true) })
 }
@@ -98,6 +102,7 @@ var wrongAnswersOfTheTests = []string{"inbox-insert", "scale-finalize"}
 // TestExerciseWrongAnswers grades classic wrong answers no variant runs
 // as it stands: each fails the lesson's checks named.
 func TestExerciseWrongAnswers(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		exercise, name string
 		text           string
@@ -217,6 +222,7 @@ func sameSet(a, b []string) bool {
 // the file's statement in its ledger), and one it does not grade is not
 // run there at all.
 func TestExploredExercisesRunInTheExplorer(t *testing.T) {
+	t.Parallel()
 	for _, x := range Exercises() {
 		if !x.Explored() {
 			continue

@@ -146,6 +146,7 @@ const tokenImpliesOwner = "every claim increments the row's token, so a row anot
 // and only they), or the guard is listed as a known gap with its reason,
 // and then the run still passes.
 func TestEveryTaughtGuardDecides(t *testing.T) {
+	t.Parallel()
 	for _, g := range allTaughtGuards() {
 		t.Run(g.scenario+"/"+g.stmt.Name+"/"+g.guard, func(t *testing.T) {
 			t.Parallel()

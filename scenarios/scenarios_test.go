@@ -28,6 +28,7 @@ func TestScenariosAndVariants(t *testing.T) { testScenariosAndVariants(t, "") }
 func TestScenariosAndVariantsOnPostgres(t *testing.T) { testScenariosAndVariants(t, pgtest.URL(t)) }
 
 func testScenariosAndVariants(t *testing.T, db string) {
+	t.Parallel()
 	engine := engineOf(Options{Database: db})
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
@@ -189,6 +190,7 @@ var checkBrokenByNamedTest = map[string]string{
 // TestEveryTaughtGuardDecides runs and asserts), or (where no swap can) by
 // a named test.
 func TestEveryCheckCanFail(t *testing.T) {
+	t.Parallel()
 	for _, sc := range All() {
 		broken := map[string]bool{}
 		for _, v := range sc.Variants {
