@@ -18,32 +18,12 @@ run-all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/outboxlab
 
-## test: vet, then every test under the race detector; the PostgreSQL tests
-## run against $$OUTBOXLAB_TEST_DATABASE_URL, else a throwaway cluster that
-## scripts/postgres.sh starts when PostgreSQL is installed (and always stops).
-## Four parallel tests per package, not one per core: most of them wait on
-## child processes (run --processes) and disk syncs, not on the CPU. A package
-## may take 25 minutes, not go test's default 10: on a loaded two-core machine
-## the scenarios package alone took 16 (every wait inside a test is bounded).
-TESTFLAGS := -race -count=1 -parallel 4 -timeout 25m
+## test: vet, then every test: the packages with the lab's goroutines under
+## the race detector, the packages that run whole lessons once without it
+## (and their goroutine tests under it), against a real PostgreSQL and a
+## real browser where installed. scripts/test.sh says why, and what it skips.
 test:
-	$(GO) vet ./...
-	@command -v chromium >/dev/null 2>&1 || [ -n "$$OUTBOXLAB_CHROMIUM" ] || echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH (apt-get install chromium to run it)"
-	@set -e; \
-	if [ -n "$$OUTBOXLAB_TEST_DATABASE_URL" ]; then \
-	  echo "make test: PostgreSQL tests run against $$OUTBOXLAB_TEST_DATABASE_URL"; \
-	  $(GO) test $(TESTFLAGS) ./...; \
-	elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-	  pgdir="$$(mktemp -d "$${TMPDIR:-/tmp}/outboxlab-test-pg.XXXXXX")"; \
-	  trap 'scripts/postgres.sh stop "$$pgdir"' EXIT; \
-	  OUTBOXLAB_TEST_DATABASE_URL="$$(scripts/postgres.sh start "$$pgdir")"; \
-	  export OUTBOXLAB_TEST_DATABASE_URL; \
-	  echo "make test: PostgreSQL tests run against a throwaway cluster in $$pgdir"; \
-	  $(GO) test $(TESTFLAGS) ./...; \
-	else \
-	  echo "make test: SKIPPING the PostgreSQL tests: PostgreSQL is not installed (apt-get install postgresql, or set OUTBOXLAB_TEST_DATABASE_URL)"; \
-	  $(GO) test $(TESTFLAGS) ./...; \
-	fi
+	GO=$(GO) scripts/test.sh
 
 ## lint: staticcheck, fetched through the Go module proxy
 lint:
