@@ -40,6 +40,7 @@ bench:
 
 ## check-figures: compare every scenario's JSON metrics with LESSONS.md
 check-figures: build
+	@[ -x ../shared/tools/check-figures ] || { echo "make check-figures: ../shared/tools/check-figures is not beside this repository (the course's catalogue is not in it yet: issue 29)"; exit 2; }
 	../shared/tools/check-figures ./$(BIN)
 
 clean:
