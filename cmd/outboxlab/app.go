@@ -154,11 +154,23 @@ func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 		Description: "Run the course's scenarios by name; each run writes a text report with the schema, the timeline,\n" +
 			"separate ledgers and PASS/FAIL checks. Exit code: 0 every check passed, 1 a check failed, 2 bad input,\n" +
 			"3 the lab itself failed, 130 interrupted.",
-		Writer:         stdout,
-		ErrWriter:      stderr,
-		HideVersion:    true,
-		Suggest:        true,
-		Commands:       []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), exerciseCommand(), workerCommand()},
+		Writer:      stdout,
+		ErrWriter:   stderr,
+		HideVersion: true,
+		Suggest:     true,
+		Commands: []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), exerciseCommand(),
+			versionCommand(s), workerCommand()},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print the lab's version and the SQLite and PostgreSQL versions it runs"}},
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return printVersion(c.Context, s, c.App.Writer, "")
+			}
+			if c.NArg() > 0 && c.App.CommandNotFound != nil {
+				c.App.CommandNotFound(c, c.Args().First()) // an App with an Action no longer calls it itself
+				return nil
+			}
+			return cli.ShowAppHelp(c)
+		},
 		OnUsageError:   onUsageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run decides the exit code
 	}
