@@ -1,11 +1,8 @@
 package scenarios
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -76,21 +73,10 @@ func TestRaceRunsCoverEveryInstanceKind(t *testing.T) {
 // methods of env.Instances the lessons call to start an instance.
 func instanceKindsAsked(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	notAnInstance := map[string]bool{"Stop": true, "ProcessesTable": true}
 	asked := regexp.MustCompile(`env\.Instances\.([A-Z]\w*)`)
 	var kinds []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, src := range packageSources(t) {
 		for _, m := range asked.FindAllStringSubmatch(string(src), -1) {
 			if !notAnInstance[m[1]] && !slices.Contains(kinds, m[1]) {
 				kinds = append(kinds, m[1])

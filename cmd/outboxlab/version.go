@@ -120,9 +120,6 @@ func sqliteVersion(ctx context.Context, s *settings) (string, error) {
 
 // postgresVersion asks the server at dsn for its version.
 func postgresVersion(ctx context.Context, dsn string) (string, error) {
-	if err := store.CheckServer(ctx, dsn); err != nil {
-		return "", &usageError{err}
-	}
 	db, err := store.OpenPostgres(ctx, dsn, "", store.Config{})
 	if err != nil {
 		return "", &usageError{err}
