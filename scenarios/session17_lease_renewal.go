@@ -72,8 +72,19 @@ func leaseRenewalChecks() []CheckDoc {
 	for _, s := range leaseRenewalSteps {
 		docs = append(docs, CheckDoc{Name: s.check, About: s.about})
 	}
-	return docs
+	return append(docs, CheckDoc{Name: "renewal_after_delivery_rows",
+		About: "after the nine steps Worker-B acknowledges EVENT-81 (delivered), then renews it: the renewal changes 0 rows"})
 }
+
+// After the nine steps (LESSONS.md): Worker-B acknowledges EVENT-81 under
+// its token, delivering it, then renews it; the renewal must change 0
+// rows, which only its delivered = 0 guard can decide (B's token is
+// current, its lease live and the deadline longer).
+const (
+	s17AckAt       = 230
+	s17LateRenewAt = 240
+	s17LateRenewTo = 320
+)
 
 var leaseRenewal = Scenario{
 	Name:    "session-17-lease-renewal",
@@ -85,7 +96,8 @@ var leaseRenewal = Scenario{
 		"current token, the event must be pending, the lease must still be live (lease_until > now) and the new " +
 		"deadline must be longer (lease_until < proposed). A claim needs no live lease. On logical time, nine " +
 		"steps by Worker-A and Worker-B on EVENT-81 show each rule accepting or refusing, judged by the rows " +
-		"each statement really changed.",
+		"each statement really changed. After them Worker-B acknowledges EVENT-81 and then renews it: with its token " +
+		"current, its lease live and a longer deadline, only the pending-state guard (delivered = 0) refuses the renewal.",
 	DoesNotSolve: "Renewal shortens the window, it does not close it: a worker can renew, then stall past the new " +
 		"deadline after it has sent the event and before it records completion (the post-send ambiguity). " +
 		"Another worker then sends it again. The lease decides who may write to the row; only an idempotent " +
@@ -177,11 +189,16 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		results = append(results, res)
 		before = res
 	}
+	lateRows, err := renewAfterDelivery(ctx, workers[s17WorkerB], &timeline)
+	if err != nil {
+		return nil, err
+	}
 	if err := instances.Close(ctx); err != nil {
 		return nil, err
 	}
 	r := &lab.Result{Timeline: timeline.Events()}
 	measureLeaseRenewal(r, results)
+	r.SetMetric("renewal_after_delivery_rows", float64(lateRows))
 	checkLeaseRenewal(r, env.Scenario.Checks)
 	if r.Schema, err = setup.Schema(ctx); err != nil {
 		return nil, err
@@ -243,6 +260,56 @@ func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (step
 	return res, readBack(ctx, w, s, &res)
 }
 
+// renewAfterDelivery plays the steps after the nine: w (Worker-B)
+// acknowledges EVENT-81 under its token, then renews it. It returns the
+// rows the renewal changed; the timeline says what each write changed and
+// what the database held after it.
+func renewAfterDelivery(ctx context.Context, w *renewalWorker, timeline *lab.Timeline) (int64, error) {
+	ack, err := w.relay.Complete(ctx, s17EventID, w.token, s17AckAt)
+	if err != nil {
+		return 0, err
+	}
+	ev, err := readEvent(ctx, w)
+	if err != nil {
+		return 0, err
+	}
+	kind := lab.KindFinalize
+	if ack.Rows != 1 {
+		kind = lab.KindFenced
+	}
+	timeline.Add(lab.Event{At: clock.Logical(s17AckAt), Kind: kind, Subject: s17EventID, Actor: s17WorkerB,
+		Action: "acks with " + heldToken(w.token), Rows: lab.RowsOf(ack.Rows),
+		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %d", lab.Rows(ack.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), ev.LeaseUntil)})
+	renewal, err := w.relay.Renew(ctx, s17EventID, w.token, s17LateRenewAt, s17LateRenewTo)
+	if err != nil {
+		return 0, err
+	}
+	if ev, err = readEvent(ctx, w); err != nil {
+		return 0, err
+	}
+	kind = lab.KindFenced
+	if renewal.Rows == 1 {
+		kind = lab.KindStale
+	}
+	e := lab.Event{At: clock.Logical(s17LateRenewAt), Kind: kind, Subject: s17EventID, Actor: s17WorkerB,
+		Action: stepAction(renewalStep{kind: renewStep, until: s17LateRenewTo}, w.token), Rows: lab.RowsOf(renewal.Rows),
+		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %d", lab.Rows(renewal.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), ev.LeaseUntil)}
+	if renewal.Rows == 1 {
+		e.Until = clock.Logical(ev.LeaseUntil)
+	}
+	timeline.Add(e)
+	return renewal.Rows, nil
+}
+
+// readEvent reads EVENT-81 back on w's connection.
+func readEvent(ctx context.Context, w *renewalWorker) (store.Event, error) {
+	ev, ok, err := w.relay.EventByID(ctx, s17EventID)
+	if err == nil && !ok {
+		err = fmt.Errorf("session 17: %s vanished", s17EventID)
+	}
+	return ev, err
+}
+
 // readBack judges a step on what it left in the database: the rows its
 // statement changed, and the owner and lease end read back after it.
 func readBack(ctx context.Context, w *renewalWorker, s renewalStep, res *stepResult) error {
@@ -273,7 +340,7 @@ func measureLeaseRenewal(r *lab.Result, results []stepResult) {
 
 // checkLeaseRenewal expects all nine steps, each as LESSONS.md says.
 func checkLeaseRenewal(r *lab.Result, docs []CheckDoc) {
-	want := map[string]float64{"steps_as_expected": float64(len(leaseRenewalSteps))}
+	want := map[string]float64{"steps_as_expected": float64(len(leaseRenewalSteps)), "renewal_after_delivery_rows": 0}
 	for _, s := range leaseRenewalSteps {
 		want[s.check] = 1
 	}
@@ -322,14 +389,18 @@ func stepKind(s renewalStep, res, before stepResult) lab.Kind {
 
 // stepAction words a step the way the step table prints it.
 func stepAction(s renewalStep, token int64) string {
-	held := "no token"
-	if token != 0 {
-		held = fmt.Sprintf("token %d", token)
-	}
 	if s.kind == claimStep {
 		return fmt.Sprintf("claims, lease until %d", s.until)
 	}
-	return fmt.Sprintf("renews to %d with %s", s.until, held)
+	return fmt.Sprintf("renews to %d with %s", s.until, heldToken(token))
+}
+
+// heldToken words the token a worker presents: "token N", or "no token".
+func heldToken(token int64) string {
+	if token == 0 {
+		return "no token"
+	}
+	return fmt.Sprintf("token %d", token)
 }
 
 func renewalStepTable(results []stepResult) lab.Table {
