@@ -49,6 +49,8 @@ var clocksAndOutages = Scenario{
 		"Part 2: Worker-N sends e2 and its ack fails with a database error: a batch job holds the lock past the ack's " +
 		"one-second busy timeout. A database error says nothing about ownership, so Worker-N retries the fenced ack, which succeeds. " +
 		"Worker-N sends e3 and stalls past its lease; Worker-F reclaims and acks e3; Worker-N's late ack changes 0 rows. " +
+		"Worker-N then sends e5 and stalls past its lease with nobody reclaiming it: its token is still current, yet its " +
+		"late ack changes 0 rows too, because the lease ran out (lease_until > db_now()), and is recorded as lease lost. " +
 		"The ack ledger records each failed ack with its reason, and the operational view keeps database errors and lost " +
 		"leases apart. Part 3: Worker-S's renewal and Worker-F's claim meet at exactly the lease end, 200 times, each on " +
 		"its own connection: never both win. A lease that ends at t is over at t, so the renewal loses whatever the order: " +
@@ -68,7 +70,8 @@ var clocksAndOutages = Scenario{
 		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored"},
 		{Name: "e1_processing_attempts", About: "processing attempts on e1: Worker-S's only"},
 		{Name: "ack_failures_database_error", About: "failed acks recorded as database error (e2's)"},
-		{Name: "ack_failures_lease_lost", About: "failed acks recorded as lease lost (e3's)"},
+		{Name: "ack_failures_lease_lost", About: "failed acks recorded as lease lost (e3's and e5's)"},
+		{Name: "expired_ack_rows", About: "rows Worker-N's late ack of e5 changed, its lease run out with nobody reclaiming it"},
 		{Name: "acks_retried_after_outage", About: "acks that succeeded on retry after a database error"},
 		{Name: "duplicate_sends", About: "sends of an event given up while its lease was live"},
 		{Name: "race_trials", About: "race trials that met at exactly the lease end"},
@@ -126,6 +129,8 @@ type clockRun struct {
 	relays  map[string]instance.ClockRelay
 	stage   *cast.ClockStage
 	race    cast.RaceTally
+	// expiredAckRows are the rows Worker-N's late ack of e5 changed.
+	expiredAckRows int64
 }
 
 // runClocksAndOutages runs session 23 with the statements sqls.
@@ -151,7 +156,7 @@ func runClocksAndOutages(ctx context.Context, env *Env, sqls store.ClockSQL) (*l
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
 		"live_lease_claims": 0, "work_after_lease_end_ms": 0, "e1_processing_attempts": 1, "ack_failures_database_error": 1,
-		"ack_failures_lease_lost": 1, "acks_retried_after_outage": 1, "duplicate_sends": 0, "race_trials": s23Trials, "race_both_won": 0,
+		"ack_failures_lease_lost": 2, "expired_ack_rows": 0, "acks_retried_after_outage": 1, "duplicate_sends": 0, "race_trials": s23Trials, "race_both_won": 0,
 		"race_renewal_won": 0,
 	})
 	r.Verdict = clocksVerdict(r, env.Variant)
@@ -366,6 +371,35 @@ func (run *clockRun) outage(ctx context.Context) error {
 		_, err = run.stage.Ack(ctx, 2, n, "e3", c3.Token)
 		return err
 	})
+	// e5: Worker-N stalls past its lease and nobody reclaims e5, so its
+	// token is still current when it acks late: only the lease end can
+	// refuse the ack.
+	var c5 store.EventClaim
+	sc.At(3000, func() error { return run.insert(ctx, "e5") })
+	sc.At(3000, func() error { return claimed(n, "e5", &c5) })
+	sc.At(3050, func() error { return run.send(ctx, n, "e5") })
+	sc.At(3050, func() error {
+		how, err := run.relays[s23WorkerN].Stall(clock.Logical(run.stage.Now), "its send of e5")
+		run.stage.Add(lab.Event{Kind: lab.KindStall, Subject: "e5", Actor: n.Actor(), Action: "stalls",
+			Detail: instance.WithHow("another long pause after its send: Worker-N still believes it owns e5", how)})
+		return err
+	})
+	sc.At(3500, func() error {
+		run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e5", Actor: "clock", Action: "lease expires",
+			Detail: "Worker-N's lease on e5 ran until " + clock.Logical(c5.LeaseUntil) + "; nobody reclaims e5"})
+		return nil
+	})
+	sc.At(3700, func() error {
+		how, err := run.relays[s23WorkerN].Wake(clock.Logical(run.stage.Now), "its ack of e5")
+		if err != nil {
+			return err
+		}
+		run.stage.Add(lab.Event{Kind: lab.KindWake, Subject: "e5", Actor: n.Actor(), Action: "wakes",
+			Detail: instance.WithHow("the pause ends; it acks e5 with the token it remembers, still the current one", how)})
+		a, err := run.stage.Ack(ctx, 2, n, "e5", c5.Token)
+		run.expiredAckRows = a.Rows
+		return err
+	})
 	return sc.Play(ctx, run.at)
 }
 
@@ -453,6 +487,7 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 	}
 	r.SetMetric("ack_failures_database_error", float64(dbErrors))
 	r.SetMetric("ack_failures_lease_lost", float64(lost))
+	r.SetMetric("expired_ack_rows", float64(run.expiredAckRows))
 	r.SetMetric("acks_retried_after_outage", float64(st.RetriedAfterOutage(2)))
 	offers, err := run.broker.Offers(ctx)
 	if err != nil {

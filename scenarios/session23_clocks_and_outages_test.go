@@ -31,7 +31,7 @@ func init() {
 func TestSession23Figures(t *testing.T) {
 	t.Parallel()
 	lesson := map[string]float64{"live_lease_claims": 0, "work_after_lease_end_ms": 0, "e1_processing_attempts": 1,
-		"ack_failures_database_error": 1, "ack_failures_lease_lost": 1, "acks_retried_after_outage": 1, "duplicate_sends": 0,
+		"ack_failures_database_error": 1, "ack_failures_lease_lost": 2, "expired_ack_rows": 0, "acks_retried_after_outage": 1, "duplicate_sends": 0,
 		"race_trials": 200, "race_both_won": 0, "race_claim_won": 200, "race_renewal_won": 0, "race_neither_won": 0}
 	with := func(changes map[string]float64) map[string]float64 {
 		out := map[string]float64{}
@@ -49,7 +49,7 @@ func TestSession23Figures(t *testing.T) {
 	}{
 		{"", lesson},
 		{variantWorkerClockLeases, with(map[string]float64{"live_lease_claims": 1, "work_after_lease_end_ms": 200, "e1_processing_attempts": 2})},
-		{variantOutageAsLeaseLoss, with(map[string]float64{"ack_failures_database_error": 0, "ack_failures_lease_lost": 2,
+		{variantOutageAsLeaseLoss, with(map[string]float64{"ack_failures_database_error": 0, "ack_failures_lease_lost": 3,
 			"acks_retried_after_outage": 0, "duplicate_sends": 1})},
 	}
 	for _, tt := range tests {
