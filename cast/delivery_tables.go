@@ -181,7 +181,7 @@ func DeliveryState(ctx context.Context, ps []*Pipeline) ([]lab.Table, error) {
 		Columns: l.columns("consumer", "event_id", "consumed_at")}
 	accounts := lab.Table{Title: "Final state: accounts", Note: "Each consumer credits its own row, so the designs can be compared.",
 		Columns: l.columns("id", "credit_cents")}
-	projections := lab.Table{Title: "Final state: projections", Columns: l.columns("entity_id", "version", "state", "updated_at")}
+	projections := lab.Table{Title: "Final state: projections", Note: "Each projection's row as the run left it: the version and state the consumers' updates reached.", Columns: l.columns("entity_id", "version", "state", "updated_at")}
 	for _, p := range ps {
 		db := p.Audit
 		evs, err := store.NewRelay(db, store.RelayLesson).Events(ctx)

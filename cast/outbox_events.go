@@ -11,6 +11,7 @@ import (
 // sessions 16 and 17 print it: one row per event, read from the database.
 func OutboxEventsTable(events []store.Event) lab.Table {
 	t := lab.Table{Title: "outbox_events: final state (from the database)",
+		Note:    "Each event's row as the run left it, read back from the database: the owner, token and lease end the checks' read-backs compare with.",
 		Columns: []string{"event_id", "event_type", "claim_token", "locked_by", "lease_until", "delivered", "delivered_at"}}
 	for _, e := range events {
 		until, at := "-", "-"

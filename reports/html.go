@@ -229,7 +229,7 @@ func glyphLegend() string {
 	return b.String()
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"paragraphs": Paragraphs}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -281,12 +281,12 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{if .Variant}}<h2>The mistake</h2>
 <p class="verdict">{{.Mistake}}</p>
 <h2>What this run shows</h2>
-<p class="verdict">{{.MistakeShows}}</p>
+{{range paragraphs .MistakeShows}}<p class="verdict">{{.}}</p>{{end}}
 <h2>The lesson as designed (for comparison)</h2>
 {{else}}<h2>What this lesson shows</h2>
-{{end}}<p class="verdict">{{.Lesson}}</p>
+{{end}}{{range paragraphs .Lesson}}<p class="verdict">{{.}}</p>{{end}}
 {{if .DoesNotSolve}}<h2>What it does not solve</h2>
-<p class="verdict">{{.DoesNotSolve}}</p>
+{{range paragraphs .DoesNotSolve}}<p class="verdict">{{.}}</p>{{end}}
 {{end}}<script>{{.JS}}</script>
 </body>
 </html>

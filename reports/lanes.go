@@ -13,17 +13,78 @@ import (
 // laneWidth is the most columns the lane view takes, so it prints anywhere.
 const laneWidth = 120
 
-// LaneLegend explains the lane view's marks; it is printed above it.
-const LaneLegend = "One column per actor, one row per timeline event (the # column), time running down. " +
-	"A lease is a bar in its owner's column: '+' where a claim took a free or expired lease, '|' while it is held, " +
-	"'=' where the owner's last write ended it, '~' (~ ran out) where the clock passed its end while its owner held it, " +
-	"'>' (> taken) on the row where another worker's claim took it while it was live. " +
-	"!T marks a claim that took a live lease or work already done (only a mistake does), '#' a claim a live lease " +
-	"turned away, 'D' a claim that found the work done, ?R a claim refused although the lease had ended (the claim's " +
-	"own fault); !! a write a guard turned away (a stale token, another owner, an ended lease, a deadline: 0 rows), " +
-	"=0 the owner's write that changed 0 rows because the work was already done, !S a write that changed a row its " +
-	"writer no longer owned, REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar " +
-	"reopens there; zz a stall, XX a crash, E! a statement that failed."
+// laneIntro opens every lane view's legend.
+const laneIntro = "One column per actor, one row per timeline event (the # column), time running down."
+
+// leaseBars are the lease bar's marks, in the order the legend explains
+// them; laneMarkMeanings are the other marks'. The legend of a report
+// lists only the marks its lanes show (see [LaneLegend]).
+var (
+	leaseBars = []legendEntry{
+		{"+", "'+' where a claim took a free or expired lease"},
+		{"|", "'|' while it is held"},
+		{"=", "'=' where the owner's last write ended it"},
+		{"~", "'~' (~ ran out) where the clock passed its end while its owner held it"},
+		{">", "'>' (> taken) on the row where another worker's claim took it while it was live"},
+	}
+	laneMarkMeanings = []legendEntry{
+		{"!T", "!T a claim that took a live lease or work already done (only a mistake does)"},
+		{"#", "'#' a claim a live lease turned away"},
+		{"D", "'D' a claim that found the work done"},
+		{"?R", "?R a claim refused although the lease had ended (the claim's own fault)"},
+		{"!!", "!! a write a guard turned away (a stale token, another owner, an ended lease, a deadline: 0 rows)"},
+		{"=0", "=0 the owner's write that changed 0 rows because the work was already done"},
+		{"!S", "!S a write that changed a row its writer no longer owned"},
+		{"REVIVES", "REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar reopens there"},
+		{"zz", "zz a stall"},
+		{"XX", "XX a crash"},
+		{"E!", "E! a statement that failed"},
+	}
+)
+
+// legendEntry is one mark and the sentence that explains it.
+type legendEntry struct{ mark, meaning string }
+
+// LaneLegend explains the marks r's lane view shows, and only those: it
+// is printed above the view.
+func LaneLegend(r *lab.Result) string {
+	rc := newRace(r)
+	if len(rc.Events) == 0 {
+		return laneIntro
+	}
+	cols, colOf, shared := laneColumns(rc)
+	cells, _ := laneCells(rc, colOf, len(cols), shared)
+	shown := map[string]bool{}
+	for _, row := range cells {
+		for _, cell := range row {
+			if f := strings.Fields(cell); len(f) > 0 {
+				shown[f[0]] = true
+			}
+			if strings.Contains(cell, "REVIVES ") {
+				shown["REVIVES"] = true
+			}
+		}
+	}
+	legend := laneIntro
+	var bars, marks []string
+	for _, e := range leaseBars {
+		if shown[e.mark] {
+			bars = append(bars, e.meaning)
+		}
+	}
+	for _, e := range laneMarkMeanings {
+		if shown[e.mark] {
+			marks = append(marks, e.meaning)
+		}
+	}
+	if len(bars) > 0 {
+		legend += " A lease is a bar in its owner's column: " + strings.Join(bars, ", ") + "."
+	}
+	if len(marks) > 0 {
+		legend += " Marks: " + strings.Join(marks, "; ") + "."
+	}
+	return legend
+}
 
 // Lanes writes the lane view of r's timeline: one column per actor, one row
 // per event, leases as bars. It fits [laneWidth] columns, merging the

@@ -325,3 +325,42 @@ func TestWrapCell(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneLegendListsTheMarksShown: the legend explains the marks the
+// lanes draw and no other; a run with a crash and a fenced write explains
+// both, a run with neither explains neither.
+func TestLaneLegendListsTheMarksShown(t *testing.T) {
+	t.Parallel()
+	quiet := session18()
+	var kept []lab.Event
+	for _, e := range quiet.Timeline {
+		if e.Kind != lab.KindCrash && e.Kind != lab.KindFenced {
+			kept = append(kept, e)
+		}
+	}
+	quiet.Timeline = kept
+	tests := []struct {
+		name       string
+		r          *lab.Result
+		want, omit []string
+	}{
+		{"CrashAndFence", session18(), []string{"'+' where a claim took", "XX a crash", "!! a write a guard turned away"},
+			[]string{"REVIVES", "zz a stall", "E! a statement"}},
+		{"Neither", quiet, []string{"'+' where a claim took"}, []string{"XX a crash", "!! a write", "REVIVES"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			legend := LaneLegend(tc.r)
+			for _, w := range tc.want {
+				if !strings.Contains(legend, w) {
+					t.Errorf("legend lacks %q:\n%s", w, legend)
+				}
+			}
+			for _, o := range tc.omit {
+				if strings.Contains(legend, o) {
+					t.Errorf("legend explains %q, a mark its lanes do not show:\n%s", o, legend)
+				}
+			}
+		})
+	}
+}

@@ -173,7 +173,7 @@ func TestTextVariantExplainsItself(t *testing.T) {
 		"== What this run shows", "overwrites the owner's result",
 		"== The lesson as designed (for comparison)",
 		"== What it does not solve", "Two claims by the same worker name.",
-		"Did not hold: no finalization committed by a non-owner (ownership_violations): expected 0, observed 1.",
+		"== Checks", "| ownership_violations | no finalization committed by a non-owner | 0 | 1 | FAIL |",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
@@ -229,15 +229,15 @@ func TestFactsAreNoChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := text.String()
-	checks, facts, verdict := strings.Index(report, "== Checks"), strings.Index(report, "== Facts of the setup"), strings.Index(report, "== Verdict")
-	if checks < 0 || facts < checks || verdict < facts {
-		t.Fatalf("want the facts between the checks and the verdict:\n%s", report)
+	checks, evidence, facts := strings.Index(report, "== Checks"), strings.Index(report, "## The evidence"), strings.Index(report, "== Facts of the setup")
+	if checks < 0 || evidence < checks || facts < evidence {
+		t.Fatalf("want the facts in the evidence, after the checks:\n%s", report)
 	}
-	if section := report[facts:verdict]; !strings.Contains(section, "| held_attempts | attempts on the held message | 2") ||
+	if section := report[facts:]; !strings.Contains(section, "| held_attempts | attempts on the held message | 2") ||
 		!strings.Contains(section, "cannot fail") {
 		t.Errorf("facts section:\n%s", section)
 	}
-	if strings.Contains(report[checks:facts], "held_attempts") || !strings.Contains(report, "PASS (1 of 1 checks passed)") {
+	if strings.Contains(report[checks:evidence], "held_attempts") || !strings.Contains(report, "PASS (1 of 1 checks passed)") {
 		t.Errorf("a fact is printed or counted as a check:\n%s", report)
 	}
 
@@ -264,5 +264,40 @@ func TestFactsAreNoChecks(t *testing.T) {
 	if i, j := strings.Index(html, `<table id="checks">`), strings.Index(html, `<table id="facts">`); i < 0 || j < i ||
 		!strings.Contains(html[j:], "<td>held_attempts</td>") || strings.Contains(html[i:j], "held_attempts") {
 		t.Errorf("the page's facts table is missing, or holds the fact among the checks")
+	}
+}
+
+// TestTextReadsFromTheTop: a report opens with what a student needs, the
+// verdict, the checks and what the run shows (a variant's mistake after
+// it), and only then the evidence they were read from, in the same order
+// for a design run and a variant.
+func TestTextReadsFromTheTop(t *testing.T) {
+	variant := sampleResult()
+	variant.Variant, variant.Mistake, variant.MistakeShows = "permanent-lock", "the claim never expires", "The lock stays."
+	tests := []struct {
+		name     string
+		r        *lab.Result
+		sections []string
+	}{
+		{"Design", sampleResult(), []string{"== Verdict", "== Checks", "== What this lesson shows", "## The evidence",
+			"== Schema in force", "== SQL that ran", "== Timeline", "== Lanes", "== Ledger: claims"}},
+		{"Variant", variant, []string{"== Verdict", "== Checks", "== What this run shows", "== The mistake",
+			"== The lesson as designed", "## The evidence", "== Schema in force", "== Timeline"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := reports.Text(&b, tc.r, reports.RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			report, at := b.String(), 0
+			for _, s := range tc.sections {
+				i := strings.Index(report[at:], s)
+				if i < 0 {
+					t.Fatalf("%q missing or out of order (want %q):\n%s", s, tc.sections, report)
+				}
+				at += i
+			}
+		})
 	}
 }

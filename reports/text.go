@@ -44,14 +44,30 @@ func VaryingColumnsLine(columns []string) string {
 const FactsNote = "These figures are fixed by the lesson's script, not by its statements: they cannot fail, " +
 	"so they decide nothing and are not counted among the checks. Their keys stay in the JSON metrics."
 
+// EvidenceNote opens the second part of a report: what the verdict and
+// the checks above were read from.
+const EvidenceNote = "Everything below is what the verdict and the checks above were read from: the schema the " +
+	"statements ran against, the SQL as the statement ledger recorded it, the timeline and its lanes, the ledgers " +
+	"and the rows left in the database. Each check's figure is counted from one of them."
+
+// SchemaNote opens the schema section.
+const SchemaNote = "The tables and indexes as the database holds them after the run: every statement below ran " +
+	"against them, and the final-state tables at the end are read from them."
+
+// TimelineNote opens the timeline section.
+const TimelineNote = "Every step of the run in the order it happened, with the scenario clock's time: the ledgers " +
+	"below record what each step changed, and the checks count those changes."
+
 // RunInfo is what the report says about the run itself rather than the lesson.
 type RunInfo struct {
 	Started time.Time // wall-clock start, UTC
 	Elapsed time.Duration
 }
 
-// Text writes the report of one run: header, lesson, schema, SQL, timeline,
-// every table, checks, the facts of the setup and verdict, in that order.
+// Text writes the report of one run in the order a student reads it: the
+// header, the verdict, the checks, what the run shows (and, for a variant,
+// the mistake), the lesson's text; then the evidence: schema, SQL,
+// transactions, timeline, lanes, every table and the facts of the setup.
 func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	p := &printer{w: &controlEscaper{w: w}}
 	p.line("outboxlab run report")
@@ -75,21 +91,21 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	}
 	p.kv("Result", resultLabel(r))
 
+	p.section("Verdict")
+	p.paragraph(r.Verdict) // the checks it names are the FAIL rows right below: what each proves, expected and observed
+
+	p.section("Checks")
+	ct := lab.Table{Columns: []string{"Check", "What it proves", "Expected", "Observed", "Result"}}
+	for _, c := range r.Checks {
+		ct.AddRow(c.Name, c.About, c.Expected, c.Observed, passLabel(c.Passed))
+	}
+	p.table(ct)
+
 	if r.Variant != "" {
-		p.section("The mistake")
-		p.paragraph(sentence(r.Mistake))
-		if changed := changedStatements(r.Statements); len(changed) > 0 {
-			p.paragraph("Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + ".")
-		}
-		if len(r.MistakesNotRun) > 0 {
-			p.paragraph("Swapped in but never executed in this run (the statement ledger counted 0 runs): " +
-				strings.Join(r.MistakesNotRun, "; ") + ".")
-		}
-		if r.MistakeChanges != "" {
-			p.paragraph("It changes no SQL statement; it changes " + r.MistakeChanges + ". The timeline and the ledgers show what that did.")
-		}
 		p.section("What this run shows")
 		p.paragraph(r.MistakeShows)
+		p.section("The mistake")
+		p.mistake(r)
 		p.section("The lesson as designed (for comparison)")
 		p.paragraph(r.Lesson)
 	} else {
@@ -101,11 +117,15 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		p.paragraph(r.DoesNotSolve)
 	}
 
+	p.banner("The evidence")
+	p.paragraph(EvidenceNote)
+
 	if r.Engine == "postgres" {
 		p.section("Schema in force (read back from PostgreSQL's catalog)")
 	} else {
 		p.section("Schema in force (read back from sqlite_schema)")
 	}
+	p.paragraph(SchemaNote)
 	for _, s := range r.Schema {
 		p.line(strings.TrimSpace(s) + ";")
 		p.line("")
@@ -119,6 +139,7 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	}
 
 	p.section("Timeline")
+	p.paragraph(TimelineNote)
 	tl := lab.Table{Interleaved: r.Concurrent, Columns: []string{"#", "Clock", "Actor", "Action", "Detail"}}
 	for _, e := range r.Timeline {
 		tl.AddRow(e.Seq, e.At, e.Actor, e.Action, e.Detail)
@@ -136,12 +157,6 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		p.table(t)
 	}
 
-	p.section("Checks")
-	ct := lab.Table{Columns: []string{"Check", "What it proves", "Expected", "Observed", "Result"}}
-	for _, c := range r.Checks {
-		ct.AddRow(c.Name, c.About, c.Expected, c.Observed, passLabel(c.Passed))
-	}
-	p.table(ct)
 	if len(r.Facts) > 0 {
 		p.section("Facts of the setup (not checks)")
 		p.paragraph(FactsNote)
@@ -150,14 +165,6 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 			ft.AddRow(f.Name, f.About, f.Value, f.Why)
 		}
 		p.table(ft)
-	}
-
-	p.section("Verdict")
-	p.paragraph(r.Verdict)
-	if broken := r.BrokenInvariants(); len(broken) > 0 {
-		for _, b := range broken {
-			p.paragraph(b)
-		}
 	}
 	return p.err
 }
@@ -185,6 +192,32 @@ func (p *printer) kv(k, v string) {
 			_, p.err = fmt.Fprintln(p.w, l)
 		}
 	}
+}
+
+// mistake prints what a variant changed: the statements it swapped, as
+// the statement ledger recorded them, or what else it changes.
+func (p *printer) mistake(r *lab.Result) {
+	p.paragraph(sentence(r.Mistake))
+	if changed := changedStatements(r.Statements); len(changed) > 0 {
+		p.paragraph("Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + ".")
+	}
+	if len(r.MistakesNotRun) > 0 {
+		p.paragraph("Swapped in but never executed in this run (the statement ledger counted 0 runs): " +
+			strings.Join(r.MistakesNotRun, "; ") + ".")
+	}
+	if r.MistakeChanges != "" {
+		p.paragraph("It changes no SQL statement; it changes " + r.MistakeChanges + ". The timeline and the ledgers show what that did.")
+	}
+}
+
+// banner opens a part of the report: a title between two rules.
+func (p *printer) banner(title string) {
+	p.line("")
+	p.line("")
+	p.line(strings.Repeat("#", 78))
+	p.line("## " + title)
+	p.line(strings.Repeat("#", 78))
+	p.line("")
 }
 
 func (p *printer) section(title string) {
@@ -255,7 +288,7 @@ func (p *printer) lanes(r *lab.Result) {
 		p.line("(no entries)")
 		return
 	}
-	p.paragraph(LaneLegend)
+	p.paragraph(LaneLegend(r))
 	if r.Concurrent {
 		p.line(InterleavedNote)
 	}
@@ -350,6 +383,18 @@ func designLabel(r *lab.Result) string {
 	default:
 		return "AFTER: the safe design. It PASSES when every invariant held."
 	}
+}
+
+// Paragraphs splits a lesson's text at its blank lines ("\n\n"), one
+// paragraph per act or part, for a page that sets each in its own block.
+func Paragraphs(text string) []string {
+	var out []string
+	for _, p := range strings.Split(text, "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // sentence capitalizes s and ends it with a full stop unless it has one.

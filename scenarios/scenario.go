@@ -348,7 +348,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
 	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve
 	if env.Engine() == store.Postgres && sc.OnPostgres != "" {
-		res.Lesson += " " + sc.OnPostgres
+		res.Lesson += "\n\n" + sc.OnPostgres
 	}
 	if v, ok := sc.Variant(variant); ok {
 		res.Mistake, res.MistakeShows, res.MistakeChanges = v.Mistake, fillFigures(v.Shows, res), v.Changes

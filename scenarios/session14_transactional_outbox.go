@@ -305,6 +305,7 @@ func (run *session14Run) tables(states []durableState, pays []store.Payment, per
 	creations := run.prov.CreationCalls()
 	perKey := provider.CountByKey(creations)
 	paymentsTable := lab.Table{Title: "Crash-free run: payments and their outbox rows (from the database)",
+		Note:    "Each payment with its outbox rows, read from the database, and the provider's creation calls for its key.",
 		Columns: []string{"IdempotencyKey", "AmountCents", "PaymentStatus", "CreatedAtUtc", "Outbox rows", "Outbox Id", "Outbox Status", "Provider create calls"}}
 	for _, p := range pays {
 		ms := perPayment[p.Key]

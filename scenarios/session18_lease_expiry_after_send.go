@@ -39,15 +39,15 @@ var leaseExpiryAfterSend = Scenario{
 		"and sends it to the lab's broker, then " +
 		"stalls until its 30 s lease has expired. Relay-B claims it (token 2) and sends it again. Relay-A's completion " +
 		"presents token 1 and is fenced out (0 rows); Relay-B's completion publishes the row. The broker now holds two " +
-		"offers of e42: the duplicate is the expected counterexample of at-least-once delivery, not a bug. Two consumers " +
+		"offers of e42: the duplicate is the expected counterexample of at-least-once delivery, not a bug.\n\nTwo consumers " +
 		"read both offers: the inbox consumer (INSERT INTO consumed_events ... ON CONFLICT DO NOTHING and the credit in one " +
 		"transaction, the credit applied only when the insert added a row) ends at 1000 cents; the naive " +
-		"consumer (an unconditional increment) ends at 2000. The inbox consumer group runs two instances, and its first delivery " +
+		"consumer (an unconditional increment) ends at 2000.\n\nThe inbox consumer group runs two instances, and its first delivery " +
 		"acks late: Inbox-Consumer-1 takes offer 1 (receipt 1, the delivery_count the broker gives it) and pauses before its " +
 		"effect past the broker's 30 s visibility timeout; the broker redelivers offer 1 to Inbox-Consumer-2 (receipt 2), held in " +
 		"flight. Inbox-Consumer-1 goes on: its credit commits with the inbox row, and its ack with receipt 1 changes 0 rows, " +
 		"refused by delivery_count = :receipt alone (the delivery is still in flight, for the same consumer group). " +
-		"Inbox-Consumer-2 then finds e42 in the inbox (no credit) and acks with receipt 2: 1 row. " +
+		"Inbox-Consumer-2 then finds e42 in the inbox (no credit) and acks with receipt 2: 1 row.\n\n" +
 		"The broker and inbox tables store UTC clock text; outbox_events keeps " +
 		"logical ticks (milliseconds since 2026-01-15T09:00:00.000Z), shown beside their clock time.",
 	DoesNotSolve: "Fencing keeps the database honest (only the current token's completion counts) but cannot unsend: " +

@@ -48,16 +48,16 @@ var inboxRetention = Scenario{
 		"dead-letter queue keeps it for its retention (--dlq-retention, default 7d), while the inbox purges dedup records " +
 		"after its own (--inbox-retention, default 24h). Replayed three days later, the message meets an empty inbox and is " +
 		"applied again: credit 2000. With an inbox retention at least the longest redelivery interval (the DLQ retention " +
-		"plus the 3 deliveries of 30 s before it: 7d1m30s with the defaults), the replay is a duplicate: credit 1000. Part 2, " +
+		"plus the 3 deliveries of 30 s before it: 7d1m30s with the defaults), the replay is a duplicate: credit 1000.\n\nPart 2, " +
 		"broker window: the lab's broker drops an offer whose event id it accepted within its window (--broker-window, default " +
 		"2m); the resend after a 30 s lease expiry is dropped, but the three-day replay passes the broker, so only the inbox " +
-		"keeps the effect single. With the default flags the checks state the lesson's figures (2000, 1000, 1, 1). Other flags " +
+		"keeps the effect single.\n\nWith the default flags the checks state the lesson's figures (2000, 1000, 1, 1). Other flags " +
 		"change what the lab must measure: each expected value is then derived from the flags (the report's table of expected " +
 		"values shows the rule), the run passes when the measurements match, and the verdict, built from the measurements, " +
-		"says plainly which part of the lesson was or was not reproduced. Real systems' published defaults: MassTransit's " +
+		"says plainly which part of the lesson was or was not reproduced.\n\nReal systems' published defaults: MassTransit's " +
 		"inbox duplicate-detection window 30 min; NServiceBus (SQL persistence) keeps deduplication data 7 days and warns that " +
 		"a retry after that is seen as new; NATS JetStream's duplicate window 2 min; SQS FIFO's deduplication interval 5 min; " +
-		"Kafka's idempotent producer deduplicates only within one producer session. The broker and inbox tables store UTC " +
+		"Kafka's idempotent producer deduplicates only within one producer session.\n\nThe broker and inbox tables store UTC " +
 		"clock text; outbox_events keeps logical ticks (milliseconds since 2026-01-15T09:00:00.000Z).",
 	DoesNotSolve: "The inbox trades storage for safety: to stay correct it must remember every event id for as long as " +
 		"anything can redeliver it (redeliveries, the DLQ, manual replays, restores), so consumed_events grows with " +

@@ -45,14 +45,14 @@ var batchCompletion = Scenario{
 		"free workers in one statement, each message with its own fencing token and lease; its workers take them one at "+
 		"a time; a completer marks the finished ones Processed in one statement, each row only while it is Processing "+
 		"under this process and the token its fetch returned. Batching completions widens the window in which a "+
-		"finished message's lease runs out before its completion commits. %s fetches %d messages with a %s lease, its "+
+		"finished message's lease runs out before its completion commits.\n\n%s fetches %d messages with a %s lease, its "+
 		"workers finish them, and its completer stalls (a GC pause) holding the batch. The lease runs out; %s fetches "+
 		"the %d expired messages again under new tokens, with the %d it had not seen, and does them again. Then %s's "+
 		"completer wakes and flushes its batch: the fence refuses every stale row, and %s completes all %d. "+
-		"There LockedBy = :worker refuses each stale row as well as the token. Part 2 shows the token deciding alone: "+
+		"There LockedBy = :worker refuses each stale row as well as the token.\n\nPart 2 shows the token deciding alone: "+
 		"a new message is fetched by %s, whose completer is slow to flush; the lease runs out and %s's own fetcher "+
 		"takes the message again under a new token, the same owner. The completion under the first token reaches a row "+
-		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits. "+
+		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits.\n\n"+
 		"Last, the completer flushes that committed batch again under the same name and token, as a retry after a lost "+
 		"COMMIT reply would (the lab repeats it; no fault is injected): only Status = 'Processing' refuses it, and %s, "+
 		"reading back a row Processed under its own name and token at the time its flush stamped, counts it as done.",

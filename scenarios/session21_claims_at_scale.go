@@ -51,16 +51,16 @@ var claimsAtScale = Scenario{
 		"claim: the cost of a message grows with the backlog and a drain costs its square. The indexed claim keeps " +
 		"the same predicate and adds ProcessedAtUtc IS NULL, the WHERE clause of a partial index of unprocessed " +
 		"messages in creation order: SQLite walks that index from the oldest entry and stops at the first claimable " +
-		"message. Same fencing token, same owner- and token-guarded finalize. Each backlog is drained by two " +
+		"message. Same fencing token, same owner- and token-guarded finalize.\n\nEach backlog is drained by two " +
 		"workers after a forced lease expiry (one worker crashed holding a message, one stalled past its lease and " +
 		"finalizes late with its stale token): the expired messages are reclaimed, the stale finalize changes 0 " +
-		"rows, no message is finalized twice and none is left behind. Then Worker-B stalls past its lease on a new " +
+		"rows, no message is finalized twice and none is left behind.\n\nThen Worker-B stalls past its lease on a new " +
 		"message and a second claimer under its name takes it back: the stale finalize finds the row Processing and " +
-		"still LockedBy Worker-B, and only the token refuses it. Last, the second claimer sends its committed " +
+		"still LockedBy Worker-B, and only the token refuses it.\n\nLast, the second claimer sends its committed " +
 		"finalize again under the same name and token, as a retry after a lost COMMIT reply would (the lab repeats " +
 		"it; no fault is injected): only Status = 'Processing' refuses it, and the worker, reading back a row " +
 		"Processed under its own name and token at the time its finalize stamped, counts it as done. The re-take runs after each drain's cost is " +
-		"read: no cost figure counts it. Cost is counted as the pages SQLite reads per message (sqlite3_db_status), " +
+		"read: no cost figure counts it.\n\nCost is counted as the pages SQLite reads per message (sqlite3_db_status), " +
 		"which is near-repeatable; the time per message is shown beside it.",
 	OnPostgres: "On PostgreSQL the same holds with its planner in place of SQLite's: the OR claim scans the table, " +
 		"the indexed claim walks the same partial index, and both selects lock the row they return with FOR UPDATE " +

@@ -52,29 +52,29 @@ var heartbeatAndShutdown = Scenario{
 	Design:  lab.Safe,
 	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes 0 rows. " +
 		"On the scenario clock, with a 30 s lease, each relay's heartbeat renews under its token when two thirds of the " +
-		"lease has passed (the safety margin, 10 s, is the constant heartbeatMargin), each beat 1 s late. " +
-		"Act 1: Relay-A works on e1 for 75 s, several lease periods; every renewal changes 1 row and its completion is accepted. " +
+		"lease has passed (the safety margin, 10 s, is the constant heartbeatMargin), each beat 1 s late.\n\n" +
+		"Act 1: Relay-A works on e1 for 75 s, several lease periods; every renewal changes 1 row and its completion is accepted.\n\n" +
 		"Act 2: Relay-A freezes holding e2 (a stop-the-world pause); its lease expires and Relay-B reclaims e2. When Relay-A " +
 		"resumes, its overdue renewal changes 0 rows and the heartbeat cancels the work's context before the send: no send, " +
 		"no completion attempted. Relay-B sends and completes e2. Then Relay-C sends e8 and freezes before its completion; " +
 		"Relay-B reclaims, sends and completes e8; Relay-C's overdue renewal changes 0 rows and cancels the work after the " +
-		"send: the send stands (the broker now holds e8 twice; the inbox absorbs that) and no completion is attempted. " +
+		"send: the send stands (the broker now holds e8 twice; the inbox absorbs that) and no completion is attempted.\n\n" +
 		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time); a lease that ends " +
 		"exactly at the deadline is allowed (<=): Relay-C, whose work on e3 never ends, is paused 11 s, so its overdue " +
 		"renewal proposes exactly claimed_at + 2 min and changes 1 row, and the next one is refused. Relay-C loses e3 and " +
-		"Relay-B delivers it. Then the live-lease guard alone: Relay-B claims e9 and freezes while no other relay polls; " +
+		"Relay-B delivers it.\n\nThen the live-lease guard alone: Relay-B claims e9 and freezes while no other relay polls; " +
 		"its lease runs out on the clock and nobody reclaims e9, so when Relay-B resumes, its overdue renewal presents its " +
 		"still-current token and only lease_until > :now refuses it (0 rows): a lease that has ended is lost even if " +
-		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later. Then the delivered " +
+		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later.\n\nThen the delivered " +
 		"guard alone: Relay-B's work on e10 ends at the instant its heartbeat's first tick falls due; its completion " +
 		"commits (1 row) and the tick, already due, renews before the relay tells its heartbeat to stop, under the " +
 		"still-current token, with the lease live and within the deadline: only delivered = 0 refuses it (0 rows). Read " +
 		"back, e10 is delivered under Relay-B's own token: the work is already done, not a lost lease, and nothing is " +
-		"cancelled. " +
+		"cancelled.\n\n" +
 		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
 		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
 		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
-		"recovers both. Peers differ on the lost lease: Hangfire's sliding lease only logs it (the renewal-failure-only-logged " +
+		"recovers both.\n\nPeers differ on the lost lease: Hangfire's sliding lease only logs it (the renewal-failure-only-logged " +
 		"variant), goqite and River let the job run to its end, Temporal's heartbeat cancels the activity's context, as here.",
 	DoesNotSolve: "Cancellation stops the work at its next check, not mid-call: a send already on the wire when the lease is " +
 		"lost still arrives, and a relay that only logs the failure (Hangfire) or runs the job to its end (goqite, River) " +

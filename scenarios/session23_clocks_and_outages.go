@@ -45,14 +45,14 @@ var clocksAndOutages = Scenario{
 		"Every lease instant comes from the database's clock: the claim, the ack and the renewal call db_now() (on SQLite " +
 		"a function of the lab's connections that the scenario clock drives), and a worker holds its lease as 500 ms from " +
 		"the claim's answer on its own clock, never as an instant. Worker-S claims e1 at t=0; Worker-F's claim at t=100 is " +
-		"blocked; Worker-S works until t=400 and acks inside its lease. " +
+		"blocked; Worker-S works until t=400 and acks inside its lease.\n\n" +
 		"Part 2: Worker-N sends e2 and its ack fails with a database error: a batch job holds the lock past the ack's " +
 		"one-second busy timeout. A database error says nothing about ownership, so Worker-N retries the fenced ack, which succeeds. " +
-		"Worker-N sends e3 and stalls past its lease; Worker-F reclaims and acks e3; Worker-N's late ack changes 0 rows. " +
+		"Worker-N sends e3 and stalls past its lease; Worker-F reclaims and acks e3; Worker-N's late ack changes 0 rows.\n\n" +
 		"Worker-N then sends e5 and stalls past its lease with nobody reclaiming it: its token is still current, yet its " +
 		"late ack changes 0 rows too, because the lease ran out (lease_until > db_now()), and is recorded as lease lost. " +
 		"The ack ledger records each failed ack with its reason, and the operational view keeps database errors and lost " +
-		"leases apart. Part 3: Worker-S's renewal and Worker-F's claim meet at exactly the lease end, 200 times, each on " +
+		"leases apart.\n\nPart 3: Worker-S's renewal and Worker-F's claim meet at exactly the lease end, 200 times, each on " +
 		"its own connection: never both win. A lease that ends at t is over at t, so the renewal loses whatever the order: " +
 		"first, it finds the lease ended; after the claim, its token is stale.",
 	OnPostgres: "On PostgreSQL db_now() is a function in the run's schema reading the server's clock, a one-row table " +

@@ -102,6 +102,18 @@ func describeCommand() *cli.Command {
 	}
 }
 
+// indented wraps a lesson's text at 76 columns under a two-space indent,
+// its paragraphs apart; the caller prints the first line's indent.
+func indented(text string) string {
+	lines := reports.Wrap(text, 76)
+	for i, l := range lines {
+		if i > 0 && l != "" {
+			lines[i] = "  " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 func describe(w io.Writer, sc *scenarios.Scenario) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n%s\n\n", sc.Name, sc.Title)
@@ -110,10 +122,10 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		design = "BEFORE: a broken design; a run passes when the breakage is reproduced. The design stays unsafe."
 	}
 	fmt.Fprintf(&b, "Design: %s\n\n", design)
-	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", strings.Join(reports.Wrap(sc.Teaches, 76), "\n  "))
-	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", strings.Join(reports.Wrap(sc.DoesNotSolve, 76), "\n  "))
+	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", indented(sc.Teaches))
+	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", indented(sc.DoesNotSolve))
 	if sc.OnPostgres != "" {
-		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", strings.Join(reports.Wrap(sc.OnPostgres, 76), "\n  "))
+		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", indented(sc.OnPostgres))
 	}
 	if sc.AcceptsClaimSQL() {
 		fmt.Fprintf(&b, "Your own claim (--claim-sql FILE, outboxlab grade)\n  %s\n\n", strings.Join(reports.Wrap(claimSQLConfinement, 76), "\n  "))

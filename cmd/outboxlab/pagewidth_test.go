@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,15 @@ import (
 
 // TestReportsFitAPage runs every scenario and every variant SQLite can
 // make and renders its text report: no line, tables and lanes included, is
-// wider than reports.MaxLine columns.
+// wider than reports.MaxLine columns, and the verdict and the checks table
+// open within the first screen (verdictBy and checksBy lines).
+// verdictBy and checksBy are the lines by which a report's verdict and
+// its checks table open: a student reads them on the first screen.
+const (
+	verdictBy = 20
+	checksBy  = 60
+)
+
 func TestReportsFitAPage(t *testing.T) {
 	t.Parallel()
 	for _, sc := range scenarios.All() {
@@ -29,7 +38,16 @@ func TestReportsFitAPage(t *testing.T) {
 				if err := reports.Text(&b, r, reports.RunInfo{}); err != nil {
 					t.Fatal(err)
 				}
-				for i, line := range strings.Split(b.String(), "\n") {
+				lines := strings.Split(b.String(), "\n")
+				for _, top := range []struct {
+					heading string
+					by      int
+				}{{"== Verdict ", verdictBy}, {"== Checks ", checksBy}} {
+					if i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, top.heading) }); i < 0 || i+1 > top.by {
+						t.Errorf("%q opens on line %d, want within the first %d lines", top.heading, i+1, top.by)
+					}
+				}
+				for i, line := range lines {
 					if n := len([]rune(line)); n > reports.MaxLine {
 						t.Errorf("line %d is %d columns wide: %q", i+1, n, line)
 					}
