@@ -3,25 +3,42 @@ package cast
 import (
 	"fmt"
 
+	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// OutboxEventsTable is the final state of outbox_events on logical time, as
-// sessions 16 and 17 print it: one row per event, read from the database.
+// OutboxEventsTable is the final state of outbox_events: one row per
+// event, read from the database. Its lease_until and delivered_at are the
+// stored ticks, as sessions 16, 17 and 23 print them (their timelines say
+// t=TICK); [OutboxEventsTableOnClock] prints them as clock time.
 func OutboxEventsTable(events []store.Event) lab.Table {
+	return outboxEventsTable(events, func(t int64) string { return fmt.Sprint(t) })
+}
+
+// OutboxEventsTableOnClock is [OutboxEventsTable] for a lesson whose
+// timeline prints clock time: each stored tick as its clock time (see
+// [TickClock]), the tick beside it.
+func OutboxEventsTableOnClock(events []store.Event) lab.Table {
+	t := outboxEventsTable(events, func(t int64) string { return fmt.Sprintf("%s (%d)", shortClock(t), t) })
+	t.Note += " outbox_events stores logical ticks (milliseconds since " + clock.Format(LessonStart) +
+		"): each is shown as its clock time (UTC, on " + clock.Format(LessonStart)[:10] + "), the stored tick beside it in brackets."
+	return t
+}
+
+func outboxEventsTable(events []store.Event, at func(int64) string) lab.Table {
 	t := lab.Table{Title: "outbox_events: final state (from the database)",
 		Note:    "Each event's row as the run left it, read back from the database: the owner, token and lease end the checks' read-backs compare with.",
 		Columns: []string{"event_id", "event_type", "claim_token", "locked_by", "lease_until", "delivered", "delivered_at"}}
 	for _, e := range events {
-		until, at := "-", "-"
+		until, delivered := "-", "-"
 		if e.LeaseUntil != 0 {
-			until = fmt.Sprint(e.LeaseUntil)
+			until = at(e.LeaseUntil)
 		}
 		if e.Delivered {
-			at = fmt.Sprint(e.DeliveredAt)
+			delivered = at(e.DeliveredAt)
 		}
-		t.AddRow(e.ID, e.Type, e.Token, e.LockedBy, until, e.Delivered, at)
+		t.AddRow(e.ID, e.Type, e.Token, e.LockedBy, until, e.Delivered, delivered)
 	}
 	return t
 }

@@ -533,7 +533,7 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 	r.Timeline = run.timeline.Events()
 	r.Tables = append(r.Tables, run.hc.policy.Table(run.hc.policyA, hbGrace))
 	r.Tables = append(r.Tables, s.Tables()...)
-	r.Tables = append(r.Tables, cast.OutboxEventsTable(events))
+	r.Tables = append(r.Tables, cast.OutboxEventsTableOnClock(events))
 	return nil
 }
 
