@@ -286,7 +286,7 @@ func (d *Day15) claimSummary() lab.Table {
 		return keys[i] < keys[j]
 	})
 	retries := d.engine.RetriedError() + " retries"
-	t := lab.Table{Title: "Ledger: claims per worker and phase", Note: "Every claim attempt, counted per worker and phase by its outcome: the claims the checks on claims count.", Columns: []string{"Phase", "Worker", "Attempts", "Successes", "Empty", "Blocked (live lease)", "Refused (lease expired)", "Lost/done", retries},
+	t := lab.Table{Title: "Ledger: claims per worker and phase", Note: "Every claim attempt in the claim ledger, counted per worker and phase by its outcome.", Columns: []string{"Phase", "Worker", "Attempts", "Successes", "Empty", "Blocked (live lease)", "Refused (lease expired)", "Lost/done", retries},
 		VaryingColumns: []string{"Worker", "Attempts", "Successes", retries}}
 	for _, k := range keys {
 		phase, worker, _ := strings.Cut(k, "\x00")
@@ -314,7 +314,7 @@ func ProviderTables(p *provider.Provider) []lab.Table {
 	for _, c := range checks {
 		status.AddRow(c.Seq, c.Caller, c.Key, c.Answer)
 	}
-	perKey := lab.Table{Title: perKeyTitle, Note: "The provider's two ledgers summed per idempotency key: creation calls and status checks, the figures the provider checks count.", Columns: []string{"Key", "Creation calls", "Status checks", "Status checks by caller"}, VaryingColumns: []string{"Status checks by caller"}}
+	perKey := lab.Table{Title: perKeyTitle, Note: "The provider's two ledgers summed per idempotency key: its creation calls and its status checks.", Columns: []string{"Key", "Creation calls", "Status checks", "Status checks by caller"}, VaryingColumns: []string{"Status checks by caller"}}
 	creations := provider.CountByKey(p.CreationCalls())
 	checkCount := provider.CountByKey(checks)
 	byKeyCaller := map[string]map[string]int{}

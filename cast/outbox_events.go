@@ -28,7 +28,7 @@ func OutboxEventsTableOnClock(events []store.Event) lab.Table {
 
 func outboxEventsTable(events []store.Event, at func(int64) string) lab.Table {
 	t := lab.Table{Title: "outbox_events: final state (from the database)",
-		Note:    "Each event's row as the run left it, read back from the database: the owner, token and lease end the checks' read-backs compare with.",
+		Note:    "Each event's row as the run left it, read back from the database.",
 		Columns: []string{"event_id", "event_type", "claim_token", "locked_by", "lease_until", "delivered", "delivered_at"}}
 	for _, e := range events {
 		until, delivered := "-", "-"

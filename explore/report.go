@@ -212,7 +212,7 @@ func exploreInvariantTable(x *explorer) lab.Table {
 }
 
 func exploreLengthTable(x *explorer) lab.Table {
-	t := lab.Table{Title: "Orderings by length", Note: "How many orderings of each length the explorer ran, and how many broke an invariant: the counts its checks read.", Columns: []string{"Actions", "Explored", "Violating an invariant"}}
+	t := lab.Table{Title: "Orderings by length", Note: "How many orderings of each length the explorer ran, and how many of them broke an invariant (the checks above count those orderings per invariant).", Columns: []string{"Actions", "Explored", "Violating an invariant"}}
 	for n, l := range x.byLength {
 		t.AddRow(n, l.explored, l.violating)
 	}

@@ -46,17 +46,17 @@ const FactsNote = "These figures are fixed by the lesson's script, not by its st
 
 // EvidenceNote opens the second part of a report: what the verdict and
 // the checks above were read from.
-const EvidenceNote = "Everything below is what the verdict and the checks above were read from: the schema the " +
+const EvidenceNote = "Everything below is the evidence behind the verdict and the checks above: the schema the " +
 	"statements ran against, the SQL as the statement ledger recorded it, the timeline and its lanes, the ledgers " +
-	"and the rows left in the database. Each check's figure is counted from one of them."
+	"and the rows left in the database."
 
 // SchemaNote opens the schema section.
 const SchemaNote = "The tables and indexes as the database holds them after the run: every statement below ran " +
 	"against them, and the final-state tables at the end are read from them."
 
 // TimelineNote opens the timeline section.
-const TimelineNote = "Every step of the run in the order it happened, with the scenario clock's time: the ledgers " +
-	"below record what each step changed, and the checks count those changes."
+const TimelineNote = "Every step of the run in the order it happened, with its time on the scenario clock; the " +
+	"ledgers below record what the steps changed."
 
 // RunInfo is what the report says about the run itself rather than the lesson.
 type RunInfo struct {
