@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
@@ -397,4 +398,18 @@ func (c *ConsumerInstance) RecordEffect(applied bool, result string, busy int) {
 	defer c.p.mu.Unlock()
 	c.p.effects = append(c.p.effects, EffectEntry{Seq: seq, Tick: c.p.Now(), Instance: c.name, Consumer: c.group, Design: c.design.Name,
 		OfferID: d.OfferID, Receipt: d.Receipt, Event: d.EventID, Applied: applied, Result: result, Busy: busy})
+}
+
+// Changed lists the statements d runs in place of the lesson consumer's
+// ([store.ConsumerLesson]): for a mistake's design, what its mistake is.
+func (d ConsumerDesign) Changed() []store.Stmt {
+	var out []store.Stmt
+	mine, lesson := reflect.ValueOf(d.SQL), reflect.ValueOf(store.ConsumerLesson)
+	for i := range mine.NumField() {
+		s, ok := mine.Field(i).Interface().(store.Stmt)
+		if ok && s.Name != lesson.Field(i).Interface().(store.Stmt).Name {
+			out = append(out, s)
+		}
+	}
+	return out
 }

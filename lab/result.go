@@ -72,6 +72,11 @@ type Result struct {
 	// MistakeChanges, for a variant that swaps no statement, says what it
 	// changes instead.
 	MistakeChanges string
+	// VariantStatements are the statements the variant itself put in place
+	// of the lesson's, by name, with the actors that ran them: its swaps and
+	// the statements its consumer designs change. A statement a lesson's
+	// own broken actor runs in the design run too is not among them.
+	VariantStatements []VariantStatement
 	// MistakesNotRun names the variant's mistake statements the statement
 	// ledger counted 0 runs of: swapped in, never executed.
 	MistakesNotRun []string
@@ -98,6 +103,23 @@ type Result struct {
 	// checks, never one of them, so they decide nothing.
 	Facts   []Fact
 	Verdict string // one sentence about the design being taught
+	// Cast names the actors who played the lesson's roles in this run, as
+	// the run's ledgers or database show them: role -> actor name. A text
+	// of the lesson's names an actor only through it ({@role}, see
+	// [Result.Fill]), never by a name written into the text.
+	Cast map[string]string
+	// Settings are the settings the run used (options, lease lengths,
+	// timeouts) as texts quote them: key -> text, for {key} in a lesson's
+	// text (see [Result.Fill]).
+	Settings map[string]string
+}
+
+// VariantStatement names one statement a variant swapped in and who ran it.
+type VariantStatement struct {
+	Name string // the statement's name, as the statement ledger records it
+	// By names the actors that ran it where the statement's name does not
+	// ("the consumers of the inbox design"), "" where it does.
+	By string
 }
 
 // Statement is one SQL statement as it ran, from the statement ledger.
@@ -262,6 +284,11 @@ type Check struct {
 	Expected string
 	Observed string
 	Passed   bool
+	// Measure marks a check of what the lesson measures or reproduces (how
+	// a claim's work grows with the backlog, a lock wait, a duplicate the
+	// design has to survive), not of an invariant the design keeps: a run
+	// that fails only such checks broke no invariant.
+	Measure bool
 	// Counterexample is the shortest ordering that broke the check, where
 	// a search (the interleaving explorer) found one: its length and its
 	// actions, as steps a student can follow.
@@ -301,6 +328,17 @@ func (r *Result) Passed() bool {
 		}
 	}
 	return true
+}
+
+// BrokeInvariant reports whether a check of an invariant failed (a failed
+// check that is no [Check.Measure]).
+func (r *Result) BrokeInvariant() bool {
+	for _, c := range r.Checks {
+		if !c.Passed && !c.Measure {
+			return true
+		}
+	}
+	return false
 }
 
 // FailedChecks returns the names of the checks that failed.

@@ -158,7 +158,10 @@ func TestTextVariantExplainsItself(t *testing.T) {
 	r.MistakeShows = "A stalled worker's late finalize commits and overwrites the owner's result."
 	r.DoesNotSolve = "Two claims by the same worker name."
 	r.Statements = []lab.Statement{{Name: "complete by Id alone", SQL: "UPDATE t SET x = 1", Runs: 1, Rows: 1,
-		Replaces: "finalize while I own it", ReplacedSQL: "UPDATE t SET x = 1 WHERE o = :me", Mistake: "drops the ownership guard"}}
+		Replaces: "finalize while I own it", ReplacedSQL: "UPDATE t SET x = 1 WHERE o = :me", Mistake: "drops the ownership guard"},
+		// A mistake the lesson's own broken actor makes in the design's run too: not the variant's.
+		{Name: "naive consumer: inbox insert", Omitted: true, Skipped: 2, Replaces: "consumer: inbox insert", Mistake: "leaves it out"}}
+	r.VariantStatements = []lab.VariantStatement{{Name: "complete by Id alone"}}
 	r.SetMetric("ownership_violations", 1)
 	r.Checks = nil
 	r.ExpectMetric("ownership_violations", 0, "no finalization committed by a non-owner")
@@ -181,6 +184,9 @@ func TestTextVariantExplainsItself(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "AFTER: the safe design") {
 		t.Error("a variant's report calls itself the safe design")
+	}
+	if mistake := reports.MistakeChanges(r); strings.Contains(mistake, "inbox insert") || strings.Contains(mistake, "changes no SQL") {
+		t.Errorf("The mistake lists a statement the variant did not swap, or says it swapped none: %s", mistake)
 	}
 	var j map[string]any
 	var jb bytes.Buffer

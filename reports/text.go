@@ -6,6 +6,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -195,19 +196,34 @@ func (p *printer) kv(k, v string) {
 }
 
 // mistake prints what a variant changed: the statements it swapped, as
-// the statement ledger recorded them, or what else it changes.
+// the statement ledger recorded them, and what else it changes (an
+// option, an order, the schema), each only where it did.
 func (p *printer) mistake(r *lab.Result) {
 	p.paragraph(sentence(r.Mistake))
-	if changed := changedStatements(r.Statements); len(changed) > 0 {
-		p.paragraph("Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + ".")
-	}
+	p.paragraph(MistakeChanges(r))
 	if len(r.MistakesNotRun) > 0 {
 		p.paragraph("Swapped in but never executed in this run (the statement ledger counted 0 runs): " +
 			strings.Join(r.MistakesNotRun, "; ") + ".")
 	}
-	if r.MistakeChanges != "" {
-		p.paragraph("It changes no SQL statement; it changes " + r.MistakeChanges + ". The timeline and the ledgers show what that did.")
+}
+
+// MistakeChanges says what a variant changed, from the run: the
+// statements it swapped in (its own, as the ledger recorded them: a
+// statement the lesson's design runs too is not the variant's), and what
+// it changes besides SQL. It never says both that it changed statements
+// and that it changed none.
+func MistakeChanges(r *lab.Result) string {
+	changed := changedStatements(r)
+	switch {
+	case len(changed) > 0 && r.MistakeChanges != "":
+		return "It changes " + r.MistakeChanges + ", by running (marked MISTAKE under \"SQL that ran\"): " +
+			strings.Join(changed, "; ") + ". The timeline and the ledgers show what that did."
+	case len(changed) > 0:
+		return "Statements it changed (marked MISTAKE under \"SQL that ran\"): " + strings.Join(changed, "; ") + "."
+	case r.MistakeChanges != "":
+		return "It changes no SQL statement; it changes " + r.MistakeChanges + ". The timeline and the ledgers show what that did."
 	}
+	return "It changes no SQL statement this run executed."
 }
 
 // banner opens a part of the report: a title between two rules.
@@ -375,10 +391,16 @@ func designLabel(r *lab.Result) string {
 		return "YOUR " + strings.ToUpper(slot) + " in the AFTER design: the lesson's sequence and checks with your " + slot +
 			" statements in place of the lesson's. It PASSES only if every invariant held."
 	}
-	switch r.DesignName() {
-	case "variant":
+	variant := r.DesignName() == "variant"
+	switch {
+	case variant && r.Design == lab.Broken:
+		return "VARIANT of a broken design with one more mistake: the design stays unsafe. It FAILS where the mistake hides the breakage."
+	case variant && !r.BrokeInvariant() && !r.Passed():
+		return "VARIANT: the lesson's design with one deliberate mistake that breaks no invariant: every invariant held. " +
+			"It FAILS the checks of what the lesson measures, which the mistake changes."
+	case variant:
 		return "VARIANT: the lesson's design with one deliberate mistake. It FAILS the checks the mistake breaks; the design is unsafe."
-	case "before":
+	case r.DesignName() == "before":
 		return "BEFORE: a broken design. It PASSES when the breakage is reproduced; the design stays unsafe."
 	default:
 		return "AFTER: the safe design. It PASSES when every invariant held."
@@ -410,18 +432,27 @@ func sentence(s string) string {
 	return s
 }
 
-// changedStatements names the mistake statements that ran (or were left
-// out), from the statement ledger.
-func changedStatements(all []lab.Statement) []string {
+// changedStatements names the variant's own statements (see
+// [lab.Result.VariantStatements]) as the statement ledger recorded them:
+// run in place of the lesson's, or left out.
+func changedStatements(r *lab.Result) []string {
 	var out []string
-	for _, s := range all {
+	for _, v := range r.VariantStatements {
+		i := slices.IndexFunc(r.Statements, func(s lab.Statement) bool { return s.Name == v.Name })
+		if i < 0 {
+			continue // never executed: MistakesNotRun names it
+		}
+		s, by := r.Statements[i], ""
+		if v.By != "" {
+			by = ", by " + v.By
+		}
 		switch {
 		case s.Omitted:
-			out = append(out, s.Replaces+" left out")
-		case s.Mistake != "" && s.Runs == 0:
-			out = append(out, fmt.Sprintf("%q in place of %q (%s), never executed in this run", s.Name, s.Replaces, s.Mistake))
-		case s.Mistake != "":
-			out = append(out, fmt.Sprintf("%q in place of %q (%s)", s.Name, s.Replaces, s.Mistake))
+			out = append(out, s.Replaces+" left out"+by)
+		case s.Runs == 0:
+			out = append(out, fmt.Sprintf("%q in place of %q (%s)%s, never executed in this run", s.Name, s.Replaces, s.Mistake, by))
+		default:
+			out = append(out, fmt.Sprintf("%q in place of %q (%s)%s", s.Name, s.Replaces, s.Mistake, by))
 		}
 	}
 	return out

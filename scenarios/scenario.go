@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -58,8 +57,20 @@ type Scenario struct {
 
 // CheckDoc names a check and what it proves.
 type CheckDoc struct {
-	Name  string
+	Name string
+	// About says what the check proves. It is a template the run fills
+	// (see [lab.Result.Fill]): it names an actor only as {@role} and a
+	// figure only as {metric_key}, never by a name or a number written
+	// into it, so it cannot credit an actor or state a figure the run did
+	// not show (TestCheckTextsNameOnlyTheRun).
 	About string
+	// Measure marks a check of what the lesson measures or reproduces (a
+	// claim's work as the backlog grows, a lock wait, a duplicate the
+	// design has to survive), not of an invariant the design keeps: a
+	// variant that fails only such checks is reported as one that kept
+	// every invariant and changed what the run measured. Every check of a
+	// broken design's lesson (lab.Broken) reproduces the breakage.
+	Measure bool
 	// Engine, when set, is the only engine on which the check is made
 	// (a PostgreSQL row lock has no SQLite counterpart).
 	Engine store.Engine
@@ -88,14 +99,21 @@ type Variant struct {
 	// Designs are the consumer designs the variant runs in place of the
 	// lesson's designs they replace (see [cast.ConsumerDesign.Replaces]).
 	Designs []cast.ConsumerDesign
-	// Changes, for a variant that swaps no statement, says what it changes
-	// instead: an order, a timing, an option, a policy, the schema or the
-	// code around the statements.
+	// Migrations are the schema steps the variant adds after the lesson's
+	// migrations (an index dropped, say); the lesson applies them where
+	// [Env.VariantMigrations] says, and the report names each as a
+	// statement the variant changed.
+	Migrations []store.Migration
+	// Changes, for a variant whose mistake is not (only) a statement, says
+	// what it changes: an order, a timing, an option, a policy, the schema
+	// or the code around the statements. With Swaps too (a schema change
+	// is a swapped migration), the report names both; without, it says
+	// the variant changes no SQL statement.
 	Changes string
 	// Shows is what running the mistake demonstrates, for the report's
 	// "What this run shows"; "" falls back to a sentence built from Mistake.
-	// A figure in it is the run's: {key} stands for the measured metric
-	// key (see [fillFigures]).
+	// It is a template the run fills (see [lab.Result.Fill]): a figure is
+	// {metric_key}, an actor {@role}.
 	Shows string
 	// Engine, when set, is the only engine the mistake can be made on
 	// (SQLite has no FOR UPDATE, say).
@@ -292,6 +310,13 @@ func (e *Env) variant() (Variant, bool) {
 	return e.Scenario.Variant(e.Variant)
 }
 
+// VariantMigrations are the schema steps the run's variant adds after the
+// lesson's migrations ([Variant.Migrations]), none without a variant.
+func (e *Env) VariantMigrations() []store.Migration {
+	v, _ := e.variant()
+	return v.Migrations
+}
+
 // Is reports whether the run uses the named variant.
 func (e *Env) Is(variant string) bool { return e.Variant == variant }
 
@@ -351,14 +376,16 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.Lesson += "\n\n" + sc.OnPostgres
 	}
 	if v, ok := sc.Variant(variant); ok {
-		res.Mistake, res.MistakeShows, res.MistakeChanges = v.Mistake, fillFigures(v.Shows, res), v.Changes
+		res.Mistake, res.MistakeShows, res.MistakeChanges = v.Mistake, res.Fill(v.Shows), v.Changes
 		if res.MistakeShows == "" {
-			res.MistakeShows = "What happens when " + v.Mistake + ". The checks that FAIL below are the invariants this mistake breaks; the lesson as designed keeps every one of them."
+			res.MistakeShows = defaultShows(res, v)
 		}
+		res.Verdict = variantVerdict(res, v) + joinSentence(res.Verdict)
 		exposeMistake(res, v)
 	}
 	res.Statements, res.Transactions = ledgerStatements(env.Ledger, env.Engine()), ledgerTransactions(env.Ledger)
 	if v, ok := sc.Variant(variant); ok {
+		res.VariantStatements = variantStatements(v)
 		for _, m := range v.Swaps {
 			if !slices.ContainsFunc(res.Statements, func(s lab.Statement) bool { return s.Name == m.Name }) {
 				res.MistakesNotRun = append(res.MistakesNotRun, m.Name)
@@ -377,22 +404,6 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		judgeSubmission(res, sub)
 	}
 	return res, nil
-}
-
-// figureRE is a placeholder for a measured figure in a text: {metric_key}.
-var figureRE = regexp.MustCompile(`\{([a-z0-9_]+)\}`)
-
-// fillFigures puts the run's measured figures in text: each {key} becomes
-// the metric key as the report prints numbers, or "?" when the run did not
-// measure it, so a sentence never states a figure the run did not show.
-func fillFigures(text string, r *lab.Result) string {
-	return figureRE.ReplaceAllStringFunc(text, func(m string) string {
-		v, ok := r.Metric(m[1 : len(m)-1])
-		if !ok {
-			return "?"
-		}
-		return lab.FormatNumber(v)
-	})
 }
 
 // exposeMistake makes a variant that broke no check fail all the same, with

@@ -37,6 +37,7 @@ func testScenariosAndVariants(t *testing.T, db string) {
 			checkDesigned(t, sc, r, engine)
 			checkSQLTruth(t, r)
 			checkEventsAgreeWithLedgers(t, r)
+			checkTextsFromTheRun(t, sc, r)
 			for _, v := range sc.Variants {
 				if v.Engine != "" && v.Engine != engine {
 					continue // a mistake of another engine's, run by that engine's test
@@ -55,6 +56,7 @@ func testScenariosAndVariants(t *testing.T, db string) {
 					}
 					checkSQLTruth(t, vr)
 					checkEventsAgreeWithLedgers(t, vr)
+					checkTextsFromTheRun(t, sc, vr)
 					lesson := r
 					if b := variantBound(sc, v.Name); b != 0 && b != DefaultExploreBound {
 						// Compare with the lesson explored to the same bound.

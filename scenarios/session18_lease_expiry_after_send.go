@@ -56,12 +56,12 @@ var leaseExpiryAfterSend = Scenario{
 		"version check cannot replace it for additive effects such as a credit (session 19).",
 	Statements: cast.PipelineSQL(),
 	Checks: []CheckDoc{
-		{Name: "broker_offers", About: "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
+		{Name: "broker_offers", Measure: true, About: "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
 		{Name: "stale_completion_rows", About: "Relay-A's completion with the stale token 1 changed 0 rows"},
 		{Name: "published", About: "the outbox row is published (delivered = 1), by Relay-B's completion"},
 		{Name: "inbox_credit_cents", About: "the inbox consumer group credited 1000 cents for two offers and a redelivery"},
 		{Name: "consumed_event_rows", About: "the inbox holds one consumed_events row for e42"},
-		{Name: "naive_credit_cents", About: "the naive consumer credited 2000 cents: the duplicate reached the business state"},
+		{Name: "naive_credit_cents", Measure: true, About: "the naive consumer credited 2000 cents: the duplicate reached the business state"},
 		{Name: "stale_receipt_ack_rows", About: "Inbox-Consumer-1's ack of offer 1 with receipt 1, sent while the redelivery " +
 			"(receipt 2) was in flight, changed 0 rows"},
 		{Name: "redelivery_ack_rows", About: "Inbox-Consumer-2's ack of the redelivery with receipt 2 changed 1 row"},
@@ -356,12 +356,13 @@ func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 			m("broker_offers"), rows("stale_completion_rows"), s18InboxFirst, rows("stale_receipt_ack_rows"), rows("redelivery_ack_rows"),
 			m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
 	case env.Is(variantBrokerDedupWindow):
-		return fmt.Sprintf("COUNTEREXAMPLE HIDDEN, NOT FIXED: the broker's dedup window dropped the resend, so the naive consumer "+
-			"looks correct here (failed checks %v); after the window the same duplicate gets through (session 20).", r.FailedChecks())
+		return fmt.Sprintf("The counterexample is hidden, not fixed: the broker's dedup window dropped the resend (%s offer), so "+
+			"the naive consumer looks correct here (%s cents); after the window the same duplicate gets through (session 20).",
+			m("broker_offers"), m("naive_credit_cents"))
 	case env.Variant == "":
 		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())
 	}
-	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", env.Variant, r.FailedChecks())
+	return "" // Execute opens a variant's verdict with what its checks measured
 }
 
 // measureLeaseExpiryAfterSend takes session 18's figures, in the lesson's

@@ -215,7 +215,7 @@ func failureClassesVerdict(r *lab.Result, env *Env, table lab.Table) string {
 		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v; %s of %s rows passed; FAIL in %s.",
 			r.FailedChecks(), m("rows_passed"), m("rows"), strings.Join(failed, ", "))
 	}
-	return fmt.Sprintf("DESIGN BROKEN by the %q mistake: %s of %s rows passed; FAIL in %s.", env.Variant, m("rows_passed"), m("rows"), strings.Join(failed, ", "))
+	return fmt.Sprintf("%s of %s rows passed; FAIL in %s.", m("rows_passed"), m("rows"), strings.Join(failed, ", "))
 }
 
 // creditState is what durable state says about one credit event.

@@ -586,7 +586,7 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 			m("expired_renewals_refused"), m("cancelled_on_expiry"), m("renewals_already_done"),
 			rowsOf(r)("renewals_after_delivery_rows"), m("recovered_after_restart"))
 	case run.env.Variant != "":
-		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", run.env.Variant, r.FailedChecks())
+		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
 		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())
 	}

@@ -571,7 +571,7 @@ func clocksVerdict(r *lab.Result, variant string) string {
 			m("acks_retried_after_outage"), m("ack_failures_lease_lost"), m("duplicate_sends"), m("race_trials"), m("race_both_won"),
 			m("race_claim_won"), m("race_renewal_won"))
 	case variant != "":
-		return fmt.Sprintf("DESIGN BROKEN by the %q mistake: failed checks %v.", variant, r.FailedChecks())
+		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
 		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())
 	}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,38 @@ func checkMistakeDiff(t *testing.T, lesson, variant *lab.Result) {
 		if _, ok := vs[text]; !ok && !replaced[text] {
 			t.Errorf("the variant never ran the lesson's %q, and no mistake says it replaced it", s.Name)
 		}
+	}
+	checkListedChangesDiffer(t, lesson, variant)
+}
+
+// checkListedChangesDiffer asserts that every statement "The mistake"
+// lists as the variant's differs between the design's ledger and the
+// variant's: the design never ran it, or ran (or left out) it fewer times.
+// A statement the design's own broken actor runs as often in both runs is
+// no change of the variant's. And the section never says both that the
+// variant changed statements and that it changed none.
+func checkListedChangesDiffer(t *testing.T, lesson, variant *lab.Result) {
+	t.Helper()
+	times := func(r *lab.Result, name string) int {
+		n := 0
+		for _, s := range r.Statements {
+			if s.Name == name {
+				n += s.Runs + s.Skipped
+			}
+		}
+		return n
+	}
+	for _, v := range variant.VariantStatements {
+		if slices.Contains(variant.MistakesNotRun, v.Name) {
+			continue
+		}
+		if d, m := times(lesson, v.Name), times(variant, v.Name); m <= d {
+			t.Errorf("The mistake lists %q, which the design's run ran %d times and the variant's %d: no change of the variant's", v.Name, d, m)
+		}
+	}
+	text := reports.MistakeChanges(variant)
+	if strings.Contains(text, "changes no SQL statement") && strings.Contains(text, "MISTAKE under") {
+		t.Errorf("The mistake says both that the variant changed statements and that it changed none: %s", text)
 	}
 }
 

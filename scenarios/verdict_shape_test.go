@@ -43,8 +43,8 @@ func TestFailedVerdictShape(t *testing.T) {
 			if got := verdict(""); !strings.HasPrefix(got, "NOT SHOWN: the design did not hold this run") || !strings.Contains(got, "some_check") {
 				t.Errorf("as designed: %q", got)
 			}
-			if got := verdict("some-mistake"); !strings.HasPrefix(got, `DESIGN BROKEN by the "some-mistake" mistake`) {
-				t.Errorf("variant: %q", got)
+			if got := verdict("some-mistake"); strings.Contains(got, "DESIGN BROKEN") || strings.Contains(got, "some_check") {
+				t.Errorf("variant: %q: Execute opens a variant's verdict with its failed checks, the lesson adds only what it measured", got)
 			}
 		})
 	}
@@ -73,5 +73,39 @@ func TestCompletedByNewOwner(t *testing.T) {
 		if committed != tt.committed || got != tt.want {
 			t.Errorf("%s: committed %d, figure %d; want %d, %d", tt.name, committed, got, tt.committed, tt.want)
 		}
+	}
+}
+
+// TestVariantVerdictFollowsTheChecks: a variant's verdict opens with what
+// its failed checks measured: a broken invariant, only a measurement
+// changed, or a broken design's breakage hidden.
+func TestVariantVerdictFollowsTheChecks(t *testing.T) {
+	invariant := lab.Check{Name: "stale_rows", About: "rows changed by the stale ack", Expected: "0", Observed: "1"}
+	measured := lab.Check{Name: "cost_growth", About: "the claim's cost stays flat", Expected: "< 1.5", Observed: "4", Measure: true}
+	passed := lab.Check{Name: "other", Expected: "1", Observed: "1", Passed: true}
+	cases := []struct {
+		name   string
+		design lab.Design
+		checks []lab.Check
+		want   string
+	}{
+		{"an invariant broke", lab.Safe, []lab.Check{invariant, measured, passed},
+			`DESIGN BROKEN by the "m" mistake. Did not hold: rows changed by the stale ack (stale_rows: expected 0, observed 1). ` +
+				`It changed what the lesson measures too: the claim's cost stays flat (cost_growth: expected < 1.5, observed 4).`},
+		{"only a measurement changed", lab.Safe, []lab.Check{measured, passed},
+			`INVARIANTS HELD under the "m" mistake: every check of an invariant passed. What it changed is what the lesson ` +
+				`measures: the claim's cost stays flat (cost_growth: expected < 1.5, observed 4).`},
+		{"a broken design's breakage hidden", lab.Broken, []lab.Check{invariant, passed},
+			`BREAKAGE NOT REPRODUCED under the "m" mistake: the design stays unsafe, but this run hides it. ` +
+				`Not shown: rows changed by the stale ack (stale_rows: expected 0, observed 1).`},
+		{"nothing failed", lab.Safe, []lab.Check{passed}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &lab.Result{Design: c.design, Checks: c.checks, Variant: "m"}
+			if got := variantVerdict(r, Variant{Name: "m"}); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		})
 	}
 }

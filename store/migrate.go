@@ -49,3 +49,12 @@ func (db *DB) Migrate(ctx context.Context, steps ...Migration) error {
 	})
 	return err
 }
+
+// Stmt is the catalogue's statement of m's text, by which the statement
+// ledger names m when it runs (Name "" for text the catalogue lacks).
+func (m Migration) Stmt() Stmt {
+	if s, ok := catalogue[m.SQL]; ok {
+		return *s
+	}
+	return Stmt{SQL: m.SQL}
+}
