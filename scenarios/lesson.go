@@ -12,9 +12,10 @@ import (
 // package cast.
 
 // expectDocumented adds one metric check per documented check, in the
-// documented order, so the report and `describe` always agree; each
-// check's text is its template filled from the run (see [lab.Result.Fill]),
-// so the lesson casts its roles ([lab.Result.SetCast]) first. A check
+// documented order, so the report and `describe` always agree. Each
+// check's text is its template, which [Execute] fills from the run once it
+// ended (see [lab.Result.Fill]): the lesson casts its roles
+// ([lab.Result.SetCast]) by then. A check
 // documented for one engine only (CheckDoc.Engine) is made when want holds
 // it: the lesson adds it on that engine.
 func expectDocumented(r *lab.Result, docs []CheckDoc, want map[string]float64) {
@@ -26,7 +27,7 @@ func expectDocumented(r *lab.Result, docs []CheckDoc, want map[string]float64) {
 		if !ok {
 			panic("scenarios: no expected value for documented check " + c.Name) // caught by every test
 		}
-		r.ExpectMetric(c.Name, w, r.Fill(c.About))
+		r.ExpectMetric(c.Name, w, c.About)
 		r.Checks[len(r.Checks)-1].Measure = c.Measure
 	}
 }
@@ -103,12 +104,12 @@ func swapped[T any](env *Env, set T) T {
 }
 
 // boundCheck compares a measured figure with its bound: op is ">=" or "<";
-// its text is doc's template filled from r.
-func boundCheck(r *lab.Result, doc CheckDoc, got float64, op string, bound float64) lab.Check {
+// its text is doc's template, which [Execute] fills.
+func boundCheck(doc CheckDoc, got float64, op string, bound float64) lab.Check {
 	ok := got >= bound
 	if op == "<" {
 		ok = got < bound
 	}
-	return lab.Check{Name: doc.Name, About: r.Fill(doc.About), Expected: op + " " + lab.FormatNumber(bound),
+	return lab.Check{Name: doc.Name, About: doc.About, Expected: op + " " + lab.FormatNumber(bound),
 		Observed: lab.FormatNumber(got), Passed: ok, Measure: doc.Measure}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -31,9 +32,17 @@ type Scenario struct {
 	Design  lab.Design
 
 	// Teaches and DoesNotSolve are what `describe` prints: the mechanism,
-	// and the problem it leaves for a later lesson.
+	// and the problem it leaves for a later lesson. Like every text of a
+	// lesson's they are templates (see [lab.Result.Fill]): a setting they
+	// quote is {key}, from Settings.
 	Teaches      string
 	DoesNotSolve string
+	// Settings, when set, are the settings the lesson's texts quote (a
+	// retention, a window, a skew, a lease, a busy timeout) as opts set
+	// them, key -> text: a run fills its texts from its own options, and
+	// `describe` from the defaults, so no text states a setting the run
+	// did not use.
+	Settings func(opts Options) map[string]string
 	// OnPostgres, when set, is what the lesson does differently on
 	// PostgreSQL; a run there prints it after Teaches.
 	OnPostgres string
@@ -371,12 +380,13 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		res.AddFact(f.Name, f.About, f.Why)
 	}
 	res.Scenario, res.Title, res.Session, res.FileTag = sc.Name, sc.Title, sc.Session, sc.FileTag
-	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, sc.Teaches, sc.DoesNotSolve
+	fillTexts(res, sc, opts)
+	res.Variant, res.Design, res.Lesson, res.DoesNotSolve = variant, sc.Design, res.Fill(sc.Teaches), res.Fill(sc.DoesNotSolve)
 	if env.Engine() == store.Postgres && sc.OnPostgres != "" {
-		res.Lesson += "\n\n" + sc.OnPostgres
+		res.Lesson += "\n\n" + res.Fill(sc.OnPostgres)
 	}
 	if v, ok := sc.Variant(variant); ok {
-		res.Mistake, res.MistakeShows, res.MistakeChanges = v.Mistake, res.Fill(v.Shows), v.Changes
+		res.Mistake, res.MistakeShows, res.MistakeChanges = res.Fill(v.Mistake), res.Fill(v.Shows), res.Fill(v.Changes)
 		if res.MistakeShows == "" {
 			res.MistakeShows = defaultShows(res, v)
 		}
@@ -405,6 +415,41 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	return res, nil
 }
+
+// fillTexts records the settings sc's texts quote as opts set them, then
+// fills every check's text, a template the lesson left as written, from
+// the run (see [lab.Result.Fill]).
+func fillTexts(res *lab.Result, sc *Scenario, opts Options) {
+	if sc.Settings != nil {
+		for k, v := range sc.Settings(opts) {
+			if _, set := res.Settings[k]; !set { // the lesson's own record of what it ran with stands
+				res.SetSetting(k, v)
+			}
+		}
+	}
+	for i := range res.Checks {
+		res.Checks[i].About = res.Fill(res.Checks[i].About)
+	}
+}
+
+// Described is text, one of sc's templates, as `describe` prints it: each
+// setting as the default options set it; a figure or an actor only a run
+// shows is named in angle brackets (<stale_ack_rows>, <stale owner>).
+func (sc *Scenario) Described(text string) string {
+	r := &lab.Result{}
+	if sc.Settings != nil {
+		r.Settings = sc.Settings(DefaultOptions())
+	}
+	return placeholderRE.ReplaceAllStringFunc(text, func(m string) string {
+		if filled := r.Fill(m); filled != lab.Unknown {
+			return filled
+		}
+		return "<" + strings.ReplaceAll(strings.TrimPrefix(m[1:len(m)-1], "@"), "_", " ") + ">"
+	})
+}
+
+// placeholderRE is a placeholder in a lesson's template.
+var placeholderRE = regexp.MustCompile(`\{@?[a-z0-9_]+\}`)
 
 // exposeMistake makes a variant that broke no check fail all the same, with
 // a check that says so: some options (a broker window long enough, an

@@ -202,8 +202,8 @@ func (run *scaleRun) check(r *lab.Result) {
 	checks := run.env.Scenario.Checks
 	v := func(key string) float64 { x, _ := r.Metric(key); return x }
 	r.Checks = append(r.Checks,
-		boundCheck(r, checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
-		boundCheck(r, checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
+		boundCheck(checks[0], v("lesson_cost_growth"), ">=", s21LessonMin),
+		boundCheck(checks[1], v("indexed_cost_growth"), "<", s21IndexedMax))
 	expectDocumented(r, checks[2:], map[string]float64{"duplicates": 0, "lost": 0,
 		"expired_reclaimed": s21Drains * s21Expired, "stale_finalizes_refused": s21Drains, "retake_stale_refused": s21Drains,
 		"retake_retried_finalize_rows": 0})

@@ -122,10 +122,10 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		design = "BEFORE: a broken design; a run passes when the breakage is reproduced. The design stays unsafe."
 	}
 	fmt.Fprintf(&b, "Design: %s\n\n", design)
-	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", indented(sc.Teaches))
-	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", indented(sc.DoesNotSolve))
+	fmt.Fprintf(&b, "What it teaches\n  %s\n\n", indented(sc.Described(sc.Teaches)))
+	fmt.Fprintf(&b, "What it does not solve\n  %s\n\n", indented(sc.Described(sc.DoesNotSolve)))
 	if sc.OnPostgres != "" {
-		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", indented(sc.OnPostgres))
+		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", indented(sc.Described(sc.OnPostgres)))
 	}
 	if sc.AcceptsClaimSQL() {
 		fmt.Fprintf(&b, "Your own claim (--claim-sql FILE, outboxlab grade)\n  %s\n\n", strings.Join(reports.Wrap(claimSQLConfinement, 76), "\n  "))
@@ -151,7 +151,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	}
 	b.WriteString("Checks (a run exits 0 only when all pass)\n")
 	for _, ch := range sc.Checks {
-		about := ch.About
+		about := sc.Described(ch.About)
 		if ch.Engine == store.Postgres {
 			about += " (PostgreSQL only)"
 		}
@@ -172,7 +172,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		if v.Engine == store.Postgres {
 			name += " (PostgreSQL only: with --db)"
 		}
-		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", name, strings.Join(reports.Wrap(v.Mistake, 72), "\n    "), strings.Join(v.Breaks, ", "))
+		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", name, strings.Join(reports.Wrap(sc.Described(v.Mistake), 72), "\n    "), strings.Join(v.Breaks, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
