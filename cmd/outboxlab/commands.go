@@ -155,6 +155,10 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		if ch.Engine == store.Postgres {
 			about += " (PostgreSQL only)"
 		}
+		if len(ch.Name) > 34 { // a long name stands on its own line, its text under the column
+			fmt.Fprintf(&b, "  %s\n  %-34s %s\n", ch.Name, "", about)
+			continue
+		}
 		fmt.Fprintf(&b, "  %-34s %s\n", ch.Name, about)
 	}
 	if len(sc.Facts) > 0 {
@@ -174,7 +178,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 		}
 		fmt.Fprintf(&b, "  %s\n    %s\n    breaks: %s\n", name, strings.Join(reports.Wrap(sc.Described(v.Mistake), 72), "\n    "), strings.Join(v.Breaks, ", "))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, fitLines(b.String(), reports.MaxLine))
 	return err
 }
 
