@@ -228,13 +228,14 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	result, kind := "published (1 row)", lab.KindFinalize
+	result, kind, refusal := "published (1 row)", lab.KindFinalize, lab.Refusal("")
 	if f.Rows == 0 {
 		result, kind = "0 rows", lab.KindFenced
 		e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id)
 		if err != nil {
 			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
 		}
+		refusal = EventRefusal(e, ok, token, now)
 		if ok {
 			switch {
 			case e.Token != token:
@@ -252,7 +253,10 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 			result, kind = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token), lab.KindStale
 		}
 	}
-	seq := r.p.Add(lab.Event{Kind: kind, Subject: id, Rows: lab.RowsOf(f.Rows), Actor: r.name, Action: "complete",
+	if kind != lab.KindFenced {
+		refusal = ""
+	}
+	seq := r.p.Add(lab.Event{Kind: kind, Refusal: refusal, Subject: id, Rows: lab.RowsOf(f.Rows), Actor: r.name, Action: "complete",
 		Detail: fmt.Sprintf("%s %s: %s", id, how, result)})
 	r.p.mu.Lock()
 	r.p.completions = append(r.p.completions, pipeCompletionEntry{seq: seq, tick: now, relay: r.name, event: id, token: token, guard: guard, rows: f.Rows, result: result})
