@@ -32,13 +32,44 @@ var (
 		{"#", "'#' a claim a live lease turned away"},
 		{"D", "'D' a claim that found the work done"},
 		{"?R", "?R a claim refused although the lease had ended (the claim's own fault)"},
-		{"!!", "!! a write a guard turned away (a stale token, another owner, an ended lease, a deadline: 0 rows)"},
+		{"!!", "!! FENCED a write a newer fencing token turned away (the row's token had moved on: 0 rows)"},
+		{"-!", "-! a write another guard turned away (0 rows), its cell naming the guard the row read back shows"},
 		{"=0", "=0 the owner's write that changed 0 rows because the work was already done"},
 		{"!S", "!S a write that changed a row its writer no longer owned"},
 		{"REVIVES", "REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar reopens there"},
+		{"//", "// an ack lost on the way: the broker never saw it, so the delivery stays in flight"},
+		{"!U", "!U a completion that marked a message done though its relay never sent it (only a mistake does)"},
 		{"zz", "zz a stall"},
 		{"XX", "XX a crash"},
 		{"E!", "E! a statement that failed"},
+	}
+)
+
+// refusalLabels are what a refused write's cell says after its verb, by
+// the guard that refused it (see [lab.Refusal]); refusalMeanings explain
+// each, for the legend. A token's refusal is drawn FENCED instead.
+var (
+	refusalLabels = map[lab.Refusal]string{
+		lab.RefusedByOwner:    "REFUSED by LockedBy",
+		lab.RefusedByStatus:   "REFUSED: already done",
+		lab.RefusedByLease:    "REFUSED: lease ended",
+		lab.RefusedByDeadline: "REFUSED: deadline",
+		lab.RefusedByShorter:  "REFUSED: not later",
+		lab.RefusedByReceipt:  "REFUSED: old receipt",
+		lab.RefusedByGone:     "REFUSED: row gone",
+		lab.RefusedByRowCount: "ROLLED BACK: >1 row",
+		"":                    "REFUSED",
+	}
+	refusalMeanings = map[lab.Refusal]string{
+		lab.RefusedByOwner:    "REFUSED by LockedBy: LockedBy named another worker",
+		lab.RefusedByStatus:   "REFUSED: already done: the status guard (Status = 'Processing', delivered = 0) found the work done",
+		lab.RefusedByLease:    "REFUSED: lease ended: lease_until > now found the writer's own lease over",
+		lab.RefusedByDeadline: "REFUSED: deadline: the renewal would pass claimed_at + the maximum processing time",
+		lab.RefusedByShorter:  "REFUSED: not later: lease_until < :proposed found the row's lease already as long",
+		lab.RefusedByReceipt:  "REFUSED: old receipt: the broker's delivery was no longer in flight under the ack's receipt",
+		lab.RefusedByGone:     "REFUSED: row gone: no row had the id",
+		lab.RefusedByRowCount: "ROLLED BACK: >1 row: the write changed more than one row and was rolled back",
+		"":                    "REFUSED: a guard the writer did not read back",
 	}
 )
 
@@ -65,6 +96,12 @@ func LaneLegend(r *lab.Result) string {
 			}
 		}
 	}
+	refused := map[lab.Refusal]bool{} // the guards the "-!" cells name
+	for _, e := range rc.Events {
+		if laneMark(e) == "-!" {
+			refused[e.Refusal] = true
+		}
+	}
 	legend := laneIntro
 	var bars, marks []string
 	for _, e := range leaseBars {
@@ -73,9 +110,20 @@ func LaneLegend(r *lab.Result) string {
 		}
 	}
 	for _, e := range laneMarkMeanings {
-		if shown[e.mark] {
-			marks = append(marks, e.meaning)
+		if !shown[e.mark] {
+			continue
 		}
+		meaning := e.meaning
+		if e.mark == "-!" {
+			var guards []string
+			for _, g := range append(lab.Refusals, "") {
+				if refused[g] && g != lab.RefusedByToken {
+					guards = append(guards, refusalMeanings[g])
+				}
+			}
+			meaning += " (" + strings.Join(guards, "; ") + ")"
+		}
+		marks = append(marks, meaning)
 	}
 	if len(bars) > 0 {
 		legend += " A lease is a bar in its owner's column: " + strings.Join(bars, ", ") + "."
@@ -358,15 +406,22 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) (cells [][]stri
 	return cells, goesOn
 }
 
-// laneMarks are the marks that make the eye find an event, by kind.
+// laneMarks are the marks that make the eye find an event, by kind. A
+// write a guard turned away is "!!" (FENCED) only where a fencing token
+// refused it, "-!" where another guard did (see [laneMark]).
 var laneMarks = map[lab.Kind]string{
 	lab.KindSteal: "!T", lab.KindBlocked: "#", lab.KindDone: "D", lab.KindRefused: "?R",
-	lab.KindFenced: "!!", lab.KindNoOp: "=0", lab.KindStale: "!S",
+	lab.KindFenced: "!!", lab.KindNoOp: "=0", lab.KindStale: "!S", lab.KindAckLost: "//", lab.KindUnsent: "!U",
 	lab.KindStall: "zz", lab.KindCrash: "XX", lab.KindError: "E!",
 }
 
 // laneMark is the mark that makes the eye find an event, "" for none.
-func laneMark(e raceEvent) string { return laneMarks[e.Kind] }
+func laneMark(e raceEvent) string {
+	if e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken {
+		return "-!"
+	}
+	return laneMarks[e.Kind]
+}
 
 // laneText is what an event's cell says: a short label by kind, naming
 // the actor when the column holds several.
@@ -395,6 +450,13 @@ func laneText(e raceEvent, shared bool) string {
 		text = verb
 	case lab.KindFenced:
 		text = "FENCED " + verb
+		if e.Refusal != lab.RefusedByToken {
+			text = verb + " " + refusalLabels[e.Refusal]
+		}
+	case lab.KindAckLost:
+		text = "ack LOST"
+	case lab.KindUnsent:
+		text = "COMPLETE, never sent"
 	case lab.KindNoOp:
 		text = verb + ": 0 rows"
 	case lab.KindStale:
@@ -530,7 +592,7 @@ func isMark(w string) bool {
 			return true
 		}
 	}
-	return false
+	return w == "-!"
 }
 
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;

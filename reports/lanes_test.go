@@ -18,24 +18,40 @@ func TestLaneMarks(t *testing.T) {
 		kind       lab.Kind
 		action     string
 		mark, text string
+		refusal    lab.Refusal
 	}{
-		{lab.KindClaim, "claim claimed", "", "claim"},
-		{lab.KindSteal, "claim claimed", "!T", "claim TOOK"},
-		{lab.KindBlocked, "claim blocked", "#", "claim blocked"},
-		{lab.KindDone, "claim done", "D", "claim: done"},
-		{lab.KindRefused, "claim refused", "?R", "claim REFUSED"},
-		{lab.KindFenced, "heartbeat e3 refused", "!!", "FENCED heartbeat"},
-		{lab.KindFenced, "complete", "!!", "FENCED complete"},
-		{lab.KindNoOp, "ack", "=0", "ack: 0 rows"},
-		{lab.KindNoOp, "re-take: finalize again", "=0", "re-take: 0 rows"},
-		{lab.KindStale, "late finalize", "!S", "STALE late"},
-		{lab.KindStall, "stalls", "zz", "stall"},
-		{lab.KindCrash, "CRASH", "XX", "CRASH"},
-		{lab.KindError, "ack failed: database-error", "E!", "ERROR ack"},
+		{lab.KindClaim, "claim claimed", "", "claim", ""},
+		{lab.KindSteal, "claim claimed", "!T", "claim TOOK", ""},
+		{lab.KindBlocked, "claim blocked", "#", "claim blocked", ""},
+		{lab.KindDone, "claim done", "D", "claim: done", ""},
+		{lab.KindRefused, "claim refused", "?R", "claim REFUSED", ""},
+		{lab.KindFenced, "heartbeat e3 refused", "!!", "FENCED heartbeat", lab.RefusedByToken},
+		{lab.KindFenced, "complete", "!!", "FENCED complete", lab.RefusedByToken},
+		// A refusal by any guard but a token names the guard, never FENCED.
+		{lab.KindFenced, "finalize rejected", "-!", "finalize REFUSED by LockedBy", lab.RefusedByOwner},
+		{lab.KindFenced, "retry finalize", "-!", "retry REFUSED: already done", lab.RefusedByStatus},
+		{lab.KindFenced, "ack failed", "-!", "ack REFUSED: lease ended", lab.RefusedByLease},
+		{lab.KindFenced, "heartbeat e3 refused", "-!", "heartbeat REFUSED: deadline", lab.RefusedByDeadline},
+		{lab.KindFenced, "renews to 160 with token 2", "-!", "renews REFUSED: not later", lab.RefusedByShorter},
+		{lab.KindFenced, "ack", "-!", "ack REFUSED: old receipt", lab.RefusedByReceipt},
+		{lab.KindFenced, "complete", "-!", "complete REFUSED: row gone", lab.RefusedByGone},
+		{lab.KindFenced, "claim overreach", "-!", "claim ROLLED BACK: >1 row", lab.RefusedByRowCount},
+		{lab.KindFenced, "complete", "-!", "complete REFUSED", ""},
+		// The wording says "refused"; only the refusal says a token did.
+		{lab.KindFenced, "ack failed: lease-lost", "-!", "ack REFUSED: lease ended", lab.RefusedByLease},
+		{lab.KindAckLost, "ack", "//", "ack LOST", ""},
+		{lab.KindAck, "ack", "", "ack", ""},
+		{lab.KindUnsent, "marks complete", "!U", "COMPLETE, never sent", ""},
+		{lab.KindNoOp, "ack", "=0", "ack: 0 rows", ""},
+		{lab.KindNoOp, "re-take: finalize again", "=0", "re-take: 0 rows", ""},
+		{lab.KindStale, "late finalize", "!S", "STALE late", ""},
+		{lab.KindStall, "stalls", "zz", "stall", ""},
+		{lab.KindCrash, "CRASH", "XX", "CRASH", ""},
+		{lab.KindError, "ack failed: database-error", "E!", "ERROR ack", ""},
 		// The wording says "claim blocked"; the kind says what happened.
-		{lab.KindClaim, "claim blocked", "", "claim"},
+		{lab.KindClaim, "claim blocked", "", "claim", ""},
 	} {
-		e := raceEvent{Event: lab.Event{Actor: "Relay-C", Action: tc.action, Kind: tc.kind}}
+		e := raceEvent{Event: lab.Event{Actor: "Relay-C", Action: tc.action, Kind: tc.kind, Refusal: tc.refusal}}
 		if got := laneMark(e); got != tc.mark {
 			t.Errorf("%s %q: mark %q, want %q", tc.kind, tc.action, got, tc.mark)
 		}
@@ -57,6 +73,7 @@ func session18() *lab.Result {
 	}
 	rows := func(e lab.Event, n int64) lab.Event { e.Rows = lab.RowsOf(n); return e }
 	offer := func(e lab.Event, n int64) lab.Event { e.Offer = n; return e }
+	fenced := func(e lab.Event) lab.Event { e.Refusal = lab.RefusedByToken; return e }
 	return &lab.Result{Timeline: []lab.Event{
 		ev(1, "00", "checkout", "commit e42", lab.KindCommit, "e42", ""),
 		rows(ev(2, "01", "Relay-A", "claim claimed", lab.KindClaim, "e42", "00:31"), 1),
@@ -64,7 +81,7 @@ func session18() *lab.Result {
 		ev(4, "31", "clock", "lease expiry", lab.KindExpiry, "e42", ""),
 		rows(ev(5, "31", "Relay-B", "claim claimed", lab.KindClaim, "e42", "01:01"), 1),
 		offer(ev(6, "32", "Relay-B", "send", lab.KindOffer, "e42", ""), 2),
-		rows(ev(7, "33", "Relay-A", "complete", lab.KindFenced, "e42", ""), 0),
+		fenced(rows(ev(7, "33", "Relay-A", "complete", lab.KindFenced, "e42", ""), 0)),
 		rows(ev(8, "34", "Relay-B", "complete", lab.KindFinalize, "e42", ""), 1),
 		ev(9, "39", "Worker-Crash", "CRASH", lab.KindCrash, "", ""),
 	}}
@@ -298,6 +315,24 @@ func TestLanesReviveNothingElse(t *testing.T) {
 	}
 }
 
+// refusedBy is session 18's race with Relay-A's complete refused by
+// guard instead of by its token.
+func refusedBy(guard lab.Refusal) *lab.Result {
+	r := session18()
+	r.Timeline[6].Refusal = guard
+	return r
+}
+
+// lostAckAndUnsent is a consumer's ack lost on the way and a relay's
+// completion of an event it never sent.
+func lostAckAndUnsent() *lab.Result {
+	return &lab.Result{Timeline: []lab.Event{
+		{Seq: 1, At: "t=1", Actor: "Relay-D", Action: "claim claimed", Kind: lab.KindClaim, Subject: "e5", Until: "t=30", Rows: lab.RowsOf(1)},
+		{Seq: 2, At: "t=2", Actor: "Relay-D", Action: "marks complete", Kind: lab.KindUnsent, Subject: "e5", Rows: lab.RowsOf(1)},
+		{Seq: 3, At: "t=3", Actor: "Consumer-1", Action: "ack", Kind: lab.KindAckLost, Subject: "e4", Offer: 1},
+	}}
+}
+
 // TestWrapCell: a lane cell too wide for its column wraps at spaces,
 // never mid-word, under the first word after its mark, and a lease held on
 // into the next row (bar) goes on down its lines, whatever the mark; only
@@ -344,9 +379,13 @@ func TestLaneLegendListsTheMarksShown(t *testing.T) {
 		r          *lab.Result
 		want, omit []string
 	}{
-		{"CrashAndFence", session18(), []string{"'+' where a claim took", "XX a crash", "!! a write a guard turned away"},
-			[]string{"REVIVES", "zz a stall", "E! a statement"}},
-		{"Neither", quiet, []string{"'+' where a claim took"}, []string{"XX a crash", "!! a write", "REVIVES"}},
+		{"CrashAndFence", session18(), []string{"'+' where a claim took", "XX a crash", "!! FENCED a write a newer fencing token"},
+			[]string{"REVIVES", "zz a stall", "E! a statement", "-! a write", "REFUSED", "// an ack", "!U"}},
+		{"Neither", quiet, []string{"'+' where a claim took"}, []string{"XX a crash", "!! FENCED", "REVIVES"}},
+		{"RefusedByLease", refusedBy(lab.RefusedByLease), []string{"-! a write another guard", "REFUSED: lease ended: lease_until"},
+			[]string{"!! FENCED", "REFUSED by LockedBy", "REFUSED: deadline"}},
+		{"LostAckAndUnsent", lostAckAndUnsent(), []string{"// an ack lost on the way", "!U a completion"},
+			[]string{"!! FENCED", "-! a write"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -223,7 +223,7 @@ func (rc *race) leases() {
 			if !renewed {
 				rc.revive(i, open)
 			}
-		case lab.KindFinalize, lab.KindNoOp:
+		case lab.KindFinalize, lab.KindNoOp, lab.KindUnsent:
 			for li := range open {
 				if rc.Leases[li].Owner == e.Actor && same(rc.Leases[li], e) {
 					closeAt(li, i, e.T, endFinalized, "")
