@@ -186,21 +186,22 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 	}
 	f, err := r.fire(failpoint.BrokerAck)
 	if err != nil {
-		r.recordSend(now, sentAs, o.OfferID, answer+"; relay crashed before the ack arrived")
+		r.recordSend(now, sentAs, o.OfferID, false, answer+"; relay crashed before the ack arrived")
 		return false, err
 	}
 	if f == failpoint.AckLost {
-		r.recordSend(now, sentAs, o.OfferID, answer+"; the broker's ack was LOST: the relay believes the send failed")
+		r.recordSend(now, sentAs, o.OfferID, true, answer+"; the broker's ack was LOST: the relay believes the send failed")
 		return false, nil
 	}
-	r.recordSend(now, sentAs, o.OfferID, answer+"; ack received")
+	r.recordSend(now, sentAs, o.OfferID, false, answer+"; ack received")
 	_, err = r.fire(failpoint.AfterSendBeforeComplete)
 	return true, err
 }
 
-func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, answer string) {
+func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, ackLost bool, answer string) {
 	detail := fmt.Sprintf("%s (token %d) as message id %s: %s", r.Claim.EventID, r.Claim.Token, sentAs, answer)
-	seq := r.p.Add(lab.Event{Kind: lab.KindOffer, Subject: r.Claim.EventID, Offer: offerID, Actor: r.name, Action: "send", Detail: detail})
+	seq := r.p.Add(lab.Event{Kind: lab.KindOffer, AckLost: ackLost, Subject: r.Claim.EventID, Offer: offerID, Actor: r.name, Action: "send",
+		Detail: detail})
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
 	r.p.sends = append(r.p.sends, pipeSendEntry{seq: seq, tick: now, relay: r.name, event: r.Claim.EventID, sentAs: sentAs, token: r.Claim.Token, offerID: offerID, answer: answer})

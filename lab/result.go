@@ -165,6 +165,11 @@ type Event struct {
 	// it away, as its writer read the row back after the 0-row write; ""
 	// on every other event.
 	Refusal Refusal
+	// AckLost, on a relay's send (KindOffer), says the broker stored the
+	// offer but its ack never reached the relay, which believes the send
+	// failed. (A consumer's ack lost on its way to the broker is an event
+	// of its own, KindAckLost.)
+	AckLost bool
 }
 
 // Refusal names the predicate of a write's WHERE clause that turned it

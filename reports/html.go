@@ -245,7 +245,8 @@ func glyphLegend() string {
 			"a shorter lease, an old receipt): 0 rows; its detail names the guard"},
 		{lab.KindNoOp, glyph(lab.KindNoOp, 9, 9), "the owner's write changed 0 rows: the work was done"},
 		{lab.KindStale, glyph(lab.KindStale, 9, 9), "a write changed a row its writer no longer owned"},
-		{lab.KindAckLost, glyph(lab.KindAckLost, 9, 9), "an ack lost on the way: the broker never saw it"},
+		{lab.KindAckLost, glyph(lab.KindAckLost, 9, 9), "an ack lost on the way: a consumer's the broker never saw, or " +
+			"the broker's of a send (the send is stored; its relay believes it failed)"},
 		{lab.KindUnsent, glyph(lab.KindUnsent, 9, 9), "a completion of a message its relay never sent (only a mistake does)"},
 		{lab.KindStall, glyph(lab.KindStall, 9, 9), "a stall"},
 		{lab.KindCrash, glyph(lab.KindCrash, 9, 9), "a crash"},
@@ -640,9 +641,12 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 			esc(fmt.Sprintf("#%d %s %s: %s", e.Seq, e.Actor, e.Action, e.Detail)))
 		fmt.Fprintf(b, `<title>#%d %s %s %s: %s</title>`, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), esc(e.Detail))
 		fmt.Fprintf(b, `<rect class="hit" x="%.1f" y="%.1f" width="16" height="30" rx="3"/>`, x-8, y-15)
-		if e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken {
+		switch {
+		case e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken:
 			b.WriteString(guardGlyph(x, y))
-		} else {
+		case e.Kind == lab.KindOffer && e.AckLost:
+			b.WriteString(glyph(lab.KindAckLost, x, y)) // stored, but the broker's ack never came back
+		default:
 			b.WriteString(glyph(e.Kind, x, y))
 		}
 		fmt.Fprintf(b, `<text class="seq" x="%.1f" y="%.1f" text-anchor="middle">%d</text></g>`, x, y+20, e.Seq)
@@ -655,6 +659,8 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 // for any other event.
 func refusalText(e raceEvent) string {
 	switch {
+	case e.Kind == lab.KindOffer && e.AckLost:
+		return "the broker's ack LOST"
 	case e.Kind != lab.KindFenced:
 		return ""
 	case e.Refusal == lab.RefusedByToken:

@@ -37,7 +37,7 @@ var (
 		{"=0", "=0 the owner's write that changed 0 rows because the work was already done"},
 		{"!S", "!S a write that changed a row its writer no longer owned"},
 		{"REVIVES", "REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar reopens there"},
-		{"//", "// an ack lost on the way: the broker never saw it, so the delivery stays in flight"},
+		{"//", "// an ack lost on the way"},
 		{"!U", "!U a completion that marked a message done though its relay never sent it (only a mistake does)"},
 		{"zz", "zz a stall"},
 		{"XX", "XX a crash"},
@@ -72,6 +72,26 @@ var (
 		"":                    "REFUSED: a guard the writer did not read back",
 	}
 )
+
+// lostAckMeanings explain the lost acks rc's lanes show: a consumer's,
+// which the broker never saw, and the broker's of a send, which its relay
+// never saw.
+func lostAckMeanings(rc race) []string {
+	var consumer, broker bool
+	for _, e := range rc.Events {
+		consumer = consumer || e.Kind == lab.KindAckLost
+		broker = broker || e.Kind == lab.KindOffer && e.AckLost
+	}
+	var out []string
+	if consumer {
+		out = append(out, "ack LOST: a consumer's ack the broker never saw, so the delivery stays in flight")
+	}
+	if broker {
+		out = append(out, "send, ack LOST: the broker stored the offer, but its ack never reached the relay, which "+
+			"believes the send failed")
+	}
+	return out
+}
 
 // legendEntry is one mark and the sentence that explains it.
 type legendEntry struct{ mark, meaning string }
@@ -114,6 +134,9 @@ func LaneLegend(r *lab.Result) string {
 			continue
 		}
 		meaning := e.meaning
+		if e.mark == "//" {
+			meaning += " (" + strings.Join(lostAckMeanings(rc), "; ") + ")"
+		}
 		if e.mark == "-!" {
 			var guards []string
 			for _, g := range append(lab.Refusals, "") {
@@ -417,8 +440,11 @@ var laneMarks = map[lab.Kind]string{
 
 // laneMark is the mark that makes the eye find an event, "" for none.
 func laneMark(e raceEvent) string {
-	if e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken {
+	switch {
+	case e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken:
 		return "-!"
+	case e.Kind == lab.KindOffer && e.AckLost:
+		return "//"
 	}
 	return laneMarks[e.Kind]
 }
@@ -448,6 +474,9 @@ func laneText(e raceEvent, shared bool) string {
 		text = "renew"
 	case lab.KindFinalize, lab.KindOffer:
 		text = verb
+		if e.AckLost {
+			text += ", ack LOST"
+		}
 	case lab.KindFenced:
 		text = "FENCED " + verb
 		if e.Refusal != lab.RefusedByToken {

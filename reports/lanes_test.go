@@ -61,6 +61,25 @@ func TestLaneMarks(t *testing.T) {
 	}
 }
 
+// TestLaneMarkOfALostBrokerAck: a send whose broker ack never reached the
+// relay is drawn as a send with its ack lost, from the event's AckLost
+// field, not its wording; a send whose ack came back is a plain send.
+func TestLaneMarkOfALostBrokerAck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lost       bool
+		mark, text string
+	}{{true, "//", "send, ack LOST e3"}, {false, "", "send e3"}} {
+		e := raceEvent{Event: lab.Event{Actor: "Relay-A", Action: "send", Kind: lab.KindOffer, Subject: "e3", Offer: 1, AckLost: tc.lost}}
+		if got := laneMark(e); got != tc.mark {
+			t.Errorf("lost %v: mark %q, want %q", tc.lost, got, tc.mark)
+		}
+		if got := laneText(e, false); got != tc.text {
+			t.Errorf("lost %v: text %q, want %q", tc.lost, got, tc.text)
+		}
+	}
+}
+
 // session18 is session 18's race: a lease that runs out after the send.
 func session18() *lab.Result {
 	ev := func(seq int, at, actor, action string, kind lab.Kind, subject, until string) lab.Event {

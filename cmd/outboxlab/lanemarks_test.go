@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,9 +39,10 @@ var guardPredicates = map[lab.Refusal][]string{
 //   - every other refused write drawn REFUSED (or ROLLED BACK), with the
 //     guard it read back, whose predicate is in a statement of the run
 //     that the page lists for that event (from the statement ledger);
-//   - an ack that never reached the broker (no rows: the ledger's ack
-//     row says it was lost) drawn LOST, never as an ack, and every ack
-//     drawn as one changed its row;
+//   - an ack that never reached its peer (a consumer's to the broker, the
+//     broker's of a send to the relay: the ledger's row says it was lost)
+//     drawn LOST, never as an ack, no other event drawn LOST, and every
+//     ack drawn as one changed its row at the broker;
 //   - a consumer's effect, dedup or ack never in a row above the delivery
 //     it came from, and a delivery never above its offer.
 func TestLaneMarksAgreeWithTheRun(t *testing.T) {
@@ -106,9 +108,10 @@ func reviewMarks(r *lab.Result) []string {
 				bad("#%d %s %q refused by %q: no statement the page lists for it holds %q", e.Seq, e.Actor, e.Action, e.Refusal, preds)
 			}
 		}
+		drawnLost := e.Kind == lab.KindAckLost || e.Kind == lab.KindOffer && e.AckLost
 		switch lost := lostAcks[e.Seq]; {
-		case lost && (e.Kind != lab.KindAckLost || !strings.Contains(row, "LOST")):
-			bad("#%d %s: its ack never reached the broker, yet it is %s, drawn %q", e.Seq, e.Actor, e.Kind, row)
+		case lost != drawnLost || lost != strings.Contains(row, "LOST"):
+			bad("#%d %s: the ledger says its ack was lost: %v; it is %s (ack lost %v), drawn %q", e.Seq, e.Actor, lost, e.Kind, e.AckLost, row)
 		case e.Kind == lab.KindAck && (e.Rows == nil || *e.Rows == 0):
 			bad("#%d %s: drawn as an ack, yet it changed no row at the broker", e.Seq, e.Actor)
 		}
@@ -225,22 +228,23 @@ func inStatements(predicates, statements []string) bool {
 	return false
 }
 
-// lostAckSeqs are the events the consumers' acknowledgement ledger
-// records as acks that never reached the broker.
+// lostAckSeqs are the events the ledgers record as acks that never
+// reached their peer: a consumer's ack the broker never saw, and the
+// broker's ack of a relay's send that the relay never saw.
 func lostAckSeqs(r *lab.Result) map[int]bool {
 	out := map[int]bool{}
+	column := map[string]string{"Ledger: consumer acknowledgements": "Result", "Ledger: relay sends": "Broker answer"}
 	for _, tb := range r.Tables {
-		if tb.Title != "Ledger: consumer acknowledgements" {
+		name, ok := column[tb.Title]
+		if !ok {
 			continue
 		}
-		result := -1
-		for i, c := range tb.Columns {
-			if c == "Result" {
-				result = i
-			}
+		result, number := slices.Index(tb.Columns, name), slices.Index(tb.Columns, "#")
+		if result < 0 || number < 0 {
+			continue
 		}
 		for _, row := range tb.Rows {
-			if seq, err := strconv.Atoi(row[0]); err == nil && result >= 0 && strings.Contains(row[result], "LOST") {
+			if seq, err := strconv.Atoi(row[number]); err == nil && strings.Contains(row[result], "LOST") {
 				out[seq] = true
 			}
 		}
