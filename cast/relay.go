@@ -207,6 +207,19 @@ func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, ackL
 	r.p.sends = append(r.p.sends, pipeSendEntry{seq: seq, tick: now, relay: r.name, event: r.Claim.EventID, sentAs: sentAs, token: r.Claim.Token, offerID: offerID, answer: answer})
 }
 
+// sentUnderClaim says the pipeline's sends ledger holds a send by r of
+// the event it holds, under its claim's token.
+func (r *RelayInstance) sentUnderClaim() bool {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	for _, s := range r.p.sends {
+		if s.relay == r.name && s.event == r.Claim.EventID && s.token == r.Claim.Token {
+			return true
+		}
+	}
+	return false
+}
+
 // Complete marks the claimed event published: under its token, or (the
 // mistake) by event id alone. 0 rows is an expected outcome.
 func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
@@ -256,6 +269,9 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	}
 	if kind != lab.KindFenced {
 		refusal = ""
+	}
+	if kind == lab.KindFinalize && !r.sentUnderClaim() {
+		kind = lab.KindUnsent // the sends ledger holds no send of this claim: a completion without a send
 	}
 	seq := r.p.Add(lab.Event{Kind: kind, Refusal: refusal, Subject: id, Rows: lab.RowsOf(f.Rows), Actor: r.name, Action: "complete",
 		Detail: fmt.Sprintf("%s %s: %s", id, how, result)})

@@ -86,7 +86,8 @@ type messageRow struct {
 	Subject                           string
 	Work, Sends, Effects              string
 	WorkTwice, SentTwice, EffectTwice bool
-	// Unsent says the message was marked complete though never sent.
+	// Unsent says the message was marked complete before its send, or
+	// with none.
 	Unsent bool
 }
 
@@ -116,7 +117,8 @@ func byMessage(rc race) []messageRow {
 		actor string
 	}
 	var messages []message
-	work, sends, unsent, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
+	work, sends, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
+	unsent, early := map[message]*tally{}, map[message]*tally{} // completions never sent, or sent only after
 	taken := map[holder]bool{} // a claim took the message and no work event has counted against it yet
 	for _, e := range rc.Events {
 		if e.Subject == "" {
@@ -138,6 +140,9 @@ func byMessage(rc race) []messageRow {
 			t = sends
 		case lab.KindUnsent:
 			t = unsent
+			if e.SentLater {
+				t = early
+			}
 		case lab.KindEffect:
 			t = effects
 			if e.Service != "" {
@@ -148,7 +153,7 @@ func byMessage(rc race) []messageRow {
 		}
 		if work[m] == nil {
 			messages = append(messages, m)
-			work[m], sends[m], unsent[m], effects[m] = &tally{}, &tally{}, &tally{}, &tally{}
+			work[m], sends[m], unsent[m], early[m], effects[m] = &tally{}, &tally{}, &tally{}, &tally{}, &tally{}
 		}
 		t[m].add(key, e.Actor)
 	}
@@ -159,8 +164,11 @@ func byMessage(rc race) []messageRow {
 			WorkTwice: work[m].total() > 1, SentTwice: sends[m].total() > 1, EffectTwice: effects[m].most() > 1}
 		if unsent[m].total() > 0 {
 			row.Sends += "; marked complete, never sent: " + unsent[m].String()
-			row.Unsent = true
 		}
+		if early[m].total() > 0 {
+			row.Sends += "; marked complete before its send: " + early[m].String()
+		}
+		row.Unsent = unsent[m].total()+early[m].total() > 0
 		if segmented {
 			row.Part = segLabel(rc, m.seg)
 		}
@@ -247,7 +255,7 @@ func glyphLegend() string {
 		{lab.KindStale, glyph(lab.KindStale, 9, 9), "a write changed a row its writer no longer owned"},
 		{lab.KindAckLost, glyph(lab.KindAckLost, 9, 9), "an ack lost on the way: a consumer's the broker never saw, or " +
 			"the broker's of a send (the send is stored; its relay believes it failed)"},
-		{lab.KindUnsent, glyph(lab.KindUnsent, 9, 9), "a completion of a message its relay never sent (only a mistake does)"},
+		{lab.KindUnsent, glyph(lab.KindUnsent, 9, 9), "a completion of a message its relay had not sent (only a mistake does)"},
 		{lab.KindStall, glyph(lab.KindStall, 9, 9), "a stall"},
 		{lab.KindCrash, glyph(lab.KindCrash, 9, 9), "a crash"},
 		{lab.KindError, glyph(lab.KindError, 9, 9), "a statement failed"},
@@ -283,7 +291,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 {{if .Messages}}<h2>By message: who worked on each</h2>
-<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (each claim that took it, and each status check at the provider no claim began), the sends to the broker and any completion without one, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}, or marked complete though never sent; an effect, more than once by one service, whichever instance.</p>
+<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (each claim that took it, and each status check at the provider no claim began), the sends to the broker and any completion without one, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}, or marked complete before any send; an effect, more than once by one service, whichever instance.</p>
 <table id="messages">
 <thead><tr>{{if .Parts}}<th>Part</th>{{end}}<th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
 <tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if or .SentTwice .Unsent}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>

@@ -33,12 +33,12 @@ var (
 		{"D", "'D' a claim that found the work done"},
 		{"?R", "?R a claim refused although the lease had ended (the claim's own fault)"},
 		{"!!", "!! FENCED a write a newer fencing token turned away (the row's token had moved on: 0 rows)"},
-		{"-!", "-! a write another guard turned away (0 rows), its cell naming the guard the row read back shows"},
+		{"-!", "-! a write another guard turned away (0 rows), the guard named in its cell as read back from the row"},
 		{"=0", "=0 the owner's write that changed 0 rows because the work was already done"},
 		{"!S", "!S a write that changed a row its writer no longer owned"},
 		{"REVIVES", "REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar reopens there"},
 		{"//", "// an ack lost on the way"},
-		{"!U", "!U a completion that marked a message done though its relay never sent it (only a mistake does)"},
+		{"!U", "!U a completion of a message its relay had not sent, which only a mistake does"},
 		{"zz", "zz a stall"},
 		{"XX", "XX a crash"},
 		{"E!", "E! a statement that failed"},
@@ -93,6 +93,24 @@ func lostAckMeanings(rc race) []string {
 	return out
 }
 
+// unsentMeanings explain the completions without a send rc's lanes show:
+// of a message its relay never sent, or sent only after.
+func unsentMeanings(rc race) []string {
+	var never, later bool
+	for _, e := range rc.Events {
+		never = never || e.Kind == lab.KindUnsent && !e.SentLater
+		later = later || e.Kind == lab.KindUnsent && e.SentLater
+	}
+	var out []string
+	if never {
+		out = append(out, "COMPLETE, never sent: nor did it send it later, so the broker never had it")
+	}
+	if later {
+		out = append(out, "COMPLETE before send: it sent it only after")
+	}
+	return out
+}
+
 // legendEntry is one mark and the sentence that explains it.
 type legendEntry struct{ mark, meaning string }
 
@@ -134,6 +152,9 @@ func LaneLegend(r *lab.Result) string {
 			continue
 		}
 		meaning := e.meaning
+		if e.mark == "!U" {
+			meaning += " (" + strings.Join(unsentMeanings(rc), "; ") + ")"
+		}
 		if e.mark == "//" {
 			meaning += " (" + strings.Join(lostAckMeanings(rc), "; ") + ")"
 		}
@@ -486,6 +507,9 @@ func laneText(e raceEvent, shared bool) string {
 		text = "ack LOST"
 	case lab.KindUnsent:
 		text = "COMPLETE, never sent"
+		if e.SentLater {
+			text = "COMPLETE before send"
+		}
 	case lab.KindNoOp:
 		text = verb + ": 0 rows"
 	case lab.KindStale:

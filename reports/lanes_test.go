@@ -352,6 +352,30 @@ func lostAckAndUnsent() *lab.Result {
 	}}
 }
 
+// TestLanesSayWhetherAnUnsentCompletionWasSentLater: a completion of a
+// message its relay had not sent says "never sent" only where the relay
+// sends it at no later row, and "before send" where it does.
+func TestLanesSayWhetherAnUnsentCompletionWasSentLater(t *testing.T) {
+	t.Parallel()
+	for _, sentLater := range []bool{false, true} {
+		r := lostAckAndUnsent()
+		want, not := "COMPLETE, never sent", "COMPLETE before send"
+		if sentLater {
+			r.Timeline = append(r.Timeline, lab.Event{Seq: 4, At: "t=4", Actor: "Relay-D", Action: "send", Kind: lab.KindOffer, Subject: "e5", Offer: 2})
+			want, not = not, want
+		}
+		var b bytes.Buffer
+		if err := Lanes(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		legend := LaneLegend(r)
+		if !strings.Contains(b.String(), "!U "+want) || strings.Contains(b.String(), not) || !strings.Contains(legend, want+":") ||
+			strings.Contains(legend, not) {
+			t.Errorf("sent later %v: want %q, not %q:\n%s\n%s", sentLater, want, not, legend, b.String())
+		}
+	}
+}
+
 // TestWrapCell: a lane cell too wide for its column wraps at spaces,
 // never mid-word, under the first word after its mark, and a lease held on
 // into the next row (bar) goes on down its lines, whatever the mark; only

@@ -16,6 +16,9 @@ type raceEvent struct {
 	Seg    int   // clock segment: a lesson that restarts its clock starts a new one
 	T      int64 // milliseconds on the segment's clock
 	UntilT int64 // Until on the segment's clock, -1 for none
+	// SentLater, on a completion of a message its relay had not sent
+	// (KindUnsent), says the same relay sent it later in the segment.
+	SentLater bool
 }
 
 // How a lease ended.
@@ -112,12 +115,29 @@ func newRace(r *lab.Result) race {
 		}
 		rc.Events = append(rc.Events, ev)
 	}
+	rc.markSentLater()
 	if r.Concurrent {
 		rc.sortConcurrentActors()
 	}
 	rc.addBroker()
 	rc.leases()
 	return rc
+}
+
+// markSentLater notes, of each completion without a send, whether its
+// relay sent the message after it (in the same clock segment).
+func (rc *race) markSentLater() {
+	for i, e := range rc.Events {
+		if e.Kind != lab.KindUnsent {
+			continue
+		}
+		for _, later := range rc.Events[i+1:] {
+			if later.Seg == e.Seg && later.Kind == lab.KindOffer && later.Actor == e.Actor && later.Subject == e.Subject {
+				rc.Events[i].SentLater = true
+				break
+			}
+		}
+	}
 }
 
 // sortConcurrentActors orders the lanes of a concurrent run by when each
