@@ -119,7 +119,7 @@ func byMessage(rc race) []messageRow {
 	var messages []message
 	work, sends, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
 	unsent, early := map[message]*tally{}, map[message]*tally{} // completions never sent, or sent only after
-	taken := map[holder]bool{} // a claim took the message and no work event has counted against it yet
+	taken := map[holder]bool{}                                  // a claim took the message and no work event has counted against it yet
 	for _, e := range rc.Events {
 		if e.Subject == "" {
 			continue
