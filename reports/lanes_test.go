@@ -446,3 +446,38 @@ func TestLaneLegendListsTheMarksShown(t *testing.T) {
 		})
 	}
 }
+
+// TestLanesDrawCausesFirst: where events share an instant, a consumer's
+// effect and ack are drawn below the delivery they came from, and a
+// delivery below its offer, whatever order they were recorded in; an
+// instant's events with no cause among them keep their recorded order,
+// and an effect at a later instant stays where it is.
+func TestLanesDrawCausesFirst(t *testing.T) {
+	t.Parallel()
+	at := func(s int) string { return fmt.Sprintf("2026-01-15T09:00:%02d.000Z", s) }
+	r := &lab.Result{Timeline: []lab.Event{
+		{Seq: 1, At: at(1), Actor: "Consumer-1", Action: "effect", Kind: lab.KindEffect, Subject: "e1", Offer: 1},
+		{Seq: 2, At: at(1), Actor: "Consumer-1", Action: "ack", Kind: lab.KindAck, Subject: "e1", Offer: 1, Rows: lab.RowsOf(1)},
+		{Seq: 3, At: at(1), Actor: "broker", Action: "deliver", Kind: lab.KindDeliver, Subject: "e1", Offer: 1, To: "Consumer-1"},
+		{Seq: 4, At: at(1), Actor: "Relay-A", Action: "send", Kind: lab.KindOffer, Subject: "e1", Offer: 1},
+		{Seq: 5, At: at(1), Actor: "Consumer-2", Action: "effect", Kind: lab.KindEffect, Subject: "e2", Offer: 2},
+		{Seq: 6, At: at(2), Actor: "Consumer-1", Action: "no effect", Kind: lab.KindDedup, Subject: "e1", Offer: 1},
+		{Seq: 7, At: at(2), Actor: "broker", Action: "deliver", Kind: lab.KindDeliver, Subject: "e1", Offer: 1, To: "Consumer-2"},
+	}}
+	var order []int
+	for _, e := range newRace(r).Events {
+		order = append(order, e.Seq)
+	}
+	// #5 (another offer) keeps its place after its instant's causal chain;
+	// #7, a delivery to another consumer, causes nothing of #6's.
+	if want := []int{4, 3, 1, 2, 5, 6, 7}; !slices.Equal(order, want) {
+		t.Errorf("rows in order %v, want %v", order, want)
+	}
+	var b bytes.Buffer
+	if err := Lanes(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if send, effect := strings.Index(b.String(), "send e1"), strings.Index(b.String(), "effect e1"); send < 0 || effect < send {
+		t.Errorf("the lanes draw the effect above its send:\n%s", b.String())
+	}
+}

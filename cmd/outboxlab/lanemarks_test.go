@@ -251,3 +251,43 @@ func lostAckSeqs(r *lab.Result) map[int]bool {
 	}
 	return out
 }
+
+// TestReviewMarksFindsEachFlaw: the reviewer of TestLaneMarksAgreeWithTheRun
+// finds each flaw it looks for, planted in a small run: a refusal nobody
+// read back, a guard (or a token) no statement of the run holds, an ack
+// the ledger records lost drawn as an ack, an ack drawn though it changed
+// no row.
+func TestReviewMarksFindsEachFlaw(t *testing.T) {
+	t.Parallel()
+	base := func() *lab.Result {
+		return &lab.Result{
+			Statements: []lab.Statement{{Name: "relay: complete under the current token", Runs: 2, Rows: 1,
+				SQL: "UPDATE outbox_events SET delivered = 1 WHERE event_id = :id AND claim_token = :token AND delivered = 0"}},
+			Timeline: []lab.Event{
+				{Seq: 1, At: "t=1", Actor: "Relay-A", Action: "complete", Kind: lab.KindFenced, Refusal: lab.RefusedByToken, Subject: "e1",
+					Rows: lab.RowsOf(0)},
+				{Seq: 2, At: "t=2", Actor: "Consumer-1", Action: "ack", Kind: lab.KindAck, Subject: "e1", Offer: 1, Rows: lab.RowsOf(1)},
+			},
+			Tables: []lab.Table{{Title: "Ledger: consumer acknowledgements", Columns: []string{"#", "Result"}, Rows: [][]string{{"2", "acked"}}}},
+		}
+	}
+	if problems := reviewMarks(base()); len(problems) > 0 {
+		t.Fatalf("the sound run has problems: %q", problems)
+	}
+	for name, plant := range map[string]func(*lab.Result){
+		"NotReadBack":  func(r *lab.Result) { r.Timeline[0].Refusal = "" },
+		"GuardNotRun":  func(r *lab.Result) { r.Timeline[0].Refusal = lab.RefusedByOwner },
+		"LeaseNotRun":  func(r *lab.Result) { r.Timeline[0].Refusal = lab.RefusedByLease },
+		"LostDrawnAck": func(r *lab.Result) { r.Tables[0].Rows[0][1] = "ack LOST on the way to the broker" },
+		"AckOfNoRow":   func(r *lab.Result) { r.Timeline[1].Rows = lab.RowsOf(0) },
+		"NoTokenRan": func(r *lab.Result) {
+			r.Statements[0].SQL = strings.Replace(r.Statements[0].SQL, "AND claim_token = :token ", "", 1)
+		},
+	} {
+		r := base()
+		plant(r)
+		if problems := reviewMarks(r); len(problems) == 0 {
+			t.Errorf("%s: the reviewer found nothing", name)
+		}
+	}
+}
