@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -96,7 +97,8 @@ type messageRow struct {
 // first mention, with each actor's count; a row is flagged where a kind of
 // work happened more than once, or where a message was marked complete
 // though never sent. A processing attempt is a claim that took the
-// message, or a status check at the provider (a work event) its actor
+// message (unless its claimer's next event is its crash: it did nothing
+// with it), or a status check at the provider (a work event) its actor
 // made without such a claim before it: every attempt counts once, whether
 // the lesson's workers claim first or load and work. Effects are counted
 // per consumer service (the group the broker delivers to, read off the
@@ -120,7 +122,14 @@ func byMessage(rc race) []messageRow {
 	work, sends, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
 	unsent, early := map[message]*tally{}, map[message]*tally{} // completions never sent, or sent only after
 	taken := map[holder]bool{}                                  // a claim took the message and no work event has counted against it yet
+	justTook := map[string]*message{}                           // by actor: the message its last event took, nil after any other
 	for _, e := range rc.Events {
+		took := justTook[e.Actor]
+		justTook[e.Actor] = nil
+		if e.Kind == lab.KindCrash && took != nil {
+			work[*took].remove(e.Actor) // it died before it did anything with what it took: no attempt
+			continue
+		}
 		if e.Subject == "" {
 			continue
 		}
@@ -129,7 +138,7 @@ func byMessage(rc race) []messageRow {
 		key := e.Actor
 		switch e.Kind {
 		case lab.KindClaim, lab.KindSteal:
-			t, taken[holder{m, e.Actor}] = work, true
+			t, taken[holder{m, e.Actor}], justTook[e.Actor] = work, true, &m
 		case lab.KindWork:
 			if taken[holder{m, e.Actor}] {
 				taken[holder{m, e.Actor}] = false // the attempt its claim began, counted there
@@ -198,6 +207,16 @@ func (t *tally) add(key, actor string) {
 			t.actors[key] = &tally{}
 		}
 		t.actors[key].add(actor, actor)
+	}
+}
+
+// remove takes back one count of key (counted for key itself).
+func (t *tally) remove(key string) {
+	if t.counts[key] == 0 {
+		return
+	}
+	if t.counts[key]--; t.counts[key] == 0 {
+		t.order = slices.DeleteFunc(t.order, func(k string) bool { return k == key })
 	}
 }
 
@@ -291,7 +310,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 {{if .Messages}}<h2>By message: who worked on each</h2>
-<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (each claim that took it, and each status check at the provider no claim began), the sends to the broker and any completion without one, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}, or marked complete before any send; an effect, more than once by one service, whichever instance.</p>
+<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (each claim that took it, unless its claimer crashed next, and each status check at the provider no claim began), the sends to the broker and any completion without one, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}, or marked complete before any send; an effect, more than once by one service, whichever instance.</p>
 <table id="messages">
 <thead><tr>{{if .Parts}}<th>Part</th>{{end}}<th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
 <tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if or .SentTwice .Unsent}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>

@@ -181,7 +181,8 @@ func TestHTMLDrawsARevivedLease(t *testing.T) {
 
 // TestByMessageCountsEveryAttempt: a processing attempt is a claim that
 // took the message, or a provider check no claim of its actor began; a
-// claim followed by its check counts once. A completion before any send
+// claim followed by its check counts once, and a claim its claimer died on
+// at once counts for nothing. A completion before any send
 // puts the message in the view, red, whether the relay sent it never or
 // only later.
 func TestByMessageCountsEveryAttempt(t *testing.T) {
@@ -201,6 +202,12 @@ func TestByMessageCountsEveryAttempt(t *testing.T) {
 		{"ClaimsWithoutChecks", []lab.Event{ev(1, "R-A", lab.KindClaim, "e1"), ev(2, "R-A", lab.KindOffer, "e1"),
 			ev(3, "R-B", lab.KindClaim, "e1"), ev(4, "R-B", lab.KindWork, "e1"), ev(5, "R-B", lab.KindWork, "e1")},
 			[]messageRow{{Subject: "e1", Work: "R-A ×1, R-B ×2", Sends: "R-A ×1", Effects: "-", WorkTwice: true}}},
+		{"CrashedOnItsClaim", []lab.Event{ev(1, "W-A", lab.KindClaim, "m1"), ev(2, "W-A", lab.KindCrash, ""),
+			ev(3, "W-B", lab.KindClaim, "m1"), ev(4, "W-B", lab.KindWork, "m1")},
+			[]messageRow{{Subject: "m1", Work: "W-B ×1", Sends: "-", Effects: "-"}}},
+		{"CrashedAfterItsWork", []lab.Event{ev(1, "W-A", lab.KindClaim, "m1"), ev(2, "W-A", lab.KindWork, "m1"), ev(3, "W-A", lab.KindCrash, ""),
+			ev(4, "W-B", lab.KindClaim, "m1")},
+			[]messageRow{{Subject: "m1", Work: "W-A ×1, W-B ×1", Sends: "-", Effects: "-", WorkTwice: true}}},
 		{"NeverSent", []lab.Event{ev(1, "R-D", lab.KindClaim, "e5"), ev(2, "R-D", lab.KindUnsent, "e5")},
 			[]messageRow{{Subject: "e5", Work: "R-D ×1", Sends: "-; marked complete, never sent: R-D ×1", Effects: "-", Unsent: true}}},
 		{"SentLater", []lab.Event{ev(1, "R-D", lab.KindClaim, "e5"), ev(2, "R-D", lab.KindUnsent, "e5"), ev(3, "R-D", lab.KindOffer, "e5")},
