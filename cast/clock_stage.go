@@ -238,6 +238,7 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 	f, ackErr := w.Relay.Ack(ctx, id, token, s.Now)
 	a := ClockAck{Part: part, At: s.Now, Worker: w.Name, Event: id, Token: token, Rows: f.Rows}
 	detail := fmt.Sprintf("with token %d: %s changed", token, lab.Rows(f.Rows))
+	var refusal lab.Refusal
 	switch {
 	case ackErr != nil:
 		a.Err, a.Reason, a.Why = ackErr.Error(), AckDatabaseError, "ownership unknown"
@@ -248,6 +249,7 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 			return a, err
 		}
 		a.Reason, a.Why = zeroRowAckReason(ev, ok, token, s.Now)
+		refusal = EventRefusal(ev, ok, token, s.Now)
 	}
 	kind := s.ackKind(a) // from the database's answer, before the relay's policy names the failure
 	action := "ack"
@@ -266,6 +268,9 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 		action, detail = "ack failed", detail+"; recorded as "+a.Reason+": "+a.Why+", "+then
 	}
 	e := lab.Event{Kind: kind, Subject: id, Actor: w.Actor(), Action: action, Detail: detail + "; its clock reads " + w.Reads(s.Now)}
+	if kind == lab.KindFenced {
+		e.Refusal = refusal
+	}
 	if a.Err == "" {
 		e.Rows = lab.RowsOf(a.Rows)
 	}

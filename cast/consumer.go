@@ -190,38 +190,47 @@ func (c *ConsumerInstance) ConsumeNext(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	if c.ackLost {
-		c.RecordAck(nil, "ack LOST on the way to the broker")
+		c.RecordAck(nil, "", "ack LOST on the way to the broker")
 		return true, nil
 	}
 	rows, err := c.Ack(ctx)
 	if err != nil {
 		return true, err
 	}
-	result := "acked"
+	result, refusal := "acked", lab.Refusal("")
 	if rows == 0 {
-		if result, err = c.refusedAck(ctx); err != nil {
+		if result, refusal, err = c.refusedAck(ctx); err != nil {
 			return true, err
 		}
 	}
-	c.RecordAck(&rows, result)
+	c.RecordAck(&rows, refusal, result)
 	return true, nil
 }
 
 // refusedAck says why the ack of the held delivery changed 0 rows, from
-// the delivery read back on the instance's connection.
-func (c *ConsumerInstance) refusedAck(ctx context.Context) (string, error) {
+// the delivery read back on the instance's connection: the receipt no
+// longer names a delivery in flight (redelivered, acked or given up), or
+// the broker holds no such delivery.
+func (c *ConsumerInstance) refusedAck(ctx context.Context) (string, lab.Refusal, error) {
 	d := c.delivery
 	cur, ok, err := store.NewBroker(c.db, c.p.sql().Broker).DeliveryOf(ctx, c.group, d.OfferID)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("ack offer %d: read back: %w", d.OfferID, err)
+		return "", "", fmt.Errorf("ack offer %d: read back: %w", d.OfferID, err)
 	case !ok:
-		return "refused (0 rows): the broker holds no such delivery", nil
+		return "refused (0 rows): the broker holds no such delivery", lab.RefusedByGone, nil
 	case cur.State == "in_flight" && cur.DeliveryCount != d.Receipt:
 		return fmt.Sprintf("refused (0 rows): stale receipt %d; the row reads in_flight, delivery_count %d: "+
-			"the broker redelivered offer %d", d.Receipt, cur.DeliveryCount, d.OfferID), nil
+			"the broker redelivered offer %d", d.Receipt, cur.DeliveryCount, d.OfferID), lab.RefusedByReceipt, nil
 	}
-	return fmt.Sprintf("refused (0 rows): no longer in flight; the row reads %s, delivery_count %d", cur.State, cur.DeliveryCount), nil
+	return fmt.Sprintf("refused (0 rows): no longer in flight; the row reads %s, delivery_count %d", cur.State, cur.DeliveryCount),
+		lab.RefusedByReceipt, nil
+}
+
+// RefusedAck is why the ack of the held delivery changed 0 rows, read
+// back from the broker (see [ConsumerInstance.RecordAck]).
+func (c *ConsumerInstance) RefusedAck(ctx context.Context) (string, lab.Refusal, error) {
+	return c.refusedAck(ctx)
 }
 
 // Deliver is a step: the instance takes the next delivery the broker has
@@ -279,17 +288,22 @@ func (c *ConsumerInstance) Ack(ctx context.Context) (int64, error) {
 
 // RecordAck adds what became of the held delivery's acknowledgement to the
 // acknowledgement ledger and the timeline: rows is what the ack changed at
-// the broker, nil when it never got there (lost on the way). An ack that
-// changed 0 rows was turned away by the statement's guards (a stale
-// receipt, or a delivery no longer in flight): a fenced write. The
-// instance then holds nothing.
-func (c *ConsumerInstance) RecordAck(rows *int64, result string) {
+// the broker, nil when it never got there (lost on the way: an event of
+// kind KindAckLost). An ack that changed 0 rows was turned away by the
+// statement's guards, refusal as read back (a stale receipt, or a
+// delivery no longer in flight). The instance then holds nothing.
+func (c *ConsumerInstance) RecordAck(rows *int64, refusal lab.Refusal, result string) {
 	d := c.delivery
 	kind := lab.KindAck
-	if rows != nil && *rows == 0 {
+	switch {
+	case rows == nil:
+		kind, refusal = lab.KindAckLost, ""
+	case *rows == 0:
 		kind = lab.KindFenced
+	default:
+		refusal = ""
 	}
-	seq := c.p.Add(lab.Event{Kind: kind, Subject: d.EventID, Offer: d.OfferID, Rows: rows, Actor: c.name, Action: "ack",
+	seq := c.p.Add(lab.Event{Kind: kind, Refusal: refusal, Subject: d.EventID, Offer: d.OfferID, Rows: rows, Actor: c.name, Action: "ack",
 		Detail: fmt.Sprintf("offer %d delivery %d: %s", d.OfferID, d.Receipt, result)})
 	c.p.AddAck(AckEntry{Seq: seq, Tick: c.p.Now(), Instance: c.name, OfferID: d.OfferID, Receipt: d.Receipt, Rows: rows, Result: result})
 	c.delivery = store.Delivery{}

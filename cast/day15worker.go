@@ -226,7 +226,7 @@ func (d *Day15) WorkBefore(ctx context.Context, out Outbox, worker string, wait 
 		if err != nil {
 			return err
 		}
-		d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries,
+		d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries, finalRefusal(f, worker),
 			fmt.Sprintf("message %d (%s) marked Processed by Id alone; payment set %s", m.ID, m.AggregateKey, o.Status))
 	}
 	return nil
@@ -321,7 +321,7 @@ func (d *Day15) Finalize(ctx context.Context, out Finalizer, worker string, m st
 	case !f.Finalized:
 		detail = fmt.Sprintf("message %d (%s): guard changed 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(f.Refused, worker, fin))
 	}
-	d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries, detail)
+	d.RecordFinal(worker, m.ID, m.AggregateKey, f.Finalized, ownerGuarded(out), f.Stats.BusyRetries, finalRefusal(f, worker), detail)
 	return f, nil
 }
 
@@ -357,6 +357,16 @@ func refusedBy(m store.Message, worker string, fin store.Stmt) string {
 		return refused[0] + " alone"
 	}
 	return strings.Join(refused, " and by ") + ", each enough alone"
+}
+
+// finalRefusal is the guard that turned worker's finalization f away, read
+// off the row as the guard found it (f.Refused): another owner before a
+// status that says the work is done; "" for a finalization that committed.
+func finalRefusal(f store.Finalization, worker string) lab.Refusal {
+	if f.Finalized {
+		return ""
+	}
+	return MessageRefusal(!f.Gone, f.Refused.Status, f.Refused.LockedBy, 0, worker, 0)
 }
 
 // finalizedBy says who finalized m, as far as the row says.
@@ -406,7 +416,7 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 	case f.Finalized:
 		e.Detail = fmt.Sprintf("message %d (%s) changed 1 row: Processed at %s, where #%d changed none", m.ID, m.AggregateKey, d.Now(), first)
 	case f.Gone:
-		e.Kind, e.Rows = lab.KindFenced, lab.RowsOf(0)
+		e.Kind, e.Rows, e.Refusal = lab.KindFenced, lab.RowsOf(0), lab.RefusedByGone
 		e.Detail = fmt.Sprintf("message %d (%s): 0 rows: no message has Id %d any more; rolled back", m.ID, m.AggregateKey, m.ID)
 	case FirstWriteStands(prev.committed, Mark{Done: true, By: worker, At: prev.at},
 		Mark{Done: row.Status == "Processed", By: row.LockedBy, At: row.ProcessedAt}):
@@ -416,7 +426,7 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 			"commit stands, so the retry is done, not fenced; rolled back", m.ID, m.AggregateKey, refusedBy(row, worker, fin),
 			row.ProcessedAt, first)
 	default:
-		e.Kind, e.Rows = lab.KindFenced, lab.RowsOf(0)
+		e.Kind, e.Rows, e.Refusal = lab.KindFenced, lab.RowsOf(0), finalRefusal(f, worker)
 		e.Detail = fmt.Sprintf("message %d (%s): 0 rows, refused by %s; rolled back", m.ID, m.AggregateKey, refusedBy(row, worker, fin))
 	}
 	if claimer, claimed := d.lastClaimer(m.ID); f.Finalized && !entry.guarded && claimed && claimer != worker {
@@ -486,6 +496,9 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := lab.Event{Kind: d.claimKind(worker, c), Subject: c.Message.AggregateKey, Actor: worker, Action: "claim " + string(c.Outcome), Detail: detail}
+	if c.Outcome == store.Overreach {
+		e.Refusal = lab.RefusedByRowCount // rolled back: the claim changed more rows than one
+	}
 	if c.Outcome == store.Claimed {
 		e.Until = c.Message.LockedUntil
 	}
@@ -572,13 +585,13 @@ func (d *Day15) lastClaimer(id int64) (worker string, ok bool) {
 // ledger's last claim of the message is another worker's, whether that
 // worker has finalized it since or still holds it; the owner-guarded
 // statement's commit is the database's word that the worker owned it.
-func (d *Day15) RecordFinal(worker string, id int64, key string, committed, guarded bool, busy int, detail string) {
+func (d *Day15) RecordFinal(worker string, id int64, key string, committed, guarded bool, busy int, refusal lab.Refusal, detail string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := lab.Event{Kind: lab.KindFinalize, Subject: key, Actor: worker, Action: "finalize", Detail: detail, Rows: lab.RowsOf(1)}
 	switch claimer, claimed := d.lastClaimer(id); {
 	case !committed:
-		e.Kind, e.Action, e.Rows = lab.KindFenced, "finalize rejected", lab.RowsOf(0)
+		e.Kind, e.Action, e.Rows, e.Refusal = lab.KindFenced, "finalize rejected", lab.RowsOf(0), refusal
 	case !guarded && claimed && claimer != worker:
 		e.Kind = lab.KindStale
 	}

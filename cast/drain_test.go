@@ -86,7 +86,7 @@ func TestConsumerSteps(t *testing.T) {
 				t.Fatalf("ack: %d rows, %v", rows, err)
 			}
 		}
-		c.RecordAck(nil, "test")
+		c.RecordAck(nil, "", "test")
 	}
 	take(false) // the ack is lost
 	if c.Held().Found {

@@ -392,11 +392,11 @@ func (r *HeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 	}
 	for _, id := range marked {
 		sent := r.sentEvent(id)
-		how := "though never sent"
+		how, kind := "though never sent", lab.KindUnsent
 		if sent {
-			how = "after its send"
+			how, kind = "after its send", lab.KindFinalize
 		}
-		seq := s.Add(lab.Event{Kind: lab.KindFinalize, Subject: id, Rows: lab.RowsOf(1), Actor: r.Name, Action: "marks complete",
+		seq := s.Add(lab.Event{Kind: kind, Subject: id, Rows: lab.RowsOf(1), Actor: r.Name, Action: "marks complete",
 			Detail: id + " marked delivered at shutdown, " + how})
 		s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: id,
 			Statement: store.MarkHeldComplete.Name, Rows: 1, Sent: sent})

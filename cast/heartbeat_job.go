@@ -119,12 +119,12 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	if e.Reason, e.Why, err = j.whyRefused(ctx, at); err != nil {
 		return err
 	}
-	kind := lab.KindFenced // a newer token, an ended lease or the deadline turned it away
+	kind, refusal := lab.KindFenced, renewalRefusals[e.Reason] // a newer token, an ended lease or the deadline turned it away
 	if e.Reason == RenewalDelivered {
-		kind = lab.KindNoOp
+		kind, refusal = lab.KindNoOp, ""
 	}
-	e.Seq = s.Add(lab.Event{Kind: kind, Subject: j.Event, Rows: lab.RowsOf(0), Actor: r.Name, Action: "heartbeat " + j.Event + " refused",
-		Detail: fmt.Sprintf("token %d: 0 rows; %s", j.Token, e.Why)})
+	e.Seq = s.Add(lab.Event{Kind: kind, Refusal: refusal, Subject: j.Event, Rows: lab.RowsOf(0), Actor: r.Name,
+		Action: "heartbeat " + j.Event + " refused", Detail: fmt.Sprintf("token %d: 0 rows; %s", j.Token, e.Why)})
 	s.Renewals = append(s.Renewals, e)
 	switch {
 	case e.Reason == RenewalDelivered:
@@ -192,6 +192,15 @@ func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why st
 	}
 	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s %s claimed_at %s + %s = %s", shortClock(at+p.Lease),
 		verb, shortClock(j.ClaimedAt), DurationText(p.MaxProcessing), shortClock(j.ClaimedAt+p.MaxProcessing)), nil
+}
+
+// renewalRefusals is the guard each reason [HeartbeatJob.whyRefused]
+// reads off the row names: a lost lease is a newer token (or the row
+// gone), an expired one the lease end, the deadline the processing limit.
+var renewalRefusals = map[string]lab.Refusal{
+	RenewalLeaseLost: lab.RefusedByToken,
+	RenewalExpired:   lab.RefusedByLease,
+	RenewalDeadline:  lab.RefusedByDeadline,
 }
 
 // alsoRefusedBy names the other guards that would refuse a renewal: the
@@ -287,17 +296,20 @@ func (j *HeartbeatJob) complete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	detail, kind := fmt.Sprintf("under token %d: 1 row, %s delivered", j.Token, j.Event), lab.KindFinalize
+	var refusal lab.Refusal
 	if f.Rows == 0 {
-		why, done, err := j.whyCompletionRefused(ctx)
+		why, done, refusedBy, err := j.whyCompletionRefused(ctx)
 		if err != nil {
 			return false, err
 		}
 		detail, kind = fmt.Sprintf("under token %d: 0 rows, %s", j.Token, why), lab.KindFenced
 		if done {
 			kind = lab.KindNoOp
+		} else {
+			refusal = refusedBy
 		}
 	}
-	seq := s.Add(lab.Event{Kind: kind, Subject: j.Event, Rows: lab.RowsOf(f.Rows), Actor: r.Name, Action: "complete " + j.Event, Detail: detail})
+	seq := s.Add(lab.Event{Kind: kind, Refusal: refusal, Subject: j.Event, Rows: lab.RowsOf(f.Rows), Actor: r.Name, Action: "complete " + j.Event, Detail: detail})
 	s.Completions = append(s.Completions, HeartbeatCompletion{Seq: seq, At: now, Relay: r.Name, Event: j.Event, Token: j.Token,
 		Statement: r.sqls.Relay.Complete.Name, Rows: f.Rows, Sent: j.sent})
 	return f.Rows == 1, nil
@@ -306,19 +318,21 @@ func (j *HeartbeatJob) complete(ctx context.Context) (bool, error) {
 // whyCompletionRefused words why a completion changed no row, from the
 // event as the database holds it after the attempt; done says the event
 // was already delivered under the job's current token.
-func (j *HeartbeatJob) whyCompletionRefused(ctx context.Context) (why string, done bool, err error) {
+func (j *HeartbeatJob) whyCompletionRefused(ctx context.Context) (why string, done bool, refusal lab.Refusal, err error) {
 	ev, ok, err := j.relay.relay.EventByID(ctx, j.Event)
-	switch {
-	case err != nil:
-		return "", false, fmt.Errorf("complete %s: read back: %w", j.Event, err)
-	case !ok:
-		return "the event row is gone", false, nil
-	case ev.Token != j.Token:
-		return fmt.Sprintf("fenced out (the token is stale: %s holds token %d)", ev.LockedBy, ev.Token), false, nil
-	case ev.Delivered:
-		return j.Event + " is already delivered", true, nil
+	if err != nil {
+		return "", false, "", fmt.Errorf("complete %s: read back: %w", j.Event, err)
 	}
-	return "the completion's guard turned it away (token current, not delivered)", false, nil
+	refusal = EventRefusal(ev, ok, j.Token, j.relay.stage.Now())
+	switch {
+	case !ok:
+		return "the event row is gone", false, refusal, nil
+	case ev.Token != j.Token:
+		return fmt.Sprintf("fenced out (the token is stale: %s holds token %d)", ev.LockedBy, ev.Token), false, refusal, nil
+	case ev.Delivered:
+		return j.Event + " is already delivered", true, refusal, nil
+	}
+	return "the completion's guard turned it away (token current, not delivered)", false, refusal, nil
 }
 
 // finish stops the job's heartbeat and drops it from the relay's held jobs.

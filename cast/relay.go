@@ -186,24 +186,38 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 	}
 	f, err := r.fire(failpoint.BrokerAck)
 	if err != nil {
-		r.recordSend(now, sentAs, o.OfferID, answer+"; relay crashed before the ack arrived")
+		r.recordSend(now, sentAs, o.OfferID, false, answer+"; relay crashed before the ack arrived")
 		return false, err
 	}
 	if f == failpoint.AckLost {
-		r.recordSend(now, sentAs, o.OfferID, answer+"; the broker's ack was LOST: the relay believes the send failed")
+		r.recordSend(now, sentAs, o.OfferID, true, answer+"; the broker's ack was LOST: the relay believes the send failed")
 		return false, nil
 	}
-	r.recordSend(now, sentAs, o.OfferID, answer+"; ack received")
+	r.recordSend(now, sentAs, o.OfferID, false, answer+"; ack received")
 	_, err = r.fire(failpoint.AfterSendBeforeComplete)
 	return true, err
 }
 
-func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, answer string) {
+func (r *RelayInstance) recordSend(now int64, sentAs string, offerID int64, ackLost bool, answer string) {
 	detail := fmt.Sprintf("%s (token %d) as message id %s: %s", r.Claim.EventID, r.Claim.Token, sentAs, answer)
-	seq := r.p.Add(lab.Event{Kind: lab.KindOffer, Subject: r.Claim.EventID, Offer: offerID, Actor: r.name, Action: "send", Detail: detail})
+	seq := r.p.Add(lab.Event{Kind: lab.KindOffer, AckLost: ackLost, Subject: r.Claim.EventID, Offer: offerID, Actor: r.name, Action: "send",
+		Detail: detail})
 	r.p.mu.Lock()
 	defer r.p.mu.Unlock()
 	r.p.sends = append(r.p.sends, pipeSendEntry{seq: seq, tick: now, relay: r.name, event: r.Claim.EventID, sentAs: sentAs, token: r.Claim.Token, offerID: offerID, answer: answer})
+}
+
+// sentUnderClaim says the pipeline's sends ledger holds a send by r of
+// the event it holds, under its claim's token.
+func (r *RelayInstance) sentUnderClaim() bool {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	for _, s := range r.p.sends {
+		if s.relay == r.name && s.event == r.Claim.EventID && s.token == r.Claim.Token {
+			return true
+		}
+	}
+	return false
 }
 
 // Complete marks the claimed event published: under its token, or (the
@@ -228,13 +242,14 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	result, kind := "published (1 row)", lab.KindFinalize
+	result, kind, refusal := "published (1 row)", lab.KindFinalize, lab.Refusal("")
 	if f.Rows == 0 {
 		result, kind = "0 rows", lab.KindFenced
 		e, ok, err := store.NewRelay(r.db, store.RelayLesson).EventByID(ctx, id)
 		if err != nil {
 			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
 		}
+		refusal = EventRefusal(e, ok, token, now)
 		if ok {
 			switch {
 			case e.Token != token:
@@ -252,7 +267,13 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 			result, kind = fmt.Sprintf("published (1 row) by a STALE owner: token %d, current %d", token, e.Token), lab.KindStale
 		}
 	}
-	seq := r.p.Add(lab.Event{Kind: kind, Subject: id, Rows: lab.RowsOf(f.Rows), Actor: r.name, Action: "complete",
+	if kind != lab.KindFenced {
+		refusal = ""
+	}
+	if kind == lab.KindFinalize && !r.sentUnderClaim() {
+		kind = lab.KindUnsent // the sends ledger holds no send of this claim: a completion without a send
+	}
+	seq := r.p.Add(lab.Event{Kind: kind, Refusal: refusal, Subject: id, Rows: lab.RowsOf(f.Rows), Actor: r.name, Action: "complete",
 		Detail: fmt.Sprintf("%s %s: %s", id, how, result)})
 	r.p.mu.Lock()
 	r.p.completions = append(r.p.completions, pipeCompletionEntry{seq: seq, tick: now, relay: r.name, event: id, token: token, guard: guard, rows: f.Rows, result: result})

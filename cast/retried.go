@@ -16,7 +16,9 @@ type RetriedRow struct {
 	Message store.ClaimedMessage
 	Rows    int      // the rows the retry changed: 0 or 1
 	Kind    lab.Kind // KindNoOp (done), KindFenced or KindStale
-	Outcome string   // the rows changed and the row as the writer read it back
+	// Refusal, with KindFenced, is the guard the row as read back names.
+	Refusal lab.Refusal
+	Outcome string // the rows changed and the row as the writer read it back
 }
 
 // RetryNote says, at the head of a retried write's timeline detail, what
@@ -88,6 +90,7 @@ func RetryWrite(ctx context.Context, worker string, msgs []store.ClaimedMessage,
 				"committed at "+done+", the row's ProcessedAtUtc, so it counts the work as done"
 		case r.Rows == 0:
 			r.Kind, r.Outcome = lab.KindFenced, "0 rows; "+back
+			r.Refusal = MessageRefusal(st.Found, st.Status, st.LockedBy, st.Token, worker, m.Token)
 		default:
 			r.Kind, r.Outcome = lab.KindStale, fmt.Sprintf("1 row changed; %s: the row it had completed at %s was completed "+
 				"again, ProcessedAtUtc re-stamped", back, done)

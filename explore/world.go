@@ -472,12 +472,15 @@ func (w *exploreWorld) ack(ctx context.Context, c *exploreConsumer) error {
 	if err != nil {
 		return err
 	}
-	result := "acked (1 row)"
+	result, refusal := "acked (1 row)", lab.Refusal("")
 	if rows == 0 {
 		w.res.guards |= guardReceipt
+		if _, refusal, err = c.inst.RefusedAck(ctx); err != nil {
+			return err
+		}
 		result = "late ack: 0 rows (no longer in flight under this receipt)"
 	}
-	c.inst.RecordAck(&rows, result)
+	c.inst.RecordAck(&rows, refusal, result)
 	c.consumed = false
 	return nil
 }
@@ -485,7 +488,7 @@ func (w *exploreWorld) ack(ctx context.Context, c *exploreConsumer) error {
 // loseAck: the ack never reaches the broker; the consumer believes it
 // acked and is free.
 func (w *exploreWorld) loseAck(c *exploreConsumer) error {
-	c.inst.RecordAck(nil, "ack LOST on the way to the broker: the delivery stays in flight")
+	c.inst.RecordAck(nil, "", "ack LOST on the way to the broker: the delivery stays in flight")
 	c.consumed = false
 	return nil
 }

@@ -183,7 +183,53 @@ type Event struct {
 	// delivers to, whose inbox it keeps) a consumer instance's effect or
 	// dedup is for; "" for none. Several instances may share it.
 	Service string
+	// Refusal, on a write of kind KindFenced, names the guard that turned
+	// it away, as its writer read the row back after the 0-row write; ""
+	// on every other event.
+	Refusal Refusal
+	// AckLost, on a relay's send (KindOffer), says the broker stored the
+	// offer but its ack never reached the relay, which believes the send
+	// failed. (A consumer's ack lost on its way to the broker is an event
+	// of its own, KindAckLost.)
+	AckLost bool
 }
+
+// Refusal names the predicate of a write's WHERE clause that turned it
+// away (0 rows), as the writer learned it by reading its row back. Only
+// RefusedByToken is a fence: a fencing token that had moved on.
+type Refusal string
+
+// The guards that refuse a write.
+const (
+	// RefusedByToken: the row's fencing token (claim_token, ClaimToken)
+	// had moved on; a newer claim holds it. This alone is a fence.
+	RefusedByToken Refusal = "token"
+	// RefusedByOwner: LockedBy (locked_by) names another worker.
+	RefusedByOwner Refusal = "owner"
+	// RefusedByStatus: the row's status says the work is no longer in
+	// progress (Status = 'Processing' or delivered = 0 failed): done.
+	RefusedByStatus Refusal = "status"
+	// RefusedByLease: the lease had ended (lease_until > now failed).
+	RefusedByLease Refusal = "lease"
+	// RefusedByDeadline: the new lease would pass the processing deadline
+	// (claimed_at + the maximum processing time).
+	RefusedByDeadline Refusal = "deadline"
+	// RefusedByShorter: the proposed lease end is not later than the one
+	// the row holds (lease_until < :proposed failed).
+	RefusedByShorter Refusal = "shorter"
+	// RefusedByReceipt: the broker's delivery is no longer in flight under
+	// the ack's receipt (delivery_count = :receipt, state = 'in_flight').
+	RefusedByReceipt Refusal = "receipt"
+	// RefusedByGone: no row has the id any more.
+	RefusedByGone Refusal = "gone"
+	// RefusedByRowCount: the write changed more rows than one and the lab
+	// rolled it back; no predicate refused it.
+	RefusedByRowCount Refusal = "rowcount"
+)
+
+// Refusals lists every refusal, in the legend's order.
+var Refusals = []Refusal{RefusedByToken, RefusedByOwner, RefusedByStatus, RefusedByLease, RefusedByDeadline, RefusedByShorter,
+	RefusedByReceipt, RefusedByGone, RefusedByRowCount}
 
 // RowsOf is n as an event's Rows.
 func RowsOf(n int64) *int64 { return &n }
@@ -203,7 +249,7 @@ const (
 	KindEmpty    Kind = "empty"    // a claim that found nothing claimable
 	KindRenew    Kind = "renew"    // a renewal or heartbeat that extended a lease
 	KindFinalize Kind = "finalize" // the owner's last write that changed its row: finalize, complete, ack
-	KindFenced   Kind = "fenced"   // a write a guard turned away (a stale token, another owner, an ended lease, a deadline): 0 rows
+	KindFenced   Kind = "fenced"   // a write a guard turned away, 0 rows; its Refusal names the guard (only a token fences)
 	KindNoOp     Kind = "noop"     // the current owner's write that changed 0 rows: the work was already done
 	KindStale    Kind = "stale"    // a write that changed its row after its writer's lease had ended: only a mistake lets it
 	KindExpiry   Kind = "expiry"   // the clock passed a lease's end while its owner still held it
@@ -216,14 +262,16 @@ const (
 	KindDeliver  Kind = "deliver"  // the broker handed an offer to a consumer
 	KindEffect   Kind = "effect"   // a consumer's or worker's effect on its own data
 	KindDedup    Kind = "dedup"    // a consumer's guard found a duplicate: no effect
-	KindAck      Kind = "ack"      // a consumer's ack to the broker
+	KindAck      Kind = "ack"      // a consumer's ack to the broker that reached it
+	KindAckLost  Kind = "ack-lost" // a consumer's ack lost on the way: the broker never saw it
+	KindUnsent   Kind = "unsent"   // a completion that marked a message done though it was never sent
 	KindCommit   Kind = "commit"   // a producer committed business data and its outbox row
 )
 
 // Kinds lists every kind, in the legend's order.
 var Kinds = []Kind{KindNote, KindClaim, KindSteal, KindBlocked, KindDone, KindRefused, KindEmpty, KindRenew, KindFinalize,
 	KindFenced, KindNoOp, KindStale, KindExpiry, KindStall, KindWake, KindError, KindCrash, KindWork, KindOffer, KindDeliver, KindEffect, KindDedup,
-	KindAck, KindCommit}
+	KindAck, KindAckLost, KindUnsent, KindCommit}
 
 // Table is a titled table: a ledger, the per-message table or a step table.
 type Table struct {

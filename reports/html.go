@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -86,34 +87,71 @@ type messageRow struct {
 	Subject                           string
 	Work, Sends, Effects              string
 	WorkTwice, SentTwice, EffectTwice bool
+	// Unsent says the message was marked complete before its send, or
+	// with none.
+	Unsent bool
 }
 
 // byMessage is the per-message view: one row per message the timeline's
-// processing attempts, sends or effects name, in order of first mention,
-// with each actor's count; a row is flagged where a kind of work happened
-// more than once. Effects are counted per consumer service (the group the
-// broker delivers to, read off the event's Service; an effect with none
-// counts for its actor), naming the instances that made them: a second
-// effect of one event by one service is red whichever instance made it.
-// The view is empty when no message had any. A run in parts (clock
-// segments: a lesson that restarts its clock, on a fresh database) counts
-// each part apart, one row per message and part, naming the part: a
-// message handled once in each part was not handled twice.
+// processing attempts, sends, completions or effects name, in order of
+// first mention, with each actor's count; a row is flagged where a kind of
+// work happened more than once, or where a message was marked complete
+// though never sent. A processing attempt is a claim that took the
+// message (unless its claimer's next event is its crash: it did nothing
+// with it), or a status check at the provider (a work event) its actor
+// made without such a claim before it: every attempt counts once, whether
+// the lesson's workers claim first or load and work. Effects are counted
+// per consumer service (the group the broker delivers to, read off the
+// event's Service; an effect with none counts for its actor), naming the
+// instances that made them: a second effect of one event by one service is
+// red whichever instance made it. The view is empty when no message had
+// any. A run in parts (clock segments: a lesson that restarts its clock,
+// on a fresh database) counts each part apart, one row per message and
+// part, naming the part: a message handled once in each part was not
+// handled twice.
 func byMessage(rc race) []messageRow {
 	type message struct {
 		seg     int
 		subject string
 	}
+	type holder struct {
+		m     message
+		actor string
+	}
 	var messages []message
 	work, sends, effects := map[message]*tally{}, map[message]*tally{}, map[message]*tally{}
+	unsent, early := map[message]*tally{}, map[message]*tally{} // completions never sent, or sent only after
+	taken := map[holder]bool{}                                  // a claim took the message and no work event has counted against it yet
+	justTook := map[string]*message{}                           // by actor: the message its last event took, nil after any other
 	for _, e := range rc.Events {
+		took := justTook[e.Actor]
+		justTook[e.Actor] = nil
+		if e.Kind == lab.KindCrash && took != nil {
+			work[*took].remove(e.Actor) // it died before it did anything with what it took: no attempt
+			continue
+		}
+		if e.Subject == "" {
+			continue
+		}
+		m := message{e.Seg, e.Subject}
 		var t map[message]*tally
 		key := e.Actor
 		switch e.Kind {
+		case lab.KindClaim, lab.KindSteal:
+			t, taken[holder{m, e.Actor}], justTook[e.Actor] = work, true, &m
 		case lab.KindWork:
+			if taken[holder{m, e.Actor}] {
+				taken[holder{m, e.Actor}] = false // the attempt its claim began, counted there
+				continue
+			}
 			t = work
 		case lab.KindOffer:
 			t = sends
+		case lab.KindUnsent:
+			t = unsent
+			if e.SentLater {
+				t = early
+			}
 		case lab.KindEffect:
 			t = effects
 			if e.Service != "" {
@@ -122,13 +160,9 @@ func byMessage(rc race) []messageRow {
 		default:
 			continue
 		}
-		if e.Subject == "" {
-			continue
-		}
-		m := message{e.Seg, e.Subject}
 		if work[m] == nil {
 			messages = append(messages, m)
-			work[m], sends[m], effects[m] = &tally{}, &tally{}, &tally{}
+			work[m], sends[m], unsent[m], early[m], effects[m] = &tally{}, &tally{}, &tally{}, &tally{}, &tally{}
 		}
 		t[m].add(key, e.Actor)
 	}
@@ -137,6 +171,13 @@ func byMessage(rc race) []messageRow {
 	for _, m := range messages {
 		row := messageRow{Subject: m.subject, Work: work[m].String(), Sends: sends[m].String(), Effects: effects[m].String(),
 			WorkTwice: work[m].total() > 1, SentTwice: sends[m].total() > 1, EffectTwice: effects[m].most() > 1}
+		if unsent[m].total() > 0 {
+			row.Sends += "; marked complete, never sent: " + unsent[m].String()
+		}
+		if early[m].total() > 0 {
+			row.Sends += "; marked complete before its send: " + early[m].String()
+		}
+		row.Unsent = unsent[m].total()+early[m].total() > 0
 		if segmented {
 			row.Part = segLabel(rc, m.seg)
 		}
@@ -166,6 +207,16 @@ func (t *tally) add(key, actor string) {
 			t.actors[key] = &tally{}
 		}
 		t.actors[key].add(actor, actor)
+	}
+}
+
+// remove takes back one count of key (counted for key itself).
+func (t *tally) remove(key string) {
+	if t.counts[key] == 0 {
+		return
+	}
+	if t.counts[key]--; t.counts[key] == 0 {
+		t.order = slices.DeleteFunc(t.order, func(k string) bool { return k == key })
 	}
 }
 
@@ -207,24 +258,30 @@ func (t *tally) String() string {
 func glyphLegend() string {
 	var b strings.Builder
 	for _, g := range []struct {
-		kind lab.Kind
-		text string
+		kind  lab.Kind
+		glyph string
+		text  string
 	}{
-		{lab.KindClaim, "a claim took a free or expired lease (and a finalize, renewal, offer)"},
-		{lab.KindSteal, "a claim took a live lease or work already done (only a mistake does)"},
-		{lab.KindBlocked, "a claim a live lease turned away"},
-		{lab.KindDone, "a claim found the work done"},
-		{lab.KindRefused, "a claim refused although the lease had ended (the claim's fault)"},
-		{lab.KindFenced, "a write a guard turned away: 0 rows"},
-		{lab.KindNoOp, "the owner's write changed 0 rows: the work was done"},
-		{lab.KindStale, "a write changed a row its writer no longer owned"},
-		{lab.KindStall, "a stall"},
-		{lab.KindCrash, "a crash"},
-		{lab.KindError, "a statement failed"},
-		{lab.KindEffect, "a consumer's effect, or its duplicate"},
+		{lab.KindClaim, glyph(lab.KindClaim, 9, 9), "a claim took a free or expired lease (and a finalize, renewal, offer)"},
+		{lab.KindSteal, glyph(lab.KindSteal, 9, 9), "a claim took a live lease or work already done (only a mistake does)"},
+		{lab.KindBlocked, glyph(lab.KindBlocked, 9, 9), "a claim a live lease turned away"},
+		{lab.KindDone, glyph(lab.KindDone, 9, 9), "a claim found the work done"},
+		{lab.KindRefused, glyph(lab.KindRefused, 9, 9), "a claim refused although the lease had ended (the claim's fault)"},
+		{lab.KindFenced, glyph(lab.KindFenced, 9, 9), "FENCED: a write a newer fencing token turned away: 0 rows"},
+		{lab.KindFenced, guardGlyph(9, 9), "REFUSED: a write another guard turned away (an owner, a status, a lease end, a deadline, " +
+			"a shorter lease, an old receipt): 0 rows; its detail names the guard"},
+		{lab.KindNoOp, glyph(lab.KindNoOp, 9, 9), "the owner's write changed 0 rows: the work was done"},
+		{lab.KindStale, glyph(lab.KindStale, 9, 9), "a write changed a row its writer no longer owned"},
+		{lab.KindAckLost, glyph(lab.KindAckLost, 9, 9), "an ack lost on the way: a consumer's the broker never saw, or " +
+			"the broker's of a send (the send is stored; its relay believes it failed)"},
+		{lab.KindUnsent, glyph(lab.KindUnsent, 9, 9), "a completion of a message its relay had not sent (only a mistake does)"},
+		{lab.KindStall, glyph(lab.KindStall, 9, 9), "a stall"},
+		{lab.KindCrash, glyph(lab.KindCrash, 9, 9), "a crash"},
+		{lab.KindError, glyph(lab.KindError, 9, 9), "a statement failed"},
+		{lab.KindEffect, glyph(lab.KindEffect, 9, 9), "a consumer's effect, or its duplicate"},
 	} {
 		fmt.Fprintf(&b, `<span><svg width="18" height="18" viewBox="0 0 18 18" aria-hidden="true"><g class="key k-%s">%s</g></svg>%s</span>`,
-			g.kind, glyph(g.kind, 9, 9), esc(g.text))
+			g.kind, g.glyph, esc(g.text))
 	}
 	return b.String()
 }
@@ -253,10 +310,10 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 {{if .Messages}}<h2>By message: who worked on each</h2>
-<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (status checks at the provider), the sends to the broker, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}; an effect, more than once by one service, whichever instance.</p>
+<p class="meta">One row per message{{if .Parts}} and part of the run (each part on a clock and a database of its own){{end}}, from the timeline: the processing attempts (each claim that took it, unless its claimer crashed next, and each status check at the provider no claim began), the sends to the broker and any completion without one, each with the actor that made it, and the consumers' effects, by consumer service (the group the broker delivers to) with the instances that made them. Red: done more than once{{if .Parts}} in one part{{end}}, or marked complete before any send; an effect, more than once by one service, whichever instance.</p>
 <table id="messages">
 <thead><tr>{{if .Parts}}<th>Part</th>{{end}}<th>Message</th><th>Processing attempts</th><th>Sends</th><th>Effects</th></tr></thead>
-<tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if .SentTwice}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>
+<tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if or .SentTwice .Unsent}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>
 {{end}}</tbody>
 </table>{{end}}
 <div class="picture">
@@ -606,15 +663,43 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 		if e.Rows != nil {
 			rows = fmt.Sprint(*e.Rows)
 		}
-		fmt.Fprintf(b, `<g class="%s" tabindex="0" data-seq="%d" data-at="%s" data-actor="%s" data-action="%s" data-kind="%s" data-detail="%s" data-rows="%s" data-x="%.1f" data-sql="%s" aria-label="%s">`,
-			cls, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), e.Kind, esc(e.Detail), rows, x, esc(sqlJSON(e, statements)),
+		fmt.Fprintf(b, `<g class="%s" tabindex="0" data-seq="%d" data-at="%s" data-actor="%s" data-action="%s" data-kind="%s" data-refusal="%s" data-detail="%s" data-rows="%s" data-x="%.1f" data-sql="%s" aria-label="%s">`,
+			cls, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), e.Kind, esc(refusalText(e)), esc(e.Detail), rows, x, esc(sqlJSON(e, statements)),
 			esc(fmt.Sprintf("#%d %s %s: %s", e.Seq, e.Actor, e.Action, e.Detail)))
 		fmt.Fprintf(b, `<title>#%d %s %s %s: %s</title>`, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), esc(e.Detail))
 		fmt.Fprintf(b, `<rect class="hit" x="%.1f" y="%.1f" width="16" height="30" rx="3"/>`, x-8, y-15)
-		b.WriteString(glyph(e.Kind, x, y))
+		switch {
+		case e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken:
+			b.WriteString(guardGlyph(x, y))
+		case e.Kind == lab.KindOffer && e.AckLost:
+			b.WriteString(glyph(lab.KindAckLost, x, y)) // stored, but the broker's ack never came back
+		default:
+			b.WriteString(glyph(e.Kind, x, y))
+		}
 		fmt.Fprintf(b, `<text class="seq" x="%.1f" y="%.1f" text-anchor="middle">%d</text></g>`, x, y+20, e.Seq)
 	}
 	b.WriteString(`</g>`)
+}
+
+// refusalText says, of a write a guard turned away, which guard, as the
+// lane view words it: "FENCED" for a token, else the guard's label; ""
+// for any other event.
+func refusalText(e raceEvent) string {
+	switch {
+	case e.Kind == lab.KindOffer && e.AckLost:
+		return "the broker's ack LOST"
+	case e.Kind != lab.KindFenced:
+		return ""
+	case e.Refusal == lab.RefusedByToken:
+		return "FENCED by the token"
+	}
+	return refusalLabels[e.Refusal]
+}
+
+// guardGlyph is the mark of a write a guard other than a fencing token
+// turned away, at (x, y): a hollow square, where a fence is a full one.
+func guardGlyph(x, y float64) string {
+	return fmt.Sprintf(`<rect class="guard-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
 }
 
 // glyph is the mark of an event of kind at (x, y): each kind its own,
@@ -626,6 +711,10 @@ func glyph(kind lab.Kind, x, y float64) string {
 			x-7, y-7, x-7, y-7)
 	case lab.KindFenced, lab.KindRefused:
 		return fmt.Sprintf(`<rect class="fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/>`, x-6, y-6)
+	case lab.KindAckLost:
+		return fmt.Sprintf(`<circle class="lost-mark" cx="%.1f" cy="%.1f" r="5.5"/>`, x, y)
+	case lab.KindUnsent:
+		return fmt.Sprintf(`<rect class="unsent-mark" x="%.1f" y="%.1f" width="12" height="12"/><text class="glyph-letter" x="%.1f" y="%.1f" text-anchor="middle">U</text>`, x-6, y-6, x, y+4)
 	case lab.KindStale:
 		return fmt.Sprintf(`<rect class="dot fenced-mark" x="%.1f" y="%.1f" width="12" height="12"/><text class="glyph-letter" x="%.1f" y="%.1f" text-anchor="middle">S</text>`, x-6, y-6, x, y+4)
 	case lab.KindSteal:
@@ -665,6 +754,7 @@ var statementKeys = map[lab.Kind][]string{
 	lab.KindEffect:   {"consumer:"},
 	lab.KindDedup:    {"consumer: inbox"},
 	lab.KindAck:      {"broker: ack"},
+	lab.KindUnsent:   {"complete"},
 	lab.KindCommit:   {"checkout", "insert an outbox", "insert event"},
 }
 

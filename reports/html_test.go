@@ -178,3 +178,77 @@ func TestHTMLDrawsARevivedLease(t *testing.T) {
 		t.Error("session 18's page revives no lease, yet says so")
 	}
 }
+
+// TestByMessageCountsEveryAttempt: a processing attempt is a claim that
+// took the message, or a provider check no claim of its actor began; a
+// claim followed by its check counts once, and a claim its claimer died on
+// at once counts for nothing. A completion before any send
+// puts the message in the view, red, whether the relay sent it never or
+// only later.
+func TestByMessageCountsEveryAttempt(t *testing.T) {
+	t.Parallel()
+	ev := func(seq int, actor string, kind lab.Kind, subject string) lab.Event {
+		return lab.Event{Seq: seq, At: fmt.Sprintf("t=%d", seq), Actor: actor, Kind: kind, Subject: subject, Action: string(kind)}
+	}
+	tests := []struct {
+		name   string
+		events []lab.Event
+		want   []messageRow
+	}{
+		{"ClaimThenCheck", []lab.Event{ev(1, "W-A", lab.KindClaim, "m1"), ev(2, "W-A", lab.KindWork, "m1")},
+			[]messageRow{{Subject: "m1", Work: "W-A ×1", Sends: "-", Effects: "-"}}},
+		{"CheckWithoutClaim", []lab.Event{ev(1, "W-A", lab.KindWork, "m1"), ev(2, "W-B", lab.KindWork, "m1")},
+			[]messageRow{{Subject: "m1", Work: "W-A ×1, W-B ×1", Sends: "-", Effects: "-", WorkTwice: true}}},
+		{"ClaimsWithoutChecks", []lab.Event{ev(1, "R-A", lab.KindClaim, "e1"), ev(2, "R-A", lab.KindOffer, "e1"),
+			ev(3, "R-B", lab.KindClaim, "e1"), ev(4, "R-B", lab.KindWork, "e1"), ev(5, "R-B", lab.KindWork, "e1")},
+			[]messageRow{{Subject: "e1", Work: "R-A ×1, R-B ×2", Sends: "R-A ×1", Effects: "-", WorkTwice: true}}},
+		{"CrashedOnItsClaim", []lab.Event{ev(1, "W-A", lab.KindClaim, "m1"), ev(2, "W-A", lab.KindCrash, ""),
+			ev(3, "W-B", lab.KindClaim, "m1"), ev(4, "W-B", lab.KindWork, "m1")},
+			[]messageRow{{Subject: "m1", Work: "W-B ×1", Sends: "-", Effects: "-"}}},
+		{"CrashedAfterItsWork", []lab.Event{ev(1, "W-A", lab.KindClaim, "m1"), ev(2, "W-A", lab.KindWork, "m1"), ev(3, "W-A", lab.KindCrash, ""),
+			ev(4, "W-B", lab.KindClaim, "m1")},
+			[]messageRow{{Subject: "m1", Work: "W-A ×1, W-B ×1", Sends: "-", Effects: "-", WorkTwice: true}}},
+		{"NeverSent", []lab.Event{ev(1, "R-D", lab.KindClaim, "e5"), ev(2, "R-D", lab.KindUnsent, "e5")},
+			[]messageRow{{Subject: "e5", Work: "R-D ×1", Sends: "-; marked complete, never sent: R-D ×1", Effects: "-", Unsent: true}}},
+		{"SentLater", []lab.Event{ev(1, "R-D", lab.KindClaim, "e5"), ev(2, "R-D", lab.KindUnsent, "e5"), ev(3, "R-D", lab.KindOffer, "e5")},
+			[]messageRow{{Subject: "e5", Work: "R-D ×1", Sends: "R-D ×1; marked complete before its send: R-D ×1", Effects: "-", Unsent: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := byMessage(newRace(&lab.Result{Timeline: tt.events})); !slices.Equal(got, tt.want) {
+				t.Errorf("byMessage:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHTMLDrawsWhatDecided: the page draws a fence (a token's refusal)
+// apart from a refusal by another guard, which its data names, and a lost
+// ack and an unsent completion with marks of their own.
+func TestHTMLDrawsWhatDecided(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		edit  func(*lab.Event)
+		glyph string
+		data  string
+	}{
+		{"Token", func(e *lab.Event) { e.Refusal = lab.RefusedByToken }, `class="fenced-mark"`, `data-refusal="FENCED by the token"`},
+		{"Lease", func(e *lab.Event) { e.Refusal = lab.RefusedByLease }, `class="guard-mark"`, `data-refusal="REFUSED: lease ended"`},
+		{"AckLost", func(e *lab.Event) { e.Kind, e.Refusal = lab.KindAckLost, "" }, `class="lost-mark"`, `data-refusal=""`},
+		{"Unsent", func(e *lab.Event) { e.Kind, e.Refusal, e.Rows = lab.KindUnsent, "", lab.RowsOf(1) }, `class="unsent-mark"`, `data-refusal=""`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := session18()
+			tc.edit(&r.Timeline[6])
+			var b bytes.Buffer
+			if err := HTML(&b, r, RunInfo{}); err != nil {
+				t.Fatal(err)
+			}
+			m := regexp.MustCompile(`(?s)<g class="ev [^"]*" tabindex="0" data-seq="7".*?</g>`).FindString(b.String())
+			if !strings.Contains(m, tc.glyph) || !strings.Contains(m, tc.data) {
+				t.Errorf("event #7 is drawn %s; want %s and %s", m, tc.glyph, tc.data)
+			}
+		})
+	}
+}

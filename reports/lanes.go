@@ -32,15 +32,84 @@ var (
 		{"#", "'#' a claim a live lease turned away"},
 		{"D", "'D' a claim that found the work done"},
 		{"?R", "?R a claim refused although the lease had ended (the claim's own fault)"},
-		{"!!", "!! a write a guard turned away (a stale token, another owner, an ended lease, a deadline: 0 rows)"},
+		{"!!", "!! FENCED a write a newer fencing token turned away (the row's token had moved on: 0 rows)"},
+		{"-!", "-! a write another guard turned away (0 rows), the guard named in its cell as read back from the row"},
 		{"=0", "=0 the owner's write that changed 0 rows because the work was already done"},
 		{"!S", "!S a write that changed a row its writer no longer owned"},
 		{"REVIVES", "REVIVES a renewal that changed a lease after it had ended (only a mistake does): its bar reopens there"},
+		{"//", "// an ack lost on the way"},
+		{"!U", "!U a completion of a message its relay had not sent, which only a mistake does"},
 		{"zz", "zz a stall"},
 		{"XX", "XX a crash"},
 		{"E!", "E! a statement that failed"},
 	}
 )
+
+// refusalLabels are what a refused write's cell says after its verb, by
+// the guard that refused it (see [lab.Refusal]); refusalMeanings explain
+// each, for the legend. A token's refusal is drawn FENCED instead.
+var (
+	refusalLabels = map[lab.Refusal]string{
+		lab.RefusedByOwner:    "REFUSED by LockedBy",
+		lab.RefusedByStatus:   "REFUSED: already done",
+		lab.RefusedByLease:    "REFUSED: lease ended",
+		lab.RefusedByDeadline: "REFUSED: deadline",
+		lab.RefusedByShorter:  "REFUSED: not later",
+		lab.RefusedByReceipt:  "REFUSED: old receipt",
+		lab.RefusedByGone:     "REFUSED: row gone",
+		lab.RefusedByRowCount: "ROLLED BACK: >1 row",
+		"":                    "REFUSED",
+	}
+	refusalMeanings = map[lab.Refusal]string{
+		lab.RefusedByOwner:    "REFUSED by LockedBy: LockedBy named another worker",
+		lab.RefusedByStatus:   "REFUSED: already done: the status guard (Status = 'Processing', delivered = 0) found the work done",
+		lab.RefusedByLease:    "REFUSED: lease ended: lease_until > now found the writer's own lease over",
+		lab.RefusedByDeadline: "REFUSED: deadline: the renewal would pass claimed_at + the maximum processing time",
+		lab.RefusedByShorter:  "REFUSED: not later: lease_until < :proposed found the row's lease already as long",
+		lab.RefusedByReceipt:  "REFUSED: old receipt: the broker's delivery was no longer in flight under the ack's receipt",
+		lab.RefusedByGone:     "REFUSED: row gone: no row had the id",
+		lab.RefusedByRowCount: "ROLLED BACK: >1 row: the write changed more than one row and was rolled back",
+		"":                    "REFUSED: a guard the writer did not read back",
+	}
+)
+
+// lostAckMeanings explain the lost acks rc's lanes show: a consumer's,
+// which the broker never saw, and the broker's of a send, which its relay
+// never saw.
+func lostAckMeanings(rc race) []string {
+	var consumer, broker bool
+	for _, e := range rc.Events {
+		consumer = consumer || e.Kind == lab.KindAckLost
+		broker = broker || e.Kind == lab.KindOffer && e.AckLost
+	}
+	var out []string
+	if consumer {
+		out = append(out, "ack LOST: a consumer's ack the broker never saw, so the delivery stays in flight")
+	}
+	if broker {
+		out = append(out, "send, ack LOST: the broker stored the offer, but its ack never reached the relay, which "+
+			"believes the send failed")
+	}
+	return out
+}
+
+// unsentMeanings explain the completions without a send rc's lanes show:
+// of a message its relay never sent, or sent only after.
+func unsentMeanings(rc race) []string {
+	var never, later bool
+	for _, e := range rc.Events {
+		never = never || e.Kind == lab.KindUnsent && !e.SentLater
+		later = later || e.Kind == lab.KindUnsent && e.SentLater
+	}
+	var out []string
+	if never {
+		out = append(out, "COMPLETE, never sent: nor did it send it later, so the broker never had it")
+	}
+	if later {
+		out = append(out, "COMPLETE before send: it sent it only after")
+	}
+	return out
+}
 
 // legendEntry is one mark and the sentence that explains it.
 type legendEntry struct{ mark, meaning string }
@@ -65,6 +134,12 @@ func LaneLegend(r *lab.Result) string {
 			}
 		}
 	}
+	refused := map[lab.Refusal]bool{} // the guards the "-!" cells name
+	for _, e := range rc.Events {
+		if laneMark(e) == "-!" {
+			refused[e.Refusal] = true
+		}
+	}
 	legend := laneIntro
 	var bars, marks []string
 	for _, e := range leaseBars {
@@ -73,9 +148,26 @@ func LaneLegend(r *lab.Result) string {
 		}
 	}
 	for _, e := range laneMarkMeanings {
-		if shown[e.mark] {
-			marks = append(marks, e.meaning)
+		if !shown[e.mark] {
+			continue
 		}
+		meaning := e.meaning
+		if e.mark == "!U" {
+			meaning += " (" + strings.Join(unsentMeanings(rc), "; ") + ")"
+		}
+		if e.mark == "//" {
+			meaning += " (" + strings.Join(lostAckMeanings(rc), "; ") + ")"
+		}
+		if e.mark == "-!" {
+			var guards []string
+			for _, g := range append(lab.Refusals, "") {
+				if refused[g] && g != lab.RefusedByToken {
+					guards = append(guards, refusalMeanings[g])
+				}
+			}
+			meaning += " (" + strings.Join(guards, "; ") + ")"
+		}
+		marks = append(marks, meaning)
 	}
 	if len(bars) > 0 {
 		legend += " A lease is a bar in its owner's column: " + strings.Join(bars, ", ") + "."
@@ -358,15 +450,25 @@ func laneCells(rc race, colOf map[string]int, ncols, shared int) (cells [][]stri
 	return cells, goesOn
 }
 
-// laneMarks are the marks that make the eye find an event, by kind.
+// laneMarks are the marks that make the eye find an event, by kind. A
+// write a guard turned away is "!!" (FENCED) only where a fencing token
+// refused it, "-!" where another guard did (see [laneMark]).
 var laneMarks = map[lab.Kind]string{
 	lab.KindSteal: "!T", lab.KindBlocked: "#", lab.KindDone: "D", lab.KindRefused: "?R",
-	lab.KindFenced: "!!", lab.KindNoOp: "=0", lab.KindStale: "!S",
+	lab.KindFenced: "!!", lab.KindNoOp: "=0", lab.KindStale: "!S", lab.KindAckLost: "//", lab.KindUnsent: "!U",
 	lab.KindStall: "zz", lab.KindCrash: "XX", lab.KindError: "E!",
 }
 
 // laneMark is the mark that makes the eye find an event, "" for none.
-func laneMark(e raceEvent) string { return laneMarks[e.Kind] }
+func laneMark(e raceEvent) string {
+	switch {
+	case e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken:
+		return "-!"
+	case e.Kind == lab.KindOffer && e.AckLost:
+		return "//"
+	}
+	return laneMarks[e.Kind]
+}
 
 // laneText is what an event's cell says: a short label by kind, naming
 // the actor when the column holds several.
@@ -393,8 +495,21 @@ func laneText(e raceEvent, shared bool) string {
 		text = "renew"
 	case lab.KindFinalize, lab.KindOffer:
 		text = verb
+		if e.AckLost {
+			text += ", ack LOST"
+		}
 	case lab.KindFenced:
 		text = "FENCED " + verb
+		if e.Refusal != lab.RefusedByToken {
+			text = verb + " " + refusalLabels[e.Refusal]
+		}
+	case lab.KindAckLost:
+		text = "ack LOST"
+	case lab.KindUnsent:
+		text = "COMPLETE, never sent"
+		if e.SentLater {
+			text = "COMPLETE before send"
+		}
 	case lab.KindNoOp:
 		text = verb + ": 0 rows"
 	case lab.KindStale:
@@ -530,7 +645,7 @@ func isMark(w string) bool {
 			return true
 		}
 	}
-	return false
+	return w == "-!"
 }
 
 // pad cuts s to width (marking the cut with '.') or pads it with spaces;

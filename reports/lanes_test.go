@@ -18,29 +18,64 @@ func TestLaneMarks(t *testing.T) {
 		kind       lab.Kind
 		action     string
 		mark, text string
+		refusal    lab.Refusal
 	}{
-		{lab.KindClaim, "claim claimed", "", "claim"},
-		{lab.KindSteal, "claim claimed", "!T", "claim TOOK"},
-		{lab.KindBlocked, "claim blocked", "#", "claim blocked"},
-		{lab.KindDone, "claim done", "D", "claim: done"},
-		{lab.KindRefused, "claim refused", "?R", "claim REFUSED"},
-		{lab.KindFenced, "heartbeat e3 refused", "!!", "FENCED heartbeat"},
-		{lab.KindFenced, "complete", "!!", "FENCED complete"},
-		{lab.KindNoOp, "ack", "=0", "ack: 0 rows"},
-		{lab.KindNoOp, "re-take: finalize again", "=0", "re-take: 0 rows"},
-		{lab.KindStale, "late finalize", "!S", "STALE late"},
-		{lab.KindStall, "stalls", "zz", "stall"},
-		{lab.KindCrash, "CRASH", "XX", "CRASH"},
-		{lab.KindError, "ack failed: database-error", "E!", "ERROR ack"},
+		{lab.KindClaim, "claim claimed", "", "claim", ""},
+		{lab.KindSteal, "claim claimed", "!T", "claim TOOK", ""},
+		{lab.KindBlocked, "claim blocked", "#", "claim blocked", ""},
+		{lab.KindDone, "claim done", "D", "claim: done", ""},
+		{lab.KindRefused, "claim refused", "?R", "claim REFUSED", ""},
+		{lab.KindFenced, "heartbeat e3 refused", "!!", "FENCED heartbeat", lab.RefusedByToken},
+		{lab.KindFenced, "complete", "!!", "FENCED complete", lab.RefusedByToken},
+		// A refusal by any guard but a token names the guard, never FENCED.
+		{lab.KindFenced, "finalize rejected", "-!", "finalize REFUSED by LockedBy", lab.RefusedByOwner},
+		{lab.KindFenced, "retry finalize", "-!", "retry REFUSED: already done", lab.RefusedByStatus},
+		{lab.KindFenced, "ack failed", "-!", "ack REFUSED: lease ended", lab.RefusedByLease},
+		{lab.KindFenced, "heartbeat e3 refused", "-!", "heartbeat REFUSED: deadline", lab.RefusedByDeadline},
+		{lab.KindFenced, "renews to 160 with token 2", "-!", "renews REFUSED: not later", lab.RefusedByShorter},
+		{lab.KindFenced, "ack", "-!", "ack REFUSED: old receipt", lab.RefusedByReceipt},
+		{lab.KindFenced, "complete", "-!", "complete REFUSED: row gone", lab.RefusedByGone},
+		{lab.KindFenced, "claim overreach", "-!", "claim ROLLED BACK: >1 row", lab.RefusedByRowCount},
+		{lab.KindFenced, "complete", "-!", "complete REFUSED", ""},
+		// The wording says "refused"; only the refusal says a token did.
+		{lab.KindFenced, "ack failed: lease-lost", "-!", "ack REFUSED: lease ended", lab.RefusedByLease},
+		{lab.KindAckLost, "ack", "//", "ack LOST", ""},
+		{lab.KindAck, "ack", "", "ack", ""},
+		{lab.KindUnsent, "marks complete", "!U", "COMPLETE, never sent", ""},
+		{lab.KindNoOp, "ack", "=0", "ack: 0 rows", ""},
+		{lab.KindNoOp, "re-take: finalize again", "=0", "re-take: 0 rows", ""},
+		{lab.KindStale, "late finalize", "!S", "STALE late", ""},
+		{lab.KindStall, "stalls", "zz", "stall", ""},
+		{lab.KindCrash, "CRASH", "XX", "CRASH", ""},
+		{lab.KindError, "ack failed: database-error", "E!", "ERROR ack", ""},
 		// The wording says "claim blocked"; the kind says what happened.
-		{lab.KindClaim, "claim blocked", "", "claim"},
+		{lab.KindClaim, "claim blocked", "", "claim", ""},
 	} {
-		e := raceEvent{Event: lab.Event{Actor: "Relay-C", Action: tc.action, Kind: tc.kind}}
+		e := raceEvent{Event: lab.Event{Actor: "Relay-C", Action: tc.action, Kind: tc.kind, Refusal: tc.refusal}}
 		if got := laneMark(e); got != tc.mark {
 			t.Errorf("%s %q: mark %q, want %q", tc.kind, tc.action, got, tc.mark)
 		}
 		if got := laneText(e, false); got != tc.text {
 			t.Errorf("%s %q: text %q, want %q", tc.kind, tc.action, got, tc.text)
+		}
+	}
+}
+
+// TestLaneMarkOfALostBrokerAck: a send whose broker ack never reached the
+// relay is drawn as a send with its ack lost, from the event's AckLost
+// field, not its wording; a send whose ack came back is a plain send.
+func TestLaneMarkOfALostBrokerAck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lost       bool
+		mark, text string
+	}{{true, "//", "send, ack LOST e3"}, {false, "", "send e3"}} {
+		e := raceEvent{Event: lab.Event{Actor: "Relay-A", Action: "send", Kind: lab.KindOffer, Subject: "e3", Offer: 1, AckLost: tc.lost}}
+		if got := laneMark(e); got != tc.mark {
+			t.Errorf("lost %v: mark %q, want %q", tc.lost, got, tc.mark)
+		}
+		if got := laneText(e, false); got != tc.text {
+			t.Errorf("lost %v: text %q, want %q", tc.lost, got, tc.text)
 		}
 	}
 }
@@ -57,6 +92,7 @@ func session18() *lab.Result {
 	}
 	rows := func(e lab.Event, n int64) lab.Event { e.Rows = lab.RowsOf(n); return e }
 	offer := func(e lab.Event, n int64) lab.Event { e.Offer = n; return e }
+	fenced := func(e lab.Event) lab.Event { e.Refusal = lab.RefusedByToken; return e }
 	return &lab.Result{Timeline: []lab.Event{
 		ev(1, "00", "checkout", "commit e42", lab.KindCommit, "e42", ""),
 		rows(ev(2, "01", "Relay-A", "claim claimed", lab.KindClaim, "e42", "00:31"), 1),
@@ -64,7 +100,7 @@ func session18() *lab.Result {
 		ev(4, "31", "clock", "lease expiry", lab.KindExpiry, "e42", ""),
 		rows(ev(5, "31", "Relay-B", "claim claimed", lab.KindClaim, "e42", "01:01"), 1),
 		offer(ev(6, "32", "Relay-B", "send", lab.KindOffer, "e42", ""), 2),
-		rows(ev(7, "33", "Relay-A", "complete", lab.KindFenced, "e42", ""), 0),
+		fenced(rows(ev(7, "33", "Relay-A", "complete", lab.KindFenced, "e42", ""), 0)),
 		rows(ev(8, "34", "Relay-B", "complete", lab.KindFinalize, "e42", ""), 1),
 		ev(9, "39", "Worker-Crash", "CRASH", lab.KindCrash, "", ""),
 	}}
@@ -298,6 +334,48 @@ func TestLanesReviveNothingElse(t *testing.T) {
 	}
 }
 
+// refusedBy is session 18's race with Relay-A's complete refused by
+// guard instead of by its token.
+func refusedBy(guard lab.Refusal) *lab.Result {
+	r := session18()
+	r.Timeline[6].Refusal = guard
+	return r
+}
+
+// lostAckAndUnsent is a consumer's ack lost on the way and a relay's
+// completion of an event it never sent.
+func lostAckAndUnsent() *lab.Result {
+	return &lab.Result{Timeline: []lab.Event{
+		{Seq: 1, At: "t=1", Actor: "Relay-D", Action: "claim claimed", Kind: lab.KindClaim, Subject: "e5", Until: "t=30", Rows: lab.RowsOf(1)},
+		{Seq: 2, At: "t=2", Actor: "Relay-D", Action: "marks complete", Kind: lab.KindUnsent, Subject: "e5", Rows: lab.RowsOf(1)},
+		{Seq: 3, At: "t=3", Actor: "Consumer-1", Action: "ack", Kind: lab.KindAckLost, Subject: "e4", Offer: 1},
+	}}
+}
+
+// TestLanesSayWhetherAnUnsentCompletionWasSentLater: a completion of a
+// message its relay had not sent says "never sent" only where the relay
+// sends it at no later row, and "before send" where it does.
+func TestLanesSayWhetherAnUnsentCompletionWasSentLater(t *testing.T) {
+	t.Parallel()
+	for _, sentLater := range []bool{false, true} {
+		r := lostAckAndUnsent()
+		want, not := "COMPLETE, never sent", "COMPLETE before send"
+		if sentLater {
+			r.Timeline = append(r.Timeline, lab.Event{Seq: 4, At: "t=4", Actor: "Relay-D", Action: "send", Kind: lab.KindOffer, Subject: "e5", Offer: 2})
+			want, not = not, want
+		}
+		var b bytes.Buffer
+		if err := Lanes(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		legend := LaneLegend(r)
+		if !strings.Contains(b.String(), "!U "+want) || strings.Contains(b.String(), not) || !strings.Contains(legend, want+":") ||
+			strings.Contains(legend, not) {
+			t.Errorf("sent later %v: want %q, not %q:\n%s\n%s", sentLater, want, not, legend, b.String())
+		}
+	}
+}
+
 // TestWrapCell: a lane cell too wide for its column wraps at spaces,
 // never mid-word, under the first word after its mark, and a lease held on
 // into the next row (bar) goes on down its lines, whatever the mark; only
@@ -344,9 +422,13 @@ func TestLaneLegendListsTheMarksShown(t *testing.T) {
 		r          *lab.Result
 		want, omit []string
 	}{
-		{"CrashAndFence", session18(), []string{"'+' where a claim took", "XX a crash", "!! a write a guard turned away"},
-			[]string{"REVIVES", "zz a stall", "E! a statement"}},
-		{"Neither", quiet, []string{"'+' where a claim took"}, []string{"XX a crash", "!! a write", "REVIVES"}},
+		{"CrashAndFence", session18(), []string{"'+' where a claim took", "XX a crash", "!! FENCED a write a newer fencing token"},
+			[]string{"REVIVES", "zz a stall", "E! a statement", "-! a write", "REFUSED", "// an ack", "!U"}},
+		{"Neither", quiet, []string{"'+' where a claim took"}, []string{"XX a crash", "!! FENCED", "REVIVES"}},
+		{"RefusedByLease", refusedBy(lab.RefusedByLease), []string{"-! a write another guard", "REFUSED: lease ended: lease_until"},
+			[]string{"!! FENCED", "REFUSED by LockedBy", "REFUSED: deadline"}},
+		{"LostAckAndUnsent", lostAckAndUnsent(), []string{"// an ack lost on the way", "!U a completion"},
+			[]string{"!! FENCED", "-! a write"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -362,5 +444,40 @@ func TestLaneLegendListsTheMarksShown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLanesDrawCausesFirst: where events share an instant, a consumer's
+// effect and ack are drawn below the delivery they came from, and a
+// delivery below its offer, whatever order they were recorded in; an
+// instant's events with no cause among them keep their recorded order,
+// and an effect at a later instant stays where it is.
+func TestLanesDrawCausesFirst(t *testing.T) {
+	t.Parallel()
+	at := func(s int) string { return fmt.Sprintf("2026-01-15T09:00:%02d.000Z", s) }
+	r := &lab.Result{Timeline: []lab.Event{
+		{Seq: 1, At: at(1), Actor: "Consumer-1", Action: "effect", Kind: lab.KindEffect, Subject: "e1", Offer: 1},
+		{Seq: 2, At: at(1), Actor: "Consumer-1", Action: "ack", Kind: lab.KindAck, Subject: "e1", Offer: 1, Rows: lab.RowsOf(1)},
+		{Seq: 3, At: at(1), Actor: "broker", Action: "deliver", Kind: lab.KindDeliver, Subject: "e1", Offer: 1, To: "Consumer-1"},
+		{Seq: 4, At: at(1), Actor: "Relay-A", Action: "send", Kind: lab.KindOffer, Subject: "e1", Offer: 1},
+		{Seq: 5, At: at(1), Actor: "Consumer-2", Action: "effect", Kind: lab.KindEffect, Subject: "e2", Offer: 2},
+		{Seq: 6, At: at(2), Actor: "Consumer-1", Action: "no effect", Kind: lab.KindDedup, Subject: "e1", Offer: 1},
+		{Seq: 7, At: at(2), Actor: "broker", Action: "deliver", Kind: lab.KindDeliver, Subject: "e1", Offer: 1, To: "Consumer-2"},
+	}}
+	var order []int
+	for _, e := range newRace(r).Events {
+		order = append(order, e.Seq)
+	}
+	// #5 (another offer) keeps its place after its instant's causal chain;
+	// #7, a delivery to another consumer, causes nothing of #6's.
+	if want := []int{4, 3, 1, 2, 5, 6, 7}; !slices.Equal(order, want) {
+		t.Errorf("rows in order %v, want %v", order, want)
+	}
+	var b bytes.Buffer
+	if err := Lanes(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if send, effect := strings.Index(b.String(), "send e1"), strings.Index(b.String(), "effect e1"); send < 0 || effect < send {
+		t.Errorf("the lanes draw the effect above its send:\n%s", b.String())
 	}
 }

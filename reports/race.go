@@ -16,6 +16,9 @@ type raceEvent struct {
 	Seg    int   // clock segment: a lesson that restarts its clock starts a new one
 	T      int64 // milliseconds on the segment's clock
 	UntilT int64 // Until on the segment's clock, -1 for none
+	// SentLater, on a completion of a message its relay had not sent
+	// (KindUnsent), says the same relay sent it later in the segment.
+	SentLater bool
 }
 
 // How a lease ended.
@@ -112,12 +115,94 @@ func newRace(r *lab.Result) race {
 		}
 		rc.Events = append(rc.Events, ev)
 	}
+	rc.causesFirst()
+	rc.markSentLater()
 	if r.Concurrent {
 		rc.sortConcurrentActors()
 	}
 	rc.addBroker()
 	rc.leases()
 	return rc
+}
+
+// causesFirst orders the events of each instant (one clock segment, one
+// time) so that none is drawn above its cause, read from the offer and
+// the consumer each event names: a delivery below the offer it hands on,
+// a consumer's effect, dedup or ack of an offer below that offer and its
+// delivery to that consumer. Events with no cause among their instant's
+// keep their recorded order (their commit order), so a timeline already
+// in causal order is left as it is.
+func (rc *race) causesFirst() {
+	evs := rc.Events
+	out := make([]raceEvent, 0, len(evs))
+	for start := 0; start < len(evs); {
+		end := start + 1
+		for end < len(evs) && evs[end].Seg == evs[start].Seg && evs[end].T == evs[start].T {
+			end++
+		}
+		group := evs[start:end]
+		placed := make([]bool, len(group))
+		for range group {
+			next := -1
+			for i := range group {
+				if placed[i] {
+					continue
+				}
+				if next < 0 {
+					next = i // the first left, should a cycle leave none ready
+				}
+				ready := true
+				for j := range group {
+					if !placed[j] && j != i && causes(group[j].Event, group[i].Event) {
+						ready = false
+						break
+					}
+				}
+				if ready {
+					next = i
+					break
+				}
+			}
+			placed[next] = true
+			out = append(out, group[next])
+		}
+		start = end
+	}
+	rc.Events = out
+}
+
+// causes says whether c is a cause of e, from the offer each names: an
+// offer causes the deliveries of it and what consumers did with it; a
+// delivery causes what its consumer did with that offer.
+func causes(c, e lab.Event) bool {
+	if c.Offer == 0 || c.Offer != e.Offer {
+		return false
+	}
+	consumed := e.Kind == lab.KindEffect || e.Kind == lab.KindDedup || e.Kind == lab.KindAck || e.Kind == lab.KindAckLost ||
+		e.Kind == lab.KindFenced
+	switch c.Kind {
+	case lab.KindOffer:
+		return e.Kind == lab.KindDeliver || consumed
+	case lab.KindDeliver:
+		return consumed && c.To == e.Actor
+	}
+	return false
+}
+
+// markSentLater notes, of each completion without a send, whether its
+// relay sent the message after it (in the same clock segment).
+func (rc *race) markSentLater() {
+	for i, e := range rc.Events {
+		if e.Kind != lab.KindUnsent {
+			continue
+		}
+		for _, later := range rc.Events[i+1:] {
+			if later.Seg == e.Seg && later.Kind == lab.KindOffer && later.Actor == e.Actor && later.Subject == e.Subject {
+				rc.Events[i].SentLater = true
+				break
+			}
+		}
+	}
 }
 
 // sortConcurrentActors orders the lanes of a concurrent run by when each
@@ -223,7 +308,7 @@ func (rc *race) leases() {
 			if !renewed {
 				rc.revive(i, open)
 			}
-		case lab.KindFinalize, lab.KindNoOp:
+		case lab.KindFinalize, lab.KindNoOp, lab.KindUnsent:
 			for li := range open {
 				if rc.Leases[li].Owner == e.Actor && same(rc.Leases[li], e) {
 					closeAt(li, i, e.T, endFinalized, "")

@@ -406,6 +406,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 	f, ackErr := relay.Complete(ctx, s16EventID, token, now)
 	e := ackEntry{at: now, worker: worker, token: token, rows: f.Rows, busy: f.Stats.BusyRetries}
 	var reason, why string
+	var refusal lab.Refusal
 	switch {
 	case ackErr != nil:
 		e.err = ackErr.Error()
@@ -427,6 +428,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 			break
 		}
 		reason, why = classifyZeroRowAck(ev, ok, token)
+		refusal = cast.EventRefusal(ev, ok, token, now)
 	}
 	detail := fmt.Sprintf("with token %d: %s changed", token, lab.Rows(f.Rows))
 	if ackErr != nil {
@@ -458,7 +460,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 	case reason == reasonAlreadyDelivered:
 		te.Kind = lab.KindNoOp
 	case reason != "":
-		te.Kind = lab.KindFenced
+		te.Kind, te.Refusal = lab.KindFenced, refusal
 	case run.lastClaimer() != worker:
 		te.Kind = lab.KindStale // the ledger holds another worker's later claim: this ack's writer lost its lease
 	}

@@ -149,6 +149,7 @@ type stepResult struct {
 	observed string
 	asExpect bool
 	busy     int
+	refusal  lab.Refusal // a renewal's 0 rows: the guard the row read back names
 }
 
 // runLeaseRenewal runs steps with the relay statements sqls.
@@ -184,6 +185,9 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 			Action: stepAction(s, res.token), Detail: res.observed, Rows: lab.RowsOf(res.rows)}
 		if res.rows == 1 {
 			e.Until = clock.Logical(res.leaseEnd)
+		}
+		if e.Kind == lab.KindFenced {
+			e.Refusal = res.refusal
 		}
 		timeline.Add(e)
 		results = append(results, res)
@@ -273,11 +277,11 @@ func renewAfterDelivery(ctx context.Context, w *renewalWorker, timeline *lab.Tim
 	if err != nil {
 		return 0, err
 	}
-	kind := lab.KindFinalize
+	kind, refusal := lab.KindFinalize, lab.Refusal("")
 	if ack.Rows != 1 {
-		kind = lab.KindFenced
+		kind, refusal = lab.KindFenced, cast.EventRefusal(ev, true, w.token, s17AckAt)
 	}
-	timeline.Add(lab.Event{At: clock.Logical(s17AckAt), Kind: kind, Subject: s17EventID, Actor: s17WorkerB,
+	timeline.Add(lab.Event{At: clock.Logical(s17AckAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: s17WorkerB,
 		Action: "acks with " + heldToken(w.token), Rows: lab.RowsOf(ack.Rows),
 		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %d", lab.Rows(ack.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), ev.LeaseUntil)})
 	renewal, err := w.relay.Renew(ctx, s17EventID, w.token, s17LateRenewAt, s17LateRenewTo)
@@ -287,11 +291,11 @@ func renewAfterDelivery(ctx context.Context, w *renewalWorker, timeline *lab.Tim
 	if ev, err = readEvent(ctx, w); err != nil {
 		return 0, err
 	}
-	kind = lab.KindFenced
+	kind, refusal = lab.KindFenced, cast.EventRefusal(ev, true, w.token, s17LateRenewAt)
 	if renewal.Rows == 1 {
-		kind = lab.KindStale
+		kind, refusal = lab.KindStale, ""
 	}
-	e := lab.Event{At: clock.Logical(s17LateRenewAt), Kind: kind, Subject: s17EventID, Actor: s17WorkerB,
+	e := lab.Event{At: clock.Logical(s17LateRenewAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: s17WorkerB,
 		Action: stepAction(renewalStep{kind: renewStep, until: s17LateRenewTo}, w.token), Rows: lab.RowsOf(renewal.Rows),
 		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %d", lab.Rows(renewal.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), ev.LeaseUntil)}
 	if renewal.Rows == 1 {
@@ -321,6 +325,11 @@ func readBack(ctx context.Context, w *renewalWorker, s renewalStep, res *stepRes
 		return fmt.Errorf("session 17: %s vanished after step at t=%d", s17EventID, s.at)
 	}
 	res.owner, res.leaseEnd = ev.LockedBy, ev.LeaseUntil
+	if s.kind == renewStep && res.rows == 0 {
+		if res.refusal = cast.EventRefusal(ev, ok, res.token, s.at); res.refusal == "" && ev.LeaseUntil >= s.until {
+			res.refusal = lab.RefusedByShorter // the row's lease already reaches the proposed end
+		}
+	}
 	res.observed += fmt.Sprintf("; read back: owner %s, lease until %d", ev.LockedBy, ev.LeaseUntil)
 	res.asExpect = (res.rows == 1) == s.ok && ev.LockedBy == s.owner && ev.LeaseUntil == s.leaseEnd
 	return nil

@@ -269,7 +269,7 @@ func (run *batchRun) retryFlush(ctx context.Context, p instance.BatchRelay, b st
 	rows, err := cast.RetryWrite(ctx, bcFirst, b.Messages, run.refetch.current, done, run.clk.Now(), p.Complete, p.Message)
 	run.refetch.retry = rows
 	for _, r := range rows {
-		run.event(lab.Event{Kind: r.Kind, Subject: r.Message.AggregateKey, Rows: lab.RowsOf(int64(r.Rows)), Actor: bcFirst,
+		run.event(lab.Event{Kind: r.Kind, Refusal: r.Refusal, Subject: r.Message.AggregateKey, Rows: lab.RowsOf(int64(r.Rows)), Actor: bcFirst,
 			Action: "complete again", Detail: cast.RetryNote(fmt.Sprintf("its completer's batch (message %d, token %d)",
 				r.Message.ID, r.Message.Token)) + r.Outcome})
 	}
@@ -326,12 +326,12 @@ func (run *batchRun) complete(ctx context.Context, p instance.BatchRelay, name s
 		return f, err
 	}
 	for _, id := range f.Rejected {
-		kind, why := refusedBecause(found, id, name)
+		kind, refusal, why := refusedBecause(found, id, name)
 		if name != bcFirst && slices.Contains(run.late.Finalized, id) {
 			why += ", " + bcFirst + "'s late batch having marked it"
 		}
-		run.event(lab.Event{Kind: kind, Subject: fetched[id].AggregateKey, Rows: lab.RowsOf(0), Actor: name, Action: "complete",
-			Detail: fmt.Sprintf("message %d refused: %s", id, why)})
+		run.event(lab.Event{Kind: kind, Refusal: refusal, Subject: fetched[id].AggregateKey, Rows: lab.RowsOf(0), Actor: name,
+			Action: "complete", Detail: fmt.Sprintf("message %d refused: %s", id, why)})
 	}
 	return f, nil
 }
@@ -340,20 +340,20 @@ func (run *batchRun) complete(ctx context.Context, p instance.BatchRelay, name s
 // process name's row id away, from the row as the lab read it back, and
 // what the refusal was: a fence, or (the row Processed under this same
 // process) a write that found the work done.
-func refusedBecause(found []store.Message, id int64, name string) (lab.Kind, string) {
+func refusedBecause(found []store.Message, id int64, name string) (lab.Kind, lab.Refusal, string) {
 	i := slices.IndexFunc(found, func(m store.Message) bool { return m.ID == id })
 	switch {
 	case i < 0:
-		return lab.KindFenced, "the row is gone"
+		return lab.KindFenced, lab.RefusedByGone, "the row is gone"
 	case found[i].Status != "Processing" && found[i].LockedBy == name:
-		return lab.KindNoOp, fmt.Sprintf("the row, still %s's, is %s already (Status = 'Processing' refused it)", name, found[i].Status)
+		return lab.KindNoOp, "", fmt.Sprintf("the row, still %s's, is %s already (Status = 'Processing' refused it)", name, found[i].Status)
 	case found[i].Status != "Processing":
-		return lab.KindFenced, fmt.Sprintf("the row is %s already (Status = 'Processing' refused it)", found[i].Status)
+		return lab.KindFenced, lab.RefusedByStatus, fmt.Sprintf("the row is %s already (Status = 'Processing' refused it)", found[i].Status)
 	case found[i].LockedBy != name:
-		return lab.KindFenced, fmt.Sprintf("the row is %s's now, under a later fetch's token (LockedBy = :worker and "+
+		return lab.KindFenced, lab.RefusedByToken, fmt.Sprintf("the row is %s's now, under a later fetch's token (LockedBy = :worker and "+
 			"ClaimToken = Done.Token each refused it)", found[i].LockedBy)
 	default:
-		return lab.KindFenced, "the row, still Processing under " + name + ", has a later fetch's token (ClaimToken = Done.Token alone refused it)"
+		return lab.KindFenced, lab.RefusedByToken, "the row, still Processing under " + name + ", has a later fetch's token (ClaimToken = Done.Token alone refused it)"
 	}
 }
 

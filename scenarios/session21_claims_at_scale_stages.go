@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -115,9 +116,27 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 	if len(f.Finalized) == 1 {
 		outcome, kind = "changed 1 row: a stale owner completed a message it no longer owned", lab.KindStale
 	}
-	run.add(lab.Event{Kind: kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(len(f.Finalized))), Actor: s21Stalled, Action: "late finalize",
+	run.add(lab.Event{Kind: kind, Refusal: tokenRefusal(kind, claimedSince(d, m)), Subject: m.AggregateKey,
+		Rows:  lab.RowsOf(int64(len(f.Finalized))),
+		Actor: s21Stalled, Action: "late finalize",
 		Detail: fmt.Sprintf("message %d with stale token %d %s", m.ID, m.Token, outcome)})
 	return nil
+}
+
+// tokenRefusal is the guard that refused a late finalize (kind
+// KindFenced): the token, where the ledgers hold a newer claim of its
+// message (newer); "" otherwise.
+func tokenRefusal(kind lab.Kind, newer bool) lab.Refusal {
+	if kind != lab.KindFenced || !newer {
+		return ""
+	}
+	return lab.RefusedByToken
+}
+
+// claimedSince says the drain's claims ledger holds a claim of m under a
+// newer token than m's.
+func claimedSince(d *cast.ScaleDrain, m store.ClaimedMessage) bool {
+	return slices.ContainsFunc(d.Claims, func(c cast.ScaleClaim) bool { return c.ID == m.ID && c.Token > m.Token })
 }
 
 // retake is a drain's last step, in which only the token can refuse a
@@ -178,8 +197,8 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 	if rt.StaleRows != 0 {
 		outcome, kind = "changed 1 row: the stale claim completed a message its own newer claim held", lab.KindStale
 	}
-	run.add(lab.Event{Kind: kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.StaleRows)), Actor: s21Stalled,
-		Action: "re-take: late finalize", Detail: instance.WithHow(fmt.Sprintf("its first claimer, with stale token %d, %s", m.Token, outcome), how)})
+	run.add(lab.Event{Kind: kind, Refusal: tokenRefusal(kind, rt.Newer > m.Token), Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.StaleRows)),
+		Actor: s21Stalled, Action: "re-take: late finalize", Detail: instance.WithHow(fmt.Sprintf("its first claimer, with stale token %d, %s", m.Token, outcome), how)})
 	if len(nb.Messages) == 0 {
 		return nil
 	}
@@ -211,7 +230,8 @@ func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, 
 	}
 	r := rows[0]
 	rt.RetryRows, rt.RetryDone = r.Rows, r.Kind == lab.KindNoOp
-	run.add(lab.Event{Kind: r.Kind, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.RetryRows)), Actor: s21Stalled, Action: "retry finalize",
+	run.add(lab.Event{Kind: r.Kind, Refusal: r.Refusal, Subject: m.AggregateKey, Rows: lab.RowsOf(int64(rt.RetryRows)), Actor: s21Stalled,
+		Action: "retry finalize",
 		Detail: cast.RetryNote(fmt.Sprintf("its second claimer's finalize (token %d)", m.Token)) + r.Outcome})
 	return nil
 }

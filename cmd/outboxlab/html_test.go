@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,7 +49,10 @@ type browserPage struct {
 	lanes   []string // every actor, one lane each
 	leases  int      // one bar per successful claim
 	crashAt string   // the crash marker's clock, "" for no crash
-	fenced  []string // the actors of the red fenced writes, in order; none for none
+	fenced  []string // the actors of the red fenced writes (a token refused them), in order; none for none
+	// refused is each write another guard refused, drawn hollow, as
+	// "actor: guard" (the page's data-refusal), in order.
+	refused []string
 	// twice is how many messages the per-message view shows in red as
 	// processed more than once (-1: the page has no such view).
 	twice int
@@ -61,9 +65,9 @@ var browserPages = []browserPage{
 		lanes: []string{"checkout", "Worker-A", "Worker-B", "clock", "scenario"}, leases: 7, crashAt: "2026-01-15T09:00:00.000Z", twice: 0},
 	{name: "session-18", args: []string{"run", "session-18-lease-expiry-after-send"},
 		lanes:  []string{"checkout", "Relay-A", "Relay-B", "clock", "broker", "Inbox-Consumer-1", "Inbox-Consumer-2", "Naive-Consumer"},
-		leases: 2, fenced: []string{"Relay-A", "Inbox-Consumer-1"}, twice: 0},
+		leases: 2, fenced: []string{"Relay-A"}, refused: []string{"Inbox-Consumer-1: REFUSED: old receipt"}, twice: 1},
 	{name: "explore-naive-consumer", args: []string{"run", "explore", "--variant", "naive-consumer", "--bound", "3"},
-		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3, twice: 0},
+		lanes: []string{"scenario", "checkout", "Relay-A", "Relay-Recovery", "clock", "broker", "Consumer-Recovery"}, leases: 3, twice: 1},
 }
 
 // pageFacts is what the test reads from a page's DOM.
@@ -77,11 +81,12 @@ type pageFacts struct {
 		Actor string `json:"actor"`
 		Fill  string `json:"fill"`
 	} `json:"fenced"`
-	Checks  int    `json:"checks"`
-	Twice   int    `json:"twice"`
-	Width   int    `json:"width"`
-	Verdict string `json:"verdict"`
-	Detail  string `json:"detail"`
+	Refused []string `json:"refused"`
+	Checks  int      `json:"checks"`
+	Twice   int      `json:"twice"`
+	Width   int      `json:"width"`
+	Verdict string   `json:"verdict"`
+	Detail  string   `json:"detail"`
 }
 
 const factsJS = `(() => {
@@ -105,7 +110,8 @@ const factsJS = `(() => {
     claims: q('svg .ev.k-claim').length,
     crashes: crashes.map(c => c.dataset.at),
     crashInRun: crashInRun,
-    fenced: q('svg .ev.k-fenced').map(f => ({actor: f.dataset.actor, fill: getComputedStyle(f.querySelector('.fenced-mark')).fill})),
+    fenced: q('svg .ev.k-fenced').filter(f => f.querySelector('.fenced-mark')).map(f => ({actor: f.dataset.actor, fill: getComputedStyle(f.querySelector('.fenced-mark')).fill})),
+    refused: q('svg .ev.k-fenced').filter(f => f.querySelector('.guard-mark')).map(f => f.dataset.actor + ': ' + f.dataset.refusal),
     checks: q('#checks tbody tr').length,
     twice: q('#messages tbody td.work.fail').length,
     width: document.documentElement.scrollWidth,
@@ -259,6 +265,9 @@ func assertFacts(t *testing.T, pg browserPage, f pageFacts) {
 		if one := regexp.MustCompile(`\b1 (rows|times)\b`).FindString(f.Detail); one != "" {
 			t.Errorf("focusing the first fenced write shows %q, which says %q", f.Detail, one)
 		}
+	}
+	if !slices.Equal(f.Refused, pg.refused) {
+		t.Errorf("writes other guards refused %q, want %q", f.Refused, pg.refused)
 	}
 	if f.Twice != pg.twice {
 		t.Errorf("the per-message view shows %d messages processed more than once, want %d", f.Twice, pg.twice)

@@ -67,7 +67,7 @@ func TestMarkCounts(t *testing.T) {
 				}
 			}
 			body := strings.Join(rows, "\n")
-			for _, mark := range []string{"!T ", "# ", "D ", "?R ", "!! ", "=0 ", "!S ", "zz ", "XX ", "E! "} {
+			for _, mark := range []string{"!T ", "# ", "D ", "?R ", "!! ", "-! ", "=0 ", "!S ", "// ", "!U ", "zz ", "XX ", "E! "} {
 				if n := strings.Count(body, "  "+mark); n > 0 {
 					drawn = append(drawn, fmt.Sprintf("lane %q %d", strings.TrimSpace(mark), n))
 				}

@@ -14,7 +14,7 @@
     var d = ev.dataset;
     panel.textContent = "";
     panel.appendChild(text("h3", "", "#" + d.seq + " " + d.actor + ": " + d.action));
-    panel.appendChild(text("div", "", d.at + " \u00b7 " + d.kind));
+    panel.appendChild(text("div", "", d.at + " \u00b7 " + d.kind + (d.refusal ? " \u00b7 " + d.refusal : "")));
     panel.appendChild(text("p", "", d.detail));
     if (d.rows !== "") {
       panel.appendChild(text("div", "rows" + (d.rows === "0" ? " zero" : ""), "Rows this event changed: " + d.rows));
