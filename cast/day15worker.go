@@ -429,6 +429,20 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 	return f, nil
 }
 
+// Retry is the worker and the payment of the first finalization the
+// ledger records as sent again ([Day15.RetryFinalize]); ok is false when
+// there is none.
+func (d *Day15) Retry() (worker, key string, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.finals {
+		if f.retryOf != 0 {
+			return f.worker, f.key, true
+		}
+	}
+	return "", "", false
+}
+
 // RetriedRows is the rows the retries of [Day15.RetryFinalize] changed,
 // and how many retries there were.
 func (d *Day15) RetriedRows() (rows, retries int) {
