@@ -39,23 +39,23 @@ var lateFinalize = Scenario{
 	FileTag: "Late-Finalize",
 	Title:   "Day 15: the guard that finalization needs (a worker that outlives its lease)",
 	Design:  lab.Safe,
-	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. First part: " +
-		"{@stalled_worker} claims {@late_payment} with a {lease} lease and stalls (alive, not crashed). At exactly the " +
-		"lease end {@owner} reclaims it, checks the provider and finalizes: its guard WHERE LockedBy = {@owner} changes " +
-		"the row and commits. {@stalled_worker} wakes, checks the provider too, and its finalize WHERE LockedBy = " +
-		"{@stalled_worker} changes no row and rolls back, so the payment keeps the owner's outcome. The message was " +
-		"still worked on by both: a lease bounds duplicate work, it does not prevent it. In the first part the row is " +
-		"already Processed, so Status = 'Processing' refuses {@stalled_worker} as well; the second part shows the owner " +
-		"guard deciding alone: {@held_stalled_worker} claims {@held_payment} and stalls, {@held_owner} reclaims it at " +
-		"the lease end, and {@held_stalled_worker} wakes while {@held_owner} still holds it (Processing, LockedBy " +
-		"{@held_owner}): only LockedBy = :worker refuses {@held_stalled_worker}'s finalize, and {@held_owner}'s commits " +
-		"after it. Last, the lab sends {@retrier}'s finalize of {@retried_payment} again, as a client's retry policy " +
-		"does when the reply to its COMMIT is lost: the row is Processed under {@retrier} already, so only Status = " +
-		"'Processing' refuses the retry (no row changed, rolled back), and {@retrier}, reading the row back (its own " +
-		"name, its first finalize's ProcessedAtUtc), counts the retry as done, not fenced. Without that guard the retry " +
-		"changes the row again and re-stamps ProcessedAtUtc and the payment.",
+	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. First part: a " +
+		"worker claims the oldest message with a {lease} lease and stalls (alive, not crashed). At exactly the lease " +
+		"end the other worker reclaims it, checks the provider and finalizes: its guard WHERE LockedBy = its own name " +
+		"changes the row and commits. The stalled worker wakes, checks the provider too, and its finalize WHERE " +
+		"LockedBy = its own name changes no row and rolls back, so the payment keeps the owner's outcome. The message " +
+		"was still worked on by both: a lease bounds duplicate work, it does not prevent it. In the first part the row " +
+		"is already Processed, so Status = 'Processing' refuses the stalled worker as well; the second part shows the " +
+		"owner guard deciding alone: the stalled worker claims the next message and stalls, the other reclaims it at " +
+		"the lease end, and the stalled worker wakes while the new owner still holds it (Processing, LockedBy the " +
+		"owner): only LockedBy = :worker refuses the stalled worker's finalize, and the owner's commits after it. " +
+		"Last, the lab sends the owner's finalize again, as a client's retry policy does when the reply to its COMMIT " +
+		"is lost: the row is Processed under the owner already, so only Status = 'Processing' refuses the retry (no " +
+		"row changed, rolled back), and the owner, reading the row back (its own name, its first finalize's " +
+		"ProcessedAtUtc), counts the retry as done, not fenced. Without that guard the retry changes the row again " +
+		"and re-stamps ProcessedAtUtc and the payment.",
 	DoesNotSolve: "The stalled worker still did the work (a second provider status check; with a side effect, a " +
-		"second side effect). And LockedBy names a worker, not a claim: if {@stalled_worker} itself had reclaimed the " +
+		"second side effect). And LockedBy names a worker, not a claim: if the stalled worker itself had reclaimed the " +
 		"message, its stale finalize would pass the guard. Session 16's fencing token, incremented by every " +
 		"claim, tells the two claims apart.",
 	Statements: []store.Stmt{
