@@ -124,18 +124,20 @@ var outboxLeasing = Scenario{
 			Shows: "Correct, but the workers queue: each claim keeps its transaction open until it sees the other worker " +
 				"wait for its row lock, and with FOR UPDATE alone the other worker's claim does wait, on the same oldest " +
 				"row, until the first claim commits; only then does PostgreSQL re-check the row, find it taken and move to " +
-				"the next. Every message is still processed once (the invariants hold); the cost is that claims run one " +
-				"after another. SKIP LOCKED lets the waiting claim take the next message at once."},
+				"the next. The invariants' checks read as the lesson's ({processing_attempts} processing attempts for " +
+				"{unique_messages} messages); the cost is {claim_lock_waits} claims that made another worker's claim wait, " +
+				"so claims run one after another. SKIP LOCKED lets the waiting claim take the next message at once."},
 		{Name: variantReadCommittedUpdate, Engine: store.Postgres,
 			Mistake: "the claim's SELECT takes no row lock and its UPDATE changes the row by Id alone, trusting the read, in one READ COMMITTED transaction",
 			Swaps:   []store.Stmt{store.ClaimSelectNoLock, store.ClaimUpdateTrustingRead},
 			Breaks:  []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "One transaction is not enough on PostgreSQL: at READ COMMITTED a plain SELECT takes no lock, so both " +
 				"workers read the same oldest message (a barrier holds each after its select until both have read). " +
-				"{@first_double_claimer}'s UPDATE takes {@double_claimed_payment}; {@second_double_claimer}'s UPDATE waits for " +
-				"that commit, then, with no claimable " +
-				"predicate to re-check, takes it too: a double claim, and both process the message. The lesson's " +
-				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
+				"{@first_double_claimer}'s UPDATE takes {@double_claimed_payment}; {@second_double_claimer}'s UPDATE " +
+				"waits for that commit, then, with no claimable predicate to re-check, takes it too: a double claim, and " +
+				"both process the message ({claims_of_owned_messages} claims of a message another worker owned, " +
+				"{processing_attempts} processing attempts for {unique_messages} messages). The lesson's claim locks the " +
+				"row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
 	},
 	Settings: func(Options) map[string]string {
 		return map[string]string{"lease": leaseLength.String(), "claim_bound": fmt.Sprintf("%d claim attempts", claimBound)}
