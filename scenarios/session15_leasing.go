@@ -98,18 +98,20 @@ var outboxLeasing = Scenario{
 			Swaps:  []store.Stmt{store.ClaimSelectOwnTx, store.ClaimUpdateByID},
 			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "With a take-over that no longer re-checks the row, a worker takes a message another worker holds: " +
-				"{@recoverer} takes {@recovered_payment} while {@crashed_owner}'s lease is live, and in the concurrent phase " +
+				"{@live_lease_taker} takes {@recovered_payment} while {@crashed_owner}'s lease is live, and in the concurrent phase " +
 				"{@second_double_claimer} claims {@double_claimed_payment} after {@first_double_claimer} had, so both process it " +
 				"({processing_attempts} attempts and {status_checks} provider status checks for " +
 				"{unique_messages} messages). A claim " +
-				"must check and take in one transaction that changes exactly one row; the owner guard at finalization " +
-				"still keeps the final rows right, so only the ledgers show the duplicated work."},
+				"must check and take in one transaction that changes exactly one row. The owner guard at finalization " +
+				"still decides who finalizes ({ownership_violations} ownership violations, {outbox_processed} messages " +
+				"Processed), so the duplicated work shows in the ledgers, not in the final rows."},
 		{Name: variantPaidWithoutTxn, Changes: "the worker's code: it stores the provider's Paid answer without its transaction id", Mistake: "the worker marks a payment Paid but drops the provider's transaction id",
 			Breaks: []string{"fake_successes"},
 			Shows: "The payments the provider answered Paid end with no TransactionId (fake successes: {fake_successes}), so the " +
-				"database records money as received with nothing that ties it to the provider's record. The outbox " +
-				"machinery worked perfectly here, which is why only this check notices: a Paid payment must carry the " +
-				"id the provider assigned for its key."},
+				"database records money as received with nothing that ties it to the provider's record. The outbox's " +
+				"figures do not show it ({outbox_processed} messages Processed, {processed_more_than_once} processed " +
+				"more than once): only this check, which compares each payment with the provider's record, notices. A " +
+				"Paid payment must carry the id the provider assigned for its key."},
 		{Name: variantWorkerCreates, Changes: "the worker's code: it calls the provider's create payment before its status check", Mistake: "the worker calls the provider's create payment again before checking its status",
 			Breaks: []string{"worker_creation_calls", "keys_not_created_exactly_once"},
 			Shows: "Each worker calls the provider's create before its status check, so keys are created at checkout and " +
@@ -226,13 +228,15 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 
 // recovery is what the recovery demo observed.
 type recovery struct {
-	messageID     int64
-	key           string // the message's payment
-	owner         string // LockedBy as the crashed worker's claim read it back
-	recoverer     string // the worker whose claims tried to take the message over
-	takenWhile    bool   // the recoverer's first claim took it while the owner's lease was live
-	blocked       bool   // Worker-B's claim was refused while the lease was live
-	reclaimed     bool   // Worker-B claimed it after expiry
+	messageID int64
+	key       string // the message's payment
+	owner     string // LockedBy as the crashed worker's claim read it back
+	recoverer string // the worker whose claims tried to take the message over
+	// liveTaker is LockedBy as the recoverer's first claim read it back,
+	// when that claim took the message while the owner's lease was live.
+	liveTaker     string
+	blocked       bool // Worker-B's claim was refused while the lease was live
+	reclaimed     bool // Worker-B claimed it after expiry
 	processedOnce bool
 	steps         []recoveryStep
 }
@@ -241,9 +245,11 @@ type recoveryStep struct{ at, actor, step, observed string }
 
 // cast records who played the recovery demo's roles, as its claims read
 // them back: the crashed owner, the worker that tried to take the message
-// over, and the message's payment.
+// over (and took it while the lease was live, if it did), and the
+// message's payment.
 func (rec *recovery) cast(r *lab.Result) {
-	for role, who := range map[string]string{"crashed_owner": rec.owner, "recoverer": rec.recoverer, "recovered_payment": rec.key} {
+	roles := map[string]string{"crashed_owner": rec.owner, "recoverer": rec.recoverer, "recovered_payment": rec.key, "live_lease_taker": rec.liveTaker}
+	for role, who := range roles {
 		if who != "" {
 			r.SetCast(role, who)
 		}
@@ -334,7 +340,9 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	d.RecordClaim(cast.WorkerB, "recovery", key, cb)
 	rec.recoverer = cast.WorkerB
 	rec.blocked = cb.Outcome == store.Blocked
-	rec.takenWhile = cb.Outcome == store.Claimed
+	if cb.Outcome == store.Claimed {
+		rec.liveTaker = cb.Message.LockedBy
+	}
 	rec.add(d.Now(), cast.WorkerB, "tries to claim "+key, claimObserved(cb))
 
 	d.Clock.Set(cast.LessonStart.Add(600 * time.Millisecond))
