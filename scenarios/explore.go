@@ -60,7 +60,7 @@ var interleavingExplorer = Scenario{
 				"row published and stops before sending it, and no relay claims a published row again, so the broker " +
 				"never sees it ({violation_at_least_once}). For at least once delivery the send must come before the " +
 				"completion, so that a crash between them causes a resend, never a loss."},
-		{Name: "naive-consumer", Swaps: []store.Stmt{store.NoInbox}, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits e1 again",
+		{Name: "naive-consumer", Swaps: []store.Stmt{store.NoInbox}, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits the event again",
 			Breaks: []string{explore.CheckEffectAtMostOnce},
 			Shows: "In the shortest counterexample ({counterexample_effect_at_most_once}) {@stopped_sender} stops " +
 				"after its send, before completing; the recovery relay sends the event again once the lease has expired, " +
@@ -74,8 +74,8 @@ var interleavingExplorer = Scenario{
 				"completes after its lease expired, while {@newer_claimer} holds the newer token, and its completion " +
 				"publishes the row anyway ({violation_stale_completion}). A completion must present the row's latest " +
 				"token, so a relay that lost its lease changes no row."},
-		{Name: "projection-without-version", Swaps: []store.Stmt{store.ProjectLastWriteWins}, Mistake: "the projection applies every event, last write wins: e1 (version 1) arriving after " +
-			"e2 (version 2) moves ACC-1 back to active",
+		{Name: "projection-without-version", Swaps: []store.Stmt{store.ProjectLastWriteWins}, Mistake: "the projection applies every event, last write wins: an older version arriving after " +
+			"a newer one moves the account back",
 			Breaks: []string{explore.CheckProjectionBackward},
 			Shows: "The shortest counterexample is {counterexample_projection_backward}: the drain that follows it " +
 				"delivers the events out of order, the consumer applies an older version last, and the projection " +
