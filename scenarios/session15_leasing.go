@@ -214,11 +214,12 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held. %s processing attempts and %s status checks for %s messages, %s ownership violations; "+
-			"the crashed worker's message was recovered after its lease expired and processed once. Messages processed in this run, the recovered "+
+		return r.Fill(fmt.Sprintf("SAFE DESIGN held. %s processing attempts and %s status checks for %s messages, %s ownership violations; "+
+			"{@crashed_owner} crashed holding {@recovered_payment}, and {@recoverer} recovered it after its lease expired; it was processed once. "+
+			"Messages processed in this run, the recovered "+
 			"one included: Worker-A %s, Worker-B %s (the split varies; the invariants do not).",
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
-			m("processed_by_a"), m("processed_by_b"))
+			m("processed_by_a"), m("processed_by_b")))
 	case env.Variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
