@@ -216,11 +216,14 @@ func measureCrashes(r *lab.Result, states []durableState) {
 }
 
 // castCrashes records what the crash phases' texts quote from the run: how
-// checkout wrote in each phase, and the payment the "after" left orphaned,
+// checkout wrote in each phase, and the payment each phase left orphaned,
 // read from its database (none cast when it left none).
 func castCrashes(r *lab.Result, states []durableState) {
 	r.SetSetting("before_design", states[0].design)
 	r.SetSetting("after_design", states[1].design)
+	if len(states[0].orphanKeys) > 0 {
+		r.SetCast("before_orphan", states[0].orphanKeys[0])
+	}
 	if len(states[1].orphanKeys) > 0 {
 		r.SetCast("orphan", states[1].orphanKeys[0])
 	}
@@ -359,11 +362,11 @@ func transactionalOutboxVerdict(env *Env, r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("The two-transaction design is UNSAFE (%s orphan reproduced: the crash between its two commits left a payment "+
-			"that no worker will ever act on); the one-transaction design held: the same crash left %s orphans and neither row "+
+		return r.Fill(fmt.Sprintf("The two-transaction design is UNSAFE (%s orphan reproduced: the crash between its two commits left "+
+			"{@before_orphan} with no message, a payment no worker will ever act on); the one-transaction design held: the same crash left %s orphans and neither row "+
 			"(%s rows), and the crash-free run wrote exactly %s outbox row per payment for %s payments, with the provider's create "+
 			"called once per key (%s calls), each after its commit.",
-			m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"), m("crash_free_payments"), m("provider_creation_calls"))
+			m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"), m("crash_free_payments"), m("provider_creation_calls")))
 	case env.Variant != "":
 		return fmt.Sprintf("Orphans before %s, after %s; rows after the crash %s; "+
 			"outbox rows per payment %s.", m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"))
