@@ -75,12 +75,13 @@ var lateFinalize = Scenario{
 			"under the same name, after it had committed"},
 	},
 	Facts: []FactDoc{
-		{Name: "processing_attempts", About: "part 1: provider checks of PAY-001, by both workers",
-			Why: "the script has Worker-B check the provider once it has reclaimed PAY-001, and the stalled Worker-A " +
-				"when it wakes, whatever became of its lease: a lease bounds duplicate work, it does not prevent it"},
-		{Name: "held_processing_attempts", About: "part 2: provider checks of PAY-002, by both workers",
-			Why: "the script has Worker-B check the provider once it has reclaimed PAY-002, and Worker-A when it " +
-				"wakes, before either finalizes"},
+		{Name: "processing_attempts", About: "first part: provider checks of the reclaimed message, by both workers",
+			Why: "the script has the reclaiming worker check the provider once it has reclaimed the message, and the " +
+				"stalled worker when it wakes, whatever became of its lease: a lease bounds duplicate work, it does not " +
+				"prevent it"},
+		{Name: "held_processing_attempts", About: "second part: provider checks of the message the owner held, by both workers",
+			Why: "the script has the reclaiming worker check the provider once it has reclaimed the message, and the " +
+				"stalled worker when it wakes, before either finalizes"},
 	},
 	Variants: []Variant{
 		{Name: variantFinalizeWithoutOwnerGuard, Swaps: []store.Stmt{store.CompleteByID},
