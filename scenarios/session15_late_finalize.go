@@ -207,7 +207,7 @@ func claimAndStall(ctx context.Context, d *cast.Day15, outA instance.Outbox, par
 // and has Worker-B claim m.
 func reclaimAtLeaseEnd(ctx context.Context, d *cast.Day15, outB instance.Outbox, part string, m store.Message, at time.Duration) (store.Claim, error) {
 	d.Clock.Set(cast.LessonStart.Add(at + lateLease))
-	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
+	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly "+m.LockedBy+"'s lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
 	cb, err := outB.ClaimMessage(ctx, m.ID, cast.WorkerB, d.Clock.Now(), lateLease)
 	if err != nil {
 		return cb, err

@@ -350,10 +350,10 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	if cb.Outcome == store.Claimed {
 		// Worker-B's first claim took the message (a mistake's): no lease of
 		// Worker-A's is left to expire.
-		d.Event(lab.KindNote, "clock", "advance", "scenario clock moves to "+d.Now()+"; Worker-A's lease would have ended by now, "+
-			"but Worker-B's claim took "+key+" while it was live")
+		d.Event(lab.KindNote, "clock", "advance", "scenario clock moves to "+d.Now()+"; "+rec.owner+"'s lease would have ended by now, "+
+			"but "+rec.liveTaker+"'s claim took "+key+" while it was live")
 	} else {
-		d.Add(lab.Event{Kind: lab.KindExpiry, Subject: key, Actor: "clock", Action: "advance", Detail: "scenario clock moves to " + d.Now() + "; Worker-A's lease has expired"})
+		d.Add(lab.Event{Kind: lab.KindExpiry, Subject: key, Actor: "clock", Action: "advance", Detail: "scenario clock moves to " + d.Now() + "; " + rec.owner + "'s lease has expired"})
 	}
 	cb, err = outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
 	if err != nil {
