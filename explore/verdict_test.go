@@ -30,3 +30,34 @@ func TestFailedVerdictShape(t *testing.T) {
 		}
 	}
 }
+
+// TestCastCounterexampleRelays checks the relays the Shows texts name,
+// read from each invariant's shortest counterexample: the relay that
+// completed and never sent, the relay that sent and never completed, and
+// the relay whose claim came last before another relay's stale
+// completion; none where the ordering holds no such action.
+func TestCastCounterexampleRelays(t *testing.T) {
+	cases := []struct {
+		name    string
+		inv     exploreInvariant
+		actions []exploreAction
+		role    string
+		want    string
+	}{
+		{"CompletedNeverSent", invAtLeastOnce, []exploreAction{actClaimA, actCompleteA}, "early_completer", "Relay-A"},
+		{"CompletedThenSent", invAtLeastOnce, []exploreAction{actClaimA, actCompleteA, actSendA}, "early_completer", ""},
+		{"SentNeverCompleted", invEffectAtMostOnce, []exploreAction{actClaimB, actSendB}, "stopped_sender", "Relay-B"},
+		{"SentThenCompleted", invEffectAtMostOnce, []exploreAction{actClaimA, actSendA, actCompleteA}, "stopped_sender", ""},
+		{"NewerClaimer", invStaleCompletion, []exploreAction{actClaimA, actSendA, actExpire, actClaimB, actCompleteA}, "newer_claimer", "Relay-B"},
+		{"NoOtherClaim", invStaleCompletion, []exploreAction{actClaimA, actSendA, actCompleteA}, "newer_claimer", ""},
+	}
+	for _, c := range cases {
+		x := &explorer{}
+		x.shortest[c.inv] = &orderingResult{actions: c.actions}
+		r := &lab.Result{}
+		castCounterexampleRelays(x, r)
+		if got := r.Cast[c.role]; got != c.want {
+			t.Errorf("%s: %s cast as %q, want %q", c.name, c.role, got, c.want)
+		}
+	}
+}
