@@ -3,6 +3,7 @@ package cast
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -438,6 +439,20 @@ func (d *Day15) RetryFinalize(ctx context.Context, out Finalizer, worker string,
 	return f, nil
 }
 
+// Retry is the worker and the payment of the first finalization the
+// ledger records as sent again ([Day15.RetryFinalize]); ok is false when
+// there is none.
+func (d *Day15) Retry() (worker, key string, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, f := range d.finals {
+		if f.retryOf != 0 {
+			return f.worker, f.key, true
+		}
+	}
+	return "", "", false
+}
+
 // RetriedRows is the rows the retries of [Day15.RetryFinalize] changed,
 // and how many retries there were.
 func (d *Day15) RetriedRows() (rows, retries int) {
@@ -630,6 +645,35 @@ func (d *Day15) Loaded(worker string) int {
 	return n
 }
 
+// LoadedBy is how many messages worker's last load returned, and whether
+// the loads ledger holds a load of worker's at all.
+func (d *Day15) LoadedBy(worker string) (n int, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.loads {
+		if l.worker == worker {
+			n, ok = len(l.keys), true
+		}
+	}
+	return n, ok
+}
+
+// LoadOrder is the workers of the loads ledger in the order their first
+// loads finished.
+func (d *Day15) LoadOrder() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	loads := slices.Clone(d.loads)
+	slices.SortFunc(loads, func(a, b loadEntry) int { return a.order - b.order })
+	var out []string
+	for _, l := range loads {
+		if !slices.Contains(out, l.worker) {
+			out = append(out, l.worker)
+		}
+	}
+	return out
+}
+
 // OwnershipViolations is Day 15's metric: finalizations that committed
 // although the finalizing worker did not own the message then. A
 // finalization with the owner-guarded statement that committed changed
@@ -716,6 +760,28 @@ func (d *Day15) ClaimsOfOwnedMessages() int {
 		owners[c.id] = owner{worker: c.worker, until: c.until}
 	}
 	return violations
+}
+
+// DoubleClaim is the first message of phase that the claim ledger shows
+// claimed by both workers: its payment, and the workers in the order their
+// successful claims were recorded. ok is false when there is none.
+func (d *Day15) DoubleClaim(phase string) (key, first, second string, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	claims := slices.Clone(d.claims)
+	SortBySeq(claims, func(c claimEntry) int { return c.seq })
+	firstBy := map[int64]string{}
+	for _, c := range claims {
+		if c.phase != phase || c.outcome != store.Claimed {
+			continue
+		}
+		if prev, seen := firstBy[c.id]; seen && prev != c.worker {
+			return c.key, prev, c.worker, true
+		} else if !seen {
+			firstBy[c.id] = c.worker
+		}
+	}
+	return "", "", "", false
 }
 
 // ConcurrentClaims counts successful claims per worker in the concurrent phase.

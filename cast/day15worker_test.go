@@ -147,3 +147,75 @@ func TestLoadedBeforeProcessing(t *testing.T) {
 		})
 	}
 }
+
+// TestDoubleClaim checks the roles a lesson casts from the claim ledger:
+// the first message of the phase that both workers claimed, and the
+// workers in the ledger's order; none when no message was claimed twice
+// by different workers, or only in another phase.
+func TestDoubleClaim(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name               string
+		claims             []claimEntry
+		key, first, second string
+		ok                 bool
+	}{
+		{"NoDouble", []claimEntry{
+			{seq: 1, worker: WorkerA, phase: "concurrent", id: 1, key: "PAY-001", outcome: store.Claimed},
+			{seq: 2, worker: WorkerB, phase: "concurrent", id: 2, key: "PAY-002", outcome: store.Claimed},
+		}, "", "", "", false},
+		{"SameWorkerTwice", []claimEntry{
+			{seq: 1, worker: WorkerA, phase: "concurrent", id: 1, key: "PAY-001", outcome: store.Claimed},
+			{seq: 2, worker: WorkerA, phase: "concurrent", id: 1, key: "PAY-001", outcome: store.Claimed},
+		}, "", "", "", false},
+		{"OtherPhase", []claimEntry{
+			{seq: 1, worker: WorkerA, phase: "recovery", id: 1, key: "PAY-001", outcome: store.Claimed},
+			{seq: 2, worker: WorkerB, phase: "recovery", id: 1, key: "PAY-001", outcome: store.Claimed},
+		}, "", "", "", false},
+		{"BlockedIsNoClaim", []claimEntry{
+			{seq: 1, worker: WorkerA, phase: "concurrent", id: 1, key: "PAY-001", outcome: store.Claimed},
+			{seq: 2, worker: WorkerB, phase: "concurrent", id: 1, key: "PAY-001", outcome: store.Blocked},
+		}, "", "", "", false},
+		{"InLedgerOrder", []claimEntry{
+			{seq: 3, worker: WorkerA, phase: "concurrent", id: 2, key: "PAY-002", outcome: store.Claimed},
+			{seq: 1, worker: WorkerB, phase: "concurrent", id: 2, key: "PAY-002", outcome: store.Claimed},
+		}, "PAY-002", WorkerB, WorkerA, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := NewDay15(Day15Mistakes{})
+			d.claims = tt.claims
+			key, first, second, ok := d.DoubleClaim("concurrent")
+			if key != tt.key || first != tt.first || second != tt.second || ok != tt.ok {
+				t.Fatalf("DoubleClaim = %q, %q, %q, %v; want %q, %q, %q, %v", key, first, second, ok, tt.key, tt.first, tt.second, tt.ok)
+			}
+		})
+	}
+}
+
+// TestLoadOrder checks the loaders a lesson casts from the loads ledger:
+// in the order their loads finished, each once, with what its last load
+// returned.
+func TestLoadOrder(t *testing.T) {
+	t.Parallel()
+	d := NewDay15(Day15Mistakes{})
+	d.loads = []loadEntry{
+		{order: 2, worker: WorkerA, keys: []string{"PAY-001", "PAY-002"}},
+		{order: 1, worker: WorkerB, keys: []string{"PAY-001"}},
+		{order: 3, worker: WorkerA, keys: nil},
+	}
+	if got := d.LoadOrder(); len(got) != 2 || got[0] != WorkerB || got[1] != WorkerA {
+		t.Errorf("LoadOrder = %v, want [%s %s]", got, WorkerB, WorkerA)
+	}
+	tests := []struct {
+		worker string
+		n      int
+		ok     bool
+	}{{WorkerA, 0, true}, {WorkerB, 1, true}, {Checkout, 0, false}}
+	for _, tt := range tests {
+		if n, ok := d.LoadedBy(tt.worker); n != tt.n || ok != tt.ok {
+			t.Errorf("LoadedBy(%s) = %d, %v; want %d, %v", tt.worker, n, ok, tt.n, tt.ok)
+		}
+	}
+}

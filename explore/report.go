@@ -51,6 +51,7 @@ func Run(ctx context.Context, c Config) (*lab.Result, error) {
 	}
 	r := &lab.Result{Database: c.Main}
 	measureExplore(x, r)
+	castExplore(x, r)
 	if c.Expect != nil {
 		c.Expect(r)
 	}
@@ -133,6 +134,101 @@ func measureExplore(x *explorer, r *lab.Result) {
 	}
 }
 
+// castExplore records what the explorer's texts quote from the run: the
+// seeded event whose credit the effect invariant counts and the account
+// the projection invariant watches; for each invariant's shortest
+// counterexample, its ordering and its first violation as the judge wrote
+// it; and the relays its actions and its violation name.
+func castExplore(x *explorer, r *lab.Result) {
+	for _, e := range exploreEvents {
+		if e.payload.CreditCents > 0 {
+			r.SetCast("credited_event", e.id)
+			r.SetCast("account", e.payload.Account)
+			break
+		}
+	}
+	for inv, info := range invariantInfo {
+		s := x.shortest[inv]
+		if s == nil {
+			continue
+		}
+		short := strings.TrimPrefix(info.check, "violations_")
+		r.SetSetting("counterexample_"+short, orderingText(s.actions))
+		for _, v := range s.violations {
+			if v.inv == exploreInvariant(inv) {
+				r.SetSetting("violation_"+short, v.detail)
+				if v.actor != "" {
+					r.SetCast(short+"_writer", v.actor)
+				}
+				break
+			}
+		}
+	}
+	castCounterexampleRelays(x, r)
+}
+
+// castCounterexampleRelays casts the relays the shortest counterexamples'
+// actions name: the relay that completed and never sent after, in the at
+// least once one; the relay whose send was never followed by its completion, in
+// the effect one; and the relay whose claim last came before the stale
+// completion, in the stale completion one (none when an ordering holds no
+// such action).
+func castCounterexampleRelays(x *explorer, r *lab.Result) {
+	if s := x.shortest[invAtLeastOnce]; s != nil {
+		if a, ok := lastOf(s.actions, len(s.actions), actCompleteA); ok && !doesAfter(s.actions, a, actSendA) {
+			r.SetCast("early_completer", relayName(s.actions[a]))
+		}
+	}
+	if s := x.shortest[invEffectAtMostOnce]; s != nil {
+		if a, ok := lastOf(s.actions, len(s.actions), actSendA); ok && !doesAfter(s.actions, a, actCompleteA) {
+			r.SetCast("stopped_sender", relayName(s.actions[a]))
+		}
+	}
+	if s := x.shortest[invStaleCompletion]; s != nil {
+		if c, ok := lastOf(s.actions, len(s.actions), actCompleteA); ok {
+			for i := c - 1; i >= 0; i-- {
+				if base(s.actions[i]) == actClaimA && relayName(s.actions[i]) != relayName(s.actions[c]) {
+					r.SetCast("newer_claimer", relayName(s.actions[i]))
+					break
+				}
+			}
+		}
+	}
+}
+
+// base is a relay's action as Relay-A's letter; any other action as it is.
+func base(a exploreAction) exploreAction {
+	if a.relay() == 1 {
+		return a.mirror()
+	}
+	return a
+}
+
+// relayName is the instance an action belongs to.
+func relayName(a exploreAction) string { return exploreAlphabet[a].actor }
+
+// lastOf is the index, before end, of the last action of actions that is
+// kind (Relay-A's letter) for either relay.
+func lastOf(actions []exploreAction, end int, kind exploreAction) (int, bool) {
+	for i := end - 1; i >= 0; i-- {
+		if base(actions[i]) == kind {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// doesAfter says whether the relay of the action at i takes an action of
+// kind (Relay-A's letter) later in actions.
+func doesAfter(actions []exploreAction, i int, kind exploreAction) bool {
+	for _, a := range actions[i+1:] {
+		if base(a) == kind && relayName(a) == relayName(actions[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 func exploreVerdict(variant string, x *explorer, r *lab.Result) string {
 	m := func(key string) string {
 		v, ok := r.Metric(key)
@@ -160,7 +256,10 @@ func exploreVerdict(variant string, x *explorer, r *lab.Result) string {
 	if variant == "" {
 		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v; %s.", r.FailedChecks(), strings.Join(broken, "; "))
 	}
-	return strings.Join(broken, "; ") + "." // Execute opens a variant's verdict with what its checks measured
+	if len(broken) == 0 {
+		return "" // Execute opens a variant's verdict with what its checks measured; no counterexample adds nothing
+	}
+	return strings.Join(broken, "; ") + "." // after Execute's opening, with what its checks measured
 }
 
 func exploreAlphabetTable(d Design) lab.Table {

@@ -32,6 +32,9 @@ type exploreStepRecord struct {
 type exploreViolation struct {
 	inv    exploreInvariant
 	detail string
+	// actor is the instance whose write broke the invariant, where one
+	// write did (a stale completion's relay); "" otherwise.
+	actor string
 }
 
 // orderingResult is what one ordering did and showed.
@@ -238,9 +241,15 @@ func (w *exploreWorld) endStep(from int) {
 
 // violate records a broken invariant at the current step.
 func (w *exploreWorld) violate(inv exploreInvariant, detail string) {
+	w.violateBy(inv, "", detail)
+}
+
+// violateBy is [exploreWorld.violate] for a violation one instance's write
+// made: actor names it.
+func (w *exploreWorld) violateBy(inv exploreInvariant, actor, detail string) {
 	i := len(w.res.steps) - 1
 	w.res.steps[i].violation = append(w.res.steps[i].violation, fmt.Sprintf("VIOLATED %q: %s", invariantInfo[inv].name, detail))
-	w.res.violations = append(w.res.violations, exploreViolation{inv: inv, detail: detail})
+	w.res.violations = append(w.res.violations, exploreViolation{inv: inv, detail: detail, actor: actor})
 	w.res.violated[inv] = true
 }
 
@@ -331,7 +340,7 @@ func (w *exploreWorld) complete(ctx context.Context, r *exploreRelay) error {
 		return err
 	}
 	if !before.Delivered && after.Delivered && token != before.Token {
-		w.violate(invStaleCompletion, fmt.Sprintf("%s published %s with token %d while the row's latest token was %d", r.name, id, token, before.Token))
+		w.violateBy(invStaleCompletion, r.name, fmt.Sprintf("%s published %s with token %d while the row's latest token was %d", r.name, id, token, before.Token))
 	}
 	r.done = true
 	if !w.design.CompleteBeforeSend {

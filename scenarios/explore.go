@@ -26,19 +26,19 @@ var interleavingExplorer = Scenario{
 	FileTag: "Interleaving-Explorer",
 	Title:   "The interleaving explorer: every ordering up to a bound, judged on durable state",
 	Design:  lab.Safe,
-	Teaches: fmt.Sprintf("Sessions 18 and 19 play a handful of chosen event orders. The explorer plays all of them, up to a "+
-		"bound: every ordering of at most %d actions from the alphabet claim, send and complete for two relays (Relay-A and "+
-		"Relay-B), lease expiry, one relay crash, broker delivery and redelivery, consume, and the consumer's acknowledgement "+
-		"or its loss. An action is chosen only where it makes sense (send after that relay's claim, complete after its send, "+
-		"consume after a delivery, expiry while a lease is live). Each ordering runs against a fresh copy of one seeded "+
-		"database, through the same store code as sessions 18 and 19: event e1 awards 1000 cents to ACC-1 and puts it at "+
-		"version 1 (active); e2 freezes ACC-1 at version 2. When the ordering ends, every instance stops for good and what it "+
-		"held in memory is lost; a recovery relay publishes whatever is left (letting leases expire on the scenario clock) and "+
-		"a fresh consumer instance takes every delivery (letting unacknowledged ones be redelivered). Then four invariants are "+
-		"judged on durable state only: at least once (every committed event was offered and is published), effect at most "+
-		"once (e1's credit committed at most once), no stale completion (a row is published only under its latest token) "+
-		"and monotonic projection (ACC-1's version never decreases). The safe design has no violation in any ordering; "+
-		"each mistake variant shows how many orderings break its invariant and the shortest one that does.", explore.DefaultBound),
+	Teaches: "Sessions 18 and 19 play a handful of chosen event orders. The explorer plays all of them, up to a " +
+		"bound: every ordering of at most {bound} actions from the alphabet claim, send and complete for two relays (Relay-A and " +
+		"Relay-B), lease expiry, one relay crash, broker delivery and redelivery, consume, and the consumer's acknowledgement " +
+		"or its loss. An action is chosen only where it makes sense (send after that relay's claim, complete after its send, " +
+		"consume after a delivery, expiry while a lease is live). Each ordering runs against a fresh copy of one seeded " +
+		"database, through the same store code as sessions 18 and 19: event e1 awards 1000 cents to ACC-1 and puts it at " +
+		"version 1 (active); e2 freezes ACC-1 at version 2. When the ordering ends, every instance stops for good and what it " +
+		"held in memory is lost; a recovery relay publishes whatever is left (letting leases expire on the scenario clock) and " +
+		"a fresh consumer instance takes every delivery (letting unacknowledged ones be redelivered). Then four invariants are " +
+		"judged on durable state only: at least once (every committed event was offered and is published), effect at most " +
+		"once (e1's credit committed at most once), no stale completion (a row is published only under its latest token) " +
+		"and monotonic projection (ACC-1's version never decreases). The safe design has no violation in any ordering; " +
+		"each mistake variant shows how many orderings break its invariant and the shortest one that does.",
 	DoesNotSolve: "Bounded exploration proves nothing beyond its bound: a longer ordering, a second crash, a third event or a " +
 		"second consumer may still break an invariant the explorer found intact. It checks this model (the lab's relay, broker " +
 		"and consumer on the lab's database, each action one atomic step) and not a real broker, whose redelivery, ordering and " +
@@ -47,38 +47,47 @@ var interleavingExplorer = Scenario{
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Project),
 	Checks: []CheckDoc{
 		{Name: explore.CheckAtLeastOnce, About: "orderings after whose drain a committed event has no accepted broker offer or is not published"},
-		{Name: explore.CheckEffectAtMostOnce, About: "orderings after whose drain e1's credit committed more than once for account-service"},
+		{Name: explore.CheckEffectAtMostOnce, About: "orderings after whose drain {@credited_event}'s credit committed more than once for account-service"},
 		{Name: explore.CheckStaleCompletion, About: "orderings in which a completion published a row with a token other than the row's latest"},
-		{Name: explore.CheckProjectionBackward, About: "orderings in which ACC-1's projected version decreased after a consume"},
+		{Name: explore.CheckProjectionBackward, About: "orderings in which {@account}'s projected version decreased after a consume"},
 	},
 	Variants: []Variant{
 		{Name: xCompleteBeforeSend, Changes: "the relay's order of its steps: it completes, then sends", Mistake: "the relay marks the row published before it sends: an instance that stops between " +
 			"the two leaves a published event the broker never saw",
 			Breaks: []string{explore.CheckAtLeastOnce},
-			Shows: "The explorer finds orderings in which a relay marks e1 published and stops before sending it, the " +
-				"shortest being A claim, A complete: no relay claims a published row again, so the broker never sees " +
-				"e1. For at least once delivery the send must come before the completion, so that a crash between the " +
-				"two causes a resend, never a loss."},
-		{Name: "naive-consumer", Swaps: []store.Stmt{store.NoInbox}, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits e1 again",
+			Shows: "The explorer finds {violations_at_least_once} orderings that lose an event, the shortest " +
+				"({shortest_at_least_once} actions) being {counterexample_at_least_once}: {@early_completer} marks the " +
+				"row published and stops before sending it, and no relay claims a published row again, so the broker " +
+				"never sees it ({violation_at_least_once}). For at least once delivery the send must come before the " +
+				"completion, so that a crash between them causes a resend, never a loss."},
+		{Name: "naive-consumer", Swaps: []store.Stmt{store.NoInbox}, Mistake: "the consumer credits without the inbox: a resend or a redelivery credits the event again",
 			Breaks: []string{explore.CheckEffectAtMostOnce},
-			Shows: "In the shortest counterexample (A claim, A send) Relay-A stops before completing, the recovery relay " +
-				"sends e1 again after the lease expires, and the consumer without an inbox credits both offers: 2000 " +
-				"cents on ACC-1. A relay that can stop after its send makes delivery at least once, so the consumer " +
-				"must deduplicate by event id in the transaction of its effect."},
+			Shows: "In the shortest counterexample ({counterexample_effect_at_most_once}) {@stopped_sender} stops " +
+				"after its send, before completing; the recovery relay sends the event again once the lease has expired, " +
+				"and the consumer without an inbox credits each offer ({violation_effect_at_most_once}). A relay that can " +
+				"stop after its send makes delivery at least once, so the consumer must deduplicate by event id in the " +
+				"transaction of its effect."},
 		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: a relay whose lease expired publishes the " +
 			"row under a stale token",
 			Breaks: []string{explore.CheckStaleCompletion},
-			Shows: "In the shortest counterexample (A claim, A send, expire, B claim, A complete) Relay-A completes e1 " +
-				"after its lease expired, while Relay-B holds the newer token, and its completion publishes the row " +
-				"anyway. A completion must present the row's latest token, so a relay that lost its lease changes 0 " +
-				"rows."},
-		{Name: "projection-without-version", Swaps: []store.Stmt{store.ProjectLastWriteWins}, Mistake: "the projection applies every event, last write wins: e1 (version 1) arriving after " +
-			"e2 (version 2) moves ACC-1 back to active",
+			Shows: "In the shortest counterexample ({counterexample_stale_completion}) {@stale_completion_writer} " +
+				"completes after its lease expired, while {@newer_claimer} holds the newer token, and its completion " +
+				"publishes the row anyway ({violation_stale_completion}). A completion must present the row's latest " +
+				"token, so a relay that lost its lease changes no row."},
+		{Name: "projection-without-version", Swaps: []store.Stmt{store.ProjectLastWriteWins}, Mistake: "the projection applies every event, last write wins: an older version arriving after " +
+			"a newer one moves the account back",
 			Breaks: []string{explore.CheckProjectionBackward},
-			Shows: "A relay that claims e1 and stops is enough (the shortest counterexample is the one action A claim): " +
-				"the recovery publishes e2 before e1, the consumer applies e1 last, and ACC-1 moves from frozen " +
-				"(version 2) back to active (version 1). Crashes and lease expiry reorder deliveries, so a projection " +
-				"must apply only a version newer than the one it holds."},
+			Shows: "The shortest counterexample is {counterexample_projection_backward}: the drain that follows it " +
+				"delivers the events out of order, the consumer applies an older version last, and the projection " +
+				"goes back ({violation_projection_backward}). Crashes and lease expiry reorder deliveries, so a " +
+				"projection must apply only a version newer than the one it holds."},
+	},
+	Settings: func(opts Options) map[string]string {
+		bound := explore.DefaultBound
+		if opts.ExploreBound > 0 {
+			bound = opts.ExploreBound
+		}
+		return map[string]string{"bound": fmt.Sprint(bound)}
 	},
 	Run: runExplore,
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
+// crashPhaseCount is how many crash phases a run plays: the "before" and
+// the "after".
+const crashPhaseCount = 2
+
 // crashedPayment is the payment the checkout is writing when it dies.
 var crashedPayment = cast.PaymentCreated(cast.SeedPayments[0])
 
@@ -26,7 +30,7 @@ var transactionalOutbox = Scenario{
 	Teaches: "This report has two halves. BEFORE, the broken design, reproduced on purpose: checkout writes the payment in " +
 		"one transaction and its outbox message in a second; the process dies between them (a failpoint closes its " +
 		"connection mid-step), and the committed payment is left with no message, so no worker will ever act on it: an " +
-		"orphan. That half passes when the orphan is reproduced (orphans_before = 1); it shows the two-transaction design " +
+		"orphan. That half passes when the orphan is reproduced; it shows the two-transaction design " +
 		"is unsafe. AFTER, the design this lesson teaches (hence \"safe\" above): both inserts in one transaction; the same " +
 		"crash leaves neither row, because the database discards the uncommitted transaction. Both orphan counts are taken only " +
 		"when the failpoint really fired and killed the instance. A crash-free run then shows exactly one outbox row per " +
@@ -41,20 +45,27 @@ var transactionalOutbox = Scenario{
 		store.OrphanPayments,
 	},
 	Checks: []CheckDoc{
-		{Name: "orphans_before", About: "BEFORE: two transactions + a crash between them left 1 payment with no outbox message (counted only if the crash really killed the instance)"},
-		{Name: "orphans_after", About: "AFTER: one transaction + the same crash left no orphan (counted only if the crash really killed the instance)"},
-		{Name: "rows_after_crash", About: "AFTER: the crash left neither row: payments + outbox messages a restarted instance finds"},
-		{Name: "crashes_injected", About: "the failpoint fired and killed the checkout instance in both phases (connection closed, no more queries answered)"},
-		{Name: "outbox_rows_per_payment", About: "after the crash-free run, every payment has exactly one outbox row (the fewest and the most per payment are both 1)"},
-		{Name: "keys_not_created_exactly_once", About: "the provider's create payment ran exactly once per key, by checkout after each commit, never for a crashed write"},
+		{Name: "orphans_before", Measure: true, About: "BEFORE: payments left with no outbox message when checkout wrote in {before_design} and " +
+			"died between its inserts (counted only if the crash really killed the instance)"},
+		{Name: "orphans_after", About: "AFTER: payments left with no outbox message when checkout wrote in {after_design} and " +
+			"died at the same point (counted only if the crash really killed the instance)"},
+		{Name: "rows_after_crash", About: "AFTER: payments + outbox messages a restarted instance finds after that crash"},
+		{Name: "crashes_injected", About: "phases in which the failpoint fired and killed the checkout instance (connection closed, no more queries answered)"},
+		{Name: "outbox_rows_per_payment", About: "outbox rows per payment after the crash-free run (the fewest, or the most when every payment has at least one)"},
+		{Name: "keys_not_created_exactly_once", About: "keys the provider's create payment did not record exactly once, by checkout after its commit (a crashed write never reaches it)"},
 	},
 	Variants: []Variant{
 		{Name: "two-transactions", Swaps: []store.Stmt{store.InsertPaymentAlone, store.InsertOutboxAlone}, Mistake: "the \"after\" still commits the payment and the outbox row in two transactions, so the same crash leaves an orphan",
 			Breaks: []string{"orphans_after", "rows_after_crash"},
-			Shows: "The crash between the two commits leaves the payment committed with no outbox message (orphans " +
-				"after: 1): no worker will ever be told to check it at the provider, so it stays Pending for good. " +
-				"Only one transaction keeps the invariant that a payment and its message exist together or not at " +
-				"all."},
+			Shows: "Written in {after_design}, the crash between the payment's commit and the message's leaves {@orphan} " +
+				"committed with no outbox message (orphans after: {orphans_after}): no worker will ever be told to check " +
+				"it at the provider, so it stays Pending for good. Only one transaction keeps the invariant that a payment " +
+				"and its message exist together or not at all."},
+	},
+	// The "before" always writes in two transactions; the "after"'s design
+	// is the run's (a variant's mistake changes it), recorded by the run.
+	Settings: func(Options) map[string]string {
+		return map[string]string{"before_design": designName(store.PaymentWriteTwoTransactions)}
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
 		return runTransactionalOutbox(ctx, env, swapped(env, lessonOutboxDesign(env)))
@@ -106,11 +117,12 @@ type durableState struct {
 	phase, design      string
 	payments, messages int
 	orphans            int
-	pendingForWorker   int    // what a worker's LoadPending would pick up
-	fired              bool   // the failpoint plan recorded the crash
-	died               bool   // the write reported the crash and the instance is gone
-	deathEvidence      string // how the lab knows the instance is gone
-	providerCalls      int    // provider creation calls made in this phase
+	orphanKeys         []string // the orphaned payments' keys, read from the database
+	pendingForWorker   int      // what a worker's LoadPending would pick up
+	fired              bool     // the failpoint plan recorded the crash
+	died               bool     // the write reported the crash and the instance is gone
+	deathEvidence      string   // how the lab knows the instance is gone
+	providerCalls      int      // provider creation calls made in this phase
 }
 
 // crashed says the phase measured a real crash.
@@ -139,6 +151,7 @@ func runTransactionalOutbox(ctx context.Context, env *Env, design outboxDesign) 
 		return nil, err
 	}
 	measureCrashes(r, states)
+	castCrashes(r, states)
 	pays, perPayment, err := run.crashFreeRun(ctx, design, r)
 	if err != nil {
 		return nil, err
@@ -202,6 +215,20 @@ func measureCrashes(r *lab.Result, states []durableState) {
 	r.SetMetric("crashes_injected", float64(crashes))
 }
 
+// castCrashes records what the crash phases' texts quote from the run: how
+// checkout wrote in each phase, and the payment each phase left orphaned,
+// read from its database (none cast when it left none).
+func castCrashes(r *lab.Result, states []durableState) {
+	r.SetSetting("before_design", states[0].design)
+	r.SetSetting("after_design", states[1].design)
+	if len(states[0].orphanKeys) > 0 {
+		r.SetCast("before_orphan", states[0].orphanKeys[0])
+	}
+	if len(states[1].orphanKeys) > 0 {
+		r.SetCast("orphan", states[1].orphanKeys[0])
+	}
+}
+
 // crashFreeRun has checkout write the six payments in the main database
 // students may keep, then audits it from a restarted instance.
 func (run *session14Run) crashFreeRun(ctx context.Context, design outboxDesign, r *lab.Result) ([]store.Payment, map[string][]store.Message, error) {
@@ -222,7 +249,7 @@ func (run *session14Run) crashFreeRun(ctx context.Context, design outboxDesign, 
 		return nil, nil, err
 	}
 	defer checkout.Close(ctx)
-	run.event(lab.KindNote, "", cast.Checkout, "start", instance.WithHow("crash-free run ("+designName(design.crashFree)+"): six payments, own connection, no failpoint armed", checkout.Where()))
+	run.event(lab.KindNote, "", cast.Checkout, "start", instance.WithHow(fmt.Sprintf("crash-free run (%s): %d payments, own connection, no failpoint armed", designName(design.crashFree), len(cast.SeedPayments)), checkout.Where()))
 	for _, p := range cast.SeedPayments {
 		w, err := checkout.Write(ctx, cast.PaymentCreated(p), run.clk.Now(), crashAt(design.crashFreePlan, p.Key))
 		if err != nil {
@@ -335,18 +362,18 @@ func transactionalOutboxVerdict(env *Env, r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("The two-transaction design is UNSAFE (%s orphan reproduced: the crash between its two commits left a payment "+
-			"that no worker will ever act on); the one-transaction design held: the same crash left %s orphans and neither row "+
+		return r.Fill(fmt.Sprintf("The two-transaction design is UNSAFE (%s orphan reproduced: the crash between its two commits left "+
+			"{@before_orphan} with no message, a payment no worker will ever act on); the one-transaction design held: the same crash left %s orphans and neither row "+
 			"(%s rows), and the crash-free run wrote exactly %s outbox row per payment for %s payments, with the provider's create "+
 			"called once per key (%s calls), each after its commit.",
-			m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"), m("crash_free_payments"), m("provider_creation_calls"))
+			m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"), m("crash_free_payments"), m("provider_creation_calls")))
 	case env.Variant != "":
 		return fmt.Sprintf("Orphans before %s, after %s; rows after the crash %s; "+
 			"outbox rows per payment %s.", m("orphans_before"), m("orphans_after"), m("rows_after_crash"), m("outbox_rows_per_payment"))
 	default:
-		return fmt.Sprintf("NOT SHOWN: failed checks %v. Crashes that really killed the instance %s of 2; orphans before %s, after %s "+
+		return fmt.Sprintf("NOT SHOWN: failed checks %v. Crashes that really killed the instance %s of %d; orphans before %s, after %s "+
 			"(? = not measured: no real crash); rows after the crash %s; outbox rows per payment %s; keys not created exactly once %s.",
-			r.FailedChecks(), m("crashes_injected"), m("orphans_before"), m("orphans_after"), m("rows_after_crash"),
+			r.FailedChecks(), m("crashes_injected"), crashPhaseCount, m("orphans_before"), m("orphans_after"), m("rows_after_crash"),
 			m("outbox_rows_per_payment"), m("keys_not_created_exactly_once"))
 	}
 }
@@ -453,6 +480,7 @@ func (run *session14Run) durableState(ctx context.Context, st durableState, path
 	if st.orphans, err = restarted.Count(ctx, store.OrphanPayments.SQL); err != nil {
 		return st, err
 	}
+	st.orphanKeys = orphanKeys(pays, msgs)
 	pending, err := outbox.LoadPending(ctx)
 	if err != nil {
 		return st, err
@@ -461,6 +489,22 @@ func (run *session14Run) durableState(ctx context.Context, st durableState, path
 	run.event(lab.KindNote, "", "restart", st.phase+": durable state", fmt.Sprintf("payments %d, outbox messages %d, orphans %d; a worker's load of Pending messages returns %d",
 		st.payments, st.messages, st.orphans, st.pendingForWorker))
 	return st, nil
+}
+
+// orphanKeys are the keys of the payments among pays that no message of
+// msgs is about.
+func orphanKeys(pays []store.Payment, msgs []store.Message) []string {
+	told := map[string]bool{}
+	for _, m := range msgs {
+		told[m.AggregateKey] = true
+	}
+	var keys []string
+	for _, p := range pays {
+		if !told[p.Key] {
+			keys = append(keys, p.Key)
+		}
+	}
+	return keys
 }
 
 // crashAt is the failpoint callback the store consults between the payment

@@ -39,22 +39,23 @@ var lateFinalize = Scenario{
 	FileTag: "Late-Finalize",
 	Title:   "Day 15: the guard that finalization needs (a worker that outlives its lease)",
 	Design:  lab.Safe,
-	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. Part 1: Worker-A " +
-		"claims PAY-001 with a 500 ms lease and stalls (alive, not crashed). At exactly the lease end Worker-B " +
-		"reclaims it, checks the provider and finalizes: its guard WHERE LockedBy = Worker-B changes 1 row and " +
-		"commits. Worker-A wakes, checks the provider too, and its finalize WHERE LockedBy = Worker-A changes 0 " +
-		"rows and rolls back, so the payment keeps the owner's outcome. The message was still worked on twice: a " +
-		"lease bounds duplicate work, it does not prevent it. In part 1 the row is already Processed, so Status = " +
-		"'Processing' refuses Worker-A as well; part 2 shows the owner guard deciding alone: Worker-A claims PAY-002 " +
-		"and stalls, Worker-B reclaims it at the lease end, and Worker-A wakes while Worker-B still holds it " +
-		"(Processing, LockedBy Worker-B): only LockedBy = :worker refuses Worker-A's finalize, and Worker-B's " +
-		"commits after it. Last, the lab sends Worker-B's finalize of PAY-002 again, as a client's retry policy does " +
-		"when the reply to its COMMIT is lost: the row is Processed under Worker-B already, so only Status = " +
-		"'Processing' refuses the retry (0 rows, rolled back), and Worker-B, reading the row back (its own name, its " +
-		"first finalize's ProcessedAtUtc), counts the retry as done, not fenced. Without that guard the retry changes " +
-		"the row again and re-stamps ProcessedAtUtc and the payment.",
+	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. First part: a " +
+		"worker claims the oldest message with a {lease} lease and stalls (alive, not crashed). At exactly the lease " +
+		"end the other worker reclaims it, checks the provider and finalizes: its guard WHERE LockedBy = its own name " +
+		"changes the row and commits. The stalled worker wakes, checks the provider too, and its finalize WHERE " +
+		"LockedBy = its own name changes no row and rolls back, so the payment keeps the owner's outcome. The message " +
+		"was still worked on by both: a lease bounds duplicate work, it does not prevent it. In the first part the row " +
+		"is already Processed, so Status = 'Processing' refuses the stalled worker as well; the second part shows the " +
+		"owner guard deciding alone: the stalled worker claims the next message and stalls, the other reclaims it at " +
+		"the lease end, and the stalled worker wakes while the new owner still holds it (Processing, LockedBy the " +
+		"owner): only LockedBy = :worker refuses the stalled worker's finalize, and the owner's commits after it. " +
+		"Last, the lab sends the owner's finalize again, as a client's retry policy does when the reply to its COMMIT " +
+		"is lost: the row is Processed under the owner already, so only Status = 'Processing' refuses the retry (no " +
+		"row changed, rolled back), and the owner, reading the row back (its own name, its first finalize's " +
+		"ProcessedAtUtc), counts the retry as done, not fenced. Without that guard the retry changes the row again " +
+		"and re-stamps ProcessedAtUtc and the payment.",
 	DoesNotSolve: "The stalled worker still did the work (a second provider status check; with a side effect, a " +
-		"second side effect). And LockedBy names a worker, not a claim: if Worker-A itself had reclaimed the " +
+		"second side effect). And LockedBy names a worker, not a claim: if the stalled worker itself had reclaimed the " +
 		"message, its stale finalize would pass the guard. Session 16's fencing token, incremented by every " +
 		"claim, tells the two claims apart.",
 	Statements: []store.Stmt{
@@ -64,42 +65,50 @@ var lateFinalize = Scenario{
 		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
-		{Name: "rejected_finalizations", About: "part 1: the stalled worker's finalization of PAY-001 changed 0 rows and rolled back"},
-		{Name: "ownership_violations", About: "no finalization committed by a worker that no longer owned the message, in either part"},
+		{Name: "rejected_finalizations", About: "first part: finalizations of {@late_payment} rolled back for changing no row " +
+			"({@stalled_worker} woke after its lease ended, once {@owner} had reclaimed it)"},
+		{Name: "ownership_violations", About: "finalizations committed by a worker that no longer owned the message, in either part"},
 		{Name: "owner_result_kept", About: "each message's ProcessedAtUtc is its owner's finalization, not the stalled worker's"},
-		{Name: "rejected_while_owner_holds", About: "part 2: the stalled worker's finalization of PAY-002, made while the new owner held it " +
-			"(Processing, LockedBy the owner), changed 0 rows: LockedBy = :worker alone refused it"},
-		{Name: "retried_finalize_rows", About: "rows changed by Worker-B's finalize of PAY-002 sent again, under the same name, " +
-			"after it had committed"},
+		{Name: "rejected_while_owner_holds", About: "second part: {@held_stalled_worker}'s finalization of {@held_payment}, " +
+			"made while {@held_owner} held it (Processing, LockedBy {@held_owner}), refused by LockedBy = :worker alone"},
+		{Name: "retried_finalize_rows", About: "rows changed by {@retrier}'s finalize of {@retried_payment} sent again, " +
+			"under the same name, after it had committed"},
 	},
 	Facts: []FactDoc{
-		{Name: "processing_attempts", About: "part 1: provider checks of PAY-001, by both workers",
-			Why: "the script has Worker-B check the provider once it has reclaimed PAY-001, and the stalled Worker-A " +
-				"when it wakes, whatever became of its lease: a lease bounds duplicate work, it does not prevent it"},
-		{Name: "held_processing_attempts", About: "part 2: provider checks of PAY-002, by both workers",
-			Why: "the script has Worker-B check the provider once it has reclaimed PAY-002, and Worker-A when it " +
-				"wakes, before either finalizes"},
+		{Name: "processing_attempts", About: "first part: provider checks of the reclaimed message, by both workers",
+			Why: "the script has the reclaiming worker check the provider once it has reclaimed the message, and the " +
+				"stalled worker when it wakes, whatever became of its lease: a lease bounds duplicate work, it does not " +
+				"prevent it"},
+		{Name: "held_processing_attempts", About: "second part: provider checks of the message the owner held, by both workers",
+			Why: "the script has the reclaiming worker check the provider once it has reclaimed the message, and the " +
+				"stalled worker when it wakes, before either finalizes"},
 	},
 	Variants: []Variant{
 		{Name: variantFinalizeWithoutOwnerGuard, Swaps: []store.Stmt{store.CompleteByID},
 			Mistake: "finalization marks the message Processed by Id alone, so the stalled worker's late finalize commits and overwrites the owner's result",
 			Breaks: []string{"rejected_finalizations", "ownership_violations", "owner_result_kept", "rejected_while_owner_holds",
 				"retried_finalize_rows"},
-			Shows: "Worker-A wakes after its lease ended and after Worker-B had finalized PAY-001, and its finalize by " +
-				"Id commits anyway ({rejected_finalizations} rejected): PAY-001's ProcessedAtUtc becomes Worker-A's instead " +
-				"of the owner's. In part 2 its finalize of PAY-002 commits while Worker-B still holds it " +
-				"({rejected_while_owner_holds} refused); {ownership_violations} finalizations committed by a non-owner in all. " +
-				"Worker-B's retry of its own finalize changes {retried_finalize_rows} row again, re-stamping PAY-002. " +
-				"Both saw the same provider answer, so the damage is " +
-				"quiet; the guard LockedBy = me, with a rollback on 0 rows, is what keeps a worker that outlived its " +
-				"lease from overwriting the owner's outcome."},
+			Shows: "Woken after its lease ended and after {@owner} had finalized {@late_payment}, {@stalled_worker} " +
+				"finalizes by Id and commits anyway ({finalizations_committed} finalizations of {@late_payment} committed, " +
+				"{rejected_finalizations} rejected): its ProcessedAtUtc ends as {late_processed_at}, where the owner's " +
+				"finalization had stamped {owner_final_at}. In the " +
+				"second part {@held_stalled_worker}'s finalize of {@held_payment} commits while {@held_owner} still holds " +
+				"it ({rejected_while_owner_holds} refused); {ownership_violations} finalizations committed by a non-owner " +
+				"in all. {@retrier}'s retry of its own finalize changes {retried_finalize_rows} row again, re-stamping " +
+				"{@retried_payment}. Both saw the same provider answer, so the damage is quiet; the guard LockedBy = me, " +
+				"with a rollback when it changes no row, is what keeps a worker that outlived its lease from overwriting " +
+				"the owner's outcome."},
 	},
-	Run: runLateFinalize,
+	Settings: func(Options) map[string]string { return map[string]string{"lease": lateLease.String()} },
+	Run:      runLateFinalize,
 }
 
 // lateRun is what the late-finalize sequence observed.
 type lateRun struct {
 	messageID  int64
+	key        string // the message's payment
+	stalled    string // LockedBy as the stalled worker's claim read it back
+	owner      string // LockedBy as the reclaim read it back, "" if it took nothing
 	reclaimed  bool   // Worker-B claimed the message at the lease end
 	ownerFinal string // when Worker-B's finalization committed, "" if it did not
 	// held is part 2: the message Worker-A finalized late while Worker-B
@@ -110,6 +119,9 @@ type lateRun struct {
 // lateHeld is what part 2 observed.
 type lateHeld struct {
 	messageID  int64
+	key        string // the message's payment
+	stalled    string // LockedBy as the stalled worker's claim read it back
+	owner      string // LockedBy as the reclaim read it back, "" if it took nothing
 	ownerFinal string // when Worker-B's finalization committed, "" if it did not
 	// ownerRefused: Worker-A's finalize changed 0 rows, and the row as the
 	// guard found it was Processing under Worker-B: LockedBy alone decided.
@@ -195,7 +207,7 @@ func claimAndStall(ctx context.Context, d *cast.Day15, outA instance.Outbox, par
 // and has Worker-B claim m.
 func reclaimAtLeaseEnd(ctx context.Context, d *cast.Day15, outB instance.Outbox, part string, m store.Message, at time.Duration) (store.Claim, error) {
 	d.Clock.Set(cast.LessonStart.Add(at + lateLease))
-	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly Worker-A's lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
+	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly "+m.LockedBy+"'s lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
 	cb, err := outB.ClaimMessage(ctx, m.ID, cast.WorkerB, d.Clock.Now(), lateLease)
 	if err != nil {
 		return cb, err
@@ -223,13 +235,14 @@ func lateAfterOwner(ctx context.Context, d *cast.Day15, outA, outB instance.Outb
 	if err != nil || ca.Outcome != store.Claimed {
 		return err
 	}
-	run.messageID = ca.Message.ID
+	run.messageID, run.key, run.stalled = ca.Message.ID, ca.Message.AggregateKey, ca.Message.LockedBy
 	cb, err := reclaimAtLeaseEnd(ctx, d, outB, part, ca.Message, 0)
 	if err != nil {
 		return err
 	}
 	run.reclaimed = cb.Outcome == store.Claimed
 	if run.reclaimed {
+		run.owner = cb.Message.LockedBy
 		d.Clock.Set(cast.LessonStart.Add(lateOwnerFinal))
 		if err := d.ProcessAndFinalize(ctx, outB, cast.WorkerB, cb.Message); err != nil {
 			return err
@@ -253,11 +266,12 @@ func lateWhileOwnerHolds(ctx context.Context, d *cast.Day15, outA, outB instance
 	if err != nil || ca.Outcome != store.Claimed {
 		return err
 	}
-	held.messageID = ca.Message.ID
+	held.messageID, held.key, held.stalled = ca.Message.ID, ca.Message.AggregateKey, ca.Message.LockedBy
 	cb, err := reclaimAtLeaseEnd(ctx, d, outB, part, ca.Message, heldClaim)
 	if err != nil || cb.Outcome != store.Claimed {
 		return err
 	}
+	held.owner = cb.Message.LockedBy
 	ownerOutcome := d.Process(cast.WorkerB, cb.Message.ID, cb.Message.AggregateKey)
 	if err := wake(d, outA, ca.Message, heldWake); err != nil {
 		return err
@@ -312,45 +326,64 @@ func measureLateFinalize(ctx context.Context, d *cast.Day15, db *store.DB, run *
 		switch m.ID {
 		case run.messageID:
 			kept[m.ID] = run.ownerFinal != "" && m.ProcessedAt == run.ownerFinal
+			r.SetSetting("late_processed_at", m.ProcessedAt)
+			r.SetSetting("owner_final_at", run.ownerFinal)
 			r.SetFlag("reclaimed_at_lease_end", run.reclaimed)
 		case run.held.messageID:
 			kept[m.ID] = run.held.ownerFinal != "" && m.ProcessedAt == run.held.ownerFinal
 		}
 	}
 	r.SetFlag("owner_result_kept", len(kept) == 2 && kept[run.messageID] && kept[run.held.messageID])
+	run.cast(d, r)
 	return d.Finish(ctx, db, r)
 }
 
+// cast records who played each role, as the claims read the rows back
+// and as the finalization ledger records the retry; a role the run did not
+// reach stays uncast.
+func (run *lateRun) cast(d *cast.Day15, r *lab.Result) {
+	roles := map[string]string{
+		"late_payment": run.key, "stalled_worker": run.stalled, "owner": run.owner,
+		"held_payment": run.held.key, "held_stalled_worker": run.held.stalled, "held_owner": run.held.owner,
+	}
+	if worker, key, ok := d.Retry(); ok {
+		roles["retrier"], roles["retried_payment"] = worker, key
+	}
+	for role, who := range roles {
+		if who != "" {
+			r.SetCast(role, who)
+		}
+	}
+}
+
 // lateFinalizeVerdict says what the run showed, naming each broken
-// invariant in a sentence.
+// invariant in a sentence; actors and payments come from the run's cast.
 func lateFinalizeVerdict(env *Env, r *lab.Result) string {
 	m, rows := metricsOf(r), rowsOf(r)
 	if r.Passed() {
-		return fmt.Sprintf("SAFE DESIGN held. The stalled Worker-A's finalization of PAY-001 changed 0 rows and rolled back (%s rejected), "+
-			"and so did its finalization of PAY-002 while Worker-B still held it (%s refused by LockedBy alone); %s ownership violations, "+
-			"so each payment keeps its owner's outcome. Worker-B's finalize of PAY-002, sent again as after a lost reply, changed %s: "+
-			"its first commit stands. Yet PAY-001 was worked on %s times and PAY-002 %s times: "+
+		return r.Fill(fmt.Sprintf("SAFE DESIGN held. The stalled {@stalled_worker}'s finalization of {@late_payment} was rolled back "+
+			"for changing no row (%s rejected), and so was {@held_stalled_worker}'s finalization of {@held_payment} while "+
+			"{@held_owner} still held it (%s refused by LockedBy alone); %s ownership violations, so each payment keeps its "+
+			"owner's outcome. {@retrier}'s finalize of {@retried_payment}, sent again as after a lost reply, changed %s: "+
+			"its first commit stands. Yet {@late_payment} was worked on %s times and {@held_payment} %s times: "+
 			"a lease bounds duplicate work, it does not prevent it. That is why session 16 adds a fencing token.",
 			m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), rows("retried_finalize_rows"),
-			m("processing_attempts"), m("held_processing_attempts"))
+			m("processing_attempts"), m("held_processing_attempts")))
 	}
 	// A variant's verdict is opened by Execute, with what its checks measured.
 	who := "In this run"
-	if env.Variant == "" {
-		who = "THE DESIGN DID NOT HOLD in this run, as designed, without a mistake"
-	}
-	retried := rows("retried_finalize_rows")
 	failed := ""
 	if env.Variant == "" {
+		who = "THE DESIGN DID NOT HOLD in this run, as designed, without a mistake"
 		failed = " (failed checks: " + strings.Join(r.FailedChecks(), ", ") + ")"
 	}
 	result := "each payment kept its owner's result"
 	if v, _ := r.Metric("owner_result_kept"); v != 1 {
 		result = "a message's ProcessedAtUtc is not its owner's finalization"
 	}
-	return fmt.Sprintf("%s: %s finalizations of PAY-001 were rejected, %s of PAY-002 while its owner held it, %s committed by a "+
-		"worker that no longer owned the message, PAY-001 was worked on %s times, Worker-B's retried finalize of PAY-002 "+
-		"changed %s, and %s%s.",
+	return r.Fill(fmt.Sprintf("%s: %s finalizations of {@late_payment} were rejected, %s of {@held_payment} while its owner held it, "+
+		"%s committed by a worker that no longer owned the message, {@late_payment} was worked on %s times, {@retrier}'s "+
+		"retried finalize of {@retried_payment} changed %s, and %s%s.",
 		who, m("rejected_finalizations"), m("rejected_while_owner_holds"), m("ownership_violations"), m("processing_attempts"),
-		retried, result, failed)
+		rows("retried_finalize_rows"), result, failed))
 }

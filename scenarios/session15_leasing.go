@@ -64,32 +64,33 @@ var outboxLeasing = Scenario{
 		store.ProductionClaim,
 	},
 	Checks: []CheckDoc{
-		{Name: "processing_attempts", About: "6 processing attempts for 6 messages"},
-		{Name: "unique_messages", About: "6 distinct messages were processed"},
-		{Name: "processed_more_than_once", About: "no message was processed twice"},
-		{Name: "status_checks", About: "the provider saw 6 status checks"},
-		{Name: "ownership_violations", About: "no finalization committed by a worker that no longer owned the message (Day 15's ownership violations)"},
-		{Name: "claims_of_owned_messages", About: "no claim took a message another worker still owned, or one already processed"},
-		{Name: "paid", About: "4 payments Paid"},
-		{Name: "failed", About: "2 payments Failed"},
-		{Name: "outbox_processed", About: "6 messages Processed"},
-		{Name: "outbox_pending", About: "none left Pending"},
-		{Name: "outbox_processing", About: "none stuck in Processing"},
-		{Name: "duplicate_rows", About: "no duplicate payment or outbox rows"},
-		{Name: "worker_creation_calls", About: "workers never call the provider's create"},
-		{Name: "keys_not_created_exactly_once", About: "the provider created each key exactly once"},
-		{Name: "fake_successes", About: "every Paid payment carries the transaction id the provider assigned to its key, and no other payment carries one"},
-		{Name: "recovery_ok", About: "Worker-B was blocked before expiry, reclaimed PAY-001 after it, and it was processed once"},
-		{Name: "claims_bounded", About: "the workers drained the backlog within 8 claim attempts per message"},
+		{Name: "processing_attempts", About: "processing attempts in the ledger, the recovered message's included"},
+		{Name: "unique_messages", About: "distinct messages processed"},
+		{Name: "processed_more_than_once", About: "messages processed more than once"},
+		{Name: "status_checks", About: "status checks the provider recorded"},
+		{Name: "ownership_violations", About: "finalizations committed by a worker that no longer owned the message (the lesson's ownership violations)"},
+		{Name: "claims_of_owned_messages", About: "claims that took a message another worker still owned, or one already processed"},
+		{Name: "paid", About: "payments Paid"},
+		{Name: "failed", About: "payments Failed"},
+		{Name: "outbox_processed", About: "messages Processed"},
+		{Name: "outbox_pending", About: "messages left Pending"},
+		{Name: "outbox_processing", About: "messages stuck in Processing"},
+		{Name: "duplicate_rows", About: "duplicate payment or outbox rows"},
+		{Name: "worker_creation_calls", About: "calls of the provider's create made by a worker"},
+		{Name: "keys_not_created_exactly_once", About: "keys the provider did not create exactly once"},
+		{Name: "fake_successes", About: "payments whose transaction id is not the one the provider assigned to their key (a Paid payment without it, or another payment with one)"},
+		{Name: "recovery_ok", About: "the recovery of {@recovered_payment}, claimed by {@crashed_owner} for {lease} before it crashed: " +
+			"{@recoverer}'s claim blocked while that lease was live and granted once it had expired, and the message then processed once"},
+		{Name: "claims_bounded", About: "the workers drained the backlog within the claim bound ({claim_bound})"},
 		{Name: "claim_lock_waits", Engine: store.Postgres, Measure: true,
-			About: "no claim of the concurrent phase made another worker's claim wait for its row lock (seen by the holder in pg_stat_activity)"},
+			About: "claims of the concurrent phase that made another worker's claim wait for their row lock (seen by the holder in pg_stat_activity)"},
 	},
 	Variants: []Variant{
 		{Name: variantPermanentLock, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",
 			Swaps:  []store.Stmt{store.ClaimSelectPendingOnly, store.ClaimUpdatePendingOnly},
 			Breaks: []string{"recovery_ok", "outbox_processed", "outbox_processing", "processing_attempts", "unique_messages", "status_checks", "paid"},
-			Shows: "Worker-A crashes holding PAY-001; after its lease has expired, Worker-B's claim still skips the " +
-				"Processing row, so PAY-001 stays Processing for good and is never checked at the provider " +
+			Shows: "After {@crashed_owner} crashes holding {@recovered_payment} and its lease has expired, {@recoverer}'s " +
+				"claim still skips the Processing row, so {@recovered_payment} stays Processing for good and is never checked at the provider " +
 				"({unique_messages} messages processed, {paid} payments Paid, {outbox_processing} left Processing). " +
 				"A lease must end: a claim has to treat a Processing row " +
 				"whose lease has expired as claimable, or one crash locks a message forever."},
@@ -97,21 +98,25 @@ var outboxLeasing = Scenario{
 			Swaps:  []store.Stmt{store.ClaimSelectOwnTx, store.ClaimUpdateByID},
 			Breaks: []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "With a take-over that no longer re-checks the row, a worker takes a message another worker holds: " +
-				"Worker-B takes PAY-001 while Worker-A's lease is live, and in the concurrent phase both workers " +
-				"process messages twice ({processing_attempts} attempts and {status_checks} provider status checks for " +
+				"{@live_lease_taker} takes {@recovered_payment} while {@crashed_owner}'s lease is live, and in the concurrent phase " +
+				"{@second_double_claimer} claims {@double_claimed_payment} after {@first_double_claimer} had, so both process it " +
+				"({processing_attempts} attempts and {status_checks} provider status checks for " +
 				"{unique_messages} messages). A claim " +
-				"must check and take in one transaction that changes exactly one row; the owner guard at finalization " +
-				"still keeps the final rows right, so only the ledgers show the duplicated work."},
+				"must check and take in one transaction that changes exactly one row. The owner guard at finalization " +
+				"still decides who finalizes ({ownership_violations} ownership violations, {outbox_processed} messages " +
+				"Processed), so the duplicated work shows in the ledgers, not in the final rows."},
 		{Name: variantPaidWithoutTxn, Changes: "the worker's code: it stores the provider's Paid answer without its transaction id", Mistake: "the worker marks a payment Paid but drops the provider's transaction id",
 			Breaks: []string{"fake_successes"},
 			Shows: "The payments the provider answered Paid end with no TransactionId (fake successes: {fake_successes}), so the " +
-				"database records money as received with nothing that ties it to the provider's record. The outbox " +
-				"machinery worked perfectly here, which is why only this check notices: a Paid payment must carry the " +
-				"id the provider assigned for its key."},
+				"database records money as received with nothing that ties it to the provider's record. The outbox's " +
+				"figures do not show it ({outbox_processed} messages Processed, {processed_more_than_once} processed " +
+				"more than once): only this check, which compares each payment with the provider's record, notices. A " +
+				"Paid payment must carry the id the provider assigned for its key."},
 		{Name: variantWorkerCreates, Changes: "the worker's code: it calls the provider's create payment before its status check", Mistake: "the worker calls the provider's create payment again before checking its status",
 			Breaks: []string{"worker_creation_calls", "keys_not_created_exactly_once"},
-			Shows: "Each worker calls the provider's create before its status check, so every key is created twice, once " +
-				"at checkout and once by a worker ({worker_creation_calls} worker creation calls); with a real provider that is a second " +
+			Shows: "Each worker calls the provider's create before its status check, so keys are created at checkout and " +
+				"again by a worker ({worker_creation_calls} worker creation calls, {keys_not_created_exactly_once} keys not " +
+				"created exactly once); with a real provider that is a second " +
 				"charge. Creation happens exactly once per key, at checkout; a worker only asks for the status of " +
 				"what checkout created."},
 		{Name: variantForUpdateWaits, Engine: store.Postgres,
@@ -121,17 +126,23 @@ var outboxLeasing = Scenario{
 			Shows: "Correct, but the workers queue: each claim keeps its transaction open until it sees the other worker " +
 				"wait for its row lock, and with FOR UPDATE alone the other worker's claim does wait, on the same oldest " +
 				"row, until the first claim commits; only then does PostgreSQL re-check the row, find it taken and move to " +
-				"the next. Every message is still processed once (the invariants hold); the cost is that claims run one " +
-				"after another. SKIP LOCKED lets the second claim take the next message at once."},
+				"the next. The invariants' checks read as the lesson's ({processing_attempts} processing attempts for " +
+				"{unique_messages} messages); the cost is {claim_lock_waits} claims that made another worker's claim wait, " +
+				"so claims run one after another. SKIP LOCKED lets the waiting claim take the next message at once."},
 		{Name: variantReadCommittedUpdate, Engine: store.Postgres,
 			Mistake: "the claim's SELECT takes no row lock and its UPDATE changes the row by Id alone, trusting the read, in one READ COMMITTED transaction",
 			Swaps:   []store.Stmt{store.ClaimSelectNoLock, store.ClaimUpdateTrustingRead},
 			Breaks:  []string{"processing_attempts", "processed_more_than_once", "status_checks", "claims_of_owned_messages", "recovery_ok"},
 			Shows: "One transaction is not enough on PostgreSQL: at READ COMMITTED a plain SELECT takes no lock, so both " +
 				"workers read the same oldest message (a barrier holds each after its select until both have read). " +
-				"Worker-A's UPDATE takes it; Worker-B's UPDATE waits for Worker-A's commit, then, with no claimable " +
-				"predicate to re-check, takes it too: a double claim, and both process the message. The lesson's " +
-				"claim locks the row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
+				"{@first_double_claimer}'s UPDATE takes {@double_claimed_payment}; {@second_double_claimer}'s UPDATE " +
+				"waits for that commit, then, with no claimable predicate to re-check, takes it too: a double claim, and " +
+				"both process the message ({claims_of_owned_messages} claims of a message another worker owned, " +
+				"{processing_attempts} processing attempts for {unique_messages} messages). The lesson's claim locks the " +
+				"row it selects (FOR UPDATE SKIP LOCKED) and repeats the predicate in the UPDATE."},
+	},
+	Settings: func(Options) map[string]string {
+		return map[string]string{"lease": leaseLength.String(), "claim_bound": fmt.Sprintf("%d claim attempts", claimBound)}
 	},
 	Run: runOutboxLeasing,
 }
@@ -173,6 +184,8 @@ func runOutboxLeasing(ctx context.Context, env *Env) (*lab.Result, error) {
 	r.SetFlag("recovery_reclaimed_after_expiry", rec.reclaimed)
 	r.SetFlag("recovery_processed_once", rec.processedOnce)
 	r.SetFlag("recovery_ok", rec.blocked && rec.reclaimed && rec.processedOnce)
+	rec.cast(r)
+	castDoubleClaim(d, r)
 	claimsA, claimsB := d.ConcurrentClaims()
 	r.SetMetric("concurrent_claims_a", float64(claimsA))
 	r.SetMetric("concurrent_claims_b", float64(claimsB))
@@ -201,11 +214,12 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held. %s processing attempts and %s status checks for %s messages, %s ownership violations; "+
-			"the crashed worker's message was recovered after its lease expired and processed once. Messages processed in this run, the recovered "+
+		return r.Fill(fmt.Sprintf("SAFE DESIGN held. %s processing attempts and %s status checks for %s messages, %s ownership violations; "+
+			"{@crashed_owner} crashed holding {@recovered_payment}, and {@recoverer} recovered it after its lease expired; it was processed once. "+
+			"Messages processed in this run, the recovered "+
 			"one included: Worker-A %s, Worker-B %s (the split varies; the invariants do not).",
 			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("ownership_violations"),
-			m("processed_by_a"), m("processed_by_b"))
+			m("processed_by_a"), m("processed_by_b")))
 	case env.Variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
@@ -215,7 +229,13 @@ func leasingVerdict(env *Env, r *lab.Result) string {
 
 // recovery is what the recovery demo observed.
 type recovery struct {
-	messageID     int64
+	messageID int64
+	key       string // the message's payment
+	owner     string // LockedBy as the crashed worker's claim read it back
+	recoverer string // the worker whose claims tried to take the message over
+	// liveTaker is LockedBy as the recoverer's first claim read it back,
+	// when that claim took the message while the owner's lease was live.
+	liveTaker     string
 	blocked       bool // Worker-B's claim was refused while the lease was live
 	reclaimed     bool // Worker-B claimed it after expiry
 	processedOnce bool
@@ -223,6 +243,32 @@ type recovery struct {
 }
 
 type recoveryStep struct{ at, actor, step, observed string }
+
+// cast records who played the recovery demo's roles, as its claims read
+// them back: the crashed owner, the worker that tried to take the message
+// over (and took it while the lease was live, if it did), and the
+// message's payment.
+func (rec *recovery) cast(r *lab.Result) {
+	roles := map[string]string{"crashed_owner": rec.owner, "recoverer": rec.recoverer, "recovered_payment": rec.key, "live_lease_taker": rec.liveTaker}
+	for role, who := range roles {
+		if who != "" {
+			r.SetCast(role, who)
+		}
+	}
+}
+
+// castDoubleClaim casts, from the claim ledger, the first message of the
+// concurrent phase that both workers claimed and the workers in the order
+// their claims were recorded (none when no message was claimed twice).
+func castDoubleClaim(d *cast.Day15, r *lab.Result) {
+	key, first, second, ok := d.DoubleClaim("concurrent")
+	if !ok {
+		return
+	}
+	r.SetCast("double_claimed_payment", key)
+	r.SetCast("first_double_claimer", first)
+	r.SetCast("second_double_claimer", second)
+}
 
 func (rec *recovery) add(at, actor, step, observed string) {
 	rec.steps = append(rec.steps, recoveryStep{at, actor, step, observed})
@@ -264,7 +310,8 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	}
 	rec.messageID = ca.Message.ID
 	key := ca.Message.AggregateKey
-	rec.add(d.Now(), cast.WorkerA, "claims "+key+" for 500 ms", "lease until "+ca.Message.LockedUntil)
+	rec.key, rec.owner = key, ca.Message.LockedBy
+	rec.add(d.Now(), cast.WorkerA, "claims "+key+" for "+leaseLength.String(), "lease until "+ca.Message.LockedUntil)
 
 	// The crash: the process dies before processing; its connection and
 	// memory go with it.
@@ -274,10 +321,10 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	}
 	crashed := "died before processing " + key + "; connection and memory gone"
 	if death != "" {
-		crashed = fmt.Sprintf("died before processing %s: %s; its claim had committed, so the row stays Processing, LockedBy Worker-A", key, death)
+		crashed = fmt.Sprintf("died before processing %s: %s; its claim had committed, so the row stays Processing, LockedBy %s", key, death, rec.owner)
 	}
 	d.Add(lab.Event{Kind: lab.KindCrash, Subject: key, Actor: cast.WorkerA, Action: "CRASH", Detail: crashed})
-	rec.add(d.Now(), cast.WorkerA, "crashes before processing", "row stays Processing, LockedBy Worker-A")
+	rec.add(d.Now(), cast.WorkerA, "crashes before processing", "row stays Processing, LockedBy "+rec.owner)
 
 	outB, err := env.Instances.Outbox(ctx, env.DatabasePath(), "recovery", cast.WorkerB, statements, 0)
 	if err != nil {
@@ -292,17 +339,21 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 		return nil, err
 	}
 	d.RecordClaim(cast.WorkerB, "recovery", key, cb)
+	rec.recoverer = cast.WorkerB
 	rec.blocked = cb.Outcome == store.Blocked
+	if cb.Outcome == store.Claimed {
+		rec.liveTaker = cb.Message.LockedBy
+	}
 	rec.add(d.Now(), cast.WorkerB, "tries to claim "+key, claimObserved(cb))
 
 	d.Clock.Set(cast.LessonStart.Add(600 * time.Millisecond))
 	if cb.Outcome == store.Claimed {
 		// Worker-B's first claim took the message (a mistake's): no lease of
 		// Worker-A's is left to expire.
-		d.Event(lab.KindNote, "clock", "advance", "scenario clock moves to "+d.Now()+"; Worker-A's lease would have ended by now, "+
-			"but Worker-B's claim took "+key+" while it was live")
+		d.Event(lab.KindNote, "clock", "advance", "scenario clock moves to "+d.Now()+"; "+rec.owner+"'s lease would have ended by now, "+
+			"but "+rec.liveTaker+"'s claim took "+key+" while it was live")
 	} else {
-		d.Add(lab.Event{Kind: lab.KindExpiry, Subject: key, Actor: "clock", Action: "advance", Detail: "scenario clock moves to " + d.Now() + "; Worker-A's lease has expired"})
+		d.Add(lab.Event{Kind: lab.KindExpiry, Subject: key, Actor: "clock", Action: "advance", Detail: "scenario clock moves to " + d.Now() + "; " + rec.owner + "'s lease has expired"})
 	}
 	cb, err = outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
 	if err != nil {
@@ -310,6 +361,9 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *Env, statements store
 	}
 	d.RecordClaim(cast.WorkerB, "recovery", key, cb)
 	rec.reclaimed = cb.Outcome == store.Claimed
+	if rec.reclaimed {
+		rec.recoverer = cb.Message.LockedBy
+	}
 	rec.add(d.Now(), cast.WorkerB, "claims "+key+" again", claimObserved(cb))
 	if rec.reclaimed {
 		if err := d.ProcessAndFinalize(ctx, outB, cast.WorkerB, cb.Message); err != nil {

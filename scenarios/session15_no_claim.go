@@ -19,10 +19,10 @@ var competingWorkersNoClaim = Scenario{
 	Title:   "Day 15 before: two workers, no claim",
 	Design:  lab.Broken,
 	Teaches: "Two workers, each its own application instance on its own database connection, bulk-load every " +
-		"Pending outbox message with a plain SELECT. A barrier of two holds both until both have the full " +
+		"Pending outbox message with a plain SELECT. A barrier holds both until both have the full " +
 		"snapshot, then each processes everything it loaded: a provider status check, the payment update, " +
 		"and a completion by Id alone. The final database looks perfect; only the separate ledgers show " +
-		"that every message was processed twice.",
+		"that every message was processed by both workers.",
 	DoesNotSolve: "Nothing: this is the broken design. A read is not a claim; the fix is the lease of " +
 		"session-15-outbox-leasing.",
 	Statements: []store.Stmt{
@@ -31,26 +31,27 @@ var competingWorkersNoClaim = Scenario{
 		store.ApplyPaymentOutcome,
 	},
 	Checks: []CheckDoc{
-		{Name: "loaded_a", About: "Worker-A loaded all 6 Pending messages"},
-		{Name: "loaded_b", About: "Worker-B loaded the same 6 messages"},
-		{Name: "barrier_held", About: "the barrier released both workers together, and by the ledgers' order both had finished loading before either processed anything"},
-		{Name: "processing_attempts", About: "12 attempts: the race was reproduced, every message done twice"},
-		{Name: "status_checks", About: "the provider saw 12 status checks for 6 payments"},
-		{Name: "unique_messages", About: "6 distinct messages were worked on"},
-		{Name: "processed_more_than_once", About: "all 6 messages were processed more than once"},
-		{Name: "outbox_processed", About: "the final state looks perfect: 6 Processed"},
-		{Name: "outbox_pending", About: "no message left Pending"},
-		{Name: "paid", About: "4 payments Paid"},
-		{Name: "failed", About: "2 payments Failed"},
-		{Name: "duplicate_rows", About: "no duplicate payment or outbox rows: the database alone hides the race"},
+		{Name: "loaded_a", Measure: true, About: "Pending messages {@loader_a}'s plain SELECT loaded, by the loads ledger"},
+		{Name: "loaded_b", Measure: true, About: "Pending messages {@loader_b}'s plain SELECT loaded, by the loads ledger"},
+		{Name: "barrier_held", Measure: true, About: "the barrier released both workers together, and by the ledgers' order both had finished loading before either processed anything"},
+		{Name: "processing_attempts", Measure: true, About: "processing attempts in the ledger: the race is reproduced when both workers do every message"},
+		{Name: "status_checks", Measure: true, About: "status checks the provider recorded for the seeded payments"},
+		{Name: "unique_messages", About: "distinct messages worked on"},
+		{Name: "processed_more_than_once", Measure: true, About: "messages processed more than once"},
+		{Name: "outbox_processed", About: "messages Processed in the final state"},
+		{Name: "outbox_pending", About: "messages left Pending"},
+		{Name: "paid", About: "payments Paid"},
+		{Name: "failed", About: "payments Failed"},
+		{Name: "duplicate_rows", About: "duplicate payment or outbox rows, the only trace the race could leave in the database"},
 	},
 	Variants: []Variant{{
-		Name: variantSequential, Changes: "the order: Worker-B starts only once Worker-A has finished, and no barrier holds them",
-		Mistake: "Worker-B starts only after Worker-A has finished, with no barrier, as in most local test runs: " +
+		Name: variantSequential, Changes: "the order: one worker starts only once the other has finished, and no barrier holds them",
+		Mistake: "the second worker starts only after the first has finished, with no barrier, as in most local test runs: " +
 			"the race hides and the test wrongly suggests the design is safe",
 		Breaks: []string{"loaded_b", "barrier_held", "processing_attempts", "status_checks", "processed_more_than_once"},
-		Shows: "Worker-B finds nothing Pending when it starts (loaded {loaded_b}), so each message is processed once " +
-			"({processing_attempts} attempts, {processed_more_than_once} twice) and the run looks safe, although nothing stops two workers from taking the " +
+		Shows: "Started after {@first_loader} had finished, {@last_loader} finds {loaded_last} messages Pending, so the " +
+			"ledgers show {processing_attempts} attempts for {unique_messages} messages, {processed_more_than_once} " +
+			"processed more than once, and the run looks safe, although nothing stops both workers from taking the " +
 			"same message. A race shows only when the test forces the overlap: without the barrier a clean run " +
 			"proves nothing about the design.",
 	}},
@@ -106,6 +107,7 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	}
 	r.SetMetric("loaded_a", float64(d.Loaded(cast.WorkerA)))
 	r.SetMetric("loaded_b", float64(d.Loaded(cast.WorkerB)))
+	castLoaders(d, r)
 	// The barrier held when it released a round with both workers arrived
 	// and neither had processed anything before both had loaded.
 	r.SetFlag("barrier_held", barrier.Rounds() > 0 && d.LoadedBeforeProcessing(cast.WorkerA, cast.WorkerB))
@@ -122,9 +124,9 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 	m := metricsOf(r)
 	if r.Passed() {
 		r.Verdict = fmt.Sprintf("UNSAFE DESIGN, race reproduced. The final database looks perfect (%s Processed, %s Paid, %s Failed, %s duplicate rows), "+
-			"yet the ledgers show %s processing attempts and %s provider status checks for %s messages: every message was processed twice. "+
+			"yet the ledgers show %s processing attempts and %s provider status checks for %s messages: %s messages processed more than once. "+
 			"Loading is not claiming.", m("outbox_processed"), m("paid"), m("failed"), m("duplicate_rows"),
-			m("processing_attempts"), m("status_checks"), m("unique_messages"))
+			m("processing_attempts"), m("status_checks"), m("unique_messages"), m("processed_more_than_once"))
 	} else if env.Variant != "" { // Execute opens a variant's verdict with what its checks measured
 		r.Verdict = fmt.Sprintf("%s processing attempts, %s messages processed more than once: a run that happens to look "+
 			"clean proves nothing about the design.", m("processing_attempts"), m("processed_more_than_once"))
@@ -133,4 +135,25 @@ func runCompetingWorkersNoClaim(ctx context.Context, env *Env) (*lab.Result, err
 			"A run that happens to look clean proves nothing about the design.", m("processing_attempts"), m("processed_more_than_once"))
 	}
 	return r, nil
+}
+
+// castLoaders casts the workers the loads ledger names: loader_a and
+// loader_b, whose loads loaded_a and loaded_b count, and first_loader and
+// last_loader in the order their loads finished, with loaded_last, what the
+// last load returned.
+func castLoaders(d *cast.Day15, r *lab.Result) {
+	for role, worker := range map[string]string{"loader_a": cast.WorkerA, "loader_b": cast.WorkerB} {
+		if _, ok := d.LoadedBy(worker); ok {
+			r.SetCast(role, worker)
+		}
+	}
+	order := d.LoadOrder()
+	if len(order) < 2 {
+		return
+	}
+	first, last := order[0], order[len(order)-1]
+	r.SetCast("first_loader", first)
+	r.SetCast("last_loader", last)
+	n, _ := d.LoadedBy(last)
+	r.SetMetric("loaded_last", float64(n))
 }
