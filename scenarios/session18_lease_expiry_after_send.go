@@ -99,7 +99,7 @@ var leaseExpiryAfterSend = Scenario{
 				"not fixed: session 20 replays the event after the window",
 			Breaks: []string{"broker_offers", "naive_credit_cents"},
 			Shows: "The broker's {broker_window} window dropped {broker_dropped_offers} of the relays' {sends} sends of " +
-				"{@event} (dropped: {@dropped_sender}'s) and accepted {broker_offers}, and the naive consumer credited " +
+				"{@event} (dropped sends by: {@dropped_sender}) and accepted {broker_offers}, and the naive consumer credited " +
 				"{naive_credit_cents} cents for one award of {award_cents}. Where the window drops the resend, the naive " +
 				"consumer looks correct: the window hides the duplicate, it does not handle it. A window covers only the " +
 				"resends inside it; the retention lesson replays the same event days later, and only the consumer's inbox " +
