@@ -387,7 +387,7 @@ func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 			"correct here (%s cents for one award of %s); a replay after the window gets through (session 20).",
 			m("broker_dropped_offers"), m("broker_offers"), m("naive_credit_cents"), m("award_cents"))))
 	}
-	if stale, ok := r.Metric("publisher_token"); ok && stale != 0 && stale != mustMetric(r, "current_token") {
+	if stale, ok := r.Metric("publisher_token"); ok && stale != 0 && stale != measuredOr(r, "current_token", -1) {
 		extra = append(extra, r.Fill(fmt.Sprintf("The row was published by {@publisher}'s completion under token %s, not "+
 			"the current token %s: a relay whose lease had expired decided the row's state.", m("publisher_token"), m("current_token"))))
 	}
@@ -397,13 +397,13 @@ func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 	return strings.Join(extra, " ") // Execute opens a variant's verdict with what its checks measured
 }
 
-// mustMetric is key's measured value, or -1 when the run did not measure
-// it: no count or token is negative.
-func mustMetric(r *lab.Result, key string) float64 {
+// measuredOr is key's measured value, or fallback when the run did not
+// measure it.
+func measuredOr(r *lab.Result, key string, fallback float64) float64 {
 	if v, ok := r.Metric(key); ok {
 		return v
 	}
-	return -1
+	return fallback
 }
 
 // measureLeaseExpiryAfterSend takes session 18's figures, in the lesson's
