@@ -122,7 +122,7 @@ func TestInboxRetentionVerdictFollowsMeasurements(t *testing.T) {
 		{name: "Defaults", opts: DefaultOptions(),
 			want: []string{"SAFE DESIGN held", "with an inbox retention of 24h, not longer than the dedup record's age of 3d1m30s at the replay, the record was purged and the replay was applied again (credit 2000 cents: the 1000-cent event applied 2 times)",
 				"with an inbox retention of 7d1m30s, longer than the dedup record's age of 3d1m30s at the replay, the replay was deduplicated (credit 1000 cents: one effect)",
-				"the broker window (2m) dropped 1 resend 30s after the first send", "the three-day replay passed the broker (1 offer) and only the inbox kept it single (credit 1000 cents: one effect)"},
+				"the broker window (2m) dropped 1 resend 30s after the first send", "the replay 3d after the dead-lettering passed the broker (1 offer) and only the inbox kept it single (credit 1000 cents: one effect)"},
 			not: []string{"not reproduced"}},
 		{name: "LongInboxRetention", opts: Options{InboxRetention: 30 * day, DLQRetention: 7 * day, BrokerWindow: 2 * time.Minute},
 			want: []string{"only partly reproduced", "with an inbox retention of 30d, longer than the dedup record's age of 3d1m30s at the replay, the replay was deduplicated (credit 1000 cents: one effect). The short-retention breakage was not reproduced."},
@@ -133,7 +133,7 @@ func TestInboxRetentionVerdictFollowsMeasurements(t *testing.T) {
 		{name: "ShortBrokerWindow", opts: Options{InboxRetention: day, DLQRetention: 7 * day, BrokerWindow: 10 * time.Second},
 			want: []string{"only partly reproduced", "the broker window (10s) let the resend 30s after the first send through (nothing dropped), so the within-window drop was not reproduced"}},
 		{name: "LongBrokerWindow", opts: Options{InboxRetention: day, DLQRetention: 7 * day, BrokerWindow: 4 * day},
-			want: []string{"only partly reproduced", "the window also dropped the three-day replay"}},
+			want: []string{"only partly reproduced", "the window also dropped the replay 3d after the dead-lettering"}},
 	}
 	sc, _ := Lookup("session-20-inbox-retention")
 	for _, tt := range tests {

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
@@ -34,60 +36,74 @@ var leaseExpiryAfterSend = Scenario{
 	FileTag: "Lease-Expiry-After-Send",
 	Title:   "Session 18: the lease expires after the send",
 	Design:  lab.Safe,
-	Teaches: "Outbox event e42 awards 1000 cents. The lesson calls it outbox row 42: outbox_events is keyed by its event id, " +
-		"so row 42 is the row WHERE event_id = 'e42' (the lab's relay table has no integer id). Relay-A claims it (token 1) " +
-		"and sends it to the lab's broker, then " +
-		"stalls until its 30 s lease has expired. Relay-B claims it (token 2) and sends it again. Relay-A's completion " +
-		"presents token 1 and is fenced out (0 rows); Relay-B's completion publishes the row. The broker now holds two " +
-		"offers of e42: the duplicate is the expected counterexample of at-least-once delivery, not a bug.\n\nTwo consumers " +
-		"read both offers: the inbox consumer (INSERT INTO consumed_events ... ON CONFLICT DO NOTHING and the credit in one " +
-		"transaction, the credit applied only when the insert added a row) ends at 1000 cents; the naive " +
-		"consumer (an unconditional increment) ends at 2000.\n\nThe inbox consumer group runs two instances, and its first delivery " +
-		"acks late: Inbox-Consumer-1 takes offer 1 (receipt 1, the delivery_count the broker gives it) and pauses before its " +
-		"effect past the broker's 30 s visibility timeout; the broker redelivers offer 1 to Inbox-Consumer-2 (receipt 2), held in " +
-		"flight. Inbox-Consumer-1 goes on: its credit commits with the inbox row, and its ack with receipt 1 changes 0 rows, " +
-		"refused by delivery_count = :receipt alone (the delivery is still in flight, for the same consumer group). " +
-		"Inbox-Consumer-2 then finds e42 in the inbox (no credit) and acks with receipt 2: 1 row.\n\n" +
+	Teaches: "Outbox event {@event} awards {award_cents} cents to {@account}. The lesson calls it outbox row 42: " +
+		"outbox_events is keyed by its event id, so row 42 is the row WHERE event_id = '{@event}' (the lab's relay table " +
+		"has no integer id). {@stale_relay} claims it (token {stale_token}) and sends it to the lab's broker, then stalls " +
+		"until its {lease} lease has expired. {@current_relay} claims it (token {current_token}) and sends it again. " +
+		"{@stale_relay}'s completion presents token {stale_token}, and the completion's guard claim_token = :token fences " +
+		"it out; only the current token's completion may publish the row. The broker then holds both sends as offers of " +
+		"{@event}: the duplicate is the expected counterexample of at-least-once delivery, not a bug.\n\nTwo consumers " +
+		"read every offer: the inbox consumer (INSERT INTO consumed_events ... ON CONFLICT DO NOTHING and the credit in one " +
+		"transaction, the credit applied only when the insert added a row) credits the award once; the naive " +
+		"consumer (an unconditional increment) credits it once per delivery.\n\nThe inbox consumer group runs " +
+		"instances of its own, and its first delivery acks late: {@stale_receiver} takes offer {stale_offer} (receipt " +
+		"{stale_receipt}, the delivery_count the broker gives it) and pauses before its effect past the broker's " +
+		"{visibility_timeout} visibility timeout; the broker redelivers the offer to {@redelivery_receiver} (receipt " +
+		"{redelivery_receipt}), held in flight. {@stale_receiver} goes on: its credit commits with the inbox row, and its " +
+		"ack with receipt {stale_receipt} is refused by delivery_count = :receipt alone (the delivery is still in flight, " +
+		"for the same consumer group). {@redelivery_receiver} then finds {@event} in the inbox (no credit) and acks with " +
+		"receipt {redelivery_receipt}.\n\n" +
 		"The broker and inbox tables store UTC clock text; outbox_events keeps " +
-		"logical ticks (milliseconds since 2026-01-15T09:00:00.000Z), shown beside their clock time.",
+		"logical ticks (milliseconds since {tick_epoch}), shown beside their clock time.",
 	DoesNotSolve: "Fencing keeps the database honest (only the current token's completion counts) but cannot unsend: " +
-		"the broker already holds Relay-A's offer, so a duplicate broker message is normal and only the consumer can " +
+		"the broker already holds {@stale_relay}'s offer, so a duplicate broker message is normal and only the consumer can " +
 		"neutralise it. The inbox that does so remembers only as long as its retention (session 20), and a " +
 		"version check cannot replace it for additive effects such as a credit (session 19).",
+	Settings:   leaseExpiryAfterSendSettings,
 	Statements: cast.PipelineSQL(),
 	Checks: []CheckDoc{
-		{Name: "broker_offers", Measure: true, About: "the broker holds 2 offers of e42: the resend after the lease expiry is a real duplicate"},
-		{Name: "stale_completion_rows", About: "Relay-A's completion with the stale token 1 changed 0 rows"},
-		{Name: "published", About: "the outbox row is published (delivered = 1), by Relay-B's completion"},
-		{Name: "inbox_credit_cents", About: "the inbox consumer group credited 1000 cents for two offers and a redelivery"},
-		{Name: "consumed_event_rows", About: "the inbox holds one consumed_events row for e42"},
-		{Name: "naive_credit_cents", Measure: true, About: "the naive consumer credited 2000 cents: the duplicate reached the business state"},
-		{Name: "stale_receipt_ack_rows", About: "Inbox-Consumer-1's ack of offer 1 with receipt 1, sent while the redelivery " +
-			"(receipt 2) was in flight, changed 0 rows"},
-		{Name: "redelivery_ack_rows", About: "Inbox-Consumer-2's ack of the redelivery with receipt 2 changed 1 row"},
+		{Name: "broker_offers", Measure: true, About: "offers of {@event} the broker accepted out of the relays' {sends} sends, " +
+			"one of them the resend after {@stale_relay}'s lease expired: a real duplicate the design must survive"},
+		{Name: "stale_completion_rows", About: "rows changed by {@stale_relay}'s completion of {@event} with its stale token " +
+			"{stale_token}, sent after {@current_relay} claimed the row with token {current_token}"},
+		{Name: "published", About: "outbox rows published (delivered set); {@event} was published by the completion of {@publisher}"},
+		{Name: "inbox_credit_cents", About: "cents the inbox consumer group credited to {@account} over its {inbox_deliveries} " +
+			"deliveries of {@event} (the offers and the redelivery), for one award of {award_cents}"},
+		{Name: "consumed_event_rows", About: "consumed_events rows the inbox consumer group holds for {@event}"},
+		{Name: "naive_credit_cents", Measure: true, About: "cents the naive consumer (an unconditional increment) credited to " +
+			"{@account} over its {naive_deliveries} deliveries of {@event}: the duplicate as it reaches the business state"},
+		{Name: "stale_receipt_ack_rows", About: "rows changed at the broker by {@stale_receiver}'s ack of offer {stale_offer} " +
+			"with receipt {stale_receipt}, sent while {@redelivery_receiver}'s redelivery (receipt {redelivery_receipt}) was in flight"},
+		{Name: "redelivery_ack_rows", About: "rows changed at the broker by {@redelivery_receiver}'s ack of the redelivery of " +
+			"offer {stale_offer} with receipt {redelivery_receipt}"},
 	},
 	Variants: []Variant{
-		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: Relay-A's late completion, after its lease expired, is accepted",
+		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: a relay's late completion, after its lease expired, is accepted",
 			Breaks: []string{"stale_completion_rows"},
-			Shows: "Relay-A's completion at 09:00:33, after its lease expired at 09:00:31 and Relay-B claimed e42 with " +
-				"token 2, changes 1 row, and Relay-B's own completion then finds the row already delivered. Both " +
-				"sends reached the broker, so nothing is lost here, but a relay that had lost its lease decided the " +
-				"row's state: only the current token may complete it."},
+			Shows: "The completion of {@event} by {@stale_relay}, sent with token {stale_token} after its lease expired and " +
+				"{@current_relay} claimed the row with token {current_token}, changed {stale_completion_rows} row(s); the row " +
+				"was published by the completion of {@publisher}, and {@current_relay}'s own completion then changed " +
+				"{current_completion_rows}. The broker accepted {broker_offers} offers, so nothing is lost here, but a relay " +
+				"that had lost its lease decided the row's state: only the current token may complete it."},
 		{Name: "naive-inbox", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the inbox consumer increments the credit without writing or checking consumed_events",
 			Breaks: []string{"inbox_credit_cents", "consumed_event_rows"},
-			Shows: "Both offers of e42, and the broker's redelivery of offer 1 after the visibility timeout, reach the inbox " +
-				"consumer group and each credits ACC-42: {inbox_credit_cents} cents for one 1000-cent award, and no consumed_events row. A " +
-				"send after a lease expiry and a redelivery after a late ack each make delivery at least once, so the " +
-				"consumer must record e42 in consumed_events in the same transaction as the credit and skip an event " +
-				"it has already seen."},
-		{Name: variantBrokerDedupWindow, Changes: "an option: the broker drops a resend inside its deduplication window (--broker-window)", Mistake: "relying on the broker's deduplication window (2 min by default): the resend is dropped, " +
-			"so the duplicate never reaches the consumers and the naive consumer looks correct. The counterexample is hidden, not " +
-			"fixed: session 20 replays the event after the window",
+			Shows: "The inbox consumer group took {inbox_deliveries} deliveries of {@event} (every offer, and the broker's " +
+				"redelivery of offer {stale_offer} after the visibility timeout), and each credited {@account}: " +
+				"{inbox_credit_cents} cents for one award of {award_cents}, with {consumed_event_rows} consumed_events rows. A " +
+				"send after a lease expiry and a redelivery after a late ack each make delivery at least " +
+				"once, so the consumer must record the event in consumed_events in the same transaction as the credit and " +
+				"skip an event it has already seen."},
+		{Name: variantBrokerDedupWindow, Changes: "an option: the broker drops a resend inside its deduplication window (--broker-window)",
+			Mistake: "relying on the broker's deduplication window (--broker-window, {broker_window}): the resend is dropped, " +
+				"so the duplicate never reaches the consumers and the naive consumer looks correct. The counterexample is hidden, " +
+				"not fixed: session 20 replays the event after the window",
 			Breaks: []string{"broker_offers", "naive_credit_cents"},
-			Shows: "The broker drops Relay-B's resend because it comes within its window (1 offer instead of 2), so even " +
-				"the naive consumer credits 1000 cents and looks correct: the duplicate was hidden, not handled. A " +
-				"window covers only the resends inside it; session 20 replays the same event days later, and only the " +
-				"consumer's inbox keeps the effect single."},
+			Shows: "The broker's {broker_window} window dropped {broker_dropped_offers} of the relays' {sends} sends of " +
+				"{@event} (dropped sends by: {@dropped_sender}) and accepted {broker_offers}, and the naive consumer credited " +
+				"{naive_credit_cents} cents for one award of {award_cents}. Where the window drops the resend, the naive " +
+				"consumer looks correct: the window hides the duplicate, it does not handle it. A window covers only the " +
+				"resends inside it; the retention lesson replays the same event days later, and only the consumer's inbox " +
+				"keeps the effect single."},
 	},
 	Run: runLeaseExpiryAfterSend,
 }
@@ -124,6 +140,9 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *Env, plan *failpoint.Pla
 
 	r := &lab.Result{Database: env.DatabasePath()}
 	if err := measureLeaseExpiryAfterSend(ctx, p, late, r); err != nil {
+		return nil, err
+	}
+	if err := castLeaseExpiryAfterSend(ctx, p, late, env.Options, r); err != nil {
 		return nil, err
 	}
 	expectDocumented(r, env.Scenario.Checks, map[string]float64{
@@ -233,6 +252,10 @@ func playBothConsumers(ctx context.Context, env *Env, p *cast.Pipeline) (staleRe
 // redelivery's. A zero receipt: no instance held it.
 type staleReceipt struct {
 	offer, stale, redelivery int64
+	// staleHolder and redeliveryHolder are the instances that held the
+	// delivery under each receipt, as the broker's in-flight row read
+	// while each held it.
+	staleHolder, redeliveryHolder string
 }
 
 // playStaleReceipt is the late ack. Inbox-Consumer-1 takes the oldest
@@ -253,7 +276,7 @@ func playStaleReceipt(ctx context.Context, p *cast.Pipeline, first, second cast.
 		if err != nil {
 			return err
 		}
-		late.redelivery = d.DeliveryCount
+		late.redelivery, late.redeliveryHolder = d.DeliveryCount, second.Name()
 		p.Add(lab.Event{Kind: lab.KindNote, Subject: event, Offer: d.OfferID, Actor: second.Name(), Action: "held",
 			Detail: fmt.Sprintf("took offer %d of %s: broker_deliveries reads %s, delivery_count %d (its receipt); the lab holds it "+
 				"before its effect until %s has acked, so this delivery is in flight when that ack arrives",
@@ -273,7 +296,7 @@ func playStaleReceipt(ctx context.Context, p *cast.Pipeline, first, second cast.
 		if err != nil {
 			return err
 		}
-		late.offer, late.stale = d.OfferID, d.DeliveryCount
+		late.offer, late.stale, late.staleHolder = d.OfferID, d.DeliveryCount, first.Name()
 		p.Add(lab.Event{Kind: lab.KindStall, Subject: event, Offer: d.OfferID, Actor: first.Name(), Action: "stalls",
 			Detail: fmt.Sprintf("took offer %d of %s: broker_deliveries reads %s, delivery_count %d (its receipt); it pauses before "+
 				"its effect (a GC pause, a slow dependency)", d.OfferID, event, d.State, d.DeliveryCount)})
@@ -344,25 +367,43 @@ func unacknowledged(n int) string {
 	return fmt.Sprintf("%d unacknowledged deliveries", n)
 }
 
-// leaseExpiryAfterSendVerdict words the run from its checks and figures.
+// leaseExpiryAfterSendVerdict words the run from its checks, figures and
+// cast.
 func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 	m, rows := metricsOf(r), rowsOf(r)
-	switch {
-	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of e42 after the lease expired "+
-			"post-send; Relay-A's stale completion changed %s and the row was published once; %s's late ack with a stale "+
-			"receipt changed %s and the redelivery's ack changed %s; the inbox consumer ended at %s cents with %s consumed_events "+
-			"row, while the naive consumer, fed the same offers, ended at %s.",
-			m("broker_offers"), rows("stale_completion_rows"), s18InboxFirst, rows("stale_receipt_ack_rows"), rows("redelivery_ack_rows"),
-			m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents"))
-	case env.Is(variantBrokerDedupWindow):
-		return fmt.Sprintf("The counterexample is hidden, not fixed: the broker's dedup window dropped the resend (%s offer), so "+
-			"the naive consumer looks correct here (%s cents); after the window the same duplicate gets through (session 20).",
-			m("broker_offers"), m("naive_credit_cents"))
-	case env.Variant == "":
-		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())
+	if r.Passed() {
+		return r.Fill(fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of {@event} after "+
+			"{@stale_relay}'s lease expired post-send; {@stale_relay}'s stale completion changed %s and the row was published "+
+			"by {@publisher}'s completion; {@stale_receiver}'s late ack with a stale receipt changed %s and "+
+			"{@redelivery_receiver}'s ack of the redelivery changed %s; the inbox consumer ended at %s cents with %s "+
+			"consumed_events row(s), while the naive consumer, fed the same offers, ended at %s.",
+			m("broker_offers"), rows("stale_completion_rows"), rows("stale_receipt_ack_rows"), rows("redelivery_ack_rows"),
+			m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents")))
 	}
-	return "" // Execute opens a variant's verdict with what its checks measured
+	var extra []string
+	if dropped, _ := r.Metric("broker_dropped_offers"); dropped > 0 {
+		extra = append(extra, r.Fill(fmt.Sprintf("The window hid the duplicate, it did not fix it: the broker's {broker_window} "+
+			"window dropped %s send(s) of {@event} (sent by {@dropped_sender}) and accepted %s, so the naive consumer looks "+
+			"correct here (%s cents for one award of %s); a replay after the window gets through (session 20).",
+			m("broker_dropped_offers"), m("broker_offers"), m("naive_credit_cents"), m("award_cents"))))
+	}
+	if stale, ok := r.Metric("publisher_token"); ok && stale != 0 && stale != measuredOr(r, "current_token", -1) {
+		extra = append(extra, r.Fill(fmt.Sprintf("The row was published by {@publisher}'s completion under token %s, not "+
+			"the current token %s: a relay whose lease had expired decided the row's state.", m("publisher_token"), m("current_token"))))
+	}
+	if env.Variant == "" {
+		extra = append([]string{fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())}, extra...)
+	}
+	return strings.Join(extra, " ") // Execute opens a variant's verdict with what its checks measured
+}
+
+// measuredOr is key's measured value, or fallback when the run did not
+// measure it.
+func measuredOr(r *lab.Result, key string, fallback float64) float64 {
+	if v, ok := r.Metric(key); ok {
+		return v
+	}
+	return fallback
 }
 
 // measureLeaseExpiryAfterSend takes session 18's figures, in the lesson's
@@ -400,11 +441,149 @@ func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, late sta
 	if rows, ok := p.CompletionRows(cast.RelayB, e42); ok {
 		r.SetMetric("current_completion_rows", float64(rows))
 	}
-	if rows, ok := p.AckRows(s18InboxFirst, late.offer, late.stale); ok && late.stale != 0 {
+	if rows, ok := p.AckRows(late.staleHolder, late.offer, late.stale); ok && late.stale != 0 {
 		r.SetMetric("stale_receipt_ack_rows", float64(rows))
 	}
-	if rows, ok := p.AckRows(s18InboxSecond, late.offer, late.redelivery); ok && late.redelivery != 0 {
+	if rows, ok := p.AckRows(late.redeliveryHolder, late.offer, late.redelivery); ok && late.redelivery != 0 {
 		r.SetMetric("redelivery_ack_rows", float64(rows))
 	}
+	return nil
+}
+
+// leaseExpiryAfterSendSettings are the settings session 18's texts quote:
+// the relays' lease, the broker's visibility timeout, the broker window
+// the broker-dedup-window variant runs with, and the tick epoch.
+func leaseExpiryAfterSendSettings(opts Options) map[string]string {
+	return map[string]string{
+		"lease": cast.DurationText(cast.RelayLease), "visibility_timeout": cast.DurationText(cast.VisibilityTimeout),
+		"broker_window": cast.WindowText(cast.TicksOf(opts.BrokerWindow)),
+		"tick_epoch":    cast.LessonStart.Format("2006-01-02T15:04:05.000Z"),
+	}
+}
+
+// castLeaseExpiryAfterSend records who played session 18's roles and the
+// figures its texts quote, as the ledgers and the database show them: the
+// relays from the claim ledger (the lower token's owner is the stale
+// relay), the publisher from the completion ledger's completion that
+// changed the row at the tick the row's delivered_at reads, the award and
+// its account from the outbox row's payload, the dropped resend's sender
+// from broker_offers, and the late ack's instances from the broker's
+// in-flight rows each held (see [playStaleReceipt]). It records the
+// settings the texts quote too, the broker window as p ran with it, so
+// that the verdict, written before [Execute] fills the texts, quotes them.
+func castLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, late staleReceipt, opts Options, r *lab.Result) error {
+	for k, v := range leaseExpiryAfterSendSettings(opts) {
+		r.SetSetting(k, v)
+	}
+	r.SetSetting("broker_window", cast.WindowText(p.BrokerWindow))
+	rec := p.Record()
+	row, err := readBackEvent(ctx, p, e42)
+	if err != nil {
+		return err
+	}
+	r.SetCast("event", row.ID)
+	var pl cast.Payload
+	if err := json.Unmarshal([]byte(row.Payload), &pl); err != nil {
+		return fmt.Errorf("read back %s's payload: %w", e42, err)
+	}
+	r.SetCast("account", pl.Account)
+	r.SetMetric("award_cents", float64(pl.CreditCents))
+	castRelays(rec, row, r)
+	if err := castDroppedSenders(ctx, p, r); err != nil {
+		return err
+	}
+	if late.stale != 0 {
+		r.SetCast("stale_receiver", late.staleHolder)
+	}
+	if late.redelivery != 0 {
+		r.SetCast("redelivery_receiver", late.redeliveryHolder)
+	}
+	for key, v := range map[string]int64{"stale_offer": late.offer, "stale_receipt": late.stale, "redelivery_receipt": late.redelivery} {
+		if v != 0 {
+			r.SetMetric(key, float64(v))
+		}
+	}
+	deliveries := map[string]int{}
+	for _, e := range rec.Effects {
+		deliveries[e.Consumer]++
+	}
+	r.SetMetric("inbox_deliveries", float64(deliveries[inboxConsumer]))
+	r.SetMetric("naive_deliveries", float64(deliveries[naiveConsumer]))
+	return nil
+}
+
+// readBackEvent is event's outbox row, read on the observer's connection
+// with the audit's read of every event.
+func readBackEvent(ctx context.Context, p *cast.Pipeline, event string) (store.Event, error) {
+	evs, err := store.NewRelay(p.Audit, store.RelayLesson).Events(ctx)
+	if err != nil {
+		return store.Event{}, err
+	}
+	for _, e := range evs {
+		if e.ID == event {
+			return e, nil
+		}
+	}
+	return store.Event{}, fmt.Errorf("read back %s: no such outbox row", event)
+}
+
+// castRelays casts the stale and the current relay from the claim ledger
+// (the owners of the lowest and the highest token that claimed row), and
+// the publisher: the relay whose completion changed row at the tick its
+// delivered_at reads, or "no relay" when the row is not delivered.
+func castRelays(rec cast.Record, row store.Event, r *lab.Result) {
+	var stale, current *cast.ClaimRecord
+	for i, c := range rec.Claims {
+		if c.Event != row.ID || c.Outcome != store.Claimed {
+			continue
+		}
+		if stale == nil || c.Token < stale.Token {
+			stale = &rec.Claims[i]
+		}
+		if current == nil || c.Token > current.Token {
+			current = &rec.Claims[i]
+		}
+	}
+	if stale != nil {
+		r.SetCast("stale_relay", stale.Relay)
+		r.SetMetric("stale_token", float64(stale.Token))
+		r.SetCast("current_relay", current.Relay)
+		r.SetMetric("current_token", float64(current.Token))
+	}
+	sends := 0
+	for _, s := range rec.Sends {
+		if s.Event == row.ID {
+			sends++
+		}
+	}
+	r.SetMetric("sends", float64(sends))
+	r.SetCast("publisher", "no relay")
+	for _, c := range rec.Completions {
+		if c.Event == row.ID && c.Rows > 0 && row.Delivered && c.Tick == row.DeliveredAt {
+			r.SetCast("publisher", c.Relay)
+			r.SetMetric("publisher_token", float64(c.Token))
+			break
+		}
+	}
+}
+
+// castDroppedSenders casts who sent the offers of e42 that the broker's
+// window dropped, as broker_offers records them ("no relay" when it dropped
+// none).
+func castDroppedSenders(ctx context.Context, p *cast.Pipeline, r *lab.Result) error {
+	offers, err := p.Broker().Offers(ctx)
+	if err != nil {
+		return err
+	}
+	var senders []string
+	for _, o := range offers {
+		if o.EventID == e42 && o.Dropped {
+			senders = append(senders, o.OfferedBy)
+		}
+	}
+	if len(senders) == 0 {
+		senders = []string{"no relay"}
+	}
+	r.SetCast("dropped_sender", strings.Join(senders, ", "))
 	return nil
 }

@@ -43,34 +43,83 @@ type rowDesign struct {
 	env        *Env // opens the rows' instances: in-process, or child processes
 }
 
-// rowOutcome is a row's verdict, judged on durable state only.
+// rowOutcome is a row's verdict, judged on durable state only, with the
+// figures and the actors its texts quote, as its database and ledgers
+// show them (keys without the row's prefix: see [rowOutcome.record]).
 type rowOutcome struct {
 	observed string
 	ok       bool
+	figures  map[string]float64
+	roles    map[string]string
 }
 
-// failureRows are the six event orders of LESSONS.md, in order.
+// figure records a figure of the row's run under key.
+func (o *rowOutcome) figure(key string, v float64) {
+	if o.figures == nil {
+		o.figures = map[string]float64{}
+	}
+	o.figures[key] = v
+}
+
+// role records who played role in the row's run; "" records nothing.
+func (o *rowOutcome) role(role, actor string) {
+	if actor == "" {
+		return
+	}
+	if o.roles == nil {
+		o.roles = map[string]string{}
+	}
+	o.roles[role] = actor
+}
+
+// record puts the row's figures and actors in r under the row's prefix
+// ("row_1_offers", "@row_2_stale"), except the award, which every credit
+// row seeds alike.
+func (o rowOutcome) record(r *lab.Result, n int) {
+	for k, v := range o.figures {
+		if k == "award_cents" {
+			r.SetMetric(k, v)
+			continue
+		}
+		r.SetMetric(fmt.Sprintf("row_%d_%s", n, k), v)
+	}
+	for k, who := range o.roles {
+		r.SetCast(fmt.Sprintf("row_%d_%s", n, k), who)
+	}
+}
+
+// failureRows are the six event orders of LESSONS.md, in order. Their
+// order and expected property are templates the row's run fills (see
+// [rowOutcome.record]).
 var failureRows = []failureRow{
-	{1, "row_1_one_effect_after_resend", "send, crash, lease expiry, resend",
-		"one business effect: credit 1000 after two offers", playRowResendAfterCrash},
-	{2, "row_2_stale_completion_rejected", "claim A, lease expiry, claim B, A completes",
-		"A's stale completion is rejected: the row stays unpublished until B completes", playRowStaleCompletion},
-	{3, "row_3_lost_broker_ack_one_effect", "the broker's ack to the relay is lost, the relay resends",
-		"resend allowed, still one effect: credit 1000 after two offers", playRowLostBrokerAck},
-	{4, "row_4_lost_consumer_ack_no_second_effect", "the consumer commits its effect, its ack is lost (it dies before acking)",
-		"the redelivery causes no second effect: credit 1000 after two deliveries", playRowLostConsumerAck},
-	{5, "row_5_concurrent_duplicates_one_effect", "the same event arrives twice at once (two consumer connections, a barrier)",
-		"the uniqueness of (consumer, event_id) serializes the effect: credit 1000", playRowConcurrentDuplicates},
-	{6, "row_6_projection_never_moves_backward", "version 1 arrives after version 2 (crash after claim, lease expiry)",
-		"the projection stays at the newest version (monotonic version)", playRowLateOlderVersion},
+	{1, "row_1_one_effect_after_resend", "{@row_1_crashed} sends and crashes, its lease expires, {@row_1_resender} resends",
+		"one business effect (the credit after {row_1_offers} offers: {row_1_credit_cents} cents, for an award of {award_cents})",
+		playRowResendAfterCrash},
+	{2, "row_2_stale_completion_rejected", "{@row_2_stale} claims, its lease expires, {@row_2_current} claims, {@row_2_stale} completes",
+		"{@row_2_stale}'s stale completion (token {row_2_stale_token}) is rejected, and the row stays unpublished until " +
+			"{@row_2_current} completes with token {row_2_current_token}", playRowStaleCompletion},
+	{3, "row_3_lost_broker_ack_one_effect", "the broker's ack to {@row_3_relay} is lost, and it resends",
+		"resend allowed, still one effect (the credit after {row_3_offers} offers: {row_3_credit_cents} cents, for an " +
+			"award of {award_cents})", playRowLostBrokerAck},
+	{4, "row_4_lost_consumer_ack_no_second_effect", "{@row_4_consumer} commits its effect and dies before its ack",
+		"the redelivery causes no second effect (the credit after {row_4_deliveries} deliveries of the offer: " +
+			"{row_4_credit_cents} cents, for an award of {award_cents})", playRowLostConsumerAck},
+	{5, "row_5_concurrent_duplicates_one_effect", "the same event arrives at once on {row_5_connections} consumer connections " +
+		"(a barrier)", "the uniqueness of (consumer, event_id) serializes the effect (the credit: {row_5_credit_cents} cents, " +
+		"for an award of {award_cents})", playRowConcurrentDuplicates},
+	{6, "row_6_projection_never_moves_backward", "version {row_6_late_version} arrives after version {row_6_early_version} " +
+		"({@row_6_crashed} crashed after its claim, its lease expired)",
+		"the projection stays at the newest committed version, {row_6_newest_version} (monotonic version; it holds " +
+			"version {row_6_projected_version})", playRowLateOlderVersion},
 }
 
 func failureClassChecks() []CheckDoc {
 	var docs []CheckDoc
 	for _, row := range failureRows {
-		docs = append(docs, CheckDoc{Name: row.check, About: fmt.Sprintf("row %d (%s): %s", row.n, row.order, row.expected)})
+		docs = append(docs, CheckDoc{Name: row.check, About: "when " + row.order + ": " + row.expected})
 	}
-	return append(docs, CheckDoc{Name: "rows_passed", About: "every row's property held on durable state, read back from its own database after the row ran"})
+	return append(docs, CheckDoc{Name: "rows_passed", About: "event orders, of the {rows} run, whose property held on durable " +
+		"state, read back from each row's own database after the row ran"})
 }
 
 var failureClasses = Scenario{
@@ -79,10 +128,10 @@ var failureClasses = Scenario{
 	FileTag: "Failure-Classes",
 	Title:   "Session 19: six failure classes, judged on durable state",
 	Design:  lab.Safe,
-	Teaches: "Six injected event orders, each against its own fresh database and judged only on what the database holds " +
-		"afterwards: a crash after the send and a resend after the lease expiry; a stale completion after a takeover; a lost " +
+	Teaches: "Each of {rows} injected event orders runs against its own fresh database and is judged only on what the " +
+		"database holds afterwards: a crash after the send and a resend after the lease expiry; a stale completion after a takeover; a lost " +
 		"broker acknowledgement and a resend; a consumer that dies after its effect and before its ack; the same event applied " +
-		"by two consumer connections at once (a barrier); and an older version arriving after a newer one. The faults are " +
+		"by several consumer connections at once (a barrier); and an older version arriving after a newer one. The faults are " +
 		"failpoints: named points (after claim, broker ack, after send before complete, after effect before ack) where an " +
 		"instance crashes (its connection closed, its memory dropped), loses an ack or stalls past its lease. The mechanisms " +
 		"that hold: fencing tokens on completion, the inbox insert and the effect in one transaction, the uniqueness of " +
@@ -96,34 +145,42 @@ var failureClasses = Scenario{
 		{Name: "naive-consumer", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the credit consumer increments unconditionally, with no inbox",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_4_lost_consumer_ack_no_second_effect",
 				"row_5_concurrent_duplicates_one_effect", "rows_passed"},
-			Shows: "Rows 1, 3, 4 and 5 each deliver the event twice (a resend, a lost broker ack, a lost consumer ack, " +
-				"two deliveries at once) and each credits 2000 cents instead of 1000. Every failure class that " +
-				"duplicates a delivery needs the same cure: the consumer records the event id in its inbox in the " +
-				"same transaction as its effect."},
+			Shows: "Every event order that delivers the event more than once credited the award again: the resend after a " +
+				"crash {row_1_credit_cents} cents, the lost broker ack {row_3_credit_cents}, the lost consumer ack " +
+				"{row_4_credit_cents} and the concurrent duplicates {row_5_credit_cents}, each for an award of {award_cents}. " +
+				"Every failure class that duplicates a delivery needs the same cure: the consumer records the event id in " +
+				"its inbox in the same transaction as its effect."},
 		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone, without the fencing token",
 			Breaks: []string{"row_2_stale_completion_rejected", "rows_passed"},
-			Shows: "In row 2 Relay-A completes after its lease expired and Relay-B claimed the event with token 2, and " +
-				"the row is published by that stale owner before Relay-B completes. Only the fencing token tells a " +
-				"stale owner from the current one; the other five rows have no stale owner and still pass."},
+			Shows: "In the stale-completion row {@row_2_stale} completed with token {row_2_stale_token} after its lease " +
+				"expired and {@row_2_current} claimed the event with token {row_2_current_token}, and the row was published by " +
+				"the completion of {@row_2_publisher}, under token {row_2_publisher_token}. Only the fencing token tells a " +
+				"stale owner from the current one; the other rows have no stale owner ({rows_passed} of {rows} rows passed)."},
 		{Name: s19EventIDPerSend, Changes: "the relay's code: each send carries a new message id, not the outbox event id", Mistake: "the relay gives every send a new message id instead of the outbox event id, so " +
 			"neither the broker nor the inbox can recognise a resend",
 			Breaks: []string{"row_1_one_effect_after_resend", "row_3_lost_broker_ack_one_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"},
-			Shows: "Rows 1, 3 and 5 credit 2000 cents: each resend carries a new message id, so the inbox records two " +
-				"different events and applies the effect twice. Row 4 still passes because the broker redelivers the " +
-				"same offer with its id: deduplication works only when every send of an event carries the outbox " +
-				"event id."},
-		{Name: "effect-outside-inbox-tx", Designs: []cast.ConsumerDesign{cast.SplitDesign}, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row " +
-			"in three separate transactions",
+			Shows: "Each resend carried a new message id, so the inbox recorded it as a different event and credited it: " +
+				"the resend after a crash {row_1_credit_cents} cents with {row_1_inbox_rows} consumed_events rows, the lost " +
+				"broker ack {row_3_credit_cents} with {row_3_inbox_rows}, the concurrent duplicates {row_5_credit_cents} with " +
+				"{row_5_inbox_rows}, each for an award of {award_cents}. The lost consumer ack ({row_4_credit_cents} cents) is " +
+				"a redelivery of the same offer with its id: deduplication works only when every send of an event carries " +
+				"the outbox event id."},
+		{Name: "effect-outside-inbox-tx", Designs: []cast.ConsumerDesign{cast.SplitDesign}, Mistake: "the consumer checks the inbox, applies the credit and records the inbox row, " +
+			"each in a transaction of its own",
 			Breaks: []string{"row_4_lost_consumer_ack_no_second_effect", "row_5_concurrent_duplicates_one_effect", "rows_passed"},
-			Shows: "In row 4 the consumer dies after its credit committed but before its inbox row did, so the " +
-				"redelivery finds no record and credits again; in row 5 two connections both find the inbox empty and " +
-				"both credit (2000 cents each time). The inbox insert and the effect must commit in one transaction, " +
-				"so the unique (consumer, event_id) key decides once whether the effect happens."},
+			Shows: "In the lost-consumer-ack row {@row_4_consumer} died after its credit committed but before its inbox " +
+				"row did, so the redelivery found no record and credited again ({row_4_credit_cents} cents for an award of " +
+				"{award_cents}, {row_4_inbox_rows} consumed_events rows); in the concurrent row the {row_5_connections} " +
+				"connections each found the inbox empty and credited ({row_5_credit_cents} cents). The inbox insert and the " +
+				"effect must commit in one transaction, so the unique (consumer, event_id) key decides once whether the " +
+				"effect happens."},
 		{Name: "projection-without-version", Designs: []cast.ConsumerDesign{cast.UnversionedDesign}, Mistake: "the projection applies whatever arrives last, without comparing versions",
 			Breaks: []string{"row_6_projection_never_moves_backward", "rows_passed"},
-			Shows: "In row 6 version 1 of ACC-6 arrives after version 2, and the projection moves back from frozen " +
-				"(version 2) to open (version 1). After a crash and a lease expiry, delivery order is not commit " +
-				"order: a projection must apply an event only when its version is newer than the one it holds."},
+			Shows: "In the late-version row version {row_6_late_version} of {@row_6_entity} arrived after version " +
+				"{row_6_early_version}, and the projection ended at version {row_6_projected_version} " +
+				"({@row_6_projected_state}) though version {row_6_newest_version} ({@row_6_newest_state}) is the newest " +
+				"committed. After a crash and a lease expiry, delivery order is not commit order: a projection must apply " +
+				"an event only when its version is newer than the one it holds."},
 	},
 	Run: runFailureClasses,
 }
@@ -166,7 +223,8 @@ func playFailureClasses(ctx context.Context, env *Env, rows []failureRow) (*lab.
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", row.n, err)
 		}
-		table.AddRow(row.n, row.order, row.expected, out.observed, map[bool]string{true: "PASS", false: "FAIL"}[out.ok])
+		out.record(r, row.n)
+		table.AddRow(row.n, r.Fill(row.order), r.Fill(row.expected), out.observed, map[bool]string{true: "PASS", false: "FAIL"}[out.ok])
 		files.AddRow(label, env.DatabaseLabel(path))
 		r.SetFlag(row.check, out.ok)
 		if out.ok {
@@ -225,6 +283,17 @@ type creditState struct {
 	inboxRows int64
 	published int64
 	maxDeliv  int64 // the most deliveries of one offer to the consumer
+	award     int64 // the credit the event awards, as its offers carry it
+}
+
+// record puts s's figures in o: the offers, the credit, the inbox rows,
+// the most deliveries of one offer, and the award.
+func (s creditState) record(o *rowOutcome) {
+	o.figure("offers", float64(s.offers))
+	o.figure("credit_cents", float64(s.credit))
+	o.figure("inbox_rows", float64(s.inboxRows))
+	o.figure("deliveries", float64(s.maxDeliv))
+	o.figure("award_cents", float64(s.award))
 }
 
 // String is the state as a row's Observed column prints it.
@@ -243,6 +312,11 @@ func observeCredit(ctx context.Context, p *cast.Pipeline, account string) (credi
 		if !o.Dropped {
 			s.offers++
 		}
+		var pl cast.Payload
+		if err := json.Unmarshal([]byte(o.Payload), &pl); err != nil {
+			return s, err
+		}
+		s.award = pl.CreditCents
 	}
 	ds, err := p.Broker().Deliveries(ctx)
 	if err != nil {
@@ -310,291 +384,4 @@ func consumeOnce(ctx context.Context, env *Env, p *cast.Pipeline, name, group st
 		return err
 	}
 	return c.Close(ctx)
-}
-
-// Row 1: Relay-A sends e1 and crashes before completing; its lease
-// expires; Relay-B claims, resends and completes.
-func playRowResendAfterCrash(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	crash := failpoint.Rule{Point: failpoint.AfterSendBeforeComplete, Actor: cast.RelayA, Subject: "e1", Fault: failpoint.Crash}
-	plan.Arm(crash)
-	if err := setupCredit(ctx, p, "e1", "ACC-1"); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, d.env, p, crash.Actor); err != nil {
-		return rowOutcome{}, err
-	}
-	if _, err := p.ExpireLeases(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	if err := runRelayOnce(ctx, d.env, p, cast.RelayB); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, d.env, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	s, err := observeCredit(ctx, p, "ACC-1")
-	return rowOutcome{observed: s.String(), ok: s.offers >= 2 && s.credit == rowCredit && s.published == 1}, err
-}
-
-// Row 2: Relay-A claims e2 and stalls past its lease; Relay-B claims it;
-// Relay-A wakes, sends and completes with its stale token; then Relay-B.
-func playRowStaleCompletion(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.AfterClaim, Actor: cast.RelayA, Subject: "e2", Fault: failpoint.LeaseExpiry})
-	if err := setupCredit(ctx, p, "e2", "ACC-2"); err != nil {
-		return rowOutcome{}, err
-	}
-	a, err := d.env.Instances.PipelineRelay(ctx, p, cast.RelayA)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	defer a.Close(ctx)
-	b, err := d.env.Instances.PipelineRelay(ctx, p, cast.RelayB)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	defer b.Close(ctx)
-	p.SetNow(1 * cast.TickSecond)
-	if err := cast.MustClaim(ctx, a); err != nil {
-		return rowOutcome{}, err
-	}
-	if err := cast.MustClaim(ctx, b); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + cast.TickSecond)
-	if _, err := a.Send(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	if _, err := a.Complete(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	afterA, _, err := store.NewRelay(p.Audit, store.RelayLesson).EventByID(ctx, "e2")
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + cast.TickSecond)
-	if _, err := b.Send(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	completedAt := p.Now()
-	if _, err := b.Complete(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	final, _, err := store.NewRelay(p.Audit, store.RelayLesson).EventByID(ctx, "e2")
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	if err := instance.CloseAll(ctx, a, b); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, d.env, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	observed := fmt.Sprintf("after A's completion with token 1: delivered=%d, claim_token=%d; at the end: delivered=%d at %s (B completed at %s)",
-		int(lab.Bool(afterA.Delivered)), afterA.Token, int(lab.Bool(final.Delivered)), cast.TickClock(final.DeliveredAt), cast.TickClock(completedAt))
-	ok := !afterA.Delivered && afterA.Token == 2 && final.Delivered && final.DeliveredAt == completedAt
-	return rowOutcome{observed: observed, ok: ok}, nil
-}
-
-// Row 3: the broker stores Relay-A's send of e3 but its ack is lost; the
-// relay resends under the same live claim and completes.
-func playRowLostBrokerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: cast.RelayA, Subject: "e3", Fault: failpoint.AckLost})
-	if err := setupCredit(ctx, p, "e3", "ACC-3"); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, d.env, p, cast.RelayA); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, d.env, p, "Consumer-1", cast.CreditService, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	s, err := observeCredit(ctx, p, "ACC-3")
-	return rowOutcome{observed: s.String(), ok: s.offers >= 2 && s.credit == rowCredit && s.published == 1}, err
-}
-
-// Row 4: the consumer commits its effect for e4 and dies before acking;
-// after the visibility timeout the broker redelivers to a restarted instance.
-func playRowLostConsumerAck(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	crash := failpoint.Rule{Point: failpoint.AfterEffectBeforeAck, Actor: "Consumer-1", Fault: failpoint.Crash}
-	plan.Arm(crash)
-	if err := setupCredit(ctx, p, "e4", "ACC-4"); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, d.env, p, cast.RelayA); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeOnce(ctx, d.env, p, crash.Actor, cast.CreditService, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	if err := consumeAll(ctx, d.env, p, "Consumer-1 (restarted)", cast.CreditService, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	s, err := observeCredit(ctx, p, "ACC-4")
-	observed := fmt.Sprintf("offer delivered %d time(s); credit %d cents; %d consumed_events row(s)", s.maxDeliv, s.credit, s.inboxRows)
-	return rowOutcome{observed: observed, ok: s.maxDeliv >= 2 && s.credit == rowCredit}, err
-}
-
-// Row 5: the broker holds two offers of e5 (a lost broker ack and a
-// resend); two consumer instances, each on its own connection, take one
-// each and a barrier releases them into the effect at the same moment.
-func playRowConcurrentDuplicates(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	plan.Arm(failpoint.Rule{Point: failpoint.BrokerAck, Actor: cast.RelayA, Subject: "e5", Fault: failpoint.AckLost})
-	if err := setupCredit(ctx, p, "e5", "ACC-5"); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(1 * cast.TickSecond)
-	if err := runRelayOnce(ctx, d.env, p, cast.RelayA); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeBehindBarrier(ctx, d.env, p, []string{"Consumer-1", "Consumer-2"}, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	if err := consumeAll(ctx, d.env, p, "Consumer-3", cast.CreditService, d.credit); err != nil {
-		return rowOutcome{}, err
-	}
-	concurrent := 0
-	for _, e := range p.Effects() {
-		if e.Instance == "Consumer-1" || e.Instance == "Consumer-2" {
-			concurrent++
-		}
-	}
-	s, err := observeCredit(ctx, p, "ACC-5")
-	observed := fmt.Sprintf("%d deliveries applied at once by two connections; credit %d cents; %d consumed_events row(s)", concurrent, s.credit, s.inboxRows)
-	return rowOutcome{observed: observed, ok: concurrent == 2 && s.credit == rowCredit}, err
-}
-
-// consumeBehindBarrier starts one consumer instance per name, each on its
-// own connection; each takes one delivery and waits at a barrier before its
-// effect, so the effects start at the same moment.
-func consumeBehindBarrier(ctx context.Context, env *Env, p *cast.Pipeline, names []string, design cast.ConsumerDesign) error {
-	p.Concurrent = true
-	barrier := cast.NewBarrier(len(names))
-	instances := map[string]cast.Consumer{}
-	// waited says the instance reached the barrier: it attempted an effect.
-	// Each flag is written and read by its own consumer's goroutine only.
-	waited := map[string]*bool{}
-	for _, name := range names {
-		c, err := env.Instances.PipelineConsumer(ctx, p, name, cast.CreditService, design)
-		if err != nil {
-			return err
-		}
-		defer c.Close(ctx)
-		// The wait runs on the consumer's own context: when another
-		// consumer fails, RunConcurrently cancels it and the wait ends.
-		reached := new(bool)
-		c.HoldBeforeEffect(func(ctx context.Context) error {
-			*reached = true
-			return barrier.Wait(ctx)
-		})
-		instances[name], waited[name] = c, reached
-	}
-	p.Event(lab.KindNote, "barrier", "armed", strings.Join(names, " and ")+" each take a delivery, then wait for each other before the effect")
-	err := cast.RunConcurrently(ctx, names, func(ctx context.Context, name string) error {
-		_, err := instances[name].ConsumeNext(ctx)
-		if !*waited[name] || err != nil {
-			// Found nothing, skipped the effect before the barrier, or
-			// failed before or after it: never leave the others waiting
-			// for this one.
-			barrier.Leave()
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if err := instances[name].Close(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Row 6: Relay-A claims version 1 and crashes; Relay-B publishes version 2,
-// then, after A's lease expires, version 1: the projection receives them in
-// the order v2, v1.
-func playRowLateOlderVersion(ctx context.Context, p *cast.Pipeline, plan *failpoint.Plan, d rowDesign) (rowOutcome, error) {
-	crash := failpoint.Rule{Point: failpoint.AfterClaim, Actor: cast.RelayA, Subject: "e6-v1", Fault: failpoint.Crash}
-	plan.Arm(crash)
-	if err := p.CommitVersion(ctx, "e6-v1", "ACC-6", 1, "open"); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(1 * cast.TickSecond)
-	if err := p.CommitVersion(ctx, "e6-v2", "ACC-6", 2, "frozen"); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(2 * cast.TickSecond)
-	if err := runRelayOnce(ctx, d.env, p, crash.Actor); err != nil {
-		return rowOutcome{}, err
-	}
-	b, err := d.env.Instances.PipelineRelay(ctx, p, cast.RelayB)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	defer b.Close(ctx)
-	if _, err := b.RunOnce(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	if _, err := p.ExpireLeases(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	if _, err := b.RunOnce(ctx); err != nil {
-		return rowOutcome{}, err
-	}
-	if err := instance.CloseAll(ctx, b); err != nil {
-		return rowOutcome{}, err
-	}
-	p.SetNow(p.Now() + 5*cast.TickSecond)
-	if err := consumeAll(ctx, d.env, p, "Projector-1", projectionService, d.projection); err != nil {
-		return rowOutcome{}, err
-	}
-
-	// Judge on durable state: the newest committed version against the projection.
-	evs, err := store.NewRelay(p.Audit, store.RelayLesson).Events(ctx)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	var newest int64
-	for _, e := range evs {
-		var v cast.Payload
-		if err := json.Unmarshal([]byte(e.Payload), &v); err != nil {
-			return rowOutcome{}, err
-		}
-		newest = max(newest, v.Version)
-	}
-	offers, err := p.Broker().Offers(ctx)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	var order []string
-	late := false // an offer carried an older version than one before it
-	var highest int64
-	for _, o := range offers {
-		var v cast.Payload
-		if err := json.Unmarshal([]byte(o.Payload), &v); err != nil {
-			return rowOutcome{}, err
-		}
-		order = append(order, fmt.Sprintf("%s (v%d)", o.EventID, v.Version))
-		late = late || v.Version < highest
-		highest = max(highest, v.Version)
-	}
-	projs, err := p.Consumers().Projections(ctx)
-	if err != nil {
-		return rowOutcome{}, err
-	}
-	if len(projs) != 1 {
-		return rowOutcome{observed: fmt.Sprintf("%d projection rows", len(projs))}, nil
-	}
-	pr := projs[0]
-	observed := fmt.Sprintf("broker order %s; projection %s at version %d (%s); newest committed version %d",
-		strings.Join(order, ", "), pr.EntityID, pr.Version, pr.State, newest)
-	return rowOutcome{observed: observed, ok: late && pr.Version == newest}, nil
 }

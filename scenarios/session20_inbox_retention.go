@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -43,50 +44,66 @@ var inboxRetention = Scenario{
 	FileTag: "Inbox-Retention",
 	Title:   "Session 20: deduplication lasts only as long as its window",
 	Design:  lab.Safe,
-	Teaches: "Part 1, inbox retention: event e20 (1000 cents) is consumed at t=40 s, but the consumer's acks never reach the " +
-		"broker, which redelivers it (the inbox absorbs those duplicates) and dead-letters it after 3 deliveries. The " +
-		"dead-letter queue keeps it for its retention (--dlq-retention, default 7d), while the inbox purges dedup records " +
-		"after its own (--inbox-retention, default 24h). Replayed three days later, the message meets an empty inbox and is " +
-		"applied again: credit 2000. With an inbox retention at least the longest redelivery interval (the DLQ retention " +
-		"plus the 3 deliveries of 30 s before it: 7d1m30s with the defaults), the replay is a duplicate: credit 1000.\n\nPart 2, " +
-		"broker window: the lab's broker drops an offer whose event id it accepted within its window (--broker-window, default " +
-		"2m); the resend after a 30 s lease expiry is dropped, but the three-day replay passes the broker, so only the inbox " +
-		"keeps the effect single.\n\nWith the default flags the checks state the lesson's figures (2000, 1000, 1, 1). Other flags " +
+	Teaches: "Part 1, inbox retention: event {@event} ({award_cents} cents) is consumed at t={consume_at}, but the " +
+		"consumer's acks never reach the broker, which redelivers it every {visibility_timeout} (the inbox absorbs those " +
+		"duplicates) and dead-letters it after {max_deliveries} deliveries. The dead-letter queue keeps it for its retention " +
+		"(--dlq-retention: {dlq_retention}), while the inbox purges dedup records after its own " +
+		"(--inbox-retention: {inbox_retention}). An operator replays it {replay_delay} after the dead-lettering: if the " +
+		"inbox has purged its record by then, the replay is applied again. With an inbox retention at least the longest " +
+		"redelivery interval (the DLQ retention plus the {max_deliveries} deliveries of {visibility_timeout} before it: " +
+		"{long_inbox_retention} here), the replay is a duplicate.\n\nPart 2, broker window: the lab's broker drops an " +
+		"offer whose event id it accepted within its window (--broker-window: {broker_window}); event {@window_event} is " +
+		"resent {resend_gap} after its first send, when the first relay's lease has expired, and replayed " +
+		"{replay_delay} after its dead-lettering. A window longer than the resend gap drops the resend, and one shorter " +
+		"than the replay's distance lets the replay through, so only the inbox keeps the effect single.\n\nWith the " +
+		"default flags the checks state the lesson's figures ({lesson_figures}). Other flags " +
 		"change what the lab must measure: each expected value is then derived from the flags (the report's table of expected " +
 		"values shows the rule), the run passes when the measurements match, and the verdict, built from the measurements, " +
 		"says plainly which part of the lesson was or was not reproduced.\n\nReal systems' published defaults: MassTransit's " +
 		"inbox duplicate-detection window 30 min; NServiceBus (SQL persistence) keeps deduplication data 7 days and warns that " +
 		"a retry after that is seen as new; NATS JetStream's duplicate window 2 min; SQS FIFO's deduplication interval 5 min; " +
 		"Kafka's idempotent producer deduplicates only within one producer session.\n\nThe broker and inbox tables store UTC " +
-		"clock text; outbox_events keeps logical ticks (milliseconds since 2026-01-15T09:00:00.000Z).",
+		"clock text; outbox_events keeps logical ticks (milliseconds since {tick_epoch}).",
 	DoesNotSolve: "The inbox trades storage for safety: to stay correct it must remember every event id for as long as " +
 		"anything can redeliver it (redeliveries, the DLQ, manual replays, restores), so consumed_events grows with " +
 		"traffic times retention, and a replay after any finite retention is applied again (unbounded retention is the " +
 		"only complete answer). Broker deduplication (NATS 2 min, SQS FIFO 5 min, Kafka's per-session producer ids) " +
 		"covers only a relay's quick resends, never a replay days later. Exactly-once delivery is not claimed.",
+	Settings:   retentionSettings,
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Purge, store.BrokerLesson.DeadLetter, store.BrokerLesson.PurgeDeadLetters, store.BrokerLesson.TakeDeadLetter),
 	Checks: []CheckDoc{
-		{Name: "credit_short_retention_cents", About: "part 1: the inbox retention is shorter than the three-day replay while the DLQ still holds the message, " +
-			"so the replay re-applies the effect: 2000 with the default flags (other flags: see the expected-values table)"},
-		{Name: "credit_long_retention_cents", About: "part 1: with the inbox retention at least the longest redelivery interval, the replay has no second effect: 1000"},
-		{Name: "broker_dropped_within_window", About: "part 2: the resend 30s after the first send falls inside the broker window and is dropped: 1 with the default flags"},
-		{Name: "broker_passed_after_window", About: "part 2: the replay three days later falls outside the broker window (and the DLQ still holds it) and passes the broker: 1 with the default flags"},
-		{Name: "credit_broker_window_cents", About: "part 2: whatever the broker window dropped or passed, only the inbox keeps the effect single: " +
-			"the resend and the replay credit nothing more, 1000 with any flags"},
+		{Name: "credit_short_retention_cents", Measure: true, About: "short retention: cents credited to {@account} for " +
+			"{@event} by the end, {replay_delay} after its dead-lettering, when an operator replays it if the DLQ (keeping " +
+			"messages {dlq_retention}) still holds it, the inbox keeping dedup records {inbox_retention}; the award is " +
+			"{award_cents}, and each credit above it is a delivery applied again"},
+		{Name: "credit_long_retention_cents", About: "long retention: cents credited to {@account} for {@event} after the " +
+			"same replay, the inbox keeping dedup records {long_inbox_retention}, at least the longest redelivery " +
+			"interval; the award is {award_cents}"},
+		{Name: "broker_dropped_within_window", Measure: true, About: "broker window: sends of {@window_event} the broker's " +
+			"{broker_window} window dropped before the replay ({@resender}'s resend came {resend_gap} after the first send)"},
+		{Name: "broker_passed_after_window", Measure: true, About: "broker window: offers of {@window_event} the broker " +
+			"accepted from the operator's replay, {replay_since_send} after the first send, its window at {broker_window} " +
+			"and the DLQ keeping messages {dlq_retention}"},
+		{Name: "credit_broker_window_cents", About: "broker window: cents credited to {@account} for {@window_event} over " +
+			"the first send, the resend and the replay, whatever the broker's {broker_window} window dropped or passed, " +
+			"the inbox keeping dedup records {long_inbox_retention}; the award is {award_cents}"},
 	},
 	Variants: []Variant{
 		{Name: "naive-consumer", Designs: []cast.ConsumerDesign{cast.NaiveDesign}, Mistake: "the consumer increments unconditionally, with no inbox: every redelivery and the replay credit again",
 			Breaks: []string{"credit_short_retention_cents", "credit_long_retention_cents", "credit_broker_window_cents"},
-			Shows: "With no inbox, every part ends at 4000 cents for one 1000-cent award: the first delivery, the " +
-				"redeliveries of unacknowledged deliveries and the replay three days later all credit again, whatever " +
+			Shows: "With no inbox, the short-retention part ended at {credit_short_retention_cents} cents, the " +
+				"long-retention part at {credit_long_retention_cents} and the broker-window part at " +
+				"{credit_broker_window_cents}, for one award of {award_cents}: the first delivery, the redeliveries of " +
+				"unacknowledged deliveries and the replay {replay_delay} after the dead-lettering each credited, whatever " +
 				"the inbox retention. Retention decides how long an inbox protects; without an inbox nothing does."},
 		{Name: s20EventIDPerSend, Changes: "the relay's code: each send carries a new message id, not the outbox event id", Mistake: "the relay gives every send a new message id instead of the outbox event id, so the " +
 			"broker's dedup window cannot recognise the resend",
 			Breaks: []string{"broker_dropped_within_window", "credit_broker_window_cents"},
-			Shows: "In part 2 the resend 30 s after the first send carries a new message id, so the broker's window does " +
-				"not recognise it (nothing dropped) and the inbox, which keys on the same id, credits it too: 2000 " +
-				"cents for one 1000-cent award. Deduplication, at the broker or in the inbox, works only on the " +
-				"outbox event's own, stable id."},
+			Shows: "In the broker-window part {@resender}'s resend, {resend_gap} after the first send, carried a new " +
+				"message id, so the broker's {broker_window} window dropped {broker_dropped_within_window} sends and the " +
+				"inbox, which keys on the same id, credited the resend too: {credit_broker_window_cents} cents for one " +
+				"award of {award_cents}. Deduplication, at the broker or in the inbox, works only on the outbox event's " +
+				"own, stable id."},
 	},
 	Run: runInboxRetention,
 }
@@ -172,7 +189,7 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 		}
 	}()
 	summary := retentionSummary(env, f)
-	outs := map[string]retentionOutcome{}
+	outs, parts := map[string]retentionOutcome{}, map[string]*cast.Pipeline{}
 	for _, run := range runs {
 		path := env.ExtraDatabasePath(run.file)
 		plan := failpoint.NewPlan()
@@ -190,13 +207,16 @@ func runInboxRetention(ctx context.Context, env *Env) (*lab.Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", run.label, err)
 		}
-		outs[run.label] = out
+		outs[run.label], parts[run.label] = out, p
 		addRetentionRow(&summary, run, f, out, env.DatabaseLabel(path))
 		if r.Database == "" {
 			r.Database = path
 		}
 	}
 	measureRetention(r, f, outs)
+	if err := castRetention(ctx, parts, outs, r); err != nil {
+		return nil, err
+	}
 	expected := expectedRetentionFigures(f)
 	want := map[string]float64{}
 	for _, e := range expected {
@@ -231,169 +251,6 @@ func addRetentionRow(summary *lab.Table, run retentionRun, f retentionFlags, out
 	}
 	summary.AddRow(run.label, cast.DurationText(run.inboxRetention), cast.DurationText(f.dlq), cast.WindowText(run.brokerWindow),
 		cast.TickClock(out.deadLetteredAt), cast.TickClock(out.replayAt), out.inboxPurged, out.dlqPurged, replay, out.droppedBefore, out.credit, database)
-}
-
-// measureRetention sets session 20's figures from the three parts' outcomes
-// and the flags.
-func measureRetention(r *lab.Result, f retentionFlags, outs map[string]retentionOutcome) {
-	r.SetMetric("credit_short_retention_cents", float64(outs["part 1 short"].credit))
-	r.SetMetric("credit_long_retention_cents", float64(outs["part 1 long"].credit))
-	r.SetMetric("broker_dropped_within_window", float64(outs["part 2"].droppedBefore))
-	r.SetMetric("broker_passed_after_window", float64(outs["part 2"].passedAtReplay))
-	r.SetMetric("credit_broker_window_cents", float64(outs["part 2"].credit))
-	r.SetMetric("inbox_rows_purged_short_retention", float64(outs["part 1 short"].inboxPurged))
-	r.SetMetric("inbox_rows_purged_long_retention", float64(outs["part 1 long"].inboxPurged))
-	r.SetMetric("inbox_retention_ms", float64(f.short))
-	r.SetMetric("long_inbox_retention_ms", float64(f.long))
-	r.SetMetric("dlq_retention_ms", float64(f.dlq))
-	r.SetMetric("broker_window_ms", float64(f.window))
-}
-
-// expectedFigure is one check's expected value and the rule it follows from.
-type expectedFigure struct {
-	check string
-	rule  string // the rule, in words
-	here  string // the rule applied to this run's flags
-	want  float64
-}
-
-// expectedRetentionFigures states what the lab must measure with these
-// flags: with the defaults (24h, 7d, 2m) the lesson's 2000, 1000, 1, 1 and
-// part 2's 1000.
-func expectedRetentionFigures(f retentionFlags) []expectedFigure {
-	age := s20ReplayAt - s20ConsumeAt // the dedup record's age at the replay
-	sinceSend := s20ReplayAt - s20SendAt
-	replayable := f.dlq > s20ReplayDelay
-	yes := map[bool]string{true: "yes", false: "no"}
-	twice := func(again bool) float64 { return float64(s20Credit) * (1 + lab.Bool(again)) }
-	return []expectedFigure{
-		{check: "credit_short_retention_cents",
-			rule: fmt.Sprintf("2000 when the DLQ still holds the message at the replay (DLQ retention > %s) and the inbox record is gone "+
-				"(inbox retention <= its age at the replay, %s); otherwise 1000", cast.DurationText(s20ReplayDelay), cast.DurationText(age)),
-			here: fmt.Sprintf("DLQ %s > %s: %s; inbox %s <= %s: %s", cast.DurationText(f.dlq), cast.DurationText(s20ReplayDelay), yes[replayable],
-				cast.DurationText(f.short), cast.DurationText(age), yes[f.short <= age]),
-			want: twice(replayable && f.short <= age)},
-		{check: "credit_long_retention_cents",
-			rule: "the same rule with the long inbox retention (the DLQ retention + 3 deliveries × 30s, or the inbox flag if that is longer)",
-			here: fmt.Sprintf("DLQ %s > %s: %s; inbox %s <= %s: %s", cast.DurationText(f.dlq), cast.DurationText(s20ReplayDelay), yes[replayable],
-				cast.DurationText(f.long), cast.DurationText(age), yes[f.long <= age]),
-			want: twice(replayable && f.long <= age)},
-		{check: "broker_dropped_within_window",
-			rule: fmt.Sprintf("1 when the broker window is longer than the %s between the send and the resend; otherwise 0", cast.DurationText(s20ResendGap)),
-			here: fmt.Sprintf("window %s > %s: %s", cast.WindowText(f.window), cast.DurationText(s20ResendGap), yes[f.window > s20ResendGap]),
-			want: lab.Bool(f.window > s20ResendGap)},
-		{check: "broker_passed_after_window",
-			rule: fmt.Sprintf("1 when the DLQ still holds the message at the replay and the window is not longer than the %s between the first send and the replay; otherwise 0",
-				cast.DurationText(sinceSend)),
-			here: fmt.Sprintf("DLQ %s > %s: %s; window %s <= %s: %s", cast.DurationText(f.dlq), cast.DurationText(s20ReplayDelay), yes[replayable],
-				cast.WindowText(f.window), cast.DurationText(sinceSend), yes[f.window <= sinceSend]),
-			want: lab.Bool(replayable && f.window <= sinceSend)},
-		{check: "credit_broker_window_cents",
-			rule: "1000 with any flags: part 2 runs with the long inbox retention, so whatever the broker window drops or passes " +
-				"(the resend, the replay), the inbox applies the event once",
-			here: fmt.Sprintf("inbox %s covers the replay: 1000", cast.DurationText(f.long)),
-			want: float64(s20Credit)},
-	}
-}
-
-func expectedTable(expected []expectedFigure) lab.Table {
-	t := lab.Table{Title: "Expected values: how each follows from the flags",
-		Note:    "With the default flags (--inbox-retention 24h --dlq-retention 7d --broker-window 2m) these are the lesson's figures; other flags change what the lab must measure.",
-		Columns: []string{"Check", "Rule", "With these flags", "Expected", "Lesson figure"}}
-	for _, e := range expected {
-		t.AddRow(e.check, e.rule, e.here, e.want, s20LessonFigures[e.check])
-	}
-	return t
-}
-
-// retentionVerdict words the run from its measurements: which part of the
-// lesson was reproduced, and which was not.
-func retentionVerdict(r *lab.Result, env *Env, f retentionFlags, outs map[string]retentionOutcome) string {
-	short, long, part2 := outs["part 1 short"], outs["part 1 long"], outs["part 2"]
-	m := metricsOf(r)
-	lessonShown := true
-	for key, want := range s20LessonFigures {
-		if got, ok := r.Metric(key); !ok || got != want {
-			lessonShown = false
-		}
-	}
-
-	part1 := "Part 1, short retention: " + replaySentence(f.short, f.dlq, short) + "."
-	if !short.replayApplied {
-		part1 += " The short-retention breakage was not reproduced."
-	}
-	part1 += " Part 1, long retention: " + replaySentence(f.long, f.dlq, long) + "."
-	if long.replayApplied {
-		part1 += " Even the long retention did not keep the replay single."
-	}
-	part2Text := "Part 2: the broker window (" + cast.WindowText(f.window) + ") "
-	if part2.droppedBefore > 0 {
-		part2Text += fmt.Sprintf("dropped %d resend %s after the first send", part2.droppedBefore, cast.DurationText(s20ResendGap))
-	} else {
-		part2Text += fmt.Sprintf("let the resend %s after the first send through (nothing dropped), so the within-window drop was not reproduced", cast.DurationText(s20ResendGap))
-	}
-	switch {
-	case part2.passedAtReplay > 0 && part2.replayApplied:
-		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and was applied again", part2.passedAtReplay)
-	case part2.passedAtReplay > 0 && part2.credit == s20Credit:
-		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and only the inbox kept it single", part2.passedAtReplay)
-	case part2.passedAtReplay > 0:
-		part2Text += fmt.Sprintf("; the three-day replay passed the broker (%d offer) and the inbox turned it away, yet the effect is not single: "+
-			"a duplicate delivered before the replay was applied as a new event", part2.passedAtReplay)
-	case part2.replayed && part2.replayDropped:
-		part2Text += "; the window also dropped the three-day replay (it outlasts it), so the replay-passes-the-broker part was not reproduced"
-	default:
-		part2Text += fmt.Sprintf("; nothing was replayed, because the DLQ retention of %s purged the message first, so the replay-passes-the-broker part was not reproduced",
-			cast.DurationText(f.dlq))
-	}
-	parts := part1 + " " + part2Text + " (" + effectsText(part2.credit) + ")."
-
-	switch {
-	case !r.Passed() && env.Variant != "":
-		return parts
-	case !r.Passed():
-		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v (credits %s and %s cents, %s dropped, %s passed). %s", r.FailedChecks(),
-			m("credit_short_retention_cents"), m("credit_long_retention_cents"), m("broker_dropped_within_window"), m("broker_passed_after_window"), parts)
-	case lessonShown:
-		return "SAFE DESIGN held within its window, and the window's edge was shown. " + parts
-	default:
-		return "The measurements match what these flags predict, but the lesson was only partly reproduced. " + parts +
-			" The default flags (--inbox-retention 24h --dlq-retention 7d --broker-window 2m) reproduce all of it."
-	}
-}
-
-// effectsText words a part's credit as the number of effects it holds, so
-// no sentence can call a doubled credit single.
-func effectsText(credit int64) string {
-	switch {
-	case credit == s20Credit:
-		return fmt.Sprintf("credit %d cents: one effect", credit)
-	case credit%s20Credit == 0:
-		return fmt.Sprintf("credit %d cents: the %d-cent event applied %d times", credit, s20Credit, credit/s20Credit)
-	default:
-		return fmt.Sprintf("credit %d cents, for one %d-cent event", credit, s20Credit)
-	}
-}
-
-// replaySentence says what happened to one part's three-day replay, and
-// the credit the part ended with.
-func replaySentence(retention, dlq int64, o retentionOutcome) string {
-	age := o.replayAt - o.consumedAt
-	with := "with an inbox retention of " + cast.DurationText(retention)
-	credit := " (" + effectsText(o.credit) + ")"
-	switch {
-	case !o.replayed:
-		return fmt.Sprintf("%s nothing was replayed, because the DLQ retention of %s purged the message first%s", with, cast.DurationText(dlq), credit)
-	case o.replayDropped:
-		return fmt.Sprintf("%s the broker window dropped the replay%s", with, credit)
-	case o.replayApplied && o.inboxPurged > 0:
-		return fmt.Sprintf("%s, not longer than the dedup record's age of %s at the replay, the record was purged and the replay was applied again%s",
-			with, cast.DurationText(age), credit)
-	case o.replayApplied:
-		return fmt.Sprintf("%s the replay was applied again: no dedup record held it back%s", with, credit)
-	default:
-		return fmt.Sprintf("%s, longer than the dedup record's age of %s at the replay, the replay was deduplicated%s", with, cast.DurationText(age), credit)
-	}
 }
 
 // playRetention runs one part: send (and, in part 2, a resend after a lease
@@ -469,7 +326,8 @@ func consumeAndReplay(ctx context.Context, env *Env, p *cast.Pipeline, plan *fai
 	// replays the event's oldest dead letter through the broker.
 	out.replayAt = out.deadLetteredAt + s20ReplayDelay
 	p.SetNow(out.replayAt)
-	p.Event(lab.KindNote, cast.ClockName, "three days later", "the partition has healed; the purge jobs run, then an operator replays the DLQ")
+	p.Event(lab.KindNote, cast.ClockName, cast.DurationText(s20ReplayDelay)+" later",
+		"the partition has healed; the purge jobs run, then an operator replays the DLQ")
 	if err := purgeRetention(ctx, p, run, dlqRetention, &out); err != nil {
 		return out, err
 	}
@@ -594,4 +452,41 @@ func measureRetentionRun(ctx context.Context, p *cast.Pipeline, out *retentionOu
 	}
 	out.credit, err = p.Count(ctx, store.AccountCredit.SQL, cast.AccountID(cast.CreditService, s20Account))
 	return err
+}
+
+// castRetention records the roles and the periods session 20's texts
+// quote, as the parts' ledgers and databases show them: the event, its
+// account and award from part 1 short's send ledger and offers, and from
+// part 2's send ledger its event, the relay that resent it, the gap between the sends
+// and the replay's distance from the first send; part 1's first effect
+// gives the time of consumption. Recorded here, they stand in the texts
+// in place of the script's periods (see [retentionSettings]).
+func castRetention(ctx context.Context, parts map[string]*cast.Pipeline, outs map[string]retentionOutcome, r *lab.Result) error {
+	short := parts["part 1 short"]
+	if sends := short.Record().Sends; len(sends) > 0 {
+		r.SetCast("event", sends[0].Event) // the outbox event id, whatever message id the send carried
+	}
+	offers, err := short.Broker().Offers(ctx)
+	if err != nil {
+		return err
+	}
+	if len(offers) > 0 {
+		var pl cast.Payload
+		if err := json.Unmarshal([]byte(offers[0].Payload), &pl); err != nil {
+			return err
+		}
+		r.SetCast("account", pl.Account)
+		r.SetMetric("award_cents", float64(pl.CreditCents))
+	}
+	r.SetSetting("consume_at", cast.DurationText(outs["part 1 short"].consumedAt))
+	sends := parts["part 2"].Record().Sends
+	if len(sends) > 0 {
+		r.SetCast("window_event", sends[0].Event)
+		r.SetSetting("replay_since_send", cast.DurationText(outs["part 2"].replayAt-sends[0].Tick))
+	}
+	if len(sends) > 1 {
+		r.SetCast("resender", sends[1].Relay)
+		r.SetSetting("resend_gap", cast.DurationText(sends[1].Tick-sends[0].Tick))
+	}
+	return nil
 }
