@@ -207,7 +207,7 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 	if err != nil {
 		return nil, err
 	}
-	r.Tables = append(r.Tables, renewalStepTable(results), cast.OutboxEventsTable(events))
+	r.Tables = append(r.Tables, renewalStepTable(results), cast.OutboxEventsTable(events, cast.LessonTicks))
 	r.Verdict = leaseRenewalVerdict(r, env.Variant)
 	return r, nil
 }

@@ -514,7 +514,7 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 		return err
 	}
 	r.Timeline = st.Timeline.Events()
-	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.Table(s23Spread, "e4", s23WorkerS, s23WorkerF)), cast.OutboxEventsTable(events))
+	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.Table(s23Spread, "e4", s23WorkerS, s23WorkerF)), cast.OutboxEventsTable(events, cast.DatabaseTicks))
 	return nil
 }
 
