@@ -85,7 +85,7 @@ var staleAckFencing = Scenario{
 		{Name: variantAckByEventID, Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
 			"a stale owner's ack completes the event and the current owner's ack finds it already delivered",
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"},
-			Shows: "{@stale_owner}, whose lease ended at {stale_lease_end} and which {@current_owner} reclaimed at " +
+			Shows: "In this run {@stale_owner}, whose lease ended at {stale_lease_end} and which {@current_owner} reclaimed at " +
 				"{reclaimed_at}, acks {@event} at {stale_ack_at} and its ack changes {stale_ack_changed}; the current owner's " +
 				"ack changes {current_ack_changed}. Only the holder of the current fencing token may complete an event; without the token in the " +
 				"WHERE clause a paused worker's late write wins."},
@@ -100,7 +100,7 @@ var staleAckFencing = Scenario{
 		{Name: variantReusedToken, Swaps: []store.Stmt{store.ClaimWithFixedToken}, Mistake: fmt.Sprintf("the claim sets claim_token to the worker's fixed number (%d, the "+
 			"same on every replica of the relay) instead of incrementing it, so the token names a worker, not a claim attempt", reusedWorkerToken),
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "distinct_tokens", "failed_acks_lease_lost"},
-			Shows: "{@stale_owner} holds token {stale_token} and {@current_owner} token {current_token} for {@event}, so the " +
+			Shows: "In this run {@stale_owner} holds token {stale_token} and {@current_owner} token {current_token} for {@event}, so the " +
 				"token guard cannot tell the stale ack from the current owner's: {@stale_owner}'s ack at {stale_ack_at} " +
 				"changes {stale_ack_changed} and {@current_owner}'s changes {current_ack_changed}. A " +
 				"fencing token must name one claim and grow with every claim, so that an old claim's token is always " +

@@ -103,7 +103,7 @@ var clocksAndOutages = Scenario{
 			Mistake: "the relay treats every failed ack as a lost lease: the database error at the outage's ack is recorded as " +
 				"lease-lost and its event is given up instead of retried",
 			Breaks: []string{"ack_failures_database_error", "ack_failures_lease_lost", "acks_retried_after_outage", "duplicate_sends"},
-			Shows: "{@outage_acker} gives {@outage_event} up while its token is current and its lease live until " +
+			Shows: "In this run {@outage_acker} gives {@outage_event} up while its token is current and its lease live until " +
 				"{outage_lease_end}; after the lease runs out {@resender} claims {@outage_event} and sends it again, a " +
 				"duplicate nothing else caused (duplicate sends: {duplicate_sends}). The operational view counts lost " +
 				"leases: {ack_failures_lease_lost}, outages: {ack_failures_database_error}, so no one looks at the database. " +
