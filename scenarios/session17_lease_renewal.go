@@ -125,7 +125,8 @@ var leaseRenewal = Scenario{
 		store.ClaimEvent,
 		store.RenewLease,
 	},
-	Checks: leaseRenewalChecks(),
+	Checks:   leaseRenewalChecks(),
+	Settings: leaseRenewalScript,
 	Variants: []Variant{
 		{Name: variantRenewByEventID, Swaps: []store.Stmt{store.RenewByEventID}, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
 			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_3_shorten_refused", "step_8_stale_renew_refused"},
@@ -491,3 +492,16 @@ func castLeaseRenewal(r *lab.Result, results []stepResult, events []store.Event)
 // it in a text or a table: the clock time, the tick beside it.
 func s17At(t int64) string   { return cast.LessonTicks.At(t) }
 func s17Time(t int64) string { return cast.LessonTicks.Time(t) }
+
+// leaseRenewalScript is what the step script sets before any run: each
+// step's time and the lease end it asks for, and the number of steps, for
+// `describe`; a run records the same keys from what it ran
+// (castLeaseRenewal), and its record stands.
+func leaseRenewalScript(Options) map[string]string {
+	out := map[string]string{"step_count": fmt.Sprint(len(leaseRenewalSteps))}
+	for i, s := range leaseRenewalSteps {
+		key := fmt.Sprintf("step_%d_", i+1)
+		out[key+"at"], out[key+"until"] = s17Time(s.at), s17Time(s.until)
+	}
+	return out
+}
