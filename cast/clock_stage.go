@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -14,8 +13,9 @@ import (
 // This file holds session 23's actors: relays whose clocks disagree with
 // the database's, on a stage that keeps the database's time, the timeline
 // and the ledgers of their claims, work and acks. Time is t, milliseconds
-// on the database's clock from [ClockStart], printed t=500 as LESSONS.md
-// writes it; a worker's clock reads t + its skew.
+// on the database's clock from [ClockStart]; a report prints it as clock
+// time with the tick beside it, 10:00:00.500 (t=500) ([DatabaseTicks]); a
+// worker's clock reads t + its skew.
 
 // ClockStart is t=0 of session 23's database clock, 10:00:00.000Z.
 var ClockStart = LessonStart.Add(time.Hour)
@@ -47,7 +47,7 @@ type SkewedWorker struct {
 func (w *SkewedWorker) Actor() string { return fmt.Sprintf("%s %+dms", w.Name, w.Skew) }
 
 // Reads is what the worker's clock reads at t on the database's.
-func (w *SkewedWorker) Reads(t int64) string { return clock.Logical(t + w.Skew) }
+func (w *SkewedWorker) Reads(t int64) string { return DatabaseTicks.Time(t + w.Skew) }
 
 // AckPolicy is what a relay does when an ack fails.
 type AckPolicy int
@@ -75,6 +75,10 @@ type ClockStage struct {
 	Timeline lab.Timeline
 	Policy   AckPolicy
 	Lease    int64
+	// LockWait is how long an ack waits for a lock before it fails: the
+	// busy timeout of the workers' connections (lock_timeout on
+	// PostgreSQL). It passes on the wall clock; the database's stands.
+	LockWait time.Duration
 	Claims   []ClockClaim
 	Attempts []WorkAttempt
 	Acks     []ClockAck
@@ -142,7 +146,7 @@ func (s *ClockStage) Event(kind lab.Kind, actor, action, detail string) int {
 // Add adds e to the timeline at the database's now and returns its
 // number.
 func (s *ClockStage) Add(e lab.Event) int {
-	e.At = clock.Logical(s.Now)
+	e.At = DatabaseTicks.At(s.Now)
 	return s.Timeline.Add(e)
 }
 
@@ -204,16 +208,16 @@ func (s *ClockStage) Claim(ctx context.Context, part int, w *SkewedWorker, id st
 		if off := c.LeaseUntil - s.Now - s.Lease; off != 0 {
 			whose = fmt.Sprintf("%+d ms off db_now() + lease", off)
 		}
-		action, detail = "claim claimed", fmt.Sprintf("%s claimed: 1 row, token %d, lease until %d (%s); %s, so it holds "+
-			"the lease until its own %s, %d ms from this answer", id, c.Token, c.LeaseUntil, whose, its, w.Reads(s.Now+s.Lease), s.Lease)
+		action, detail = "claim claimed", fmt.Sprintf("%s claimed: 1 row, token %d, lease until %s (%s); %s, so it holds "+
+			"the lease until its own %s, %d ms from this answer", id, c.Token, DatabaseTicks.Time(c.LeaseUntil), whose, its, w.Reads(s.Now+s.Lease), s.Lease)
 	case store.Blocked:
-		action, detail = "claim blocked", fmt.Sprintf("%s is under %s's live lease until %d: 0 rows; %s", id, c.HeldBy, c.LeaseUntil, its)
+		action, detail = "claim blocked", fmt.Sprintf("%s is under %s's live lease until %s: 0 rows; %s", id, c.HeldBy, DatabaseTicks.Time(c.LeaseUntil), its)
 	default:
 		action, detail = "claim "+string(c.Outcome), fmt.Sprintf("%s is %s: 0 rows; %s", id, c.Outcome, its)
 	}
 	e := lab.Event{Kind: s.claimKind(id, c), Subject: id, Actor: w.Actor(), Action: action, Detail: detail, Rows: lab.RowsOf(0)}
 	if c.Outcome == store.Claimed {
-		e.Rows, e.Until = lab.RowsOf(1), clock.Logical(c.LeaseUntil)
+		e.Rows, e.Until = lab.RowsOf(1), DatabaseTicks.At(c.LeaseUntil)
 	}
 	seq := s.Add(e)
 	s.Claims = append(s.Claims, ClockClaim{Seq: seq, Part: part, At: s.Now, Worker: w.Name, Reads: s.Now + w.Skew, Event: id, Outcome: c.Outcome, Token: c.Token, LeaseUntil: c.LeaseUntil})
@@ -242,7 +246,8 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 	switch {
 	case ackErr != nil:
 		a.Err, a.Reason, a.Why = ackErr.Error(), AckDatabaseError, "ownership unknown"
-		detail = fmt.Sprintf("with token %d: no answer after its lock wait (1 s): %s", token, ackErr)
+		detail = fmt.Sprintf("with token %d: no answer after its lock wait (%s of wall-clock time; the database's clock "+
+			"stands): %s", token, s.LockWait, ackErr)
 	case f.Rows == 0:
 		ev, ok, err := w.Relay.EventByID(ctx, id)
 		if err != nil {
@@ -293,7 +298,7 @@ func zeroRowAckReason(ev store.Event, found bool, token, now int64) (reason, why
 	case ev.Delivered:
 		return AckAlreadyDelivered, "our token is current, but the event is done"
 	case ev.LeaseUntil <= now:
-		return AckLeaseLost, "our lease ran out at " + clock.Logical(ev.LeaseUntil) + " on the database's clock"
+		return AckLeaseLost, "our lease ran out at " + DatabaseTicks.Time(ev.LeaseUntil) + " on the database's clock"
 	default:
 		return AckDatabaseError, "the token is current and the lease live, yet no row changed"
 	}
@@ -375,7 +380,7 @@ func (s *ClockStage) failedEarlier(done ClockAck) bool {
 func (s *ClockStage) Tables(part int) []lab.Table {
 	claims := lab.Table{Title: "Ledger: claims (parts 1 and 2)",
 		Note: "Every claim attempt at t on the database's clock and on the worker's own, its outcome and the lease end it " +
-			"stored (or the lease that blocked it), on the database's clock.",
+			"stored (or the lease that blocked it), on the database's clock. " + DatabaseTicks.Note(),
 		Columns: []string{"#", "Part", "Clock", "Worker", "Its clock", "Outcome", "Token", "Lease until"}}
 	for _, c := range s.Claims {
 		token, until := "-", "-"
@@ -383,17 +388,18 @@ func (s *ClockStage) Tables(part int) []lab.Table {
 			token = fmt.Sprint(c.Token)
 		}
 		if c.LeaseUntil != 0 {
-			until = fmt.Sprint(c.LeaseUntil)
+			until = DatabaseTicks.Time(c.LeaseUntil)
 		}
-		claims.AddRow(c.Seq, c.Part, clock.Logical(c.At), c.Worker, clock.Logical(c.Reads), string(c.Outcome), token, until)
+		claims.AddRow(c.Seq, c.Part, DatabaseTicks.Time(c.At), c.Worker, DatabaseTicks.Time(c.Reads), string(c.Outcome), token, until)
 	}
 	work := lab.Table{Title: "Ledger: processing attempts (part 1)",
 		Note: "Each attempt on the database's clock, against the lease end its claim stored. The worker's own deadline is on " +
-			"its own clock, 500 ms from the claim's answer. Work past the stored lease end is work on an event another " +
+			"its own clock, " + fmt.Sprint(s.Lease) + " ms from the claim's answer. Work past the stored lease end is work on an event another " +
 			"worker may already own.",
 		Columns: []string{"Worker", "Event", "Token", "Began", "Ended", "Stored lease end", "Own deadline", "Work past it (ms)"}}
 	for _, a := range s.Attempts {
-		work.AddRow(a.Worker, a.Event, a.Token, clock.Logical(a.Began), clock.Logical(a.Ended), a.LeaseEnd, a.Deadline, max(0, a.Ended-a.LeaseEnd))
+		work.AddRow(a.Worker, a.Event, a.Token, DatabaseTicks.Time(a.Began), DatabaseTicks.Time(a.Ended), DatabaseTicks.Time(a.LeaseEnd),
+			DatabaseTicks.Time(a.Deadline), max(0, a.Ended-a.LeaseEnd))
 	}
 	acks := lab.Table{Title: "Ledger: acks (parts 1 and 2)",
 		Note: "Every ack attempt: the rows it changed, or none when the statement failed (no answer: the timeline quotes the " +
@@ -411,7 +417,7 @@ func (s *ClockStage) Tables(part int) []lab.Table {
 		case a.Reason != "":
 			then = "gives it up"
 		}
-		acks.AddRow(a.Seq, a.Part, clock.Logical(a.At), a.Worker, a.Event, a.Token, rows, a.Reason, then)
+		acks.AddRow(a.Seq, a.Part, DatabaseTicks.Time(a.At), a.Worker, a.Event, a.Token, rows, a.Reason, then)
 	}
 	return []lab.Table{claims, work, acks, s.operationalView(part)}
 }

@@ -8,12 +8,14 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// OutboxEventsTable is the final state of outbox_events: one row per
-// event, read from the database. Its lease_until and delivered_at are the
-// stored ticks, as sessions 16, 17 and 23 print them (their timelines say
-// t=TICK); [OutboxEventsTableOnClock] prints them as clock time.
-func OutboxEventsTable(events []store.Event) lab.Table {
-	return outboxEventsTable(events, func(t int64) string { return fmt.Sprint(t) })
+// OutboxEventsTable is the final state of outbox_events as sessions 16, 17
+// and 23 print it: one row per event, read from the database, each stored
+// tick (lease_until, delivered_at) as its clock time on origin's clock, the
+// tick beside it.
+func OutboxEventsTable(events []store.Event, origin TickOrigin) lab.Table {
+	t := outboxEventsTable(events, origin.Time)
+	t.Note += " " + origin.Note()
+	return t
 }
 
 // OutboxEventsTableOnClock is [OutboxEventsTable] for a lesson whose

@@ -200,7 +200,7 @@ func testProcesses(t *testing.T, db string) {
 			}
 			checkEventsAgreeWithLedgers(t, r)
 			checkTextsFromTheRun(t, tt.sc, r) // a text says only what this run, with its children, showed
-			for _, e := range r.Timeline { // a child's effect crosses the pipe with its service
+			for _, e := range r.Timeline {    // a child's effect crosses the pipe with its service
 				if (e.Kind == lab.KindEffect || e.Kind == lab.KindDedup) && e.Service == "" {
 					t.Errorf("#%d %s's %s of %s names no consumer service", e.Seq, e.Actor, e.Kind, e.Subject)
 				}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/outboxlab/outboxlab/cast"
-	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -30,7 +29,8 @@ const (
 	reasonDatabaseError    = "database-error"    // the statement itself failed; nothing is known about ownership
 )
 
-// The session-16 timeline on logical time: A's lease runs out at 130.
+// The session-16 timeline in logical ticks (milliseconds from
+// cast.LessonStart, printed as clock time): A's lease runs out at 130.
 const (
 	s16ClaimA       = 100
 	s16LeaseA       = 130
@@ -55,16 +55,18 @@ var staleAckFencing = Scenario{
 	Design:  lab.Safe,
 	Teaches: "Every successful claim increments the event's claim_token and hands that token to the claimer. " +
 		"The ack is UPDATE … WHERE event_id = :id AND claim_token = :token AND delivered = 0, so only the current " +
-		"owner's ack changes a row. Worker-A claims E-41 (token 1), stalls past its lease, Worker-B reclaims " +
-		"(token 2); A's late ack changes 0 rows and is recorded as lease-lost (an expected outcome, not a " +
-		"database error), B's ack changes 1 row, and the delivered event cannot be claimed again. Then the lab sends " +
-		"B's ack again with token 2, as a client's retry policy does when the reply to its COMMIT is lost: the token " +
-		"is still current, so only delivered = 0 refuses the retry (0 rows), and B, reading the event back (delivered " +
-		"under its token at its first ack's time), counts the retry as done, not as a lost lease. Without that guard " +
-		"the retry changes the row again and re-stamps delivered_at.",
-	DoesNotSolve: "Fencing protects the database row, not the world outside it: if Worker-A had already " +
-		"published E-41 before its lease ran out, the broker holds that message and Worker-B publishes it " +
-		"again. The token rejects A's late write; it cannot un-send A's message. The duplicate broker " +
+		"owner's ack changes a row. {@stale_owner} claims {@event} with token {stale_token} and stalls past its lease, " +
+		"which ends at {stale_lease_end}; {@current_owner} reclaims it at {reclaimed_at} with token {current_token}. " +
+		"In this run {@stale_owner}'s late ack changed {stale_ack_changed} (the design records a 0-row ack as " +
+		"lease-lost: an expected outcome, not a database error), {@current_owner}'s ack changed {current_ack_changed}, " +
+		"and {@prober}'s claim of the delivered event changed {reclaim_changed}. Then the lab sends " +
+		"{@retrier}'s ack again with token {current_token}, as a client's retry policy does when the reply to its COMMIT " +
+		"is lost: the token is still current, so only delivered = 0 refuses the retry, and the worker, reading the event " +
+		"back (delivered under its token at its first ack's time), counts the retry as done, not as a lost lease. " +
+		"Without that guard the retry changes the row again and re-stamps delivered_at.",
+	DoesNotSolve: "Fencing protects the database row, not the world outside it: if {@stale_owner} had already " +
+		"published {@event} before its lease ran out, the broker holds that message and {@current_owner} publishes it " +
+		"again. The token rejects the late write; it cannot un-send a message. The duplicate broker " +
 		"message is expected, and consumers must absorb it (the inbox, session 18).",
 	Statements: []store.Stmt{
 		store.ClaimEvent,
@@ -72,33 +74,35 @@ var staleAckFencing = Scenario{
 		store.EventByID,
 	},
 	Checks: []CheckDoc{
-		{Name: "stale_ack_rows", About: "Worker-A's ack with its stale token changed 0 rows"},
-		{Name: "current_ack_rows", About: "Worker-B's ack with the current token changed 1 row"},
-		{Name: "reclaim_after_delivery_rows", About: "a claim of the delivered event changed 0 rows"},
-		{Name: "distinct_tokens", About: "the two successful claims got two distinct tokens"},
-		{Name: "failed_acks_lease_lost", About: "the failed-ack ledger has 1 entry, reason lease-lost"},
-		{Name: "retried_ack_rows", About: "rows changed by Worker-B's ack sent again, with the same token, after it had committed"},
+		{Name: "stale_ack_rows", About: "rows changed by {@stale_owner}'s ack under the token of its superseded claim"},
+		{Name: "current_ack_rows", About: "rows changed by {@current_owner}'s ack under the current token"},
+		{Name: "reclaim_after_delivery_rows", About: "rows changed by {@prober}'s claim of {@event} after its delivery"},
+		{Name: "distinct_tokens", About: "distinct tokens the lease claims of {@event} got, one per claim"},
+		{Name: "failed_acks_lease_lost", About: "failed-ack ledger entries with reason lease-lost"},
+		{Name: "retried_ack_rows", About: "rows changed by {@retrier}'s ack sent again, with the same token, after it had committed"},
 	},
 	Variants: []Variant{
 		{Name: variantAckByEventID, Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the ack updates WHERE event_id = :id AND delivered = 0, without the token: " +
-			"Worker-A's stale ack completes the event and Worker-B's ack finds it already delivered",
+			"a stale owner's ack completes the event and the current owner's ack finds it already delivered",
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "failed_acks_lease_lost"},
-			Shows: "Worker-A, whose lease ended at t=130 and which Worker-B reclaimed at t=140, acks at t=150 and its " +
-				"ack changes 1 row: E-41 is marked delivered by a stale owner, and the current owner's ack changes 0 " +
-				"rows. Only the holder of the current fencing token may complete an event; without the token in the " +
+			Shows: "In this run {@stale_owner}, whose lease ended at {stale_lease_end} and which {@current_owner} reclaimed at " +
+				"{reclaimed_at}, acks {@event} at {stale_ack_at} and its ack changes {stale_ack_changed}; the current owner's " +
+				"ack changes {current_ack_changed}. Only the holder of the current fencing token may complete an event; without the token in the " +
 				"WHERE clause a paused worker's late write wins."},
 		{Name: "claim-ignores-delivery", Swaps: []store.Stmt{store.ClaimIgnoringDelivery},
 			Mistake: "the claim drops AND delivered = 0 and checks only the lease: once the last lease has run out, an event " +
 				"already delivered is claimed again",
 			Breaks: []string{"reclaim_after_delivery_rows"},
-			Shows: "At t=200, after Worker-B's ack delivered E-41 at t=160 and its lease ran out at 170, Worker-A's claim " +
-				"changes 1 row and takes the delivered event under token 3: a relay would now send it again. The lease " +
-				"says who may work on an event; delivered = 0 says whether any work is left, and the claim needs both."},
+			Shows: "At {reclaim_at}, after {@deliverer}'s ack delivered {@event} at {delivered_at} and the last lease ran out " +
+				"at {last_lease_end}, {@prober}'s claim changes {reclaim_changed} and takes the delivered event under token " +
+				"{reclaim_token}: a relay would now send it again. The lease " +
+				"says who may work on an event; the pending guard (delivered = false) says whether any work is left, and the claim needs both."},
 		{Name: variantReusedToken, Swaps: []store.Stmt{store.ClaimWithFixedToken}, Mistake: fmt.Sprintf("the claim sets claim_token to the worker's fixed number (%d, the "+
 			"same on every replica of the relay) instead of incrementing it, so the token names a worker, not a claim attempt", reusedWorkerToken),
 			Breaks: []string{"stale_ack_rows", "current_ack_rows", "distinct_tokens", "failed_acks_lease_lost"},
-			Shows: "Worker-A and Worker-B both hold token 1 for E-41, so the token guard cannot tell Worker-A's stale " +
-				"ack from the current owner's: Worker-A's ack at t=150 changes 1 row and Worker-B's changes 0. A " +
+			Shows: "In this run {@stale_owner} holds token {stale_token} and {@current_owner} token {current_token} for {@event}, so the " +
+				"token guard cannot tell the stale ack from the current owner's: {@stale_owner}'s ack at {stale_ack_at} " +
+				"changes {stale_ack_changed} and {@current_owner}'s changes {current_ack_changed}. A " +
 				"fencing token must name one claim and grow with every claim, so that an old claim's token is always " +
 				"smaller than the current one."},
 	},
@@ -212,7 +216,7 @@ func (run *staleAckRun) seed(ctx context.Context, setup *store.DB) error {
 	if err := run.setup.Insert(ctx, store.NewEvent{ID: s16EventID, Type: s16EventType, Payload: s16EventPayload}, 0); err != nil {
 		return err
 	}
-	run.timeline.Add(lab.Event{At: clock.Logical(0), Kind: lab.KindCommit, Subject: s16EventID, Actor: "producer", Action: "insert event",
+	run.timeline.Add(lab.Event{At: s16At(0), Kind: lab.KindCommit, Subject: s16EventID, Actor: "producer", Action: "insert event",
 		Detail: s16EventID + " committed with its business change; claim_token 0"})
 	return nil
 }
@@ -224,25 +228,25 @@ func (run *staleAckRun) play(ctx context.Context) error {
 	if run.ca, err = run.claim(ctx, run.a, s16WorkerA, s16ClaimA, s16LeaseA); err != nil {
 		return err
 	}
-	how, err := run.a.Stall(clock.Logical(s16ClaimA), "its claim")
+	how, err := run.a.Stall(s16Time(s16ClaimA), "its claim")
 	if err != nil {
 		return err
 	}
-	run.timeline.Add(lab.Event{At: clock.Logical(s16ClaimA), Kind: lab.KindStall, Subject: s16EventID, Actor: s16WorkerA, Action: "stalls",
+	run.timeline.Add(lab.Event{At: s16At(s16ClaimA), Kind: lab.KindStall, Subject: s16EventID, Actor: s16WorkerA, Action: "stalls",
 		Detail: instance.WithHow("a long GC pause / slow publish: Worker-A still believes it owns "+s16EventID, how)})
-	run.timeline.Add(lab.Event{At: clock.Logical(s16LeaseA), Kind: lab.KindExpiry, Subject: s16EventID, Actor: "clock", Action: "lease expires",
-		Detail: fmt.Sprintf("Worker-A's lease ran until %d; from now on %s is claimable", s16LeaseA, s16EventID)})
+	run.timeline.Add(lab.Event{At: s16At(run.ca.LeaseUntil), Kind: lab.KindExpiry, Subject: s16EventID, Actor: "clock", Action: "lease expires",
+		Detail: fmt.Sprintf("%s's lease ran until %s; from now on %s is claimable", run.claims[0].worker, s16Time(run.ca.LeaseUntil), s16EventID)})
 	if run.cb, err = run.claim(ctx, run.b, s16WorkerB, s16ClaimB, s16LeaseB); err != nil {
 		return err
 	}
 	if run.ca.Outcome != store.Claimed || run.cb.Outcome != store.Claimed {
 		return fmt.Errorf("session 16: claims were %s and %s, want both claimed", run.ca.Outcome, run.cb.Outcome)
 	}
-	if how, err = run.a.Wake(clock.Logical(s16AckA), "its ack"); err != nil {
+	if how, err = run.a.Wake(s16Time(s16AckA), "its ack"); err != nil {
 		return err
 	}
 	if how != "" {
-		run.timeline.Add(lab.Event{At: clock.Logical(s16AckA), Kind: lab.KindWake, Subject: s16EventID, Actor: s16WorkerA, Action: "wakes",
+		run.timeline.Add(lab.Event{At: s16At(s16AckA), Kind: lab.KindWake, Subject: s16EventID, Actor: s16WorkerA, Action: "wakes",
 			Detail: how + "; it acks with the token it remembers"})
 	}
 	// An ack whose statement failed is recorded (reason database-error) and
@@ -285,21 +289,95 @@ func (run *staleAckRun) measure(ctx context.Context, r *lab.Result, setup *store
 		return err
 	}
 	r.Timeline = run.timeline.Events()
-	r.Tables = append(r.Tables, cast.OutboxEventsTable(events))
+	run.castRoles(r, events)
+	r.Tables = append(r.Tables, cast.OutboxEventsTable(events, cast.LessonTicks))
 	r.Tables = append(r.Tables, run.tables()...)
 	return nil
+}
+
+// castRoles records who played each role, read from the ledgers, and the
+// instants and row counts the lesson's texts quote: the stale owner is the
+// worker of the first lease claim, which a later claim superseded; the
+// current owner, that later claim's; the deliverer, the worker whose ack
+// changed the row; the prober, the worker of the claim after delivery; the
+// retrier, the worker whose ack the lab sent again. The event is the one
+// row read back from outbox_events.
+func (run *staleAckRun) castRoles(r *lab.Result, events []store.Event) {
+	if len(events) > 0 {
+		r.SetCast("event", events[0].ID)
+	}
+	var lease []fencedClaimEntry
+	for _, c := range run.claimed() {
+		if c.seq != run.proberSeq() {
+			lease = append(lease, c)
+		}
+	}
+	if len(lease) > 0 {
+		last := lease[len(lease)-1]
+		r.SetSetting("last_lease_end", s16Time(last.leaseUntil))
+	}
+	if len(lease) >= 2 {
+		stale, current := lease[0], lease[1]
+		r.SetCast("stale_owner", stale.worker)
+		r.SetCast("current_owner", current.worker)
+		r.SetSetting("stale_token", fmt.Sprint(stale.token))
+		r.SetSetting("current_token", fmt.Sprint(current.token))
+		r.SetSetting("stale_lease_end", s16Time(stale.leaseUntil))
+		r.SetSetting("reclaimed_at", s16Time(current.at))
+		for _, a := range run.acks {
+			if a.retryOf != 0 || a.err != "" {
+				continue
+			}
+			switch {
+			case a.worker == stale.worker && a.token == stale.token:
+				r.SetSetting("stale_ack_at", s16Time(a.at))
+				r.SetSetting("stale_ack_changed", lab.Rows(a.rows))
+			case a.worker == current.worker && a.token == current.token:
+				r.SetSetting("current_ack_changed", lab.Rows(a.rows))
+			}
+		}
+	}
+	for _, a := range run.acks {
+		if a.rows == 1 && a.err == "" {
+			r.SetCast("deliverer", a.worker)
+			r.SetSetting("delivered_at", s16Time(a.at))
+			break
+		}
+	}
+	for _, a := range run.acks {
+		if a.retryOf != 0 {
+			r.SetCast("retrier", a.worker)
+		}
+	}
+	for _, c := range run.claims {
+		if c.seq == run.proberSeq() {
+			r.SetCast("prober", c.worker)
+			r.SetSetting("reclaim_at", s16Time(c.at))
+			r.SetSetting("reclaim_changed", lab.Rows(c.rows))
+			r.SetSetting("reclaim_token", fmt.Sprint(c.token))
+		}
+	}
+}
+
+// proberSeq is the timeline number of the claim the lab sends after the
+// acks, to see whether the delivered event can be claimed again: the claim
+// ledger's last entry.
+func (run *staleAckRun) proberSeq() int {
+	if len(run.claims) < 3 {
+		return -1
+	}
+	return run.claims[len(run.claims)-1].seq
 }
 
 // verdict says what the checks showed.
 func (run *staleAckRun) verdict(r *lab.Result, variant string) string {
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held. Worker-A's late ack with token %d changed %s and was recorded as %s; "+
-			"Worker-B's ack with token %d changed %s, and the same ack sent again, as after a lost reply, changed %s; "+
-			"the delivered event could not be claimed again (%s). "+
-			"Fencing protected the row; it does not stop the duplicate broker message a stale owner may already have sent.",
-			run.ca.Token, lab.Rows(run.staleRows), reasonLeaseLost, run.cb.Token, lab.Rows(run.currentRows), lab.Rows(run.retryRows),
-			lab.Rows(run.cd.Rows))
+		return r.Fill("SAFE DESIGN held. {@stale_owner}'s late ack with token {stale_token} changed {stale_ack_changed} and was " +
+			"recorded as " + reasonLeaseLost + "; {@current_owner}'s ack with token {current_token} changed {current_ack_changed}, " +
+			"and the same ack sent again, as after a lost reply, changed " + lab.Rows(run.retryRows) + "; {@prober}'s claim of " +
+			"the delivered event changed {reclaim_changed}. " +
+			"Fencing protected the row; it does not stop the duplicate broker message a stale owner may already have sent.")
 	case variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
@@ -317,18 +395,18 @@ func (run *staleAckRun) claim(ctx context.Context, relay instance.Relay, worker 
 	var detail string
 	switch c.Outcome {
 	case store.Claimed:
-		detail = fmt.Sprintf("%s claimed: %s, token %d, lease until %d", c.EventID, lab.Rows(c.Rows), c.Token, c.LeaseUntil)
+		detail = fmt.Sprintf("%s claimed: %s, token %d, lease until %s", c.EventID, lab.Rows(c.Rows), c.Token, s16Time(c.LeaseUntil))
 	case store.Done:
 		detail = fmt.Sprintf("%s is delivered: the claim changed 0 rows", c.EventID)
 	case store.Blocked:
-		detail = fmt.Sprintf("%s is under %s's live lease until %d: 0 rows", c.EventID, c.HeldBy, c.LeaseUntil)
+		detail = fmt.Sprintf("%s is under %s's live lease until %s: 0 rows", c.EventID, c.HeldBy, s16Time(c.LeaseUntil))
 	default:
 		detail = fmt.Sprintf("%s: %s, %d rows", c.EventID, c.Outcome, c.Rows)
 	}
-	e := lab.Event{At: clock.Logical(now), Kind: run.claimKind(worker, c, now), Subject: s16EventID, Actor: worker,
+	e := lab.Event{At: s16At(now), Kind: run.claimKind(worker, c, now), Subject: s16EventID, Actor: worker,
 		Action: "claim " + string(c.Outcome), Detail: detail, Rows: lab.RowsOf(c.Rows)}
 	if c.Outcome == store.Claimed {
-		e.Until = clock.Logical(c.LeaseUntil)
+		e.Until = s16At(c.LeaseUntil)
 	}
 	seq := run.timeline.Add(e)
 	run.claims = append(run.claims, fencedClaimEntry{seq: seq, at: now, worker: worker, outcome: c.Outcome, rows: c.Rows,
@@ -423,8 +501,8 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 			cast.Mark{Done: true, Token: token, At: strconv.FormatInt(first.at, 10)},
 			cast.Mark{Done: ok && ev.Delivered, Token: ev.Token, At: strconv.FormatInt(ev.DeliveredAt, 10)}) {
 			e.done = true
-			why = fmt.Sprintf("the event reads delivered under our token %d at t=%d, #%d's own, so the delivered guard turned "+
-				"it away: that ack committed, and the retry is done, not failed", token, ev.DeliveredAt, first.seq)
+			why = fmt.Sprintf("the event reads delivered under our token %d at %s, #%d's own, so the delivered guard turned "+
+				"it away: that ack committed, and the retry is done, not failed", token, s16Time(ev.DeliveredAt), first.seq)
 			break
 		}
 		reason, why = classifyZeroRowAck(ev, ok, token)
@@ -442,7 +520,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 	case e.done:
 		detail += "; " + why
 	case first != nil && first.rows == 1:
-		detail += fmt.Sprintf("; %s delivered again: delivered_at re-stamped from t=%d", s16EventID, first.at)
+		detail += fmt.Sprintf("; %s delivered again: delivered_at re-stamped from %s", s16EventID, s16Time(first.at))
 	default:
 		detail += "; " + s16EventID + " delivered"
 	}
@@ -451,7 +529,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 		action = "retry " + action
 		detail = cast.RetryNote(fmt.Sprintf("#%d", first.seq)) + detail
 	}
-	te := lab.Event{At: clock.Logical(now), Kind: lab.KindFinalize, Subject: s16EventID, Actor: worker, Action: action, Detail: detail, Rows: lab.RowsOf(f.Rows)}
+	te := lab.Event{At: s16At(now), Kind: lab.KindFinalize, Subject: s16EventID, Actor: worker, Action: action, Detail: detail, Rows: lab.RowsOf(f.Rows)}
 	switch {
 	case e.done:
 		te.Kind = lab.KindNoOp
@@ -481,7 +559,7 @@ func classifyZeroRowAck(ev store.Event, found bool, token int64) (reason, why st
 	case ev.Token != token:
 		return reasonLeaseLost, fmt.Sprintf("the current token is %d (held by %s): ours is stale", ev.Token, ev.LockedBy)
 	case ev.Delivered:
-		return reasonAlreadyDelivered, fmt.Sprintf("our token %d is current, but the event was already delivered at t=%d", token, ev.DeliveredAt)
+		return reasonAlreadyDelivered, fmt.Sprintf("our token %d is current, but the event was already delivered at %s", token, s16Time(ev.DeliveredAt))
 	default:
 		return reasonDatabaseError, "the token is current and the event pending, yet no row changed"
 	}
@@ -512,14 +590,15 @@ func (run *staleAckRun) failedAcksFor(reason string) int {
 
 func (run *staleAckRun) tables() []lab.Table {
 	claims := lab.Table{Title: "Ledger: claims and their fencing tokens",
-		Note:    "Every claim attempt, its affected rows and the token it got. A successful claim increments claim_token, so each gets a new one.",
+		Note: "Every claim attempt, its affected rows and the token it got. A successful claim increments claim_token, so each gets a new one. " +
+			cast.LessonTicks.Note(),
 		Columns: []string{"#", "Time", "Worker", "Outcome", "Rows", "Token", "Lease until", "Held by", "Busy retries"}}
 	for _, c := range run.claims {
 		token, until := "-", "-"
 		if c.outcome == store.Claimed {
-			token, until = fmt.Sprint(c.token), fmt.Sprint(c.leaseUntil)
+			token, until = fmt.Sprint(c.token), s16Time(c.leaseUntil)
 		}
-		claims.AddRow(c.seq, clock.Logical(c.at), c.worker, string(c.outcome), c.rows, token, until, c.heldBy, c.busy)
+		claims.AddRow(c.seq, s16Time(c.at), c.worker, string(c.outcome), c.rows, token, until, c.heldBy, c.busy)
 	}
 	acks := lab.Table{Title: "Ledger: acks",
 		Note: "Every ack attempt with the token it presented and the rows the UPDATE changed. 0 rows is an expected outcome, not an error. " +
@@ -538,14 +617,19 @@ func (run *staleAckRun) tables() []lab.Table {
 		case a.retryOf != 0:
 			attempt = fmt.Sprintf("retry of #%d", a.retryOf)
 		}
-		acks.AddRow(a.seq, clock.Logical(a.at), a.worker, attempt, a.token, rows, a.err, a.busy)
+		acks.AddRow(a.seq, s16Time(a.at), a.worker, attempt, a.token, rows, a.err, a.busy)
 	}
 	failed := lab.Table{Title: "Ledger: failed acks",
 		Note: "Each ack that did not complete the event, with its reason: " + reasonLeaseLost + " (a newer claim holds the event), " +
 			reasonAlreadyDelivered + " (someone completed it under our token) or " + reasonDatabaseError + " (the statement failed; ownership unknown).",
 		Columns: []string{"#", "Time", "Worker", "Token presented", "Reason", "Why"}}
 	for _, f := range run.failedAcks {
-		failed.AddRow(f.seq, clock.Logical(f.at), f.worker, f.token, f.reason, f.detail)
+		failed.AddRow(f.seq, s16Time(f.at), f.worker, f.token, f.reason, f.detail)
 	}
 	return []lab.Table{claims, acks, failed}
 }
+
+// s16At is tick t as a timeline's clock time; s16Time, as a student reads
+// it in a text or a ledger: the clock time, the tick beside it.
+func s16At(t int64) string   { return cast.LessonTicks.At(t) }
+func s16Time(t int64) string { return cast.LessonTicks.Time(t) }

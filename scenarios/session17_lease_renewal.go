@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/cast"
-	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
@@ -43,26 +42,45 @@ type renewalStep struct {
 	about    string
 }
 
-// leaseRenewalSteps are the nine steps of LESSONS.md, in order.
+// leaseRenewalSteps are the nine steps of LESSONS.md, in order, in logical
+// ticks (milliseconds from cast.LessonStart). Each step's check text is a
+// template: its time, actor, the lease end it asks for and the lease it
+// meets come from the run (see castLeaseRenewal).
 var leaseRenewalSteps = []renewalStep{
-	{at: 100, actor: s17WorkerA, kind: claimStep, until: 150, ok: true, owner: s17WorkerA, leaseEnd: 150, why: "no live lease: A gets token tA",
-		check: "step_1_claim_succeeds", about: "t=100 A claims EVENT-81 with a lease until 150"},
-	{at: 110, actor: s17WorkerB, kind: renewStep, until: 180, ok: false, owner: s17WorkerA, leaseEnd: 150, why: "B has no current token",
-		check: "step_2_renew_without_token_refused", about: "t=110 B, holding no token, cannot renew A's lease"},
-	{at: 120, actor: s17WorkerA, kind: renewStep, until: 140, ok: false, owner: s17WorkerA, leaseEnd: 150, why: "140 would shorten the lease (150)",
-		check: "step_3_shorten_refused", about: "t=120 A's renewal to 140 is refused: it would shorten the lease"},
-	{at: 130, actor: s17WorkerA, kind: renewStep, until: 200, ok: true, owner: s17WorkerA, leaseEnd: 200, why: "current token, lease live, 200 > 150",
-		check: "step_4_renew_extends", about: "t=130 A renews to 200: current token, live lease, longer deadline"},
-	{at: 160, actor: s17WorkerB, kind: claimStep, until: 210, ok: false, owner: s17WorkerA, leaseEnd: 200, why: "A's lease is live until 200",
-		check: "step_5_claim_blocked_by_live_lease", about: "t=160 B's claim is refused: A's lease is live until 200"},
-	{at: 200, actor: s17WorkerA, kind: renewStep, until: 250, ok: false, owner: s17WorkerA, leaseEnd: 200, why: "the lease expired at 200 (now = lease_until)",
-		check: "step_6_renew_at_expiry_refused", about: "t=200 A's renewal to 250 is refused: the lease expired at 200"},
-	{at: 200, actor: s17WorkerB, kind: claimStep, until: 260, ok: true, owner: s17WorkerB, leaseEnd: 260, why: "the lease has expired: B gets a new token tB",
-		check: "step_7_claim_after_expiry", about: "t=200 B claims with a lease until 260 and gets token tB"},
-	{at: 210, actor: s17WorkerA, kind: renewStep, until: 270, ok: false, owner: s17WorkerB, leaseEnd: 260, why: "tA is stale: the current token is tB",
-		check: "step_8_stale_renew_refused", about: "t=210 A's renewal with tA is refused: its token is stale"},
-	{at: 220, actor: s17WorkerB, kind: renewStep, until: 300, ok: true, owner: s17WorkerB, leaseEnd: 300, why: "current token, lease live, 300 > 260",
-		check: "step_9_new_owner_renews", about: "t=220 B renews to 300"},
+	{at: 100, actor: s17WorkerA, kind: claimStep, until: 150, ok: true, owner: s17WorkerA, leaseEnd: 150,
+		why:   "no live lease: the claimer gets a new token (tA)",
+		check: "step_1_claim_succeeds", about: "{step_1_at}: {@step_1_actor} claims {@event} with a lease until {step_1_until}"},
+	{at: 110, actor: s17WorkerB, kind: renewStep, until: 180, ok: false, owner: s17WorkerA, leaseEnd: 150,
+		why:   "the renewer holds no current token",
+		check: "step_2_renew_without_token_refused", about: "{step_2_at}: {@step_2_actor}, holding no token, cannot renew " +
+			"the lease of {@step_2_holder}"},
+	{at: 120, actor: s17WorkerA, kind: renewStep, until: 140, ok: false, owner: s17WorkerA, leaseEnd: 150,
+		why:   "the proposed end would shorten the lease",
+		check: "step_3_shorten_refused", about: "{step_3_at}: {@step_3_actor}'s renewal to {step_3_until} is refused: " +
+			"it would shorten the lease, which ends at {step_3_before}"},
+	{at: 130, actor: s17WorkerA, kind: renewStep, until: 200, ok: true, owner: s17WorkerA, leaseEnd: 200,
+		why:   "current token, lease live, a longer deadline",
+		check: "step_4_renew_extends", about: "{step_4_at}: {@step_4_actor} renews to {step_4_until}: current token, " +
+			"live lease, longer deadline"},
+	{at: 160, actor: s17WorkerB, kind: claimStep, until: 210, ok: false, owner: s17WorkerA, leaseEnd: 200,
+		why:   "the owner's lease is still live",
+		check: "step_5_claim_blocked_by_live_lease", about: "{step_5_at}: {@step_5_actor}'s claim is refused: the lease " +
+			"of {@step_5_holder} is live until {step_5_before}"},
+	{at: 200, actor: s17WorkerA, kind: renewStep, until: 250, ok: false, owner: s17WorkerA, leaseEnd: 200,
+		why:   "the lease expired at its end (now = lease_until)",
+		check: "step_6_renew_at_expiry_refused", about: "{step_6_at}: {@step_6_actor}'s renewal to {step_6_until} is " +
+			"refused: the lease expired at {step_6_before}"},
+	{at: 200, actor: s17WorkerB, kind: claimStep, until: 260, ok: true, owner: s17WorkerB, leaseEnd: 260,
+		why:   "the lease has expired: the claimer gets a new token (tB)",
+		check: "step_7_claim_after_expiry", about: "{step_7_at}: {@step_7_actor} claims with a lease until " +
+			"{step_7_until} and gets a new token"},
+	{at: 210, actor: s17WorkerA, kind: renewStep, until: 270, ok: false, owner: s17WorkerB, leaseEnd: 260,
+		why:   "its token is stale: a newer claim holds the event",
+		check: "step_8_stale_renew_refused", about: "{step_8_at}: {@step_8_actor}'s renewal with its old token is " +
+			"refused: the token is stale"},
+	{at: 220, actor: s17WorkerB, kind: renewStep, until: 300, ok: true, owner: s17WorkerB, leaseEnd: 300,
+		why:   "current token, lease live, a longer deadline",
+		check: "step_9_new_owner_renews", about: "{step_9_at}: {@step_9_actor} renews to {step_9_until}"},
 }
 
 func leaseRenewalChecks() []CheckDoc {
@@ -73,7 +91,7 @@ func leaseRenewalChecks() []CheckDoc {
 		docs = append(docs, CheckDoc{Name: s.check, About: s.about})
 	}
 	return append(docs, CheckDoc{Name: "renewal_after_delivery_rows",
-		About: "after the nine steps Worker-B acknowledges EVENT-81 (delivered), then renews it: the renewal changes 0 rows"})
+		About: "rows changed by {@late_renewer}'s renewal of {@event} after its own ack under the same token"})
 }
 
 // After the nine steps (LESSONS.md): Worker-B acknowledges EVENT-81 under
@@ -94,10 +112,11 @@ var leaseRenewal = Scenario{
 	Design:  lab.Safe,
 	Teaches: "A worker that needs more time renews its lease with one guarded UPDATE: it must present the " +
 		"current token, the event must be pending, the lease must still be live (lease_until > now) and the new " +
-		"deadline must be longer (lease_until < proposed). A claim needs no live lease. On logical time, nine " +
-		"steps by Worker-A and Worker-B on EVENT-81 show each rule accepting or refusing, judged by the rows " +
-		"each statement really changed. After them Worker-B acknowledges EVENT-81 and then renews it: with its token " +
-		"current, its lease live and a longer deadline, only the pending-state guard (delivered = 0) refuses the renewal.",
+		"deadline must be longer (lease_until < proposed). A claim needs no live lease. On logical time (shown as clock " +
+		"time, the tick beside it), {step_count} steps by {@first_worker} and {@second_worker} on {@event} show each rule " +
+		"accepting or refusing, judged by the rows each statement really changed. After them {@late_renewer} acknowledges " +
+		"{@event} and then renews it: with its token current, its lease live and a longer deadline, only the " +
+		"pending-state guard (delivered = 0) refuses the renewal.",
 	DoesNotSolve: "Renewal shortens the window, it does not close it: a worker can renew, then stall past the new " +
 		"deadline after it has sent the event and before it records completion (the post-send ambiguity). " +
 		"Another worker then sends it again. The lease decides who may write to the row; only an idempotent " +
@@ -106,24 +125,28 @@ var leaseRenewal = Scenario{
 		store.ClaimEvent,
 		store.RenewLease,
 	},
-	Checks: leaseRenewalChecks(),
+	Checks:   leaseRenewalChecks(),
+	Settings: leaseRenewalScript,
 	Variants: []Variant{
 		{Name: variantRenewByEventID, Swaps: []store.Stmt{store.RenewByEventID}, Mistake: "the renewal updates WHERE event_id = :id without the token: a worker that holds no token, or a stale one, extends someone else's lease",
 			Breaks: []string{"steps_as_expected", "step_2_renew_without_token_refused", "step_3_shorten_refused", "step_8_stale_renew_refused"},
-			Shows: "At t=110 Worker-B, holding no token, extends Worker-A's lease to 180, and at t=210 Worker-A, with a " +
-				"stale token, moves Worker-B's lease to 270: 2 of 9 steps change what they must not, and step 3, refused " +
-				"as it should be, reads back the lease end 180 that Worker-B's renewal left instead of 150. Only the current " +
-				"token holder may renew, so the token belongs in the renewal's WHERE clause as much as in the ack's."},
+			Shows: "At {step_2_at} {@step_2_actor}, holding no token, renews the lease of {@step_2_holder}: {step_2_changed}, " +
+				"the lease read back ends at {step_2_lease}; at {step_8_at} {@step_8_actor}, with a stale token, renews the " +
+				"lease of {@step_8_holder}: {step_8_changed}, read back until {step_8_lease}. The renewal that would shorten " +
+				"the lease then reads back the end {step_3_lease} instead of {step_3_wanted}; {steps_as_expected} of " +
+				"{step_count} steps behaved as specified. Only the current token holder may renew, so the token belongs in " +
+				"the renewal's WHERE clause as much as in the ack's."},
 		{Name: variantAllowShortening, Swaps: []store.Stmt{store.RenewAllowShortening}, Mistake: "the renewal drops lease_until < :proposed: a \"renewal\" may move the deadline earlier",
 			Breaks: []string{"steps_as_expected", "step_3_shorten_refused"},
-			Shows: "At t=120 Worker-A's renewal to 140 succeeds and moves its lease end from 150 back to 140, sooner " +
-				"than the owner had already promised itself. A renewal must only move the deadline later (lease_until " +
+			Shows: "At {step_3_at} {@step_3_actor}'s renewal to {step_3_until} changes {step_3_changed} and moves the lease " +
+				"end from {step_3_before} back to {step_3_lease}, sooner than the owner had already promised itself. A renewal must only move the deadline later (lease_until " +
 				"< :proposed), or a delayed, out-of-order renewal cuts a lease short under its owner."},
 		{Name: variantRenewAfterExpiry, Swaps: []store.Stmt{store.RenewAfterExpiry}, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
 			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"},
-			Shows: "At t=200, the instant Worker-A's lease ends, its renewal still succeeds (to 250): Worker-B's claim " +
-				"at t=200 is refused, Worker-A keeps renewing with its old token, and Worker-B can never take the " +
-				"event over (4 of 9 steps go wrong). An expired lease is over: only a new claim may take it, never a " +
+			Shows: "At {step_6_at}, the instant the lease of {@step_6_holder} ends, {@step_6_actor}'s renewal to " +
+				"{step_6_until} changes {step_6_changed}: {@step_7_actor}'s claim at {step_7_at} changes {step_7_changed}, " +
+				"the lease read back after {@step_8_actor}'s renewal at {step_8_at} ends at {step_8_lease}, and the event " +
+				"stays with {@final_owner} ({steps_as_expected} of {step_count} steps as specified). An expired lease is over: only a new claim may take it, never a " +
 				"late renewal by the old owner."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -150,6 +173,10 @@ type stepResult struct {
 	asExpect bool
 	busy     int
 	refusal  lab.Refusal // a renewal's 0 rows: the guard the row read back names
+	// holderBefore and leaseBefore are the owner and lease end read back
+	// after the step before: the lease this step met.
+	holderBefore string
+	leaseBefore  int64
 }
 
 // runLeaseRenewal runs steps with the relay statements sqls.
@@ -181,10 +208,11 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		if err != nil {
 			return nil, err
 		}
-		e := lab.Event{At: clock.Logical(s.at), Kind: stepKind(s, res, before), Subject: s17EventID, Actor: s.actor,
+		res.holderBefore, res.leaseBefore = before.owner, before.leaseEnd
+		e := lab.Event{At: s17At(s.at), Kind: stepKind(s, res, before), Subject: s17EventID, Actor: s.actor,
 			Action: stepAction(s, res.token), Detail: res.observed, Rows: lab.RowsOf(res.rows)}
 		if res.rows == 1 {
-			e.Until = clock.Logical(res.leaseEnd)
+			e.Until = s17At(res.leaseEnd)
 		}
 		if e.Kind == lab.KindFenced {
 			e.Refusal = res.refusal
@@ -193,7 +221,7 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 		results = append(results, res)
 		before = res
 	}
-	lateRows, err := renewAfterDelivery(ctx, workers[s17WorkerB], &timeline)
+	lateRows, err := renewAfterDelivery(ctx, s17WorkerB, workers[s17WorkerB], &timeline)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +239,8 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 	if err != nil {
 		return nil, err
 	}
-	r.Tables = append(r.Tables, renewalStepTable(results), cast.OutboxEventsTable(events))
+	castLeaseRenewal(r, results, events)
+	r.Tables = append(r.Tables, renewalStepTable(results), cast.OutboxEventsTable(events, cast.LessonTicks))
 	r.Verdict = leaseRenewalVerdict(r, env.Variant)
 	return r, nil
 }
@@ -224,7 +253,7 @@ func seedLeaseRenewal(ctx context.Context, setup *store.DB, relay *store.Relay, 
 	if err := relay.Insert(ctx, store.NewEvent{ID: s17EventID, Type: "CreditAwarded", Payload: `{"account":"ACC-81","cents":1000}`}, 0); err != nil {
 		return err
 	}
-	timeline.Add(lab.Event{At: clock.Logical(0), Kind: lab.KindCommit, Subject: s17EventID, Actor: "producer", Action: "insert event",
+	timeline.Add(lab.Event{At: s17At(0), Kind: lab.KindCommit, Subject: s17EventID, Actor: "producer", Action: "insert event",
 		Detail: s17EventID + " committed; claim_token 0, no lease"})
 	return nil
 }
@@ -243,9 +272,9 @@ func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (step
 		switch c.Outcome {
 		case store.Claimed:
 			w.token, res.token = c.Token, c.Token
-			res.observed = fmt.Sprintf("claimed: %s, token %d, lease until %d", lab.Rows(c.Rows), c.Token, c.LeaseUntil)
+			res.observed = fmt.Sprintf("claimed: %s, token %d, lease until %s", lab.Rows(c.Rows), c.Token, s17Time(c.LeaseUntil))
 		case store.Blocked:
-			res.observed = fmt.Sprintf("refused: 0 rows (%s's lease live until %d)", c.HeldBy, c.LeaseUntil)
+			res.observed = fmt.Sprintf("refused: 0 rows (%s's lease live until %s)", c.HeldBy, s17Time(c.LeaseUntil))
 		default:
 			res.observed = fmt.Sprintf("refused: %s, %s", lab.Rows(c.Rows), c.Outcome)
 		}
@@ -264,11 +293,11 @@ func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (step
 	return res, readBack(ctx, w, s, &res)
 }
 
-// renewAfterDelivery plays the steps after the nine: w (Worker-B)
+// renewAfterDelivery plays the steps after the nine: w (worker, Worker-B)
 // acknowledges EVENT-81 under its token, then renews it. It returns the
 // rows the renewal changed; the timeline says what each write changed and
 // what the database held after it.
-func renewAfterDelivery(ctx context.Context, w *renewalWorker, timeline *lab.Timeline) (int64, error) {
+func renewAfterDelivery(ctx context.Context, worker string, w *renewalWorker, timeline *lab.Timeline) (int64, error) {
 	ack, err := w.relay.Complete(ctx, s17EventID, w.token, s17AckAt)
 	if err != nil {
 		return 0, err
@@ -281,9 +310,9 @@ func renewAfterDelivery(ctx context.Context, w *renewalWorker, timeline *lab.Tim
 	if ack.Rows != 1 {
 		kind, refusal = lab.KindFenced, cast.EventRefusal(ev, true, w.token, s17AckAt)
 	}
-	timeline.Add(lab.Event{At: clock.Logical(s17AckAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: s17WorkerB,
+	timeline.Add(lab.Event{At: s17At(s17AckAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: worker,
 		Action: "acks with " + heldToken(w.token), Rows: lab.RowsOf(ack.Rows),
-		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %d", lab.Rows(ack.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), ev.LeaseUntil)})
+		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %s", lab.Rows(ack.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), s17Time(ev.LeaseUntil))})
 	renewal, err := w.relay.Renew(ctx, s17EventID, w.token, s17LateRenewAt, s17LateRenewTo)
 	if err != nil {
 		return 0, err
@@ -295,11 +324,11 @@ func renewAfterDelivery(ctx context.Context, w *renewalWorker, timeline *lab.Tim
 	if renewal.Rows == 1 {
 		kind, refusal = lab.KindStale, ""
 	}
-	e := lab.Event{At: clock.Logical(s17LateRenewAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: s17WorkerB,
+	e := lab.Event{At: s17At(s17LateRenewAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: worker,
 		Action: stepAction(renewalStep{kind: renewStep, until: s17LateRenewTo}, w.token), Rows: lab.RowsOf(renewal.Rows),
-		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %d", lab.Rows(renewal.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), ev.LeaseUntil)}
+		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %s", lab.Rows(renewal.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), s17Time(ev.LeaseUntil))}
 	if renewal.Rows == 1 {
-		e.Until = clock.Logical(ev.LeaseUntil)
+		e.Until = s17At(ev.LeaseUntil)
 	}
 	timeline.Add(e)
 	return renewal.Rows, nil
@@ -330,7 +359,7 @@ func readBack(ctx context.Context, w *renewalWorker, s renewalStep, res *stepRes
 			res.refusal = lab.RefusedByShorter // the row's lease already reaches the proposed end
 		}
 	}
-	res.observed += fmt.Sprintf("; read back: owner %s, lease until %d", ev.LockedBy, ev.LeaseUntil)
+	res.observed += fmt.Sprintf("; read back: owner %s, lease until %s", ev.LockedBy, s17Time(ev.LeaseUntil))
 	res.asExpect = (res.rows == 1) == s.ok && ev.LockedBy == s.owner && ev.LeaseUntil == s.leaseEnd
 	return nil
 }
@@ -398,9 +427,9 @@ func stepKind(s renewalStep, res, before stepResult) lab.Kind {
 // stepAction words a step the way the step table prints it.
 func stepAction(s renewalStep, token int64) string {
 	if s.kind == claimStep {
-		return fmt.Sprintf("claims, lease until %d", s.until)
+		return fmt.Sprintf("claims, lease until %s", s17Time(s.until))
 	}
-	return fmt.Sprintf("renews to %d with %s", s.until, heldToken(token))
+	return fmt.Sprintf("renews to %s with %s", s17Time(s.until), heldToken(token))
 }
 
 // heldToken words the token a worker presents: "token N", or "no token".
@@ -412,9 +441,9 @@ func heldToken(token int64) string {
 }
 
 func renewalStepTable(results []stepResult) lab.Table {
-	t := lab.Table{Title: "The nine steps: expected and observed",
+	t := lab.Table{Title: "The steps: expected and observed",
 		Note: "Observed comes from the rows each real statement changed (1 row = succeeded, 0 rows = refused) and from the owner and lease end read back from the database after the step; a step passes only if both match. " +
-			"A lease is live while now < lease_until; at now = lease_until it has expired.",
+			"A lease is live while now < lease_until; at now = lease_until it has expired. " + cast.LessonTicks.Note(),
 		Columns: []string{"Step", "Time", "Actor", "Action", "Expected", "Observed", "Busy retries", "Result"}}
 	for i, res := range results {
 		expected := "fails: " + res.step.why
@@ -425,7 +454,63 @@ func renewalStepTable(results []stepResult) lab.Table {
 		if res.asExpect {
 			verdict = "PASS"
 		}
-		t.AddRow(i+1, clock.Logical(res.step.at), res.step.actor, stepAction(res.step, res.token), expected, res.observed, res.busy, verdict)
+		t.AddRow(i+1, s17Time(res.step.at), res.step.actor, stepAction(res.step, res.token), expected, res.observed, res.busy, verdict)
 	}
 	return t
+}
+
+// castLeaseRenewal records the roles and settings the lesson's texts
+// quote, each read from the run: a step's time, the lease end it asked for,
+// the rows it changed, its actor (the worker whose connection ran the
+// statement), the owner and lease end read back before it (the lease it
+// met: {@step_N_holder}, {step_N_before}) and after it ({step_N_lease}).
+// The first and second workers are the steps' actors in the order they
+// first act; the late
+// renewer is the actor of the renewal after the ack, as the timeline
+// records it; the final owner is the row's locked_by read back at the end.
+func castLeaseRenewal(r *lab.Result, results []stepResult, events []store.Event) {
+	if len(events) > 0 {
+		r.SetCast("event", events[0].ID)
+		r.SetCast("final_owner", events[0].LockedBy)
+	}
+	r.SetSetting("step_count", fmt.Sprint(len(results)))
+	for i, res := range results {
+		key := fmt.Sprintf("step_%d_", i+1)
+		r.SetSetting(key+"at", s17Time(res.step.at))
+		r.SetSetting(key+"until", s17Time(res.step.until))
+		r.SetSetting(key+"changed", lab.Rows(res.rows))
+		r.SetSetting(key+"lease", s17Time(res.leaseEnd))
+		r.SetSetting(key+"wanted", s17Time(res.step.leaseEnd))
+		r.SetCast(key+"actor", res.step.actor)
+		if res.holderBefore != "" {
+			r.SetCast(key+"holder", res.holderBefore)
+			r.SetSetting(key+"before", s17Time(res.leaseBefore))
+		}
+		if _, ok := r.Cast["first_worker"]; !ok {
+			r.SetCast("first_worker", res.step.actor)
+		} else if _, ok := r.Cast["second_worker"]; !ok && res.step.actor != r.Cast["first_worker"] {
+			r.SetCast("second_worker", res.step.actor)
+		}
+	}
+	if n := len(r.Timeline); n > 0 {
+		r.SetCast("late_renewer", r.Timeline[n-1].Actor) // the timeline's last event is the renewal after the ack
+	}
+}
+
+// s17At is tick t as a timeline's clock time; s17Time, as a student reads
+// it in a text or a table: the clock time, the tick beside it.
+func s17At(t int64) string   { return cast.LessonTicks.At(t) }
+func s17Time(t int64) string { return cast.LessonTicks.Time(t) }
+
+// leaseRenewalScript is what the step script sets before any run: each
+// step's time and the lease end it asks for, and the number of steps, for
+// `describe`; a run records the same keys from what it ran
+// (castLeaseRenewal), and its record stands.
+func leaseRenewalScript(Options) map[string]string {
+	out := map[string]string{"step_count": fmt.Sprint(len(leaseRenewalSteps))}
+	for i, s := range leaseRenewalSteps {
+		key := fmt.Sprintf("step_%d_", i+1)
+		out[key+"at"], out[key+"until"] = s17Time(s.at), s17Time(s.until)
+	}
+	return out
 }

@@ -39,25 +39,30 @@ var clocksAndOutages = Scenario{
 	FileTag: "Clocks-And-Outages",
 	Title:   "Session 23: whose clock is it? Skewed workers, a database outage at the ack, and renewal racing a reclaim",
 	Design:  lab.Safe,
-	Teaches: "Three things a lease's tests leave out, on the database's clock (t in ms from 10:00:00.000Z), lease 500 ms. " +
-		"Part 1: Worker-S's clock reads behind the database's, Worker-F's ahead (--skew-slow, --skew-fast: 300 ms each " +
-		"unless set; the Clocks table gives this run's). " +
+	Teaches: "Three things a lease's tests leave out, on the database's clock (UTC from {clock_start}; each time in the " +
+		"report has its tick, ms from then, beside it), lease {lease}. " +
+		"Part 1: {@slow_worker}'s clock reads {skew_slow} behind the database's, {@fast_worker}'s {skew_fast} ahead " +
+		"(--skew-slow, --skew-fast; the Clocks table gives this run's). " +
 		"Every lease instant comes from the database's clock: the claim, the ack and the renewal call db_now() (on SQLite " +
-		"a function of the lab's connections that the scenario clock drives), and a worker holds its lease as 500 ms from " +
-		"the claim's answer on its own clock, never as an instant. Worker-S claims e1 at t=0; Worker-F's claim at t=100 is " +
-		"blocked; Worker-S works until t=400 and acks inside its lease.\n\n" +
-		"Part 2: Worker-N sends e2 and its ack fails with a database error: a batch job holds the lock past the ack's " +
-		"one-second busy timeout. A database error says nothing about ownership, so Worker-N retries the fenced ack, which succeeds. " +
-		"Worker-N sends e3 and stalls past its lease; Worker-F reclaims and acks e3; Worker-N's late ack changes 0 rows.\n\n" +
-		"Worker-N then sends e5 and stalls past its lease with nobody reclaiming it: its token is still current, yet its " +
-		"late ack changes 0 rows too, because the lease ran out (lease_until > db_now()), and is recorded as lease lost. " +
-		"The ack ledger records each failed ack with its reason, and the operational view keeps database errors and lost " +
-		"leases apart.\n\nPart 3: Worker-S's renewal and Worker-F's claim meet at exactly the lease end, 200 times, each on " +
-		"its own connection: never both win. A lease that ends at t is over at t, so the renewal loses whatever the order: " +
-		"first, it finds the lease ended; after the claim, its token is stale.",
+		"a function of the lab's connections that the scenario clock drives), and a worker holds its lease as {lease} from " +
+		"the claim's answer on its own clock, never as an instant. {@slow_worker} claims {@skewed_event} at " +
+		"{skewed_claim_at}; {@fast_worker} tries to claim it at {fast_claim_at}, while that lease is live; {@slow_worker} " +
+		"works until {slow_work_ends} and acks it.\n\n" +
+		"Part 2: {@steady_worker} sends {@outage_event} and its ack meets a batch job holding the lock past the ack's " +
+		"busy timeout ({busy_timeout}, waited on the wall clock while the database's clock stands). A database error says " +
+		"nothing about ownership, so the relay retries the fenced ack. " +
+		"{@steady_worker} sends {@reclaimed_event} and stalls past its lease; {@fast_worker} reclaims and acks it; " +
+		"{@steady_worker}'s late ack is fenced.\n\n" +
+		"{@steady_worker} then sends {@expired_event} and stalls past its lease with nobody reclaiming it: its token is " +
+		"still current, yet the lease ran out (lease_until > db_now() refuses its late ack), and the relay records that " +
+		"as lease lost. The ack ledger records each failed ack with its reason, and the operational view keeps database " +
+		"errors and lost leases apart.\n\nPart 3: {@race_owner}'s renewal and {@race_claimer}'s claim meet at exactly the " +
+		"lease end, {race_trials} times, each on its own connection. A lease that ends at t is over at t, so the " +
+		"renewal loses whatever the order: first, it finds the lease ended; after the claim, its token is stale.",
 	OnPostgres: "On PostgreSQL db_now() is a function in the run's schema reading the server's clock, a one-row table " +
-		"(db_clock) that the lab moves, the same for every connection; the outage is the batch job's lock on e2's row, " +
-		"and the ack sets lock_timeout to 1 s, SQLite's busy timeout.",
+		"(db_clock) that the lab moves, the same for every connection; the outage is the batch job's lock on the " +
+		"outage event's row, and the ack bounds its wait with SET LOCAL lock_timeout (see its statement) as SQLite's busy " +
+		"timeout, {busy_timeout}, bounds it there.",
 	DoesNotSolve: "A lease held as a duration on the worker's own clock survives any offset between clocks, not a clock " +
 		"that runs fast or slow, nor a pause the worker cannot see (GC, SIGSTOP): a worker must stop before its lease " +
 		"ends by a margin for drift and pauses, and only the fencing token stops a late write. The database's clock can " +
@@ -65,16 +70,19 @@ var clocksAndOutages = Scenario{
 		"lost after the commit): the retry is safe because the ack is fenced and idempotent, but an effect already sent " +
 		"stays sent, so consumers still need the inbox (session 18).",
 	Statements: []store.Stmt{store.ClaimOnDatabaseClock, store.AckOnDatabaseClock, store.RenewOnDatabaseClock},
+	Settings:   clocksSettings,
 	Checks: []CheckDoc{
 		{Name: "live_lease_claims", About: "claims that took a lease live on the database's clock"},
-		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored"},
-		{Name: "e1_processing_attempts", About: "processing attempts on e1: Worker-S's only"},
-		{Name: "ack_failures_database_error", About: "failed acks recorded as database error (e2's)"},
-		{Name: "ack_failures_lease_lost", About: "failed acks recorded as lease lost (e3's and e5's)"},
-		{Name: "expired_ack_rows", About: "rows Worker-N's late ack of e5 changed, its lease run out with nobody reclaiming it"},
+		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored", Measure: true},
+		{Name: "e1_processing_attempts", About: "processing attempts on {@skewed_event}, which {@skewed_owner} claimed " +
+			"first", Measure: true},
+		{Name: "ack_failures_database_error", About: "failed acks of the outage part the relay recorded as database error"},
+		{Name: "ack_failures_lease_lost", About: "failed acks of the outage part the relay recorded as lease lost"},
+		{Name: "expired_ack_rows", About: "rows changed by {@steady_worker}'s late ack of {@expired_event}, its lease " +
+			"run out with nobody reclaiming it"},
 		{Name: "acks_retried_after_outage", About: "acks that succeeded on retry after a database error"},
 		{Name: "duplicate_sends", About: "sends of an event given up while its lease was live"},
-		{Name: "race_trials", About: "race trials that met at exactly the lease end"},
+		{Name: "race_trials", About: "race trials that met at exactly the lease end", Measure: true},
 		{Name: "race_both_won", About: "trials in which the renewal and the claim both won"},
 		{Name: "race_renewal_won", About: "trials in which the renewal alone won: a renewal at exactly the lease end " +
 			"changed the ended lease"},
@@ -84,29 +92,31 @@ var clocksAndOutages = Scenario{
 			Mistake: "the claim compares and writes lease instants on each worker's own clock (:now) instead of the " +
 				"database's: each worker's idea of a lease's end is stored where the others read it",
 			Breaks: []string{"live_lease_claims", "work_after_lease_end_ms", "e1_processing_attempts"},
-			Shows: "Each claim stores a lease end on its own worker's clock: Worker-S's, read behind the database's, ends " +
-				"early; Worker-F's, read ahead, finds a live lease over. In this run {live_lease_claims} claim took a lease " +
-				"the database's clock said was live, e1 was worked on {e1_processing_attempts} times, and work went on " +
-				"{work_after_lease_end_ms} ms past the lease its claim stored (with the default 300 ms offsets Worker-F " +
-				"takes e1 at t=100 and both work on it). Processes that share a lease must measure it on one clock."},
+			Shows: "Each claim stores a lease end on its own worker's clock: {@slow_worker}'s, read {skew_slow} behind the " +
+				"database's, ends early; {@fast_worker}'s, read {skew_fast} ahead, finds a live lease over. In this run the " +
+				"claims that took a lease the database's clock said was live: {live_lease_claims}; processing attempts on " +
+				"{@skewed_event}: {e1_processing_attempts}; work past the lease its claim stored: {work_after_lease_end_ms} " +
+				"ms. Processes that share a lease must measure it on one clock."},
 		{Name: variantOutageAsLeaseLoss,
 			Changes: "the relay's ack policy (cast.EveryFailureIsLeaseLost): every failed ack, an error as well as 0 rows, " +
 				"is recorded as lease-lost and its event given up; the statements are the lesson's",
-			Mistake: "the relay treats every failed ack as a lost lease: the database error at e2's ack is recorded as " +
-				"lease-lost and e2 is given up instead of retried",
+			Mistake: "the relay treats every failed ack as a lost lease: the database error at the outage's ack is recorded as " +
+				"lease-lost and its event is given up instead of retried",
 			Breaks: []string{"ack_failures_database_error", "ack_failures_lease_lost", "acks_retried_after_outage", "duplicate_sends"},
-			Shows: "Worker-N gives e2 up while its token is current and its lease live until 10:00:01.500; after the " +
-				"lease runs out Worker-F claims e2 and sends it again, a duplicate nothing else caused. The operational " +
-				"view counts {ack_failures_lease_lost} lost leases and {ack_failures_database_error} outages, so no one looks at the database. A database error says " +
-				"nothing about ownership: the relay retries the fenced ack, and its 0 or 1 row says."},
+			Shows: "In this run {@outage_acker} gives {@outage_event} up while its token is current and its lease live until " +
+				"{outage_lease_end}; after the lease runs out {@resender} claims {@outage_event} and sends it again, a " +
+				"duplicate nothing else caused (duplicate sends: {duplicate_sends}). The operational view counts lost " +
+				"leases: {ack_failures_lease_lost}, outages: {ack_failures_database_error}, so no one looks at the database. " +
+				"A database error says nothing about ownership: the relay retries the fenced ack, and the rows it changes say."},
 		{Name: s23RenewByEventID, Swaps: []store.Stmt{store.RenewOnDatabaseClockByEventID},
 			Mistake: "the renewal drops the token: a renewal that commits after another worker's claim finds that " +
 				"worker's new lease live and extends it",
 			Breaks: []string{"race_both_won"},
-			Shows: "In each trial where Worker-F's claim commits first, Worker-S's renewal at the same instant still " +
-				"changes 1 row: both believe they own e4, Worker-S by its renewal and Worker-F by its claim. (On PostgreSQL " +
-				"only a renewal that starts after the claim's commit sees the new lease; one that starts earlier reads the " +
-				"old, ended one.) With the token, the late renewal changes 0 rows, and at exactly the lease end the renewal " +
+			Shows: "In each trial where {@race_claimer}'s claim commits first, {@race_owner}'s renewal at the same instant " +
+				"still changes the row: both believe they own {@race_event}, {@race_owner} by its renewal and {@race_claimer} " +
+				"by its claim; in this run both won in {race_both_won} of {race_trials} trials. (On PostgreSQL only a " +
+				"renewal that starts after the claim's commit sees the new lease; one that starts earlier reads the old, " +
+				"ended one.) With the token, the late renewal changes no row, and at exactly the lease end the renewal " +
 				"loses whatever the order."},
 	},
 	Run: func(ctx context.Context, env *Env) (*lab.Result, error) {
@@ -131,6 +141,9 @@ type clockRun struct {
 	race    cast.RaceTally
 	// expiredAckRows are the rows Worker-N's late ack of e5 changed.
 	expiredAckRows int64
+	// raceOwner, raceClaimer and raceEvent are who renewed and who claimed
+	// which event in part 3's trials.
+	raceOwner, raceClaimer, raceEvent string
 }
 
 // runClocksAndOutages runs session 23 with the statements sqls.
@@ -196,6 +209,7 @@ func (run *clockRun) seed(ctx context.Context, workers *instance.Set) error {
 		policy = cast.EveryFailureIsLeaseLost
 	}
 	run.stage = cast.NewClockStage(run.lab, s23Lease, policy)
+	run.stage.LockWait = store.DefaultConfig.BusyTimeout // every connection's, as Env.Open and the children open them
 	o := run.env.Options
 	for _, w := range []struct {
 		into **cast.SkewedWorker
@@ -257,14 +271,14 @@ func (run *clockRun) skewedClocks(ctx context.Context) error {
 					if later.Event == "e1" && later.Outcome == store.Claimed && later.At > a.Began && later.Worker != w.Name {
 						// Not an expiry of a lease its owner held: the lease was taken.
 						run.stage.Event(lab.KindNote, "clock", "lease end passes", fmt.Sprintf("the end %s's claim stored for "+
-							"e1, %s, passes; %s took e1 at %s, while that lease was live", w.Name, clock.Logical(c.LeaseUntil),
-							later.Worker, clock.Logical(later.At)))
+							"e1, %s, passes; %s took e1 at %s, while that lease was live", w.Name, s23Time(c.LeaseUntil),
+							later.Worker, s23Time(later.At)))
 						return nil
 					}
 				}
 				run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e1", Actor: "clock", Action: "lease expires", Detail: fmt.Sprintf("%s's lease on e1 as its claim stored it: over at %s on the "+
-					"database's clock; %s's own clock reads %s, its own deadline is t=%d, so it works on", w.Name,
-					clock.Logical(c.LeaseUntil), w.Name, w.Reads(run.stage.Now), a.Deadline)})
+					"database's clock; %s's own clock reads %s, its own deadline is %s, so it works on", w.Name,
+					s23Time(c.LeaseUntil), w.Name, w.Reads(run.stage.Now), s23Time(a.Deadline))})
 				return nil
 			})
 		}
@@ -345,14 +359,14 @@ func (run *clockRun) outage(ctx context.Context) error {
 	sc.At(2000, func() error { return claimed(n, "e3", &c3) })
 	sc.At(2050, func() error { return run.send(ctx, n, "e3") })
 	sc.At(2050, func() error {
-		how, err := run.relays[s23WorkerN].Stall(clock.Logical(run.stage.Now), "its send of e3")
+		how, err := run.relays[s23WorkerN].Stall(s23Time(run.stage.Now), "its send of e3")
 		run.stage.Add(lab.Event{Kind: lab.KindStall, Subject: "e3", Actor: n.Actor(), Action: "stalls",
 			Detail: instance.WithHow("a long GC pause after its send: Worker-N still believes it owns e3", how)})
 		return err
 	})
 	sc.At(2500, func() error {
 		run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e3", Actor: "clock", Action: "lease expires",
-			Detail: "Worker-N's lease on e3 ran until " + clock.Logical(c3.LeaseUntil) + ": e3 is claimable"})
+			Detail: "Worker-N's lease on e3 ran until " + s23Time(c3.LeaseUntil) + ": e3 is claimable"})
 		return nil
 	})
 	sc.At(2600, func() error {
@@ -362,7 +376,7 @@ func (run *clockRun) outage(ctx context.Context) error {
 		return err
 	})
 	sc.At(2800, func() error {
-		how, err := run.relays[s23WorkerN].Wake(clock.Logical(run.stage.Now), "its ack of e3")
+		how, err := run.relays[s23WorkerN].Wake(s23Time(run.stage.Now), "its ack of e3")
 		if err != nil {
 			return err
 		}
@@ -379,18 +393,18 @@ func (run *clockRun) outage(ctx context.Context) error {
 	sc.At(3000, func() error { return claimed(n, "e5", &c5) })
 	sc.At(3050, func() error { return run.send(ctx, n, "e5") })
 	sc.At(3050, func() error {
-		how, err := run.relays[s23WorkerN].Stall(clock.Logical(run.stage.Now), "its send of e5")
+		how, err := run.relays[s23WorkerN].Stall(s23Time(run.stage.Now), "its send of e5")
 		run.stage.Add(lab.Event{Kind: lab.KindStall, Subject: "e5", Actor: n.Actor(), Action: "stalls",
 			Detail: instance.WithHow("another long pause after its send: Worker-N still believes it owns e5", how)})
 		return err
 	})
 	sc.At(3500, func() error {
 		run.stage.Add(lab.Event{Kind: lab.KindExpiry, Subject: "e5", Actor: "clock", Action: "lease expires",
-			Detail: "Worker-N's lease on e5 ran until " + clock.Logical(c5.LeaseUntil) + "; nobody reclaims e5"})
+			Detail: "Worker-N's lease on e5 ran until " + s23Time(c5.LeaseUntil) + "; nobody reclaims e5"})
 		return nil
 	})
 	sc.At(3700, func() error {
-		how, err := run.relays[s23WorkerN].Wake(clock.Logical(run.stage.Now), "its ack of e5")
+		how, err := run.relays[s23WorkerN].Wake(s23Time(run.stage.Now), "its ack of e5")
 		if err != nil {
 			return err
 		}
@@ -421,6 +435,7 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 		return err
 	}
 	owner, claimer, barrier := run.relays[s23WorkerS], run.relays[s23WorkerF], cast.NewBarrier(2)
+	run.raceOwner, run.raceClaimer, run.raceEvent = s23WorkerS, s23WorkerF, "e4"
 	side := func(err *error, wait time.Duration, do func() error) func() {
 		return func() {
 			if *err = barrier.Wait(ctx); *err == nil {
@@ -459,7 +474,7 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 	run.stage.Event(lab.KindNote, run.s.Actor(), "renew", fmt.Sprintf("e4 at exactly its lease end, %d trials (before each, the lab staged e4 as "+
 		"Worker-S's under a new token, its lease ending now): %s", s23Trials, renewals))
 	run.stage.Event(lab.KindNote, run.f.Actor(), "claim", fmt.Sprintf("e4 at the same instant in each trial: 1 row in %d of %d trials, each a new "+
-		"token, lease until %d", all.ClaimOnly+all.Both, s23Trials, s23RaceAt+s23Lease))
+		"token, lease until %s", all.ClaimOnly+all.Both, s23Trials, s23Time(s23RaceAt+s23Lease)))
 	return nil
 }
 
@@ -514,7 +529,8 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 		return err
 	}
 	r.Timeline = st.Timeline.Events()
-	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.Table(s23Spread, "e4", s23WorkerS, s23WorkerF)), cast.OutboxEventsTable(events))
+	run.castRoles(r, offers)
+	r.Tables = append(append(append([]lab.Table{run.clocksTable()}, st.Tables(2)...), sends, rc.Table(s23Spread, "e4", s23WorkerS, s23WorkerF)), cast.OutboxEventsTable(events, cast.DatabaseTicks))
 	return nil
 }
 
@@ -538,7 +554,7 @@ func s23Sends(offers []store.BrokerOffer, gaveUp []cast.GiveUp) (lab.Table, int,
 		if after {
 			dup++
 		}
-		t.AddRow(o.OfferID, o.EventID, o.OfferedBy, clock.Logical(tick), after)
+		t.AddRow(o.OfferID, o.EventID, o.OfferedBy, s23Time(tick), after)
 	}
 	return t, dup, nil
 }
@@ -546,13 +562,13 @@ func s23Sends(offers []store.BrokerOffer, gaveUp []cast.GiveUp) (lab.Table, int,
 // clocksTable puts each worker's clock beside the database's.
 func (run *clockRun) clocksTable() lab.Table {
 	t := lab.Table{Title: "Clocks: the database's and each worker's",
-		Note: "t is milliseconds on the database's clock from 10:00:00.000Z. db_now() decides every lease instant in the " +
-			"lesson's statements; a worker's own clock only measures how long it has held its lease (500 ms from the " +
-			"claim's answer), and no offset between clocks stretches or shortens a duration.",
+		Note: "t is milliseconds on the database's clock from " + cast.DatabaseTicks.Clock(0) + "Z. db_now() decides every " +
+			"lease instant in the lesson's statements; a worker's own clock only measures how long it has held its lease (" +
+			fmt.Sprint(s23Lease) + " ms from the claim's answer), and no offset between clocks stretches or shortens a duration.",
 		Columns: []string{"Clock", "Offset", "At the database's t=0 it reads"}}
-	t.AddRow("the database's: db_now()", "0 ms", "t=0 (10:00:00.000)")
+	t.AddRow("the database's: db_now()", "0 ms", s23Time(0))
 	for _, w := range []*cast.SkewedWorker{run.s, run.f, run.n} {
-		t.AddRow(w.Name+"'s", fmt.Sprintf("%+d ms", w.Skew), fmt.Sprintf("%s (%s)", w.Reads(0), cast.ClockText(w.Skew)))
+		t.AddRow(w.Name+"'s", fmt.Sprintf("%+d ms", w.Skew), w.Reads(0))
 	}
 	return t
 }
@@ -562,17 +578,106 @@ func clocksVerdict(r *lab.Result, variant string) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held. On the database's clock no claim took a live lease (%s) and no work ran past its "+
-			"lease (%s ms): e1 had %s processing attempt. At the outage the ack failed with a database error (%s), was "+
-			"retried and acked (%s); the lost lease on e3 was recorded apart (%s), and no event was sent again because a "+
-			"relay gave it up (%s). In %s trials at exactly the lease end the renewal and the claim never both won (%s): "+
-			"the claim won %s, the renewal %s. The clocks decide when a lease ends; the fencing token decides who may write.",
+		return r.Fill(fmt.Sprintf("SAFE DESIGN held. On the database's clock no claim took a live lease (%s) and no work ran past its "+
+			"lease (%s ms); processing attempts on {@skewed_event}: %s. At the outage the ack of {@outage_event} failed with a "+
+			"database error (%s), was retried and acked (%s); the lost leases on {@reclaimed_event} and {@expired_event} were "+
+			"recorded apart (%s), and no event was sent again because a relay gave it up (%s). In %s trials at exactly the "+
+			"lease end the renewal and the claim never both won (%s): the claim won %s, the renewal %s. The clocks decide "+
+			"when a lease ends; the fencing token decides who may write.",
 			m("live_lease_claims"), m("work_after_lease_end_ms"), m("e1_processing_attempts"), m("ack_failures_database_error"),
 			m("acks_retried_after_outage"), m("ack_failures_lease_lost"), m("duplicate_sends"), m("race_trials"), m("race_both_won"),
-			m("race_claim_won"), m("race_renewal_won"))
+			m("race_claim_won"), m("race_renewal_won")))
 	case variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
 		return fmt.Sprintf("NOT SHOWN: the design did not hold this run; failed checks %v.", r.FailedChecks())
+	}
+}
+
+// s23Time is tick t on the database's clock as a student reads it: the
+// clock time, the tick beside it.
+func s23Time(t int64) string { return cast.DatabaseTicks.Time(t) }
+
+// clocksSettings are the settings session 23's texts quote, as opts set
+// them: the skews, the lease, the busy timeout of every connection (the
+// store's config, which Env.Open and the workers' processes use) and the
+// instant the database's clock starts.
+func clocksSettings(opts Options) map[string]string {
+	return map[string]string{
+		"skew_slow":    fmt.Sprintf("%d ms", opts.SkewSlow.Milliseconds()),
+		"skew_fast":    fmt.Sprintf("%d ms", opts.SkewFast.Milliseconds()),
+		"lease":        fmt.Sprintf("%d ms", s23Lease),
+		"busy_timeout": store.DefaultConfig.BusyTimeout.String(),
+		"clock_start":  cast.DatabaseTicks.Clock(0) + "Z",
+	}
+}
+
+// castRoles records who played each role and the instants the texts
+// quote, read from the ledgers and the broker: the slow, fast and steady
+// workers are the ones the run started with those clocks; the skewed
+// event and its owner, part 1's first successful claim; the outage event
+// and its acker, part 2's ack whose statement failed; the resender, a
+// worker other than that acker that sent the outage event; the reclaimed
+// event, one of part 2 whose first owner's ack changed no row after a
+// second worker claimed it; the expired event, one whose owner's ack changed
+// no row and that nobody else claimed; the race's owner and claimer, the
+// workers whose connections renewed and claimed in part 3.
+func (run *clockRun) castRoles(r *lab.Result, offers []store.BrokerOffer) {
+	st := run.stage
+	r.SetCast("slow_worker", run.s.Name)
+	r.SetCast("fast_worker", run.f.Name)
+	r.SetCast("steady_worker", run.n.Name)
+	r.SetCast("race_owner", run.raceOwner)
+	r.SetCast("race_claimer", run.raceClaimer)
+	r.SetCast("race_event", run.raceEvent)
+	claimers := map[string][]cast.ClockClaim{} // each part 2 event's successful claims
+	for _, c := range st.Claims {
+		if c.Outcome != store.Claimed {
+			if c.Part == 1 && r.Cast["skewed_owner"] != "" && c.Worker != r.Cast["skewed_owner"] && r.Settings["fast_claim_at"] == "" {
+				r.SetSetting("fast_claim_at", s23Time(c.At))
+			}
+			continue
+		}
+		switch {
+		case c.Part == 1 && r.Cast["skewed_owner"] == "":
+			r.SetCast("skewed_event", c.Event)
+			r.SetCast("skewed_owner", c.Worker)
+			r.SetSetting("skewed_claim_at", s23Time(c.At))
+		case c.Part == 1 && r.Settings["fast_claim_at"] == "" && c.Worker != r.Cast["skewed_owner"]:
+			r.SetSetting("fast_claim_at", s23Time(c.At))
+		case c.Part == 2:
+			claimers[c.Event] = append(claimers[c.Event], c)
+		}
+	}
+	for _, a := range st.Attempts {
+		if a.Worker == r.Cast["skewed_owner"] && a.Event == r.Cast["skewed_event"] {
+			r.SetSetting("slow_work_ends", s23Time(a.Ended))
+			break
+		}
+	}
+	for _, a := range st.Acks {
+		if a.Part != 2 {
+			continue
+		}
+		claims := claimers[a.Event]
+		switch {
+		case a.Err != "" && r.Cast["outage_event"] == "":
+			r.SetCast("outage_event", a.Event)
+			r.SetCast("outage_acker", a.Worker)
+			for _, c := range claims {
+				if c.Worker == a.Worker {
+					r.SetSetting("outage_lease_end", s23Time(c.LeaseUntil))
+				}
+			}
+		case a.Err == "" && a.Rows == 0 && len(claims) > 1 && claims[0].Worker == a.Worker:
+			r.SetCast("reclaimed_event", a.Event)
+		case a.Err == "" && a.Rows == 0 && len(claims) == 1 && claims[0].Worker == a.Worker:
+			r.SetCast("expired_event", a.Event)
+		}
+	}
+	for _, o := range offers {
+		if o.EventID == r.Cast["outage_event"] && o.OfferedBy != r.Cast["outage_acker"] {
+			r.SetCast("resender", o.OfferedBy)
+		}
 	}
 }
