@@ -83,7 +83,7 @@ var batchCompletion = Scenario{
 				"state = 'running': a stale completion goes through while a new owner runs the message",
 			Breaks: []string{"stale_completions_refused", "stale_completions_committed", "results_overwritten", "stale_token_refused",
 				"retried_flush_rows"},
-			Shows: "{@stalled}'s late batch marks its messages Processed although {@refetcher} had fetched them " +
+			Shows: "The late batch of {@stalled} marks its messages Processed although {@refetcher} had fetched them " +
 				"again and was working on them; {@refetcher}'s own completion of them is then refused: the rows say " +
 				"{@stalled} finished work {@refetcher} did. In the re-fetch part the completion " +
 				"under the first token commits too ({stale_token_refused} refused), and the one under the current token is " +
