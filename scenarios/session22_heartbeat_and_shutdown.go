@@ -28,6 +28,8 @@ const (
 	hbBeatDelay     = 1 * cast.TickSecond // every beat fires this late: a busy scheduler
 	hbMaxProcessing = 2 * cast.TickMinute // no lease past claimed_at + this
 	hbGrace         = 10 * cast.TickSecond
+	hbLongWork      = 75 * cast.TickSecond // act 1's work: two and a half lease periods
+	hbStuckPause    = 11 * cast.TickSecond // act 3's pause: its overdue renewal proposes exactly the deadline
 )
 
 // Session 22's cast: the relays, a process each, and the events of its four acts.
@@ -50,32 +52,37 @@ var heartbeatAndShutdown = Scenario{
 	FileTag: "Heartbeat-And-Shutdown",
 	Title:   "Session 22: a heartbeat that stops the work when the lease is lost, and a shutdown that loses nothing",
 	Design:  lab.Safe,
-	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes 0 rows. " +
-		"On the scenario clock, with a 30 s lease, each relay's heartbeat renews under its token when two thirds of the " +
-		"lease has passed (the safety margin, 10 s, is the constant heartbeatMargin), each beat 1 s late.\n\n" +
-		"Act 1: Relay-A works on e1 for 75 s, several lease periods; every renewal changes 1 row and its completion is accepted.\n\n" +
-		"Act 2: Relay-A freezes holding e2 (a stop-the-world pause); its lease expires and Relay-B reclaims e2. When Relay-A " +
-		"resumes, its overdue renewal changes 0 rows and the heartbeat cancels the work's context before the send: no send, " +
-		"no completion attempted. Relay-B sends and completes e2. Then Relay-C sends e8 and freezes before its completion; " +
-		"Relay-B reclaims, sends and completes e8; Relay-C's overdue renewal changes 0 rows and cancels the work after the " +
-		"send: the send stands (the broker now holds e8 twice; the inbox absorbs that) and no completion is attempted.\n\n" +
-		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time); a lease that ends " +
-		"exactly at the deadline is allowed (<=): Relay-C, whose work on e3 never ends, is paused 11 s, so its overdue " +
-		"renewal proposes exactly claimed_at + 2 min and changes 1 row, and the next one is refused. Relay-C loses e3 and " +
-		"Relay-B delivers it.\n\nThen the live-lease guard alone: Relay-B claims e9 and freezes while no other relay polls; " +
-		"its lease runs out on the clock and nobody reclaims e9, so when Relay-B resumes, its overdue renewal presents its " +
-		"still-current token and only lease_until > :now refuses it (0 rows): a lease that has ended is lost even if " +
-		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later.\n\nThen the delivered " +
-		"guard alone: Relay-B's work on e10 ends at the instant its heartbeat's first tick falls due; its completion " +
-		"commits (1 row) and the tick, already due, renews before the relay tells its heartbeat to stop, under the " +
-		"still-current token, with the lease live and within the deadline: only delivered = 0 refuses it (0 rows). Read " +
-		"back, e10 is delivered under Relay-B's own token: the work is already done, not a lost lease, and nothing is " +
-		"cancelled.\n\n" +
-		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
-		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
-		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
-		"recovers both.\n\nPeers differ on the lost lease: Hangfire's sliding lease only logs it (the renewal-failure-only-logged " +
-		"variant), goqite and River let the job run to its end, Temporal's heartbeat cancels the activity's context, as here.",
+	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes no row. " +
+		"On the scenario clock, with a {lease} lease, each relay's heartbeat renews under its token when the lease has " +
+		"{margin} left (the safety margin, the constant heartbeatMargin), each beat {beat_delay} late.\n\n" +
+		"Act 1: {@long_worker} works on {@long_event} for {long_work}, several lease periods; every renewal changes its " +
+		"row and its completion is accepted.\n\n" +
+		"Act 2: {@lost_lease} freezes holding {@lost_event} (a stop-the-world pause); its lease expires and {@new_owner} " +
+		"reclaims {@lost_event}. When {@lost_lease} resumes, its overdue renewal changes no row and the heartbeat cancels " +
+		"the work's context before the send: no send, no completion attempted. {@new_owner} sends and completes " +
+		"{@lost_event}. Then {@sent_then_lost} sends {@sent_event} and freezes before its completion; another relay " +
+		"reclaims, sends and completes {@sent_event}; {@sent_then_lost}'s overdue renewal changes no row and cancels the " +
+		"work after the send: the send stands (the broker holds {@sent_event} again; the inbox absorbs that) and no " +
+		"completion is attempted.\n\n" +
+		"Act 3: the renewal also refuses any lease past claimed_at + {max_processing} (the maximum processing time); a " +
+		"lease that ends exactly at the deadline is allowed (<=): {@stuck}, whose work on {@stuck_event} never ends, is " +
+		"paused {stuck_pause}, so its overdue renewal proposes exactly claimed_at + {max_processing} and is accepted, and " +
+		"the next one is refused. {@stuck} loses {@stuck_event} and another relay delivers it.\n\nThen the live-lease " +
+		"guard alone: {@expired_holder} claims {@expired_event} and freezes while no other relay polls; its lease runs " +
+		"out on the clock and nobody reclaims {@expired_event}, so when {@expired_holder} resumes, its overdue renewal " +
+		"presents its still-current token and only lease_until > :now refuses it: a lease that has ended is lost even if " +
+		"nobody took it, and the heartbeat cancels the work before the send. {@expired_deliverer} delivers " +
+		"{@expired_event} later.\n\nThen the delivered guard alone: {@done_racer}'s work on {@done_event} ends at the " +
+		"instant its heartbeat's first tick falls due; its completion commits and the tick, already due, renews before " +
+		"the relay tells its heartbeat to stop, under the still-current token, with the lease live and within the " +
+		"deadline: only delivered = 0 refuses it. Read back, {@done_event} is delivered under {@done_racer}'s own token: " +
+		"the work is already done, not a lost lease, and nothing is cancelled.\n\n" +
+		"Act 4: {@stopped} holds {held_at_stop} when its stop signal arrives (SIGTERM, simulated in-process by a call to " +
+		"the relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at " +
+		"once, completes what it had already sent within its {grace} grace period, and leaves {left_at_exit} to expire, " +
+		"never marked complete; after the restart a fresh relay recovers them.\n\nPeers differ on the lost lease: " +
+		"Hangfire's sliding lease only logs it (the renewal-failure-only-logged variant), goqite and River let the job " +
+		"run to its end, Temporal's heartbeat cancels the activity's context, as here.",
 	DoesNotSolve: "Cancellation stops the work at its next check, not mid-call: a send already on the wire when the lease is " +
 		"lost still arrives, and a relay that only logs the failure (Hangfire) or runs the job to its end (goqite, River) " +
 		"sends after its lease is gone. The lab fires the overdue heartbeat before the work's next step; a real relay must " +
@@ -331,11 +338,12 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 	return run.script(ctx, []cast.Step{
 		cast.At(1, func() (err error) {
 			if j, err = claimWith(ctx, run.a); err == nil {
-				run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
+				run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes "+ticksText(hbLongWork)+
+					": two and a half lease periods")
 			}
 			return err
 		}),
-		cast.At(76, func() error { _, err := j.Send(ctx); return err }),
+		cast.At(1+hbLongWork/cast.TickSecond, func() error { _, err := j.Send(ctx); return err }),
 		cast.At(79, func() error { _, err := j.Complete(ctx); return err }),
 		cast.At(82, func() error { return run.pollAndDeliver(ctx, run.b, 82) }),
 	})
@@ -411,7 +419,7 @@ func (run *heartbeatRun) deadline(ctx context.Context) error {
 		cast.At(280, func() error {
 			return run.c.Freeze(ctx, "a stop-the-world pause (a long garbage collection): no heartbeat until it resumes")
 		}),
-		cast.At(291, func() error { return run.c.Resume(ctx) }),
+		cast.At(280+hbStuckPause/cast.TickSecond, func() error { return run.c.Resume(ctx) }),
 		cast.At(322, func() error { return run.pollAndDeliver(ctx, run.b, 322) }),
 	})
 }

@@ -25,6 +25,8 @@ func heartbeatSettings(Options) map[string]string {
 		"renew_interval": ticksText(hbLease - heartbeatMargin + hbBeatDelay),
 		"max_processing": ticksText(hbMaxProcessing),
 		"grace":          ticksText(hbGrace),
+		"long_work":      ticksText(hbLongWork),
+		"stuck_pause":    ticksText(hbStuckPause),
 	}
 }
 
@@ -54,6 +56,13 @@ func listOrNone(items []string) string {
 func (run *heartbeatRun) castHeartbeatRoles(r *lab.Result) {
 	s := run.stage
 	run.castRenewals(r, s.Renewals)
+	for _, c := range s.Claims {
+		if c.Event != "" {
+			r.SetCast("long_worker", c.Relay) // act 1: the run's first claim
+			r.SetCast("long_event", c.Event)
+			break
+		}
+	}
 	r.SetSetting("cancelled_before_send_on_loss", listOrNone(cancellations(s.Cancellations, cast.ErrLeaseLost, false)))
 	r.SetSetting("cancelled_after_send_on_loss", listOrNone(cancellations(s.Cancellations, cast.ErrLeaseLost, true)))
 	r.SetSetting("cancelled_on_expiry_list", listOrNone(cancellations(s.Cancellations, cast.ErrLeaseExpired, false)))
@@ -144,7 +153,8 @@ func (run *heartbeatRun) castExpired(r *lab.Result, e cast.RenewalEntry) {
 
 // castShutdown casts the relay that got the stop signal (the claimer of
 // the events it held at exit or marked delivered without a send), and
-// records those events and those the restarted relay recovered.
+// records the events it claimed, those it held at exit, those it marked
+// delivered without a send and those the restarted relay recovered.
 func (run *heartbeatRun) castShutdown(r *lab.Result) {
 	s := run.stage
 	var unsent, recovered []string
@@ -164,6 +174,14 @@ func (run *heartbeatRun) castShutdown(r *lab.Result) {
 			r.SetCast("stopped", c.Relay)
 		}
 	}
+	r.SetSetting("left_at_exit", listOrNone(run.heldAtExit))
+	var held []string // every event the stopped relay claimed: it lives only in the shutdown act
+	for _, c := range s.Claims {
+		if c.Event != "" && c.Relay == r.Cast["stopped"] {
+			held = append(held, c.Event)
+		}
+	}
+	r.SetSetting("held_at_stop", listOrNone(held))
 }
 
 // cancellations lists the works cancelled with cause, after their send or
