@@ -100,7 +100,7 @@ var claimsAtScale = Scenario{
 	},
 	Settings: claimsAtScaleSettings,
 	Variants: []Variant{
-		{Name: variantUnindexedClaim, Migrations: []store.Migration{store.WithoutClaimIndex}, Changes: "the schema: the indexed claim runs without migration 021's index", Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
+		{Name: variantUnindexedClaim, Migrations: []store.Migration{store.WithoutClaimIndex}, Changes: "the schema: the indexed claim runs without the index {claim_index} creates", Mistake: "the indexed claim ships without the index {claim_index} creates (dropped as unused, or never " +
 			"applied in production): the same statement falls back to reading the whole table",
 			Breaks: []string{"indexed_cost_growth"},
 			Shows: "Without the index {claim_index} creates, the indexed claim's plan becomes a scan of the table, like the lesson " +
@@ -127,8 +127,8 @@ var claimsAtScale = Scenario{
 				"the message {@retaker} stalled on ({retake_stale_refused} re-takes), so there is no finalize to retry. " +
 				"Recovery rests on the expired-lease half of the claimable predicate; an index must serve the whole " +
 				"predicate, not a faster half of it."},
-		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: fmt.Sprintf("measure both claims on the backlog a developer has at hand (%d messages, "+
-			"twice) instead of one ten times larger: the lesson claim looks as flat as the indexed one", s21SmallBacklog),
+		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: "measure both claims on the backlog a developer has at hand ({dev_backlog} messages, " +
+			"as both backlogs) instead of one {backlog_growth} times larger: the lesson claim looks as flat as the indexed one",
 			Breaks: []string{"lesson_cost_growth"},
 			Shows: "Measured on {backlog_small} and on {backlog_large} messages, the lesson claim's cost per message grows " +
 				"{lesson_cost_growth}x, so a scan whose cost grows with the backlog stays invisible. A cost that grows " +
@@ -211,6 +211,8 @@ func claimsAtScaleSettings(Options) map[string]string {
 		"indexed_max_growth": lab.FormatNumber(s21IndexedMax),
 		"claim_index":        "migration " + store.ClaimsAtScale.Name,
 		"drain_workers":      fmt.Sprint(len(s21Drainers)),
+		"dev_backlog":        fmt.Sprint(s21SmallBacklog),
+		"backlog_growth":     fmt.Sprint(s21Growth),
 	}
 }
 

@@ -109,8 +109,8 @@ var heartbeatAndShutdown = Scenario{
 			"under the relay's own token: {cancelled_on_expiry_list}"},
 		{Name: "renewals_after_delivery_rows", About: "rows changed by heartbeat renewals that ran after their event's " +
 			"completion had committed ({renewals_after_delivery})"},
-		{Name: "completed_by_new_owner", About: "committed completions of {@lost_event} by its new owner {@new_owner}: every " +
-			"committed completion of {@lost_event} counts, so a second one, or a single one by another relay, fails"},
+		{Name: "completed_by_new_owner", About: "committed completions of {@paused_event} by its new owner {@new_owner}: every " +
+			"committed completion of {@paused_event} counts, so a second one, or a single one by another relay, fails"},
 		{Name: "deadline_refusals", About: "renewals refused by the processing deadline, {@stuck}'s work on " +
 			"{@stuck_event} never ending: {deadline_refused}"},
 		{Name: "renewal_to_deadline_rows", About: "rows changed by {@stuck}'s renewal of {@stuck_event} whose lease ends " +
@@ -123,14 +123,14 @@ var heartbeatAndShutdown = Scenario{
 	},
 	Settings: heartbeatSettings,
 	Variants: []Variant{
-		{Name: variantRenewalFailureOnlyLogged, Changes: "Relay-A's heartbeat policy: a 0-row renewal is logged and the work goes on", Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +
-			"goes on after the pause, sends e2 with its lost lease, and tries a completion that is fenced out",
+		{Name: variantRenewalFailureOnlyLogged, Changes: "Relay-A's heartbeat policy: a 0-row renewal is logged and the work goes on", Mistake: "Relay-A only logs a renewal that changed no row (Hangfire): its work " +
+			"goes on after the pause, sends {@lost_event} with its lost lease, and tries a completion that is fenced out",
 			Breaks: []string{"stale_sends", "cancelled_on_lease_loss"},
 			Shows: "The heartbeat of {@lost_lease} on {@lost_event} changes no row after its pause, but the relay only logs " +
 				"it: it sends {@lost_event} under its lost lease (stale sends: {stale_sends}), and its completion is " +
 				"fenced out by {@new_owner}'s newer token. Fencing keeps the row right but cannot unsend a message: a " +
 				"renewal that changes no row must cancel the work before it sends."},
-		{Name: variantNoDeadline, Swaps: []store.Stmt{store.RenewWithoutDeadline}, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
+		{Name: variantNoDeadline, Swaps: []store.Stmt{store.RenewWithoutDeadline}, Mistake: "the renewal has no processing deadline: {@stuck}'s never-ending work renews, and holds {@stuck_event}, forever",
 			Breaks: []string{"deadline_refusals", "lost_events"},
 			Shows: "The gateway call of {@stuck} never returns and its heartbeat renews {@stuck_event} every {renew_interval} " +
 				"with no end (deadline refusals: {deadline_refusals}), so no other relay can take {@stuck_event} over and " +
@@ -138,7 +138,7 @@ var heartbeatAndShutdown = Scenario{
 				"heartbeat proves the process is alive, not that its work progresses: a processing deadline counted " +
 				"from claimed_at has to stop the renewals."},
 		{Name: variantShutdownMarksComplete, Swaps: []store.Stmt{store.MarkHeldComplete}, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
-			"e5 and e6 are never published and the restarted relay finds nothing to recover",
+			"those it never sent ({completed_unsent}) are never published and the restarted relay recovers {recovered_events}",
 			Breaks: []string{"lost_events", "completed_without_send", "recovered_after_restart"},
 			Shows: "At SIGTERM {@stopped} marks {completed_unsent} delivered although it never sent them, so the broker " +
 				"never receives them (lost events: {lost_events}) and the restarted relay recovers {recovered_events}. " +
@@ -146,7 +146,7 @@ var heartbeatAndShutdown = Scenario{
 				"mean the broker accepted the event: at shutdown a relay leaves its unsent events to their leases, so " +
 				"they come back after a restart."},
 		{Name: variantRenewWithoutMargin, Changes: "Relay-A's heartbeat policy: a margin of 0, so it renews when its lease ends", Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
-			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
+			"{beat_delay} late, finds the lease expired, so its work on {@expired_event} is cancelled and another relay delivers it",
 			Breaks: []string{"expired_renewals_refused", "cancelled_on_expiry"},
 			Shows: "The beat of {@expired_holder} at {expired_beat_at} comes after {@expired_event}'s lease ended at " +
 				"{expired_lease_end}, so lease_until > :now refuses it under {@expired_holder}'s own token and its work " +
@@ -577,7 +577,7 @@ func (run *heartbeatRun) measureCompletions(r *lab.Result) {
 			recovered++
 		}
 	}
-	committed, newOwner := cast.CompletedOnceBy(run.stage.Completions, r.Cast["lost_event"], r.Cast["new_owner"])
+	committed, newOwner := cast.CompletedOnceBy(run.stage.Completions, hbPaused, r.Cast["new_owner"])
 	r.SetMetric("paused_event_completions", float64(committed))
 	r.SetMetric("completed_by_new_owner", float64(newOwner))
 	r.SetMetric("completed_without_send", float64(withoutSend))

@@ -67,7 +67,10 @@ func (run *heartbeatRun) castHeartbeatRoles(r *lab.Result) {
 	r.SetSetting("cancelled_after_send_on_loss", listOrNone(cancellations(s.Cancellations, cast.ErrLeaseLost, true)))
 	r.SetSetting("cancelled_on_expiry_list", listOrNone(cancellations(s.Cancellations, cast.ErrLeaseExpired, false)))
 	r.SetSetting("renewals_after_delivery", listOrNone(renewalsAfterCompletion(s)))
-	if owner, ok := newOwner(s.Claims, r.Cast["lost_event"]); ok {
+	// The event the script pauses its holder on is the subject, not an
+	// actor; its new owner is whoever the claim ledger shows took it last.
+	r.SetCast("paused_event", hbPaused)
+	if owner, ok := newOwner(s.Claims, hbPaused); ok {
 		r.SetCast("new_owner", owner)
 	}
 	for _, c := range s.Claims {
