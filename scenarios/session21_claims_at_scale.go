@@ -122,9 +122,10 @@ var claimsAtScale = Scenario{
 			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused", "retake_stale_refused",
 				"retake_retried_finalize_rows"},
 			Shows: "The Status = 'Pending' claim is fast and flat, but it never takes over a Processing row whose lease " +
-				"has expired: the message {@crashed} held when it crashed stays Processing (lost: {lost}; " +
-				"forced-expiry messages reclaimed: {expired_reclaimed} of {forced_expiries}), and no re-take takes back " +
-				"the message {@retaker} stalled on ({retake_stale_refused} re-takes), so there is no finalize to retry. " +
+				"has expired: the message {@crashed} held when it crashed stays Processing (lost: {lost}, in the drains " +
+				"{drains_with_lost}; forced-expiry messages reclaimed: {expired_reclaimed} of {forced_expiries}), and no " +
+				"re-take takes back the message {@retaker} stalled on in the drains {drains_without_retake}, so there is " +
+				"no finalize to retry. " +
 				"Recovery rests on the expired-lease half of the claimable predicate; an index must serve the whole " +
 				"predicate, not a faster half of it."},
 		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: "measure both claims on the backlog a developer has at hand ({dev_backlog} messages, " +
@@ -177,6 +178,7 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 	r.Timeline = run.timeline.Events()
 	cast.ScaleMetrics(r, run.drains, run.words().Unit, s21Drainers)
 	castScaleRoles(r, run.drains)
+	recordDrainsWhere(r, run.drains)
 	r.Tables = cast.ScaleTables(run.drains, run.words(), s21Drainers)
 	run.check(r)
 	r.Verdict = run.verdict(r, large)
@@ -235,6 +237,31 @@ func castScaleRoles(r *lab.Result, drains []*cast.ScaleDrain) {
 			r.SetCast("retaker", d.Retake.Worker)
 		}
 	}
+}
+
+// recordDrainsWhere records, as settings the texts quote, the drains
+// (their labels) that left a message unprocessed and those whose re-take
+// the token did not decide alone.
+func recordDrainsWhere(r *lab.Result, drains []*cast.ScaleDrain) {
+	var lost, noRetake []string
+	for _, d := range drains {
+		if d.Lost > 0 {
+			lost = append(lost, "\""+d.Label()+"\"")
+		}
+		if !d.Retake.TokenRefused() {
+			noRetake = append(noRetake, "\""+d.Label()+"\"")
+		}
+	}
+	r.SetSetting("drains_with_lost", drainList(lost))
+	r.SetSetting("drains_without_retake", drainList(noRetake))
+}
+
+// drainList joins drain labels, or says "none".
+func drainList(labels []string) string {
+	if len(labels) == 0 {
+		return "none"
+	}
+	return strings.Join(labels, " and ")
 }
 
 // check compares the costs' growth with their bounds and the invariants
