@@ -41,39 +41,41 @@ var batchCompletion = Scenario{
 	FileTag: "Batch-Completion",
 	Title:   "Session 21: a completer that batches completions must fence each row",
 	Design:  lab.Safe,
-	Teaches: fmt.Sprintf("River's shape in the lab: each process runs one fetcher that claims as many messages as it has "+
-		"free workers in one statement, each message with its own fencing token and lease; its workers take them one at "+
-		"a time; a completer marks the finished ones Processed in one statement, each row only while it is Processing "+
-		"under this process and the token its fetch returned. Batching completions widens the window in which a "+
-		"finished message's lease runs out before its completion commits.\n\n%s fetches %d messages with a %s lease, its "+
-		"workers finish them, and its completer stalls (a GC pause) holding the batch. The lease runs out; %s fetches "+
-		"the %d expired messages again under new tokens, with the %d it had not seen, and does them again. Then %s's "+
-		"completer wakes and flushes its batch: the fence refuses every stale row, and %s completes all %d. "+
-		"There LockedBy = :worker refuses each stale row as well as the token.\n\nPart 2 shows the token deciding alone: "+
-		"a new message is fetched by %s, whose completer is slow to flush; the lease runs out and %s's own fetcher "+
-		"takes the message again under a new token, the same owner. The completion under the first token reaches a row "+
-		"still Processing under %s: only ClaimToken = Done.Token refuses it, and the completion under the new token commits.\n\n"+
-		"Last, the completer flushes that committed batch again under the same name and token, as a retry after a lost "+
-		"COMMIT reply would (the lab repeats it; no fault is injected): only Status = 'Processing' refuses it, and %s, "+
-		"reading back a row Processed under its own name and token at the time its flush stamped, counts it as done.",
-		bcFirst, bcWorkers, bcLease, bcSecond, bcWorkers, bcBacklog-bcWorkers, bcFirst, bcSecond, bcBacklog,
-		bcFirst, bcFirst, bcFirst, bcFirst),
+	Teaches: "River's shape in the lab: each process runs one fetcher that claims as many messages as it has " +
+		"free workers in one statement, each message with its own fencing token and lease; its workers take them one at " +
+		"a time; a completer marks the finished ones Processed in one statement, each row only while it is Processing " +
+		"under this process and the token its fetch returned. Batching completions widens the window in which a " +
+		"finished message's lease runs out before its completion commits.\n\n{@stalled} fetches {fetch_size} messages " +
+		"with a {lease} lease, its workers finish them, and its completer stalls (a GC pause) holding the batch. The " +
+		"lease runs out; {@refetcher} fetches the {fetch_size} expired messages again under new tokens, with the " +
+		"{unseen} it had not seen, and does them again. Then {@stalled}'s completer wakes and flushes its batch: the " +
+		"fence refuses every stale row, and {@refetcher} completes all {backlog}. There LockedBy = :worker refuses each " +
+		"stale row as well as the token.\n\nThe re-fetch part shows the token deciding alone: a new message is fetched " +
+		"by {@stalled}, whose completer is slow to flush; the lease runs out and {@refetch_owner}'s own fetcher takes " +
+		"the message again under a new token, the same owner. The completion under the first token reaches a row still " +
+		"Processing under {@refetch_owner}: only ClaimToken = Done.Token refuses it, and the completion under the new " +
+		"token commits.\n\nLast, the completer flushes that committed batch again under the same name and token, as a " +
+		"retry after a lost COMMIT reply would (the lab repeats it; no fault is injected): only Status = 'Processing' " +
+		"refuses it, and {@refetch_owner}, reading back a row Processed under its own name and token at the time its " +
+		"flush stamped, counts it as done.",
 	DoesNotSolve: "Fencing keeps the rows right; it cannot undo the work: the messages whose completion waited were done " +
 		"twice, and any effect outside the database (a send) happened twice. A shorter completion interval narrows the " +
 		"window, a renewal of the batch's leases while it waits closes more of it, and the consumer's inbox absorbs what " +
 		"remains. `outboxlab bench --claim fetch-ahead` measures the design's throughput beside River's.",
 	Statements: []store.Stmt{store.FetchAheadFetch, store.FetchAheadComplete},
 	Checks: []CheckDoc{
-		{Name: "redone_messages", About: "messages done by both processes: the stalled completer's, done again after the lease"},
-		{Name: "stale_completions_refused", About: "rows of the stalled completer's late batch that its guard refused"},
+		{Name: "redone_messages", Measure: true, About: "messages done by both {@stalled} and {@refetcher}: those of {@stalled}'s " +
+			"stalled batch, done again after the lease"},
+		{Name: "stale_completions_refused", About: "rows of {@stalled}'s late batch that its guard refused"},
 		{Name: "stale_completions_committed", About: "rows a completion marked Processed after another fetch had taken them, in either part"},
 		{Name: "results_overwritten", About: "rows whose current fetch's completion was refused because a stale completion got there first, in either part"},
 		{Name: "duplicates", About: "completions that committed beyond one per message"},
 		{Name: "lost", About: "messages left unprocessed when both processes are done"},
-		{Name: "stale_token_refused", About: "part 2: the completion under the first token, made while the same process held " +
-			"the message under a newer one (Processing, LockedBy the same), changed 0 rows: ClaimToken = Done.Token alone refused it"},
-		{Name: "retried_flush_rows", About: "part 2: rows changed when the completer flushed its committed batch again under " +
-			"the same name and tokens (a retry after a lost reply)"},
+		{Name: "stale_token_refused", About: "re-fetch part: whether ClaimToken = Done.Token alone refused the completion " +
+			"under the first token, made while {@refetch_owner}, the same process, held the message under a newer one " +
+			"(Processing, LockedBy unchanged)"},
+		{Name: "retried_flush_rows", About: "re-fetch part: rows changed when {@refetch_owner}'s completer flushed its " +
+			"committed batch again under the same name and tokens (a retry after a lost reply)"},
 	},
 	Variants: []Variant{
 		{Name: "complete-if-processing", Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
@@ -81,14 +83,23 @@ var batchCompletion = Scenario{
 				"state = 'running': a stale completion goes through while a new owner runs the message",
 			Breaks: []string{"stale_completions_refused", "stale_completions_committed", "results_overwritten", "stale_token_refused",
 				"retried_flush_rows"},
-			Shows: "The stalled completer's late batch marks its messages Processed although " +
-				bcSecond + " had fetched them again and was working on them; " + bcSecond + "'s own completion of them is " +
-				"then refused: the rows say the first process finished work the second one did. In part 2 the completion " +
+			Shows: "The late batch of {@stalled} marks its messages Processed although {@refetcher} had fetched them " +
+				"again and was working on them; {@refetcher}'s own completion of them is then refused: the rows say " +
+				"{@stalled} finished work {@refetcher} did. In the re-fetch part the completion " +
 				"under the first token commits too ({stale_token_refused} refused), and the one under the current token is " +
 				"refused, so it has no flush to retry: {stale_completions_committed} stale completions committed and " +
 				"{results_overwritten} results overwritten in all. Only the owner and the token tell a completion of the current claim from a stale one."},
 	},
-	Run: runBatchCompletion,
+	Settings: batchCompletionSettings,
+	Run:      runBatchCompletion,
+}
+
+// batchCompletionSettings are the options the script runs with: the first
+// fetch's size (the first process's workers), the lease, the backlog and
+// the messages the first fetch left.
+func batchCompletionSettings(Options) map[string]string {
+	return map[string]string{"fetch_size": fmt.Sprint(bcWorkers), "lease": bcLease.String(),
+		"backlog": fmt.Sprint(bcBacklog), "unseen": fmt.Sprint(bcBacklog - bcWorkers)}
 }
 
 // batchRun is one run of the lesson: its clock, timeline and ledgers.
@@ -100,6 +111,7 @@ type batchRun struct {
 	timeline lab.Timeline
 	work     map[int64][]string // who did the work of each message
 	late     store.FinalizedBatch
+	lateBy   string // the process whose completer flushed late
 	second   store.FinalizedBatch
 	final    map[int64]int // committed completions per message
 	refetch  bcRefetch
@@ -109,6 +121,7 @@ type batchRun struct {
 // under its first token and, after its own fetcher took the message
 // again, under the newer one.
 type bcRefetch struct {
+	id             int64 // the part's message
 	stale, current store.FinalizedBatch
 	// tokenRefused: the stale completion changed 0 rows, the row as read
 	// back Processing under the first process: the token alone decided.
@@ -201,6 +214,7 @@ func (run *batchRun) play(ctx context.Context, cfg store.FetchAheadConfig) error
 	}
 	run.event(lab.Event{Kind: lab.KindWake, Actor: bcFirst, Action: "wakes", Detail: instance.WithHow(
 		fmt.Sprintf("the pause ends: its completer flushes the batch of %d it held", len(held.Messages)), how)})
+	run.lateBy = bcFirst
 	if run.late, err = run.complete(ctx, first, bcFirst, held); err != nil {
 		return err
 	}
@@ -243,6 +257,7 @@ func (run *batchRun) playRefetch(ctx context.Context, first instance.BatchRelay)
 		return err
 	}
 	id := held.Messages[0].ID
+	run.refetch.id = id
 	if slices.Contains(run.refetch.stale.Rejected, id) {
 		found, err := run.rows.Messages(ctx)
 		if err != nil {
@@ -395,6 +410,7 @@ func (run *batchRun) measure(r *lab.Result, lost int) {
 			overwritten++
 		}
 	}
+	run.castRoles(r)
 	r.SetMetric("redone_messages", float64(redone))
 	r.SetMetric("stale_completions_refused", float64(len(run.late.Rejected)))
 	r.SetMetric("stale_completions_committed", float64(stale))
@@ -408,6 +424,22 @@ func (run *batchRun) measure(r *lab.Result, lost int) {
 			retried += row.Rows
 		}
 		r.SetMetric("retried_flush_rows", float64(retried))
+	}
+}
+
+// castRoles casts the run's processes from its ledgers: stalled is the
+// process whose completer flushed the late batch, refetcher the last
+// worker of that batch's messages besides it, refetch_owner the process
+// whose fetch last did the re-fetch part's message.
+func (run *batchRun) castRoles(r *lab.Result) {
+	r.SetCast("stalled", run.lateBy)
+	for _, id := range slices.Concat(run.late.Finalized, run.late.Rejected) {
+		if w := run.work[id]; len(w) > 0 && w[len(w)-1] != run.lateBy {
+			r.SetCast("refetcher", w[len(w)-1])
+		}
+	}
+	if w := run.work[run.refetch.id]; len(w) > 0 {
+		r.SetCast("refetch_owner", w[len(w)-1])
 	}
 }
 
@@ -465,13 +497,13 @@ func (run *batchRun) verdict(r *lab.Result) string {
 	if r.Passed() {
 		return fmt.Sprintf("SAFE DESIGN held, with honest duplicate work: the %s messages whose batch completion stalled past "+
 			"their lease were done again by %s; the stale batch's guard refused all %s of its rows, %s completed every "+
-			"message once (%s duplicates, %s lost), and no stale completion committed (%s). In part 2 %s's own fetcher "+
+			"message once (%s duplicates, %s lost), and no stale completion committed (%s). In the re-fetch part %s's own fetcher "+
 			"took message %d again before its completer flushed, and the token alone refused the completion under the first "+
 			"token (%s refused): the owner's name is the same, the claim is not; its completer's retried flush of the "+
 			"committed batch changed %s. Batching completions widens "+
-			"the window; the per-row fence keeps it from corrupting the rows.", m("redone_messages"), bcSecond,
-			m("stale_completions_refused"), bcSecond, m("duplicates"), m("lost"), m("stale_completions_committed"),
-			bcFirst, bcBacklog+1, m("stale_token_refused"), rowsOf(r)("retried_flush_rows"))
+			"the window; the per-row fence keeps it from corrupting the rows.", m("redone_messages"), r.Fill("{@refetcher}"),
+			m("stale_completions_refused"), r.Fill("{@refetcher}"), m("duplicates"), m("lost"), m("stale_completions_committed"),
+			r.Fill("{@refetch_owner}"), run.refetch.id, m("stale_token_refused"), rowsOf(r)("retried_flush_rows"))
 	}
 	if run.env.Variant != "" {
 		return fmt.Sprintf("Stale completions committed: %s; results "+

@@ -51,12 +51,12 @@ var claimsAtScale = Scenario{
 		"claim: the cost of a message grows with the backlog and a drain costs its square. The indexed claim keeps " +
 		"the same predicate and adds ProcessedAtUtc IS NULL, the WHERE clause of a partial index of unprocessed " +
 		"messages in creation order: SQLite walks that index from the oldest entry and stops at the first claimable " +
-		"message. Same fencing token, same owner- and token-guarded finalize.\n\nEach backlog is drained by two " +
+		"message. Same fencing token, same owner- and token-guarded finalize.\n\nEach backlog is drained by {drain_workers} " +
 		"workers after a forced lease expiry (one worker crashed holding a message, one stalled past its lease and " +
 		"finalizes late with its stale token): the expired messages are reclaimed, the stale finalize changes 0 " +
-		"rows, no message is finalized twice and none is left behind.\n\nThen Worker-B stalls past its lease on a new " +
+		"rows, no message is finalized more than once and none is left behind.\n\nThen {@stalled} stalls past its lease on a new " +
 		"message and a second claimer under its name takes it back: the stale finalize finds the row Processing and " +
-		"still LockedBy Worker-B, and only the token refuses it.\n\nLast, the second claimer sends its committed " +
+		"still LockedBy {@retaker}, and only the token refuses it.\n\nLast, the second claimer sends its committed " +
 		"finalize again under the same name and token, as a retry after a lost COMMIT reply would (the lab repeats " +
 		"it; no fault is injected): only Status = 'Processing' refuses it, and the worker, reading back a row " +
 		"Processed under its own name and token at the time its finalize stamped, counts it as done. The re-take runs after each drain's cost is " +
@@ -82,23 +82,28 @@ var claimsAtScale = Scenario{
 			SQL: strings.TrimSuffix(strings.TrimSpace(store.ClaimsAtScale.SQL), ";")},
 	},
 	Checks: []CheckDoc{
-		{Name: "lesson_cost_growth", Measure: true, About: fmt.Sprintf("the lesson claim's cost per message grows with the backlog: at least %.0fx at %dx the messages", s21LessonMin, s21Growth)},
-		{Name: "indexed_cost_growth", Measure: true, About: fmt.Sprintf("the indexed claim's cost per message stays flat: under %.1fx at %dx the messages", s21IndexedMax, s21Growth)},
-		{Name: "duplicates", About: "no message was finalized twice, in any of the four drains"},
-		{Name: "lost", About: "no message was left unprocessed after any drain, the crashed worker's included"},
-		{Name: "expired_reclaimed", About: "every forced-expiry message (the crashed and the stalled worker's, two per drain: 8) was claimed again by a drain worker under a new token"},
-		{Name: "stale_finalizes_refused", About: "the stalled worker's late finalize with its stale token changed 0 rows, in each of the four drains: 4"},
-		{Name: "retake_stale_refused", About: "after Worker-B itself re-took a message (Processing, LockedBy Worker-B, a newer token), " +
-			"its first claim's finalize changed 0 rows and the newer claim's committed: only ClaimToken = :token refused it, " +
-			"in each of the four drains: 4"},
+		{Name: "lesson_cost_growth", Measure: true, About: "growth of the lesson claim's cost per message from " +
+			"{backlog_small} to {backlog_large} messages, bounded below by {lesson_min_growth}x: a scan grows with the backlog"},
+		{Name: "indexed_cost_growth", Measure: true, About: "growth of the indexed claim's cost per message from " +
+			"{backlog_small} to {backlog_large} messages, bounded above by {indexed_max_growth}x: an index walk stays flat"},
+		{Name: "duplicates", About: "messages finalized more than once, over the {drains} drains"},
+		{Name: "lost", About: "messages left unprocessed after the {drains} drains, {@crashed}'s included"},
+		{Name: "expired_reclaimed", About: "forced-expiry messages ({@crashed}'s and {@stalled}'s, {forced_expiries} " +
+			"over the drains) that a drain worker claimed again under a new token"},
+		{Name: "stale_finalizes_refused", About: "late finalizes by {@stalled} under its stale token that changed no row, " +
+			"over the {drains} drains"},
+		{Name: "retake_stale_refused", About: "re-takes in which {@retaker}'s first claim finalized after a second claimer " +
+			"under its name took the message again (Processing, LockedBy {@retaker}, a newer token), changed no row, and the " +
+			"newer claim's finalize committed: only ClaimToken = :token refused it; over the {drains} drains"},
 		{Name: "retake_retried_finalize_rows", About: "rows changed when the re-take's second claimer sent its committed finalize " +
-			"again under the same name and token (a retry after a lost reply), summed over the four drains"},
+			"again under the same name and token (a retry after a lost reply), summed over the {drains} drains"},
 	},
+	Settings: claimsAtScaleSettings,
 	Variants: []Variant{
-		{Name: variantUnindexedClaim, Migrations: []store.Migration{store.WithoutClaimIndex}, Changes: "the schema: the indexed claim runs without migration 021's index", Mistake: "the indexed claim ships without migration 021's index (dropped as unused, or never " +
+		{Name: variantUnindexedClaim, Migrations: []store.Migration{store.WithoutClaimIndex}, Changes: "the schema: the indexed claim runs without the index {claim_index} creates", Mistake: "the indexed claim ships without the index {claim_index} creates (dropped as unused, or never " +
 			"applied in production): the same statement falls back to reading the whole table",
 			Breaks: []string{"indexed_cost_growth"},
-			Shows: "Without migration 021's index the indexed claim's plan becomes a scan of the table, like the lesson " +
+			Shows: "Without the index {claim_index} creates, the indexed claim's plan becomes a scan of the table, like the lesson " +
 				"claim's, and its cost per message grows {indexed_cost_growth}x from {backlog_small} to {backlog_large} messages " +
 				"instead of staying flat. The " +
 				"statement text is unchanged: a claim's cost depends on the schema it runs on, so the index is part " +
@@ -106,25 +111,27 @@ var claimsAtScale = Scenario{
 		{Name: "finalize-by-id", Swaps: []store.Stmt{store.ScaleFinalizeByID, store.ScaleFinalizeBatchByID}, Mistake: "finalize by Id alone, without the owner and token guard: the stalled worker's late " +
 			"finalize completes a message the drain already completed",
 			Breaks: []string{"duplicates", "stale_finalizes_refused", "retake_stale_refused", "retake_retried_finalize_rows"},
-			Shows: "In each of the {drains} drains Worker-B stalls past its lease, the drain reclaims and finalizes its " +
-				"message, and Worker-B's late finalize by Id commits a second time (duplicates: {duplicates}); the re-take's " +
-				"retried finalize completes its message again ({retake_retried_finalize_rows} rows). Scale does not " +
-				"change session 15's rule: finalization is guarded by the owner and the token, or a worker that " +
-				"outlived its lease completes a message again."},
+			Shows: "In the {drains} drains {@stalled} stalls past its lease, the drain reclaims and finalizes its " +
+				"message, and {@stalled}'s late finalize by Id commits again (duplicates: {duplicates}; late finalizes " +
+				"refused: {stale_finalizes_refused}); the re-take's retried finalize completes its message again " +
+				"({retake_retried_finalize_rows} rows). Scale does not change the fencing rule: finalization is guarded " +
+				"by the owner and the token, or a worker that outlived its lease completes a message again."},
 		{Name: "pending-only-claim", Swaps: []store.Stmt{store.PendingOnlySelectNext, store.PendingOnlyClaimOne,
 			store.PendingOnlyClaimBatch, store.PendingOnlyPlanNext}, Mistake: "\"optimize\" the claim to its index-friendly half, Status = 'Pending': fast and flat, " +
 			"but the crashed worker's message stays Processing forever",
 			Breaks: []string{"lost", "expired_reclaimed", "stale_finalizes_refused", "retake_stale_refused",
 				"retake_retried_finalize_rows"},
 			Shows: "The Status = 'Pending' claim is fast and flat, but it never takes over a Processing row whose lease " +
-				"has expired: the message Worker-A held when it crashed stays Processing in both drains (lost: {lost}), " +
-				"and no re-take takes back the message Worker-B stalled on, so there is no finalize to retry. " +
+				"has expired: the message {@crashed} held when it crashed stays Processing (lost: {lost}, in the drains " +
+				"{drains_with_lost}; forced-expiry messages reclaimed: {expired_reclaimed} of {forced_expiries}), and no " +
+				"re-take takes back the message {@retaker} stalled on in the drains {drains_without_retake}, so there is " +
+				"no finalize to retry. " +
 				"Recovery rests on the expired-lease half of the claimable predicate; an index must serve the whole " +
 				"predicate, not a faster half of it."},
-		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: fmt.Sprintf("measure both claims on the backlog a developer has at hand (%d messages, "+
-			"twice) instead of one ten times larger: the lesson claim looks as flat as the indexed one", s21SmallBacklog),
+		{Name: variantDevSizedBacklog, Changes: "the measurement: the large backlog is the small one", Mistake: "measure both claims on the backlog a developer has at hand ({dev_backlog} messages, " +
+			"as both backlogs) instead of one {backlog_growth} times larger: the lesson claim looks as flat as the indexed one",
 			Breaks: []string{"lesson_cost_growth"},
-			Shows: "Measured on {backlog_small} messages twice, the lesson claim's cost per message grows " +
+			Shows: "Measured on {backlog_small} and on {backlog_large} messages, the lesson claim's cost per message grows " +
 				"{lesson_cost_growth}x, so a scan whose cost grows with the backlog stays invisible. A cost that grows " +
 				"with the backlog shows only on a backlog large enough to grow: measure at production size, or a " +
 				"full-table claim looks as good as an indexed one."},
@@ -170,6 +177,8 @@ func runClaimsAtScale(ctx context.Context, env *Env) (*lab.Result, error) {
 	}
 	r.Timeline = run.timeline.Events()
 	cast.ScaleMetrics(r, run.drains, run.words().Unit, s21Drainers)
+	castScaleRoles(r, run.drains)
+	recordDrainsWhere(r, run.drains)
 	r.Tables = cast.ScaleTables(run.drains, run.words(), s21Drainers)
 	run.check(r)
 	r.Verdict = run.verdict(r, large)
@@ -196,6 +205,65 @@ func (run *scaleRun) play(ctx context.Context, large int) (string, error) {
 	return path, nil
 }
 
+// claimsAtScaleSettings are the bounds the cost checks hold the growth
+// to, the index the indexed claim walks, and the drain workers per drain.
+func claimsAtScaleSettings(Options) map[string]string {
+	return map[string]string{
+		"lesson_min_growth":  lab.FormatNumber(s21LessonMin),
+		"indexed_max_growth": lab.FormatNumber(s21IndexedMax),
+		"claim_index":        "migration " + store.ClaimsAtScale.Name,
+		"drain_workers":      fmt.Sprint(len(s21Drainers)),
+		"dev_backlog":        fmt.Sprint(s21SmallBacklog),
+		"backlog_growth":     fmt.Sprint(s21Growth),
+	}
+}
+
+// castScaleRoles casts the run's roles from the drains' ledgers: crashed
+// is the holder of a forced expiry whose worker never finalized, stalled
+// the holder whose late finalize ran, retaker the worker whose message
+// the re-take's second claim took (its claim set the row's LockedBy).
+func castScaleRoles(r *lab.Result, drains []*cast.ScaleDrain) {
+	for _, d := range drains {
+		for _, e := range d.Expiries {
+			role := "stalled"
+			if e.Late == "-" {
+				role = "crashed"
+			}
+			if _, set := r.Cast[role]; !set {
+				r.SetCast(role, e.Holder)
+			}
+		}
+		if _, set := r.Cast["retaker"]; !set && d.Retake.Ran() {
+			r.SetCast("retaker", d.Retake.Worker)
+		}
+	}
+}
+
+// recordDrainsWhere records, as settings the texts quote, the drains
+// (their labels) that left a message unprocessed and those whose re-take
+// the token did not decide alone.
+func recordDrainsWhere(r *lab.Result, drains []*cast.ScaleDrain) {
+	var lost, noRetake []string
+	for _, d := range drains {
+		if d.Lost > 0 {
+			lost = append(lost, "\""+d.Label()+"\"")
+		}
+		if !d.Retake.TokenRefused() {
+			noRetake = append(noRetake, "\""+d.Label()+"\"")
+		}
+	}
+	r.SetSetting("drains_with_lost", drainList(lost))
+	r.SetSetting("drains_without_retake", drainList(noRetake))
+}
+
+// drainList joins drain labels, or says "none".
+func drainList(labels []string) string {
+	if len(labels) == 0 {
+		return "none"
+	}
+	return strings.Join(labels, " and ")
+}
+
 // check compares the costs' growth with their bounds and the invariants
 // with the documented values.
 func (run *scaleRun) check(r *lab.Result) {
@@ -219,13 +287,15 @@ func (run *scaleRun) verdict(r *lab.Result, large int) string {
 	case r.Passed():
 		return fmt.Sprintf("SAFE DESIGN at scale. From %s, the lesson claim's cost per message grew %sx "+
 			"(%s to %s %s read per message): it scans. The indexed claim, same semantics and same fencing, grew %sx "+
-			"(%s to %s %s). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (the crashed and "+
-			"the stalled worker's), %s stale finalizes changed 0 rows, and so did %s against Worker-B's own newer claim, "+
-			"refused by the token alone; the drains ended with %s duplicates and %s lost, and Worker-B's retried finalizes "+
+			"(%s to %s %s). In the %s drains the workers reclaimed %s of the %s forced-expiry messages (%s's and "+
+			"%s's), %s stale finalizes changed 0 rows, and so did %s against %s's own newer claim, "+
+			"refused by the token alone; the drains ended with %s duplicates and %s lost, and %s's retried finalizes "+
 			"under its own committed token changed %s.",
 			sizes, m("lesson_cost_growth"), m("lesson"+perMessage+"small"), m("lesson"+perMessage+"large"), unit,
 			m("indexed_cost_growth"), m("indexed"+perMessage+"small"), m("indexed"+perMessage+"large"), unit,
-			m("drains"), m("expired_reclaimed"), m("forced_expiries"), m("stale_finalizes_refused"), m("retake_stale_refused"), m("duplicates"), m("lost"),
+			m("drains"), m("expired_reclaimed"), m("forced_expiries"), r.Fill("{@crashed}"), r.Fill("{@stalled}"),
+			m("stale_finalizes_refused"), m("retake_stale_refused"), r.Fill("{@retaker}"), m("duplicates"), m("lost"),
+			r.Fill("{@retaker}"),
 			rowsOf(r)("retake_retried_finalize_rows"))
 	case run.env.Variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured

@@ -166,7 +166,7 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 		Action: "re-take: claim, stall", Detail: instance.WithHow(fmt.Sprintf("a new message %d (token %d), lease until %s; "+
 			"it stalls again before its finalize", m.ID, m.Token, m.LockedUntil), how)})
 	run.clk.Advance(s21Lease + time.Second)
-	run.event(lab.KindExpiry, "clock", "advance", fmt.Sprintf("scenario clock moves %v: Worker-B's lease on message %d has expired", s21Lease+time.Second, m.ID))
+	run.event(lab.KindExpiry, "clock", "advance", fmt.Sprintf("scenario clock moves %v: %s's lease on message %d has expired", s21Lease+time.Second, rt.Worker, m.ID))
 	second, err := run.env.Instances.ScaleWorker(ctx, path, d.Label(), s21Stalled, cfg)
 	if err != nil {
 		return err
@@ -179,9 +179,13 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 	if len(nb.Messages) == 1 && nb.Messages[0].ID == m.ID {
 		n := nb.Messages[0]
 		rt.Newer = n.Token
+		lockedBy, err := lockedByOf(ctx, setup, n.ID)
+		if err != nil {
+			return err
+		}
 		run.add(lab.Event{Kind: lab.KindClaim, Subject: n.AggregateKey, Until: n.LockedUntil, Rows: lab.RowsOf(1), Actor: s21Stalled,
 			Action: "re-take: claim again", Detail: fmt.Sprintf("its second claimer, under the same name, takes message %d again "+
-				"(token %d): the row is Processing and LockedBy Worker-B, under a newer token", n.ID, n.Token)})
+				"(token %d): the row, read back, is Processing and LockedBy %s, under a newer token", n.ID, n.Token, lockedBy)})
 	} else {
 		run.event(lab.KindEmpty, s21Stalled, "re-take: claim again", fmt.Sprintf("its second claimer did not take message %d again", m.ID))
 	}
@@ -234,4 +238,19 @@ func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, 
 		Action: "retry finalize",
 		Detail: cast.RetryNote(fmt.Sprintf("its second claimer's finalize (token %d)", m.Token)) + r.Outcome})
 	return nil
+}
+
+// lockedByOf reads message id's LockedBy back from the database, for a
+// timeline line that names the owner the row shows.
+func lockedByOf(ctx context.Context, db *store.DB, id int64) (string, error) {
+	rows, err := store.NewOutbox(db, store.OutboxLesson).Messages(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range rows {
+		if m.ID == id {
+			return m.LockedBy, nil
+		}
+	}
+	return "", fmt.Errorf("session 21: message %d not found", id)
 }

@@ -28,6 +28,8 @@ const (
 	hbBeatDelay     = 1 * cast.TickSecond // every beat fires this late: a busy scheduler
 	hbMaxProcessing = 2 * cast.TickMinute // no lease past claimed_at + this
 	hbGrace         = 10 * cast.TickSecond
+	hbLongWork      = 75 * cast.TickSecond // act 1's work: two and a half lease periods
+	hbStuckPause    = 11 * cast.TickSecond // act 3's pause: its overdue renewal proposes exactly the deadline
 )
 
 // Session 22's cast: the relays, a process each, and the events of its four acts.
@@ -50,32 +52,37 @@ var heartbeatAndShutdown = Scenario{
 	FileTag: "Heartbeat-And-Shutdown",
 	Title:   "Session 22: a heartbeat that stops the work when the lease is lost, and a shutdown that loses nothing",
 	Design:  lab.Safe,
-	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes 0 rows. " +
-		"On the scenario clock, with a 30 s lease, each relay's heartbeat renews under its token when two thirds of the " +
-		"lease has passed (the safety margin, 10 s, is the constant heartbeatMargin), each beat 1 s late.\n\n" +
-		"Act 1: Relay-A works on e1 for 75 s, several lease periods; every renewal changes 1 row and its completion is accepted.\n\n" +
-		"Act 2: Relay-A freezes holding e2 (a stop-the-world pause); its lease expires and Relay-B reclaims e2. When Relay-A " +
-		"resumes, its overdue renewal changes 0 rows and the heartbeat cancels the work's context before the send: no send, " +
-		"no completion attempted. Relay-B sends and completes e2. Then Relay-C sends e8 and freezes before its completion; " +
-		"Relay-B reclaims, sends and completes e8; Relay-C's overdue renewal changes 0 rows and cancels the work after the " +
-		"send: the send stands (the broker now holds e8 twice; the inbox absorbs that) and no completion is attempted.\n\n" +
-		"Act 3: the renewal also refuses any lease past claimed_at + 2 min (the maximum processing time); a lease that ends " +
-		"exactly at the deadline is allowed (<=): Relay-C, whose work on e3 never ends, is paused 11 s, so its overdue " +
-		"renewal proposes exactly claimed_at + 2 min and changes 1 row, and the next one is refused. Relay-C loses e3 and " +
-		"Relay-B delivers it.\n\nThen the live-lease guard alone: Relay-B claims e9 and freezes while no other relay polls; " +
-		"its lease runs out on the clock and nobody reclaims e9, so when Relay-B resumes, its overdue renewal presents its " +
-		"still-current token and only lease_until > :now refuses it (0 rows): a lease that has ended is lost even if " +
-		"nobody took it, and the heartbeat cancels the work before the send. Relay-A delivers e9 later.\n\nThen the delivered " +
-		"guard alone: Relay-B's work on e10 ends at the instant its heartbeat's first tick falls due; its completion " +
-		"commits (1 row) and the tick, already due, renews before the relay tells its heartbeat to stop, under the " +
-		"still-current token, with the lease live and within the deadline: only delivered = 0 refuses it (0 rows). Read " +
-		"back, e10 is delivered under Relay-B's own token: the work is already done, not a lost lease, and nothing is " +
-		"cancelled.\n\n" +
-		"Act 4: Relay-D holds e4, e5 and e6 when its stop signal arrives (SIGTERM, simulated in-process by a call to the " +
-		"relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at once, completes e4 (already sent) within " +
-		"its 10 s grace period, and leaves e5 and e6 to expire, never marked complete; after the restart a fresh relay " +
-		"recovers both.\n\nPeers differ on the lost lease: Hangfire's sliding lease only logs it (the renewal-failure-only-logged " +
-		"variant), goqite and River let the job run to its end, Temporal's heartbeat cancels the activity's context, as here.",
+	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes no row. " +
+		"On the scenario clock, with a {lease} lease, each relay's heartbeat renews under its token when the lease has " +
+		"{margin} left (the safety margin, the constant heartbeatMargin), each beat {beat_delay} late.\n\n" +
+		"Act 1: {@long_worker} works on {@long_event} for {long_work}, several lease periods; every renewal changes its " +
+		"row and its completion is accepted.\n\n" +
+		"Act 2: {@lost_lease} freezes holding {@lost_event} (a stop-the-world pause); its lease expires and {@new_owner} " +
+		"reclaims {@lost_event}. When {@lost_lease} resumes, its overdue renewal changes no row and the heartbeat cancels " +
+		"the work's context before the send: no send, no completion attempted. {@new_owner} sends and completes " +
+		"{@lost_event}. Then {@sent_then_lost} sends {@sent_event} and freezes before its completion; another relay " +
+		"reclaims, sends and completes {@sent_event}; {@sent_then_lost}'s overdue renewal changes no row and cancels the " +
+		"work after the send: the send stands (the broker holds {@sent_event} again; the inbox absorbs that) and no " +
+		"completion is attempted.\n\n" +
+		"Act 3: the renewal also refuses any lease past claimed_at + {max_processing} (the maximum processing time); a " +
+		"lease that ends exactly at the deadline is allowed (<=): {@stuck}, whose work on {@stuck_event} never ends, is " +
+		"paused {stuck_pause}, so its overdue renewal proposes exactly claimed_at + {max_processing} and is accepted, and " +
+		"the next one is refused. {@stuck} loses {@stuck_event} and another relay delivers it.\n\nThen the live-lease " +
+		"guard alone: {@expired_holder} claims {@expired_event} and freezes while no other relay polls; its lease runs " +
+		"out on the clock and nobody reclaims {@expired_event}, so when {@expired_holder} resumes, its overdue renewal " +
+		"presents its still-current token and only lease_until > :now refuses it: a lease that has ended is lost even if " +
+		"nobody took it, and the heartbeat cancels the work before the send. {@expired_deliverer} delivers " +
+		"{@expired_event} later.\n\nThen the delivered guard alone: {@done_racer}'s work on {@done_event} ends at the " +
+		"instant its heartbeat's first tick falls due; its completion commits and the tick, already due, renews before " +
+		"the relay tells its heartbeat to stop, under the still-current token, with the lease live and within the " +
+		"deadline: only delivered = 0 refuses it. Read back, {@done_event} is delivered under {@done_racer}'s own token: " +
+		"the work is already done, not a lost lease, and nothing is cancelled.\n\n" +
+		"Act 4: {@stopped} holds {held_at_stop} when its stop signal arrives (SIGTERM, simulated in-process by a call to " +
+		"the relay's Stop; run --processes sends a real SIGTERM to the relay as a child process): it stops polling at " +
+		"once, completes what it had already sent within its {grace} grace period, and leaves {left_at_exit} to expire, " +
+		"never marked complete; after the restart a fresh relay recovers them.\n\nPeers differ on the lost lease: " +
+		"Hangfire's sliding lease only logs it (the renewal-failure-only-logged variant), goqite and River let the job " +
+		"run to its end, Temporal's heartbeat cancels the activity's context, as here.",
 	DoesNotSolve: "Cancellation stops the work at its next check, not mid-call: a send already on the wire when the lease is " +
 		"lost still arrives, and a relay that only logs the failure (Hangfire) or runs the job to its end (goqite, River) " +
 		"sends after its lease is gone. The lab fires the overdue heartbeat before the work's next step; a real relay must " +
@@ -88,55 +95,65 @@ var heartbeatAndShutdown = Scenario{
 		store.CompleteWithToken,
 	},
 	Checks: []CheckDoc{
-		{Name: "stale_sends", About: "sends by a relay after it lost the lease (broker offers at or past the sender's last lease): 0"},
-		{Name: "zero_row_renewals", About: "renewals that changed 0 rows because another relay had reclaimed the event (a " +
-			"newer token) before the relay sent: 1, Relay-A's after its pause (Relay-C's after its send on e8 is " +
-			"cancelled_after_send's)"},
+		{Name: "stale_sends", About: "sends by a relay after it lost the lease (broker offers at or past the sender's last lease)"},
+		{Name: "zero_row_renewals", Measure: true, About: "renewals that changed no row because another relay had reclaimed the event (a " +
+			"newer token) before the relay sent: {lease_lost_before_send} (those after a send, {lease_lost_after_send}, " +
+			"are cancelled_after_send's)"},
 		{Name: "cancelled_on_lease_loss", About: "works cancelled before their send on a renewal that found the event " +
-			"reclaimed (a newer token): 1, Relay-A's on e2"},
-		{Name: "cancelled_after_send", About: "works cancelled after their send on a renewal that found the event " +
-			"reclaimed: 1, Relay-C's on e8; the send stands and no completion is attempted"},
-		{Name: "expired_renewals_refused", About: "renewals that changed 0 rows while the row, read back, still held the " +
-			"renewing relay's token, undelivered, with its lease ended (lease_until > :now refused them): 1, Relay-B's on e9"},
-		{Name: "cancelled_on_expiry", About: "works cancelled before their send on a renewal refused for an ended lease " +
-			"under the relay's own token: 1, Relay-B's on e9"},
+			"reclaimed (a newer token): {cancelled_before_send_on_loss}"},
+		{Name: "cancelled_after_send", Measure: true, About: "works cancelled after their send on a renewal that found the event " +
+			"reclaimed: {cancelled_after_send_on_loss}; the send stands"},
+		{Name: "expired_renewals_refused", Measure: true, About: "renewals that changed no row while the row, read back, still held the " +
+			"renewing relay's token, undelivered, with its lease ended (lease_until > :now refused them): {expired_renewals}"},
+		{Name: "cancelled_on_expiry", Measure: true, About: "works cancelled before their send on a renewal refused for an ended lease " +
+			"under the relay's own token: {cancelled_on_expiry_list}"},
 		{Name: "renewals_after_delivery_rows", About: "rows changed by heartbeat renewals that ran after their event's " +
-			"completion had committed (Relay-C's on e8, Relay-B's on e10): 0"},
-		{Name: "completed_by_new_owner", About: "e2 completed once, by its new owner Relay-B: every committed completion of e2 counts, so a second one, or a single one by another relay, fails"},
-		{Name: "deadline_refusals", About: "renewals refused by the processing deadline: 1, Relay-C's on e3, whose work never ends"},
-		{Name: "renewal_to_deadline_rows", About: "rows changed by Relay-C's renewal of e3 whose lease ends exactly at claimed_at " +
-			"+ 2 min: 1 (the deadline allows a lease that ends on it)"},
-		{Name: "lost_events", About: "committed events the broker never received by the end of the run, marked delivered or not: 0"},
-		{Name: "completed_without_send", About: "completions that changed a row for an event the completing relay never sent: 0"},
-		{Name: "recovered_after_restart", About: "events in flight at shutdown that the restarted relay recovered and delivered: 2 (e5, e6)"},
+			"completion had committed ({renewals_after_delivery})"},
+		{Name: "completed_by_new_owner", About: "committed completions of {@paused_event} by its new owner {@new_owner}: every " +
+			"committed completion of {@paused_event} counts, so a second one, or a single one by another relay, fails"},
+		{Name: "deadline_refusals", About: "renewals refused by the processing deadline, {@stuck}'s work on " +
+			"{@stuck_event} never ending: {deadline_refused}"},
+		{Name: "renewal_to_deadline_rows", About: "rows changed by {@stuck}'s renewal of {@stuck_event} whose lease ends " +
+			"exactly at claimed_at + {max_processing} (the deadline allows a lease that ends on it)"},
+		{Name: "lost_events", About: "committed events the broker never received by the end of the run, marked delivered or not"},
+		{Name: "completed_without_send", About: "completions that changed a row for an event the completing relay never " +
+			"sent ({completed_unsent})"},
+		{Name: "recovered_after_restart", About: "events in flight at shutdown that the restarted relay recovered and " +
+			"delivered ({recovered_events})"},
 	},
+	Settings: heartbeatSettings,
 	Variants: []Variant{
-		{Name: variantRenewalFailureOnlyLogged, Changes: "Relay-A's heartbeat policy: a 0-row renewal is logged and the work goes on", Mistake: "Relay-A only logs a renewal that changed 0 rows (Hangfire): its work " +
-			"goes on after the pause, sends e2 with its lost lease, and tries a completion that is fenced out",
+		{Name: variantRenewalFailureOnlyLogged, Changes: "Relay-A's heartbeat policy: a 0-row renewal is logged and the work goes on", Mistake: "Relay-A only logs a renewal that changed no row (Hangfire): its work " +
+			"goes on after the pause, sends {@lost_event} with its lost lease, and tries a completion that is fenced out",
 			Breaks: []string{"stale_sends", "cancelled_on_lease_loss"},
-			Shows: "Relay-A's heartbeat on e2 changes 0 rows after its pause, but the relay only logs it: it sends e2 " +
-				"under its lost lease (a stale send, a third broker offer), and its completion is fenced out by " +
-				"Relay-B's token 2. Fencing keeps the row right but cannot unsend a message: a 0-row renewal must " +
-				"cancel the work before it sends."},
-		{Name: variantNoDeadline, Swaps: []store.Stmt{store.RenewWithoutDeadline}, Mistake: "the renewal has no processing deadline: Relay-C's never-ending work renews, and holds e3, forever",
+			Shows: "The heartbeat of {@lost_lease} on {@lost_event} changes no row after its pause, but the relay only logs " +
+				"it: it sends {@lost_event} under its lost lease (stale sends: {stale_sends}), and its completion is " +
+				"fenced out by {@new_owner}'s newer token. Fencing keeps the row right but cannot unsend a message: a " +
+				"renewal that changes no row must cancel the work before it sends."},
+		{Name: variantNoDeadline, Swaps: []store.Stmt{store.RenewWithoutDeadline}, Mistake: "the renewal has no processing deadline: {@stuck}'s never-ending work renews, and holds {@stuck_event}, forever",
 			Breaks: []string{"deadline_refusals", "lost_events"},
-			Shows: "Relay-C's gateway call never returns and its heartbeat renews e3 every 21 s with no end (deadline " +
-				"refusals: 0), so no other relay can take e3 over and the broker never receives it (lost events: 1). A " +
+			Shows: "The gateway call of {@stuck} never returns and its heartbeat renews {@stuck_event} every {renew_interval} " +
+				"with no end (deadline refusals: {deadline_refusals}), so no other relay can take {@stuck_event} over and " +
+				"the broker never receives it (lost events: {lost_events}). A " +
 				"heartbeat proves the process is alive, not that its work progresses: a processing deadline counted " +
 				"from claimed_at has to stop the renewals."},
 		{Name: variantShutdownMarksComplete, Swaps: []store.Stmt{store.MarkHeldComplete}, Mistake: "the shutdown hook marks every event the relay holds delivered, sent or not: " +
-			"e5 and e6 are never published and the restarted relay finds nothing to recover",
+			"those it never sent ({completed_unsent}) are never published and the restarted relay recovers {recovered_events}",
 			Breaks: []string{"lost_events", "completed_without_send", "recovered_after_restart"},
-			Shows: "At SIGTERM Relay-D marks e5 and e6 delivered although it never sent them, so the broker never " +
-				"receives them (lost events: 2) and the restarted relay has nothing to recover. A completion must " +
+			Shows: "At SIGTERM {@stopped} marks {completed_unsent} delivered although it never sent them, so the broker " +
+				"never receives them (lost events: {lost_events}) and the restarted relay recovers {recovered_events}. " +
+				"A completion must " +
 				"mean the broker accepted the event: at shutdown a relay leaves its unsent events to their leases, so " +
 				"they come back after a restart."},
 		{Name: variantRenewWithoutMargin, Changes: "Relay-A's heartbeat policy: a margin of 0, so it renews when its lease ends", Mistake: "Relay-A's heartbeat renews only when the lease ends (no margin): its beat, " +
-			"1 s late, finds the lease expired, so e1's work is cancelled and another relay delivers e1",
+			"{beat_delay} late, finds the lease expired, so its work on {@expired_event} is cancelled and another relay delivers it",
 			Breaks: []string{"expired_renewals_refused", "cancelled_on_expiry"},
-			Shows: "Relay-A's beat at 09:00:32 comes after e1's lease ended at 09:00:31, so lease_until > :now refuses " +
-				"it under Relay-A's own token (0 rows) and e1's 75 s work is cancelled ({expired_renewals_refused} such " +
-				"refusals and {cancelled_on_expiry} cancellations on expiry, e1's and e9's, instead of one each); Relay-B delivers e1 later. Nothing is sent twice, but a healthy relay loses its long jobs: a heartbeat must " +
+			Shows: "The beat of {@expired_holder} at {expired_beat_at} comes after {@expired_event}'s lease ended at " +
+				"{expired_lease_end}, so lease_until > :now refuses it under {@expired_holder}'s own token and its work " +
+				"on {@expired_event} is cancelled ({expired_renewals_refused} such refusals: {expired_renewals}; " +
+				"{cancelled_on_expiry} cancellations on expiry: {cancelled_on_expiry_list}); {@expired_deliverer} " +
+				"delivers {@expired_event} later. Nothing is sent more than once (stale sends: {stale_sends}), but a " +
+				"healthy relay loses its long jobs: a heartbeat must " +
 				"renew with a margin before the lease ends, since any delay turns a renewal at the deadline into a " +
 				"lost lease."},
 	},
@@ -321,11 +338,12 @@ func (run *heartbeatRun) heartbeat(ctx context.Context) error {
 	return run.script(ctx, []cast.Step{
 		cast.At(1, func() (err error) {
 			if j, err = claimWith(ctx, run.a); err == nil {
-				run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes 75 s: two and a half lease periods")
+				run.stage.Event(lab.KindWork, hbRelayA, "works", "e1's work takes "+ticksText(hbLongWork)+
+					": two and a half lease periods")
 			}
 			return err
 		}),
-		cast.At(76, func() error { _, err := j.Send(ctx); return err }),
+		cast.At(1+hbLongWork/cast.TickSecond, func() error { _, err := j.Send(ctx); return err }),
 		cast.At(79, func() error { _, err := j.Complete(ctx); return err }),
 		cast.At(82, func() error { return run.pollAndDeliver(ctx, run.b, 82) }),
 	})
@@ -401,7 +419,7 @@ func (run *heartbeatRun) deadline(ctx context.Context) error {
 		cast.At(280, func() error {
 			return run.c.Freeze(ctx, "a stop-the-world pause (a long garbage collection): no heartbeat until it resumes")
 		}),
-		cast.At(291, func() error { return run.c.Resume(ctx) }),
+		cast.At(280+hbStuckPause/cast.TickSecond, func() error { return run.c.Resume(ctx) }),
 		cast.At(322, func() error { return run.pollAndDeliver(ctx, run.b, 322) }),
 	})
 }
@@ -498,6 +516,7 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 		return err
 	}
 	r.SetMetric("stale_sends", float64(stale))
+	run.castHeartbeatRoles(r)
 	tally := s.TallyRenewals()
 	r.SetMetric("zero_row_renewals", float64(tally.LeaseLostBeforeSend))
 	r.SetMetric("zero_row_renewals_after_send", float64(tally.LeaseLostAfterSend))
@@ -558,7 +577,7 @@ func (run *heartbeatRun) measureCompletions(r *lab.Result) {
 			recovered++
 		}
 	}
-	committed, newOwner := cast.CompletedOnceBy(run.stage.Completions, hbPaused, hbRelayB)
+	committed, newOwner := cast.CompletedOnceBy(run.stage.Completions, hbPaused, r.Cast["new_owner"])
 	r.SetMetric("paused_event_completions", float64(committed))
 	r.SetMetric("completed_by_new_owner", float64(newOwner))
 	r.SetMetric("completed_without_send", float64(withoutSend))
@@ -571,20 +590,22 @@ func (run *heartbeatRun) verdict(r *lab.Result) string {
 	m := metricsOf(r)
 	switch {
 	case r.Passed():
-		return fmt.Sprintf("SAFE DESIGN held. The heartbeats renewed %s times, each under its token (1 row); after the pause "+
-			"Relay-A's renewal changed 0 rows and its work was cancelled before the send (%s stale sends), Relay-B completed e2; "+
-			"Relay-C's renewal after its send of e8 changed 0 rows too: its work was cancelled (%s cancelled after the send), "+
-			"yet the send stands (the broker holds %s offers of e8) and Relay-C attempted %s completions of it; the renewal of "+
-			"the stuck e3 to exactly its deadline changed %s and the processing deadline refused %s renewal after it; "+
-			"Relay-B's overdue renewal of e9, whose lease ran out with nobody reclaiming it, changed 0 rows under its own "+
-			"token (expired renewals refused: %s) and its work was cancelled before the send (%s); Relay-B's tick on e10, due "+
-			"as its completion committed, was read back as already done (%s), not a lost lease, and renewals after a "+
-			"delivery changed %s; the shutdown marked nothing it had not sent and the restarted relay recovered %s "+
-			"events. Cancellation narrows the window; the inbox still absorbs what slips through.",
+		return r.Fill(fmt.Sprintf("SAFE DESIGN held. The heartbeats renewed %s times, each under its token (1 row); "+
+			"after the pause {@lost_lease}'s renewal of {@lost_event} changed 0 rows and its work was cancelled before the "+
+			"send (%s stale sends), {@new_owner} completed {@lost_event}; {@sent_then_lost}'s renewal after its send of "+
+			"{@sent_event} changed 0 rows too: its work was cancelled (%s cancelled after the send), yet the send stands "+
+			"(the broker holds %s offers of {@sent_event}) and {@sent_then_lost} attempted %s completions of it; the "+
+			"renewal of the stuck {@stuck_event} to exactly its deadline changed %s and the processing deadline refused %s "+
+			"renewal after it; {@expired_holder}'s overdue renewal of {@expired_event}, whose lease ran out with nobody "+
+			"reclaiming it, changed 0 rows under its own token (expired renewals refused: %s) and its work was cancelled "+
+			"before the send (%s); {@done_racer}'s tick on {@done_event}, due as its completion committed, was read back "+
+			"as already done (%s), not a lost lease, and renewals after a delivery changed %s; the shutdown marked "+
+			"nothing it had not sent (%s) and the restarted relay recovered %s events. Cancellation narrows the window; "+
+			"the inbox still absorbs what slips through.",
 			m("renewals_one_row"), m("stale_sends"), m("cancelled_after_send"), m("e8_broker_offers"),
 			m("e8_completions_by_relay_c"), rowsOf(r)("renewal_to_deadline_rows"), m("deadline_refusals"),
 			m("expired_renewals_refused"), m("cancelled_on_expiry"), m("renewals_already_done"),
-			rowsOf(r)("renewals_after_delivery_rows"), m("recovered_after_restart"))
+			rowsOf(r)("renewals_after_delivery_rows"), m("completed_without_send"), m("recovered_after_restart")))
 	case run.env.Variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
