@@ -44,7 +44,7 @@ var inboxRetention = Scenario{
 	FileTag: "Inbox-Retention",
 	Title:   "Session 20: deduplication lasts only as long as its window",
 	Design:  lab.Safe,
-	Teaches: "Part 1, inbox retention: event {@event} ({award_cents} cents) is consumed at t={consume_at}, but the " +
+	Teaches: "Part 1, inbox retention: event {@event} ({award_cents} cents) is consumed at {consume_clock} ({consume_at} into the part), but the " +
 		"consumer's acks never reach the broker, which redelivers it every {visibility_timeout} (the inbox absorbs those " +
 		"duplicates) and dead-letters it after {max_deliveries} deliveries. The dead-letter queue keeps it for its retention " +
 		"(--dlq-retention: {dlq_retention}), while the inbox purges dedup records after its own " +
@@ -479,6 +479,7 @@ func castRetention(ctx context.Context, parts map[string]*cast.Pipeline, outs ma
 		r.SetMetric("award_cents", float64(pl.CreditCents))
 	}
 	r.SetSetting("consume_at", cast.DurationText(outs["part 1 short"].consumedAt))
+	r.SetSetting("consume_clock", cast.LessonTicks.Clock(outs["part 1 short"].consumedAt))
 	sends := parts["part 2"].Record().Sends
 	if len(sends) > 0 {
 		r.SetCast("window_event", sends[0].Event)
