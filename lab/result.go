@@ -357,7 +357,7 @@ type Fact struct {
 // AddFact records the metric key as a fact of the setup, with its value as
 // measured.
 func (r *Result) AddFact(key, about, why string) {
-	value := "not measured"
+	value := NotMeasured
 	if v, ok := r.Metric(key); ok {
 		value = FormatNumber(v)
 	}
@@ -426,11 +426,14 @@ func (r *Result) Metric(key string) (float64, bool) {
 	return 0, false
 }
 
+// NotMeasured is a check's Observed when the run never measured its metric.
+const NotMeasured = "not measured"
+
 // ExpectMetric adds a check that the metric key equals want. A missing
 // metric fails the check: a figure that was never measured proves nothing.
 func (r *Result) ExpectMetric(key string, want float64, about string) {
 	got, ok := r.Metric(key)
-	observed := "not measured"
+	observed := NotMeasured
 	if ok {
 		observed = FormatNumber(got)
 	}

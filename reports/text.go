@@ -396,7 +396,7 @@ func designLabel(r *lab.Result) string {
 	case variant && r.Design == lab.Broken:
 		return "VARIANT of a broken design with one more mistake: the design stays unsafe. It FAILS where the mistake hides the breakage."
 	case variant && !r.BrokeInvariant() && !r.Passed():
-		return "VARIANT: the lesson's design with one deliberate mistake that breaks no invariant: every invariant held. " +
+		return "VARIANT: the lesson's design with one deliberate mistake that broke no invariant in this run: every invariant held. " +
 			"It FAILS the checks of what the lesson measures, which the mistake changes."
 	case variant:
 		return "VARIANT: the lesson's design with one deliberate mistake. It FAILS the checks the mistake breaks; the design is unsafe."

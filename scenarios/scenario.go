@@ -390,7 +390,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		if res.MistakeShows == "" {
 			res.MistakeShows = defaultShows(res, v)
 		}
-		res.Verdict = variantVerdict(res, v) + joinSentence(res.Verdict)
+		res.Verdict = joinSentences(variantVerdict(res, v), res.Verdict)
 		exposeMistake(res, v)
 	}
 	res.Statements, res.Transactions = ledgerStatements(env.Ledger, env.Engine()), ledgerTransactions(env.Ledger)
@@ -464,10 +464,10 @@ func exposeMistake(res *lab.Result, v Variant) {
 		About:    "the variant's mistake broke at least one of the checks it names (" + strings.Join(v.Breaks, ", ") + ")",
 		Expected: "at least 1 failed check", Observed: "0: these options hid the mistake", Passed: false,
 	})
-	res.MistakeShows = "MISTAKE NOT EXPOSED with these options: every check passed, so this run shows nothing about the mistake. " +
-		"Run the variant with the lesson's default options to see it. (With them: " + res.MistakeShows + ")"
-	res.Verdict = "MISTAKE NOT EXPOSED: with these options the " + v.Name + " mistake broke no check, so this run proves nothing " +
-		"about the design; the check mistake_exposed fails for that reason. " + res.Verdict
+	res.MistakeShows = joinSentences("MISTAKE NOT EXPOSED with these options: every check passed, so this run shows nothing "+
+		"about the mistake. Run the variant with the lesson's default options to see it. What this run measured:", res.MistakeShows)
+	res.Verdict = joinSentences("MISTAKE NOT EXPOSED: with these options the "+v.Name+" mistake broke no check, so this run "+
+		"proves nothing about the design; the check mistake_exposed fails for that reason.", res.Verdict)
 }
 
 // EngineVariantError is returned for a variant of another engine's: a

@@ -14,17 +14,24 @@ import (
 // reproduced. A run that failed no check gets "" here: [exposeMistake]
 // says so instead.
 func variantVerdict(r *lab.Result, v Variant) string {
-	var broke, measured []string
+	var broke, measured, unmeasured []string
 	for _, c := range r.Checks {
 		if c.Passed {
 			continue
 		}
 		what := fmt.Sprintf("%s (%s: expected %s, observed %s)", c.About, c.Name, c.Expected, c.Observed)
-		if c.Measure || r.Design == lab.Broken {
+		switch {
+		case c.Observed == lab.NotMeasured:
+			unmeasured = append(unmeasured, c.Name)
+		case c.Measure || r.Design == lab.Broken:
 			measured = append(measured, what)
-		} else {
+		default:
 			broke = append(broke, what)
 		}
+	}
+	notMeasured := ""
+	if len(unmeasured) > 0 {
+		notMeasured = "Not measured in this run, so neither held nor broken: " + strings.Join(unmeasured, ", ") + "."
 	}
 	switch {
 	case len(broke) > 0:
@@ -32,13 +39,15 @@ func variantVerdict(r *lab.Result, v Variant) string {
 		if len(measured) > 0 {
 			verdict += " It changed what the lesson measures too: " + strings.Join(measured, "; ") + "."
 		}
-		return verdict
+		return joinSentences(verdict, notMeasured)
 	case len(measured) > 0 && r.Design == lab.Broken:
-		return fmt.Sprintf("BREAKAGE NOT REPRODUCED under the %q mistake: the design stays unsafe, but this run hides it. "+
-			"Not shown: %s.", v.Name, strings.Join(measured, "; "))
+		return joinSentences(fmt.Sprintf("BREAKAGE NOT REPRODUCED under the %q mistake: the design stays unsafe, but this run "+
+			"hides it. Not shown: %s.", v.Name, strings.Join(measured, "; ")), notMeasured)
 	case len(measured) > 0:
-		return fmt.Sprintf("INVARIANTS HELD under the %q mistake: every check of an invariant passed. What it changed is "+
-			"what the lesson measures: %s.", v.Name, strings.Join(measured, "; "))
+		return joinSentences(fmt.Sprintf("INVARIANTS HELD under the %q mistake: every check of an invariant passed. What it "+
+			"changed is what the lesson measures: %s.", v.Name, strings.Join(measured, "; ")), notMeasured)
+	case notMeasured != "":
+		return fmt.Sprintf("NOT SHOWN under the %q mistake: no check failed on a figure the run measured.", v.Name) + " " + notMeasured
 	}
 	return ""
 }
@@ -54,12 +63,15 @@ func defaultShows(r *lab.Result, v Variant) string {
 		"the lesson as designed keeps every one of them."
 }
 
-// joinSentence is text after a sentence: "" for none, else a space and text.
-func joinSentence(text string) string {
-	if text == "" {
-		return ""
+// joinSentences joins the texts that are not empty with a space.
+func joinSentences(texts ...string) string {
+	var parts []string
+	for _, t := range texts {
+		if t != "" {
+			parts = append(parts, t)
+		}
 	}
-	return " " + text
+	return strings.Join(parts, " ")
 }
 
 // variantStatements are the statements v itself puts in place of the

@@ -98,6 +98,9 @@ func TestVariantVerdictFollowsTheChecks(t *testing.T) {
 		{"a broken design's breakage hidden", lab.Broken, []lab.Check{invariant, passed},
 			`BREAKAGE NOT REPRODUCED under the "m" mistake: the design stays unsafe, but this run hides it. ` +
 				`Not shown: rows changed by the stale ack (stale_rows: expected 0, observed 1).`},
+		{"a check the run never measured", lab.Safe, []lab.Check{invariant, {Name: "retried", Expected: "0", Observed: lab.NotMeasured}},
+			`DESIGN BROKEN by the "m" mistake. Did not hold: rows changed by the stale ack (stale_rows: expected 0, observed 1). ` +
+				`Not measured in this run, so neither held nor broken: retried.`},
 		{"nothing failed", lab.Safe, []lab.Check{passed}, ""},
 	}
 	for _, c := range cases {
@@ -107,5 +110,24 @@ func TestVariantVerdictFollowsTheChecks(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestHiddenMistakeSaysSo: a variant whose options hid the mistake fails
+// mistake_exposed, and its texts join without stray spaces.
+func TestHiddenMistakeSaysSo(t *testing.T) {
+	r := &lab.Result{Design: lab.Safe, Variant: "m", Checks: []lab.Check{{Name: "ok", Passed: true}}, MistakeShows: "The window dropped 0 sends."}
+	r.Verdict = joinSentences(variantVerdict(r, Variant{Name: "m"}), "")
+	exposeMistake(r, Variant{Name: "m", Breaks: []string{"ok"}})
+	if r.Passed() || !strings.HasPrefix(r.Verdict, "MISTAKE NOT EXPOSED") {
+		t.Errorf("passed %v, verdict %q", r.Passed(), r.Verdict)
+	}
+	for _, text := range []string{r.Verdict, r.MistakeShows} {
+		if strings.HasPrefix(text, " ") || strings.HasSuffix(text, " ") || strings.Contains(text, "  ") {
+			t.Errorf("stray spaces in %q", text)
+		}
+	}
+	if !strings.HasSuffix(r.MistakeShows, "What this run measured: The window dropped 0 sends.") {
+		t.Errorf("Shows %q: it must quote this run's measurements as this run's", r.MistakeShows)
 	}
 }
