@@ -70,9 +70,9 @@ var clocksAndOutages = Scenario{
 	Settings:   clocksSettings,
 	Checks: []CheckDoc{
 		{Name: "live_lease_claims", About: "claims that took a lease live on the database's clock"},
-		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored", Measure: true},
+		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored"},
 		{Name: "e1_processing_attempts", About: "processing attempts on {@skewed_event}, which {@skewed_owner} claimed " +
-			"first", Measure: true},
+			"first"},
 		{Name: "ack_failures_database_error", About: "failed acks of the outage part the relay recorded as database error"},
 		{Name: "ack_failures_lease_lost", About: "failed acks of the outage part the relay recorded as lease lost"},
 		{Name: "expired_ack_rows", About: "rows changed by {@steady_worker}'s late ack of {@expired_event}, its lease " +
