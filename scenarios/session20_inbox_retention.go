@@ -51,7 +51,7 @@ var inboxRetention = Scenario{
 		"(--inbox-retention: {inbox_retention}). An operator replays it {replay_delay} after the dead-lettering: if the " +
 		"inbox has purged its record by then, the replay is applied again. With an inbox retention at least the longest " +
 		"redelivery interval (the DLQ retention plus the {max_deliveries} deliveries of {visibility_timeout} before it: " +
-		"{long_inbox_retention} here), the replay is a duplicate.\n\nPart 2, broker window: the lab's broker drops an " +
+		"{redelivery_span} here; the lab's second run of part 1 keeps records {long_inbox_retention}), the replay is a duplicate.\n\nPart 2, broker window: the lab's broker drops an " +
 		"offer whose event id it accepted within its window (--broker-window: {broker_window}); event {@window_event} is " +
 		"resent {resend_gap} after its first send, when the first relay's lease has expired, and replayed " +
 		"{replay_delay} after its dead-lettering. A window longer than the resend gap drops the resend, and one shorter " +
@@ -82,8 +82,8 @@ var inboxRetention = Scenario{
 		{Name: "broker_dropped_within_window", Measure: true, About: "broker window: sends of {@window_event} the broker's " +
 			"{broker_window} window dropped before the replay ({@resender}'s resend came {resend_gap} after the first send)"},
 		{Name: "broker_passed_after_window", Measure: true, About: "broker window: offers of {@window_event} the broker " +
-			"accepted from the operator's replay, {replay_since_send} after the first send, its window at {broker_window} " +
-			"and the DLQ keeping messages {dlq_retention}"},
+			"accepted from the operator's replay, scheduled {replay_since_send} after the first send (none where the DLQ no " +
+			"longer held the message), its window at {broker_window} and the DLQ keeping messages {dlq_retention}"},
 		{Name: "credit_broker_window_cents", About: "broker window: cents credited to {@account} for {@window_event} over " +
 			"the first send, the resend and the replay, whatever the broker's {broker_window} window dropped or passed, " +
 			"the inbox keeping dedup records {long_inbox_retention}; the award is {award_cents}"},
@@ -155,14 +155,19 @@ type retentionFlags struct {
 
 func flagsOf(opts Options) retentionFlags {
 	f := retentionFlags{short: cast.TicksOf(opts.InboxRetention), dlq: cast.TicksOf(opts.DLQRetention), window: cast.TicksOf(opts.BrokerWindow)}
-	f.long = max(f.short, f.dlq+s20MaxDeliveries*cast.VisibilityTimeout)
+	f.long = max(f.short, f.redeliverySpan())
 	return f
+}
+
+// redeliverySpan is the longest after its first consumption that a message
+// can still come back: its redeliveries, then a replay from the DLQ.
+func (f retentionFlags) redeliverySpan() int64 {
+	return f.dlq + s20MaxDeliveries*cast.VisibilityTimeout
 }
 
 // longWhy says how the long retention was derived.
 func (f retentionFlags) longWhy() string {
-	span := f.dlq + s20MaxDeliveries*cast.VisibilityTimeout
-	if f.long == span {
+	if f.long == f.redeliverySpan() {
 		return fmt.Sprintf("%s = the DLQ retention %s + %d deliveries × the %s visibility timeout: the longest after its first consumption that the message can still come back (redeliveries, then a replay from the DLQ)",
 			cast.DurationText(f.long), cast.DurationText(f.dlq), s20MaxDeliveries, cast.DurationText(cast.VisibilityTimeout))
 	}

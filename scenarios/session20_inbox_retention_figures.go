@@ -211,7 +211,8 @@ func retentionSettings(opts Options) map[string]string {
 	return map[string]string{
 		"inbox_retention": cast.DurationText(f.short), "dlq_retention": cast.DurationText(f.dlq),
 		"broker_window": cast.WindowText(f.window), "long_inbox_retention": cast.DurationText(f.long),
-		"replay_delay": cast.DurationText(s20ReplayDelay), "resend_gap": cast.DurationText(s20ResendGap),
+		"redelivery_span": cast.DurationText(f.redeliverySpan()),
+		"replay_delay":    cast.DurationText(s20ReplayDelay), "resend_gap": cast.DurationText(s20ResendGap),
 		"replay_since_send": cast.DurationText(s20ReplayAt - s20SendAt), "consume_at": cast.DurationText(s20ConsumeAt),
 		"consume_clock":      cast.LessonTicks.Clock(s20ConsumeAt),
 		"visibility_timeout": cast.DurationText(cast.VisibilityTimeout), "max_deliveries": fmt.Sprint(s20MaxDeliveries),
