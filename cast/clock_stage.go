@@ -79,6 +79,9 @@ type ClockStage struct {
 	// busy timeout of the workers' connections (lock_timeout on
 	// PostgreSQL). It passes on the wall clock; the database's stands.
 	LockWait time.Duration
+	// AckStmt is the ack statement the workers run, whose guards alone can
+	// have refused an ack (see [EventRefusal]).
+	AckStmt  store.Stmt
 	Claims   []ClockClaim
 	Attempts []WorkAttempt
 	Acks     []ClockAck
@@ -254,7 +257,7 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 			return a, err
 		}
 		a.Reason, a.Why = zeroRowAckReason(ev, ok, token, s.Now)
-		refusal = EventRefusal(ev, ok, token, s.Now)
+		refusal = EventRefusal(s.AckStmt, ev, ok, token, s.Now)
 	}
 	kind := s.ackKind(a) // from the database's answer, before the relay's policy names the failure
 	action := "ack"

@@ -323,7 +323,7 @@ func (j *HeartbeatJob) whyCompletionRefused(ctx context.Context) (why string, do
 	if err != nil {
 		return "", false, "", fmt.Errorf("complete %s: read back: %w", j.Event, err)
 	}
-	refusal = EventRefusal(ev, ok, j.Token, j.relay.stage.Now())
+	refusal = EventRefusal(j.relay.sqls.Relay.Complete, ev, ok, j.Token, j.relay.stage.Now())
 	switch {
 	case !ok:
 		return "the event row is gone", false, refusal, nil

@@ -1,27 +1,46 @@
 package cast
 
 import (
+	"strings"
+
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// EventRefusal is the guard that turned away a write under token at now
-// on an outbox_events row, read off the row as its writer read it back
-// after the write changed 0 rows (found false: no row has the id): a
-// newer token, then the delivered flag, then the lease end. It is "" when
-// the row explains nothing (a guard on the write's own parameters, a
-// processing deadline or a shorter proposed lease, refused it: the
-// caller knows which).
-func EventRefusal(ev store.Event, found bool, token, now int64) lab.Refusal {
-	switch {
-	case !found:
+// EventGuards are the predicates of an outbox_events write's WHERE clause
+// that its row, read back, can show to have refused it, in the order
+// [EventRefusal] asks them: the fencing token, the delivered flag, the
+// lease end.
+var EventGuards = []struct {
+	Refusal   lab.Refusal
+	Predicate string
+}{
+	{lab.RefusedByToken, "claim_token = :token"},
+	{lab.RefusedByStatus, "delivered = 0"},
+	{lab.RefusedByLease, "lease_until > "},
+}
+
+// EventRefusal is the guard of stmt, the write that ran, that turned it
+// away under token at now on an outbox_events row, read off the row as its
+// writer read it back after the write changed 0 rows (found false: no row
+// has the id): a newer token, then the delivered flag, then the lease end,
+// each only where stmt's WHERE clause holds it (a mistake without the
+// token is never FENCED by one). It is "" when the row explains nothing (a
+// guard on the write's own parameters, a processing deadline or a shorter
+// proposed lease, refused it: the caller knows which).
+func EventRefusal(stmt store.Stmt, ev store.Event, found bool, token, now int64) lab.Refusal {
+	if !found {
 		return lab.RefusedByGone
-	case ev.Token != token:
-		return lab.RefusedByToken
-	case ev.Delivered:
-		return lab.RefusedByStatus
-	case ev.LeaseUntil <= now:
-		return lab.RefusedByLease
+	}
+	refuses := map[lab.Refusal]bool{
+		lab.RefusedByToken:  ev.Token != token,
+		lab.RefusedByStatus: ev.Delivered,
+		lab.RefusedByLease:  ev.LeaseUntil <= now,
+	}
+	for _, g := range EventGuards {
+		if refuses[g.Refusal] && strings.Contains(stmt.SQL, g.Predicate) {
+			return g.Refusal
+		}
 	}
 	return ""
 }

@@ -249,7 +249,7 @@ func (r *RelayInstance) Complete(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("complete %s: read back: %w", id, err)
 		}
-		refusal = EventRefusal(e, ok, token, now)
+		refusal = EventRefusal(statements.Complete, e, ok, token, now)
 		if ok {
 			switch {
 			case e.Token != token:

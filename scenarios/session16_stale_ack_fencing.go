@@ -113,6 +113,7 @@ var staleAckFencing = Scenario{
 // staleAckRun is one session-16 run: the workers' relays, what they got,
 // and the timeline and separate ledgers, appended to as each action happens.
 type staleAckRun struct {
+	sqls  store.RelaySQL // the statements the workers run
 	setup *store.Relay   // the producer's own connection
 	a, b  instance.Relay // each worker, on its own connection (a child process with --processes)
 
@@ -166,7 +167,7 @@ type failedAckEntry struct {
 
 // runStaleAckFencing runs session 16 with the relay statements sqls.
 func runStaleAckFencing(ctx context.Context, env *Env, sqls store.RelaySQL) (*lab.Result, error) {
-	run := &staleAckRun{}
+	run := &staleAckRun{sqls: sqls}
 	// The producer and each worker are application instances, each on its
 	// own connection.
 	setup, err := env.Open(ctx, env.DatabasePath())

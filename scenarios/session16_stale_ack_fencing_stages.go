@@ -134,7 +134,7 @@ func (run *staleAckRun) ack(ctx context.Context, relay instance.Relay, worker st
 			break
 		}
 		reason, why = classifyZeroRowAck(ev, ok, token)
-		refusal = cast.EventRefusal(ev, ok, token, now)
+		refusal = cast.EventRefusal(run.sqls.Complete, ev, ok, token, now)
 	}
 	detail := fmt.Sprintf("with token %d: %s changed", token, lab.Rows(f.Rows))
 	if ackErr != nil {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/instance"
@@ -159,6 +160,7 @@ var leaseRenewal = Scenario{
 // successful claim (0: none).
 type renewalWorker struct {
 	relay instance.Relay
+	sqls  store.RelaySQL // the statements it runs, whose guards alone can refuse its writes
 	token int64
 }
 
@@ -199,7 +201,7 @@ func runLeaseRenewal(ctx context.Context, env *Env, sqls store.RelaySQL, steps [
 			return nil, err
 		}
 		instances.Add(relay)
-		workers[name] = &renewalWorker{relay: relay}
+		workers[name] = &renewalWorker{relay: relay, sqls: sqls}
 	}
 	var results []stepResult
 	before := stepResult{} // what the database held before each step
@@ -308,7 +310,7 @@ func renewAfterDelivery(ctx context.Context, worker string, w *renewalWorker, ti
 	}
 	kind, refusal := lab.KindFinalize, lab.Refusal("")
 	if ack.Rows != 1 {
-		kind, refusal = lab.KindFenced, cast.EventRefusal(ev, true, w.token, s17AckAt)
+		kind, refusal = lab.KindFenced, cast.EventRefusal(w.sqls.Complete, ev, true, w.token, s17AckAt)
 	}
 	timeline.Add(lab.Event{At: s17At(s17AckAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: worker,
 		Action: "acks with " + heldToken(w.token), Rows: lab.RowsOf(ack.Rows),
@@ -320,7 +322,7 @@ func renewAfterDelivery(ctx context.Context, worker string, w *renewalWorker, ti
 	if ev, err = readEvent(ctx, w); err != nil {
 		return 0, err
 	}
-	kind, refusal = lab.KindFenced, cast.EventRefusal(ev, true, w.token, s17LateRenewAt)
+	kind, refusal = lab.KindFenced, cast.EventRefusal(w.sqls.Renew, ev, true, w.token, s17LateRenewAt)
 	if renewal.Rows == 1 {
 		kind, refusal = lab.KindStale, ""
 	}
@@ -355,7 +357,8 @@ func readBack(ctx context.Context, w *renewalWorker, s renewalStep, res *stepRes
 	}
 	res.owner, res.leaseEnd = ev.LockedBy, ev.LeaseUntil
 	if s.kind == renewStep && res.rows == 0 {
-		if res.refusal = cast.EventRefusal(ev, ok, res.token, s.at); res.refusal == "" && ev.LeaseUntil >= s.until {
+		res.refusal = cast.EventRefusal(w.sqls.Renew, ev, ok, res.token, s.at)
+		if res.refusal == "" && ev.LeaseUntil >= s.until && strings.Contains(w.sqls.Renew.SQL, "lease_until < :proposed") {
 			res.refusal = lab.RefusedByShorter // the row's lease already reaches the proposed end
 		}
 	}

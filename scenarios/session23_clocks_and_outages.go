@@ -207,6 +207,7 @@ func (run *clockRun) seed(ctx context.Context, workers *instance.Set) error {
 	}
 	run.stage = cast.NewClockStage(run.lab, s23Lease, policy)
 	run.stage.LockWait = store.DefaultConfig.BusyTimeout // every connection's, as Env.Open and the children open them
+	run.stage.AckStmt = run.sqls.Ack
 	o := run.env.Options
 	for _, w := range []struct {
 		into **cast.SkewedWorker
