@@ -368,7 +368,7 @@ func (c *ConsumerInstance) applySplit(ctx context.Context, pl Payload) error {
 		return err
 	}
 	c.p.Add(lab.Event{Kind: lab.KindNote, Subject: d.EventID, Rows: lab.RowsOf(r.InboxRows), Actor: c.name, Action: "inbox insert",
-		Detail: fmt.Sprintf("%s: %d row(s) added, in a transaction of its own", d.EventID, r.InboxRows)})
+		Detail: fmt.Sprintf("%s: %s added, in a transaction of its own", d.EventID, lab.Rows(int64(r.InboxRows)))})
 	return nil
 }
 

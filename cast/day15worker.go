@@ -503,7 +503,7 @@ func (d *Day15) RecordClaim(worker, phase, target string, c store.Claim) {
 		detail = fmt.Sprintf("the claim's UPDATE changed %s, not 1: rolled back, nothing claimed", lab.Rows(c.Rows))
 	}
 	if c.LockWaiters > 0 {
-		detail += fmt.Sprintf("; %d other worker(s)' claim waited for this claim's row lock", c.LockWaiters)
+		detail += fmt.Sprintf("; %s waited for this claim's row lock", lab.Count(int64(c.LockWaiters), "other worker's claim", "other workers' claims"))
 	}
 	if c.Stats.BusyRetries > 0 {
 		detail += fmt.Sprintf(" (after %d %s retries)", c.Stats.BusyRetries, d.engine.RetriedError())

@@ -405,7 +405,8 @@ func (r *HeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
 	if len(marked) > 0 {
 		what = fmt.Sprintf("the shutdown step marked %v delivered", marked)
 	}
-	s.Event(lab.KindNote, r.Name, "exits", fmt.Sprintf("process ends holding %d event(s) %v, %d of them unsent %v: %s", len(held), held, len(unsent), unsent, what))
+	s.Event(lab.KindNote, r.Name, "exits", fmt.Sprintf("process ends holding %s %v, %d of them unsent %v: %s",
+		lab.Count(int64(len(held)), "event", "events"), held, len(unsent), unsent, what))
 	return held, nil
 }
 

@@ -58,7 +58,7 @@ func Run(ctx context.Context, c Config) (*lab.Result, error) {
 	for inv, s := range x.shortest {
 		for i := range r.Checks {
 			if s != nil && r.Checks[i].Name == invariantInfo[inv].check {
-				r.Checks[i].Counterexample = fmt.Sprintf("%d action(s): %s", len(s.actions), orderingText(s.actions))
+				r.Checks[i].Counterexample = fmt.Sprintf("%s: %s", lab.Count(int64(len(s.actions)), "action", "actions"), orderingText(s.actions))
 			}
 		}
 	}
@@ -249,8 +249,8 @@ func exploreVerdict(variant string, x *explorer, r *lab.Result) string {
 	var broken []string
 	for inv, info := range invariantInfo {
 		if s := x.shortest[inv]; s != nil {
-			broken = append(broken, fmt.Sprintf("%q violated in %d of %s orderings, the shortest with %d action(s): %s",
-				info.name, x.violations[inv], m("orderings_explored"), len(s.actions), orderingText(s.actions)))
+			broken = append(broken, fmt.Sprintf("%q violated in %d of %s orderings, the shortest with %s: %s",
+				info.name, x.violations[inv], m("orderings_explored"), lab.Count(int64(len(s.actions)), "action", "actions"), orderingText(s.actions)))
 		}
 	}
 	if variant == "" {

@@ -618,7 +618,7 @@ func (w *exploreWorld) judgeFinal(ctx context.Context) error {
 	}
 	for _, e := range evs {
 		if accepted[e.ID] == 0 || !e.Delivered {
-			w.violate(invAtLeastOnce, fmt.Sprintf("%s: %d accepted broker offer(s), published %s", e.ID, accepted[e.ID], lab.Cell(e.Delivered)))
+			w.violate(invAtLeastOnce, fmt.Sprintf("%s: %s, published %s", e.ID, lab.Count(int64(accepted[e.ID]), "accepted broker offer", "accepted broker offers"), lab.Cell(e.Delivered)))
 		}
 	}
 	for _, e := range exploreEvents {

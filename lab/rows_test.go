@@ -13,3 +13,12 @@ func TestRows(t *testing.T) {
 		}
 	}
 }
+
+// TestCount: a count reads with its noun, singular only for one.
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 sends", 1: "1 send", 2: "2 sends"} {
+		if got := Count(n, "send", "sends"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

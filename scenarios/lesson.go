@@ -55,6 +55,16 @@ func rowsOf(r *lab.Result) func(key string) string {
 	}
 }
 
+// countOf is a measured count with its noun, for verdict sentences: "1
+// send", "2 sends", or "? sends" when the run did not measure key.
+func countOf(r *lab.Result, key, one, many string) string {
+	v, ok := r.Metric(key)
+	if !ok {
+		return lab.Unknown + " " + many
+	}
+	return lab.Count(int64(v), one, many)
+}
+
 // statementSet is the statement set a lesson runs: the lesson's set with
 // the variant's mistakes swapped in (see [variantSet]) or a student's file
 // (see [submitted]), then a test's swap (see [swapped]).

@@ -381,8 +381,8 @@ func (run *staleAckRun) verdict(r *lab.Result, variant string) string {
 	case variant != "":
 		return "" // Execute opens a variant's verdict with what its checks measured
 	default:
-		return fmt.Sprintf("NOT SHOWN: failed checks %v; %d ack(s) failed with a database error (see the failed-ack ledger), so the fencing was not measured.",
-			r.FailedChecks(), run.failedAcksFor(reasonDatabaseError))
+		return fmt.Sprintf("NOT SHOWN: failed checks %v; %s failed with a database error (see the failed-ack ledger), so the fencing was not measured.",
+			r.FailedChecks(), lab.Count(int64(run.failedAcksFor(reasonDatabaseError)), "ack", "acks"))
 	}
 }
 

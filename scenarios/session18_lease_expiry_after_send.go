@@ -67,11 +67,11 @@ var leaseExpiryAfterSend = Scenario{
 		{Name: "stale_completion_rows", About: "rows changed by {@stale_relay}'s completion of {@event} with its stale token " +
 			"{stale_token}, sent after {@current_relay} claimed the row with token {current_token}"},
 		{Name: "published", About: "outbox rows published (delivered set); {@event} was published by the completion of {@publisher}"},
-		{Name: "inbox_credit_cents", About: "cents the inbox consumer group credited to {@account} over its {inbox_deliveries} " +
-			"deliveries of {@event} (the offers and the redelivery), for one award of {award_cents}"},
+		{Name: "inbox_credit_cents", About: "cents the inbox consumer group credited to {@account} over the deliveries of {@event} " +
+			"it took ({inbox_deliveries}: the offers and the redelivery), for one award of {award_cents}"},
 		{Name: "consumed_event_rows", About: "consumed_events rows the inbox consumer group holds for {@event}"},
 		{Name: "naive_credit_cents", Measure: true, About: "cents the naive consumer (an unconditional increment) credited to " +
-			"{@account} over its {naive_deliveries} deliveries of {@event}: the duplicate as it reaches the business state"},
+			"{@account} over the deliveries of {@event} it took ({naive_deliveries}): the duplicate as it reaches the business state"},
 		{Name: "stale_receipt_ack_rows", About: "rows changed at the broker by {@stale_receiver}'s ack of offer {stale_offer} " +
 			"with receipt {stale_receipt}, sent while {@redelivery_receiver}'s redelivery (receipt {redelivery_receipt}) was in flight"},
 		{Name: "redelivery_ack_rows", About: "rows changed at the broker by {@redelivery_receiver}'s ack of the redelivery of " +
@@ -81,7 +81,7 @@ var leaseExpiryAfterSend = Scenario{
 		{Name: "complete-without-token", Swaps: []store.Stmt{store.CompleteByEventID}, Mistake: "the relays complete by event id alone: a relay's late completion, after its lease expired, is accepted",
 			Breaks: []string{"stale_completion_rows"},
 			Shows: "The completion of {@event} by {@stale_relay}, sent with token {stale_token} after its lease expired and " +
-				"{@current_relay} claimed the row with token {current_token}, changed {stale_completion_rows} row(s); the row " +
+				"{@current_relay} claimed the row with token {current_token}, changed rows: {stale_completion_rows}; the row " +
 				"was published by the completion of {@publisher}, and {@current_relay}'s own completion then changed " +
 				"{current_completion_rows}. The broker accepted {broker_offers} offers, so nothing is lost here, but a relay " +
 				"that had lost its lease decided the row's state: only the current token may complete it."},
@@ -375,17 +375,17 @@ func leaseExpiryAfterSendVerdict(r *lab.Result, env *Env) string {
 		return r.Fill(fmt.Sprintf("SAFE DESIGN held, with an honest duplicate: the broker holds %s offers of {@event} after "+
 			"{@stale_relay}'s lease expired post-send; {@stale_relay}'s stale completion changed %s and the row was published "+
 			"by {@publisher}'s completion; {@stale_receiver}'s late ack with a stale receipt changed %s and "+
-			"{@redelivery_receiver}'s ack of the redelivery changed %s; the inbox consumer ended at %s cents with %s "+
-			"consumed_events row(s), while the naive consumer, fed the same offers, ended at %s.",
+			"{@redelivery_receiver}'s ack of the redelivery changed %s; the inbox consumer ended at %s cents with %s, "+
+			"while the naive consumer, fed the same offers, ended at %s.",
 			m("broker_offers"), rows("stale_completion_rows"), rows("stale_receipt_ack_rows"), rows("redelivery_ack_rows"),
-			m("inbox_credit_cents"), m("consumed_event_rows"), m("naive_credit_cents")))
+			m("inbox_credit_cents"), countOf(r, "consumed_event_rows", "consumed_events row", "consumed_events rows"), m("naive_credit_cents")))
 	}
 	var extra []string
 	if dropped, _ := r.Metric("broker_dropped_offers"); dropped > 0 {
 		extra = append(extra, r.Fill(fmt.Sprintf("The window hid the duplicate, it did not fix it: the broker's {broker_window} "+
-			"window dropped %s send(s) of {@event} (sent by {@dropped_sender}) and accepted %s, so the naive consumer looks "+
+			"window dropped %s of {@event} (sent by {@dropped_sender}) and accepted %s, so the naive consumer looks "+
 			"correct here (%s cents for one award of %s); a replay after the window gets through (session 20).",
-			m("broker_dropped_offers"), m("broker_offers"), m("naive_credit_cents"), m("award_cents"))))
+			countOf(r, "broker_dropped_offers", "send", "sends"), m("broker_offers"), m("naive_credit_cents"), m("award_cents"))))
 	}
 	if stale, ok := r.Metric("publisher_token"); ok && stale != 0 && stale != measuredOr(r, "current_token", -1) {
 		extra = append(extra, r.Fill(fmt.Sprintf("The row was published by {@publisher}'s completion under token %s, not "+

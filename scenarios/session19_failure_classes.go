@@ -298,7 +298,8 @@ func (s creditState) record(o *rowOutcome) {
 
 // String is the state as a row's Observed column prints it.
 func (s creditState) String() string {
-	return fmt.Sprintf("%d offer(s); credit %d cents; %d consumed_events row(s); published %d", s.offers, s.credit, s.inboxRows, s.published)
+	return fmt.Sprintf("%s; credit %d cents; %s; published %d", lab.Count(int64(s.offers), "offer", "offers"), s.credit,
+		lab.Count(int64(s.inboxRows), "consumed_events row", "consumed_events rows"), s.published)
 }
 
 // observeCredit reads a credit row's outcome from its database.

@@ -152,7 +152,8 @@ func playRowLostConsumerAck(ctx context.Context, p *cast.Pipeline, plan *failpoi
 		return rowOutcome{}, err
 	}
 	s, err := observeCredit(ctx, p, "ACC-4")
-	observed := fmt.Sprintf("offer delivered %d time(s); credit %d cents; %d consumed_events row(s)", s.maxDeliv, s.credit, s.inboxRows)
+	observed := fmt.Sprintf("offer delivered %s; credit %d cents; %s", lab.Count(int64(s.maxDeliv), "time", "times"), s.credit,
+		lab.Count(int64(s.inboxRows), "consumed_events row", "consumed_events rows"))
 	out := rowOutcome{observed: observed, ok: s.maxDeliv >= 2 && s.credit == rowCredit}
 	s.record(&out)
 	out.role("consumer", firedBy(plan, failpoint.Crash))
@@ -187,8 +188,9 @@ func playRowConcurrentDuplicates(ctx context.Context, p *cast.Pipeline, plan *fa
 		}
 	}
 	s, err := observeCredit(ctx, p, "ACC-5")
-	observed := fmt.Sprintf("%d deliveries applied at once by %d connections; credit %d cents; %d consumed_events row(s)",
-		concurrent, len(connections), s.credit, s.inboxRows)
+	observed := fmt.Sprintf("%s applied at once by %s; credit %d cents; %s",
+		lab.Count(int64(concurrent), "delivery", "deliveries"), lab.Count(int64(len(connections)), "connection", "connections"), s.credit,
+		lab.Count(int64(s.inboxRows), "consumed_events row", "consumed_events rows"))
 	out := rowOutcome{observed: observed, ok: concurrent == 2 && s.credit == rowCredit}
 	s.record(&out)
 	out.figure("connections", float64(len(connections)))

@@ -391,8 +391,8 @@ func consumeUntilDeadLettered(ctx context.Context, env *Env, p *cast.Pipeline, p
 	if out.deadLetteredAt, err = cast.TickOfClock(dead[0].DeadLetteredAt); err != nil {
 		return err
 	}
-	p.Event(lab.KindNote, "broker", "dead-lettered", fmt.Sprintf("%d offer(s) moved to the DLQ after %d unacknowledged deliveries; the DLQ keeps them %s",
-		len(dead), s20MaxDeliveries, cast.DurationText(dlqRetention)))
+	p.Event(lab.KindNote, "broker", "dead-lettered", fmt.Sprintf("%s moved to the DLQ after %d unacknowledged deliveries; the DLQ keeps them %s",
+		lab.Count(int64(len(dead)), "offer", "offers"), s20MaxDeliveries, cast.DurationText(dlqRetention)))
 	return nil
 }
 
@@ -403,11 +403,11 @@ func purgeRetention(ctx context.Context, p *cast.Pipeline, run retentionRun, dlq
 	if out.inboxPurged, err = p.Consumers().Purge(ctx, p.Clock.Now(), cast.TickSpan(run.inboxRetention)); err != nil {
 		return err
 	}
-	p.Event(lab.KindNote, "inbox purge", "delete", fmt.Sprintf("consumed_events older than %s: %d row(s) deleted", cast.DurationText(run.inboxRetention), out.inboxPurged))
+	p.Event(lab.KindNote, "inbox purge", "delete", fmt.Sprintf("consumed_events older than %s: %s deleted", cast.DurationText(run.inboxRetention), lab.Rows(int64(out.inboxPurged))))
 	if out.dlqPurged, err = p.Broker().PurgeDeadLetters(ctx, p.Clock.Now(), cast.TickSpan(dlqRetention)); err != nil {
 		return err
 	}
-	p.Event(lab.KindNote, "DLQ purge", "delete", fmt.Sprintf("dead letters older than %s: %d row(s) deleted", cast.DurationText(dlqRetention), out.dlqPurged))
+	p.Event(lab.KindNote, "DLQ purge", "delete", fmt.Sprintf("dead letters older than %s: %s deleted", cast.DurationText(dlqRetention), lab.Rows(int64(out.dlqPurged))))
 	return nil
 }
 

@@ -227,7 +227,7 @@ func testGradeExercise(t *testing.T, db []string) {
 		}
 	}
 	table := runCLI(t, append(args, paths[1])...)
-	if !strings.Contains(lastColumn(table.stdout), "the shortest ordering that breaks it, 5 action(s): A claim, A send, expire, B claim, A complete") {
+	if !strings.Contains(lastColumn(table.stdout), "the shortest ordering that breaks it, 5 actions: A claim, A send, expire, B claim, A complete") {
 		t.Errorf("the table does not show the explorer's shortest ordering:\n%s", table.stdout)
 	}
 }
