@@ -20,12 +20,6 @@ import (
 // ClockStart is t=0 of session 23's database clock, 10:00:00.000Z.
 var ClockStart = LessonStart.Add(time.Hour)
 
-// ClockInstant is t on the database's clock.
-func ClockInstant(t int64) time.Time { return ClockStart.Add(time.Duration(t) * time.Millisecond) }
-
-// ClockText prints t on the database's clock as a time of day, 10:00:00.500.
-func ClockText(t int64) string { return ClockInstant(t).Format("15:04:05.000") }
-
 // ClockRelay is what a session-23 relay instance does on its own
 // connection; now is the database's time.
 type ClockRelay interface {

@@ -19,8 +19,7 @@ const Unknown = "?"
 // {@role} the actor [Result.Cast] names for the role; and any of them
 // becomes [Unknown] when the run did not measure, set or cast it.
 func (r *Result) Fill(text string) string {
-	return placeholderRE.ReplaceAllStringFunc(text, func(m string) string {
-		key := m[1 : len(m)-1]
+	return ReplacePlaceholders(text, func(key string) string {
 		if key[0] == '@' {
 			if who, ok := r.Cast[key[1:]]; ok && who != "" {
 				return who
@@ -47,6 +46,12 @@ func (r *Result) Missing(text string) []string {
 		}
 	}
 	return out
+}
+
+// ReplacePlaceholders is text with each placeholder replaced by what
+// value returns for its key ("@role" or "metric_key", braces dropped).
+func ReplacePlaceholders(text string, value func(key string) string) string {
+	return placeholderRE.ReplaceAllStringFunc(text, func(m string) string { return value(m[1 : len(m)-1]) })
 }
 
 // Placeholders lists the placeholders in text, braces dropped ("@role",

@@ -14,16 +14,12 @@ import (
 // a run measures.)
 var figureWordRE = regexp.MustCompile(`(?i)\b(two|three|four|five|six|seven|eight|nine|ten|twice)\b`)
 
-// placeholderTextRE is a placeholder, for taking them out of a template
-// before looking for figures in it.
-var placeholderTextRE = regexp.MustCompile(`\{@?[a-z0-9_]+\}`)
-
 // templateFaults lists what a lesson's text template writes in that only
 // the run may say: a digit or a count in words outside a placeholder (a
 // figure or an id such as PAY-001), or the name of an actor of the run.
 func templateFaults(template string, actors []string) []string {
 	var faults []string
-	bare := placeholderTextRE.ReplaceAllString(template, "")
+	bare := lab.ReplacePlaceholders(template, func(string) string { return "" })
 	if i := strings.IndexAny(bare, "0123456789"); i >= 0 {
 		faults = append(faults, "a figure written into it ("+excerpt(bare, i)+")")
 	}

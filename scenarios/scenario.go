@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -440,16 +439,13 @@ func (sc *Scenario) Described(text string) string {
 	if sc.Settings != nil {
 		r.Settings = sc.Settings(DefaultOptions())
 	}
-	return placeholderRE.ReplaceAllStringFunc(text, func(m string) string {
-		if filled := r.Fill(m); filled != lab.Unknown {
+	return lab.ReplacePlaceholders(text, func(key string) string {
+		if filled := r.Fill("{" + key + "}"); filled != lab.Unknown {
 			return filled
 		}
-		return "<" + strings.ReplaceAll(strings.TrimPrefix(m[1:len(m)-1], "@"), "_", " ") + ">"
+		return "<" + strings.ReplaceAll(strings.TrimPrefix(key, "@"), "_", " ") + ">"
 	})
 }
-
-// placeholderRE is a placeholder in a lesson's template.
-var placeholderRE = regexp.MustCompile(`\{@?[a-z0-9_]+\}`)
 
 // exposeMistake makes a variant that broke no check fail all the same, with
 // a check that says so: some options (a broker window long enough, an

@@ -242,7 +242,7 @@ func (run *clockRun) insert(ctx context.Context, id string) error {
 
 // send has w send id to the broker now.
 func (run *clockRun) send(ctx context.Context, w *cast.SkewedWorker, id string) error {
-	o, err := run.broker.Offer(ctx, id, fmt.Sprintf(`{"event":%q}`, id), w.Name, cast.ClockInstant(run.stage.Now), 0)
+	o, err := run.broker.Offer(ctx, id, fmt.Sprintf(`{"event":%q}`, id), w.Name, cast.DatabaseTicks.Instant(run.stage.Now), 0)
 	if err != nil {
 		return err
 	}
