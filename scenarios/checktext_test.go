@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outboxlab/outboxlab/lab"
 )
@@ -60,7 +62,8 @@ func timelineActors(r *lab.Result) []string {
 // checkTextsFromTheRun asserts that every check of r says only what r
 // showed: its template (the lesson's CheckDoc) writes in no figure and no
 // actor of the run by name, and the run filled every placeholder of it.
-// A variant's "What this run shows" is held to the same rule.
+// A variant's "What this run shows" is held to the same rule; the
+// lesson's and the variant's other texts must at least be filled.
 func checkTextsFromTheRun(t *testing.T, sc *Scenario, r *lab.Result) {
 	t.Helper()
 	actors := timelineActors(r)
@@ -75,6 +78,18 @@ func checkTextsFromTheRun(t *testing.T, sc *Scenario, r *lab.Result) {
 		}
 		if missing := r.Missing(doc.About); len(missing) > 0 {
 			t.Errorf("check %s: the run did not fill %v in %q", c.Name, missing, doc.About)
+		}
+	}
+	for what, template := range map[string]string{"Teaches": sc.Teaches, "DoesNotSolve": sc.DoesNotSolve} {
+		if missing := r.Missing(template); len(missing) > 0 {
+			t.Errorf("%s: the run did not fill %v", what, missing)
+		}
+	}
+	if v, ok := sc.Variant(r.Variant); ok {
+		for what, template := range map[string]string{"Mistake": v.Mistake, "Changes": v.Changes} {
+			if missing := r.Missing(template); len(missing) > 0 {
+				t.Errorf("variant %s's %s: the run did not fill %v", v.Name, what, missing)
+			}
 		}
 	}
 	if v, ok := sc.Variant(r.Variant); ok && v.Shows != "" {
@@ -117,5 +132,43 @@ func TestTemplateFaults(t *testing.T) {
 		if got := templateFaults(c.template, actors); len(got) != c.faults {
 			t.Errorf("%q: faults %v, want %d", c.template, got, c.faults)
 		}
+	}
+}
+
+// TestTextsFollowTheOptions: with options other than the defaults, every
+// text is still filled from the run and holds no figure of its own, and
+// the settings a text quotes are the ones the run used.
+func TestTextsFollowTheOptions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		sc      *Scenario
+		variant string
+		set     func(o *Options)
+		quotes  []string // texts of the options the lesson's text must quote
+	}{
+		{&inboxRetention, "", func(o *Options) {
+			o.InboxRetention, o.DLQRetention, o.BrokerWindow = 240*time.Hour, 48*time.Hour, 10*time.Minute
+		}, []string{"--inbox-retention: 10d", "--dlq-retention: 2d", "--broker-window: 10m"}},
+		{&leaseExpiryAfterSend, variantBrokerDedupWindow, func(o *Options) { o.BrokerWindow = time.Millisecond }, []string{"1ms"}},
+		{&clocksAndOutages, "worker-clock-leases", func(o *Options) { o.SkewSlow, o.SkewFast = 5*time.Second, 5*time.Second }, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.sc.Name+"/"+c.variant, func(t *testing.T) {
+			t.Parallel()
+			opts := DefaultOptions()
+			opts.TempRoot = t.TempDir()
+			c.set(&opts)
+			r, err := Execute(context.Background(), c.sc, c.variant, opts, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTextsFromTheRun(t, c.sc, r)
+			text := r.Lesson + " " + r.Mistake
+			for _, q := range c.quotes {
+				if !strings.Contains(text, q) {
+					t.Errorf("the texts do not quote %q:\n%s", q, text)
+				}
+			}
+		})
 	}
 }

@@ -94,9 +94,9 @@ var leaseExpiryAfterSend = Scenario{
 				"once, so the consumer must record the event in consumed_events in the same transaction as the credit and " +
 				"skip an event it has already seen."},
 		{Name: variantBrokerDedupWindow, Changes: "an option: the broker drops a resend inside its deduplication window (--broker-window)",
-			Mistake: "relying on the broker's deduplication window (--broker-window, {broker_window}): the resend is dropped, " +
-				"so the duplicate never reaches the consumers and the naive consumer looks correct. The counterexample is hidden, " +
-				"not fixed: session 20 replays the event after the window",
+			Mistake: "relying on the broker's deduplication window (--broker-window, {broker_window} in this run): a window " +
+				"longer than the resend's gap drops the resend, so the duplicate never reaches the consumers and the naive " +
+				"consumer looks correct. The counterexample is hidden, not fixed: session 20 replays the event after the window",
 			Breaks: []string{"broker_offers", "naive_credit_cents"},
 			Shows: "The broker's {broker_window} window dropped {broker_dropped_offers} of the relays' {sends} sends of " +
 				"{@event} (dropped sends by: {@dropped_sender}) and accepted {broker_offers}, and the naive consumer credited " +
