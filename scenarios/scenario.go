@@ -70,7 +70,7 @@ type CheckDoc struct {
 	// (see [lab.Result.Fill]): it names an actor only as {@role} and a
 	// figure only as {metric_key}, never by a name or a number written
 	// into it, so it cannot credit an actor or state a figure the run did
-	// not show (TestCheckTextsNameOnlyTheRun).
+	// not show (checkTextsFromTheRun, in TestScenariosAndVariants).
 	About string
 	// Measure marks a check of what the lesson measures or reproduces (a
 	// claim's work as the backlog grows, a lock wait, a duplicate the
@@ -114,9 +114,9 @@ type Variant struct {
 	Migrations []store.Migration
 	// Changes, for a variant whose mistake is not (only) a statement, says
 	// what it changes: an order, a timing, an option, a policy, the schema
-	// or the code around the statements. With Swaps too (a schema change
-	// is a swapped migration), the report names both; without, it says
-	// the variant changes no SQL statement.
+	// or the code around the statements. With Swaps or Migrations too (a
+	// schema change is a migration), the report names both; without, it
+	// says the variant changes no SQL statement.
 	Changes string
 	// Shows is what running the mistake demonstrates, for the report's
 	// "What this run shows"; "" falls back to a sentence built from Mistake.
@@ -387,7 +387,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	if v, ok := sc.Variant(variant); ok {
 		res.Mistake, res.MistakeShows, res.MistakeChanges = res.Fill(v.Mistake), res.Fill(v.Shows), res.Fill(v.Changes)
 		if res.MistakeShows == "" {
-			res.MistakeShows = defaultShows(res, v)
+			res.MistakeShows = defaultShows(res)
 		}
 		res.Verdict = joinSentences(variantVerdict(res, v), res.Verdict)
 		exposeMistake(res, v)

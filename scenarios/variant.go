@@ -53,13 +53,14 @@ func variantVerdict(r *lab.Result, v Variant) string {
 }
 
 // defaultShows is "What this run shows" for a variant that does not say:
-// the mistake, and what its failed checks are.
-func defaultShows(r *lab.Result, v Variant) string {
+// the mistake as the run filled it (r.Mistake), and what its failed checks
+// are.
+func defaultShows(r *lab.Result) string {
 	if !r.BrokeInvariant() && !r.Passed() {
-		return "What happens when " + v.Mistake + ". The checks that FAIL below measure what the lesson shows, not an " +
+		return "What happens when " + r.Mistake + ". The checks that FAIL below measure what the lesson shows, not an " +
 			"invariant: every invariant held, and the mistake changed what the run measured."
 	}
-	return "What happens when " + v.Mistake + ". The checks that FAIL below are the invariants this mistake breaks; " +
+	return "What happens when " + r.Mistake + ". The checks that FAIL below are the invariants this mistake breaks; " +
 		"the lesson as designed keeps every one of them."
 }
 
