@@ -1,7 +1,6 @@
 package cast
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
@@ -31,9 +30,7 @@ func (o TickOrigin) At(t int64) string { return clock.Format(o.Instant(t)) }
 
 // Time prints tick t as its clock time with the stored tick beside it:
 // "09:00:00.130 (t=130)".
-func (o TickOrigin) Time(t int64) string {
-	return fmt.Sprintf("%s (t=%d)", o.Instant(t).UTC().Format("15:04:05.000"), t)
-}
+func (o TickOrigin) Time(t int64) string { return o.Clock(t) + " (" + clock.Logical(t) + ")" }
 
 // Clock prints tick t as its clock time alone: "09:00:00.130".
 func (o TickOrigin) Clock(t int64) string { return o.Instant(t).UTC().Format("15:04:05.000") }

@@ -342,6 +342,24 @@ type Record struct {
 	Acks        []AckEntry
 }
 
+// FirstAndLastClaims are the claims of the ledger that took event with the
+// lowest and the highest token: its stale owner and its current one (the
+// same claim when only one took it), or nils when none did.
+func (r Record) FirstAndLastClaims(event string) (first, last *ClaimRecord) {
+	for i, c := range r.Claims {
+		if c.Event != event || c.Outcome != store.Claimed {
+			continue
+		}
+		if first == nil || c.Token < first.Token {
+			first = &r.Claims[i]
+		}
+		if last == nil || c.Token > last.Token {
+			last = &r.Claims[i]
+		}
+	}
+	return first, last
+}
+
 // ClaimRecord is one line of the relay claim ledger, as it crosses a pipe.
 type ClaimRecord struct {
 	Seq     int

@@ -532,19 +532,7 @@ func readBackEvent(ctx context.Context, p *cast.Pipeline, event string) (store.E
 // the publisher: the relay whose completion changed row at the tick its
 // delivered_at reads, or "no relay" when the row is not delivered.
 func castRelays(rec cast.Record, row store.Event, r *lab.Result) {
-	var stale, current *cast.ClaimRecord
-	for i, c := range rec.Claims {
-		if c.Event != row.ID || c.Outcome != store.Claimed {
-			continue
-		}
-		if stale == nil || c.Token < stale.Token {
-			stale = &rec.Claims[i]
-		}
-		if current == nil || c.Token > current.Token {
-			current = &rec.Claims[i]
-		}
-	}
-	if stale != nil {
+	if stale, current := rec.FirstAndLastClaims(row.ID); stale != nil {
 		r.SetCast("stale_relay", stale.Relay)
 		r.SetMetric("stale_token", float64(stale.Token))
 		r.SetCast("current_relay", current.Relay)

@@ -388,19 +388,7 @@ func lastSender(p *cast.Pipeline, event string) string {
 // whose completion first changed the row, with their tokens.
 func castStaleAndCurrent(p *cast.Pipeline, event string, o *rowOutcome) {
 	rec := p.Record()
-	var stale, current *cast.ClaimRecord
-	for i, c := range rec.Claims {
-		if c.Event != event || c.Outcome != store.Claimed {
-			continue
-		}
-		if stale == nil || c.Token < stale.Token {
-			stale = &rec.Claims[i]
-		}
-		if current == nil || c.Token > current.Token {
-			current = &rec.Claims[i]
-		}
-	}
-	if stale != nil {
+	if stale, current := rec.FirstAndLastClaims(event); stale != nil {
 		o.role("stale", stale.Relay)
 		o.figure("stale_token", float64(stale.Token))
 		o.role("current", current.Relay)

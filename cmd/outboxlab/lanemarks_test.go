@@ -13,7 +13,6 @@ import (
 
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
-	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // guardPredicates are the texts of the WHERE-clause predicates each guard
@@ -47,23 +46,11 @@ var guardPredicates = map[lab.Refusal][]string{
 //     it came from, and a delivery never above its offer.
 func TestLaneMarksAgreeWithTheRun(t *testing.T) {
 	t.Parallel()
-	for _, sc := range scenarios.All() {
-		variants := []string{""}
-		for _, v := range sc.Variants {
-			if v.Engine == "" {
-				variants = append(variants, v.Name)
-			}
+	forEachSQLiteRun(t, func(t *testing.T, r *lab.Result) {
+		for _, problem := range reviewMarks(r) {
+			t.Error(problem)
 		}
-		for _, variant := range variants {
-			t.Run(strings.TrimSuffix(sc.Name+"/"+variant, "/"), func(t *testing.T) {
-				t.Parallel()
-				r := executeLesson(t, sc, variant, 3) // bound 3: the run TestReportsFitAPage renders
-				for _, problem := range reviewMarks(r) {
-					t.Error(problem)
-				}
-			})
-		}
-	}
+	})
 }
 
 // reviewMarks is what a reviewer finds wrong with r's marks: one sentence
