@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/scenarios/session18expiry"
+	"github.com/outboxlab/outboxlab/scenarios/session20inbox"
+	"github.com/outboxlab/outboxlab/scenarios/session23clocks"
 )
 
 // figureWordRE finds a figure written into a text as a word: a lesson's
@@ -60,11 +64,11 @@ func timelineActors(r *lab.Result) []string {
 }
 
 // checkTextsFromTheRun asserts that every check of r says only what r
-// showed: its template (the lesson's CheckDoc) writes in no figure and no
+// showed: its template (the lesson's lesson.CheckDoc) writes in no figure and no
 // actor of the run by name, and the run filled every placeholder of it.
 // A variant's "What this run shows" is held to the same rule; the
 // lesson's and the variant's other texts must at least be filled.
-func checkTextsFromTheRun(t *testing.T, sc *Scenario, r *lab.Result) {
+func checkTextsFromTheRun(t *testing.T, sc *lesson.Scenario, r *lab.Result) {
 	t.Helper()
 	actors := timelineActors(r)
 	for _, c := range r.Checks {
@@ -103,7 +107,7 @@ func checkTextsFromTheRun(t *testing.T, sc *Scenario, r *lab.Result) {
 }
 
 // indexOfCheck is the index of the check named name in docs, or -1.
-func indexOfCheck(docs []CheckDoc, name string) int {
+func indexOfCheck(docs []lesson.CheckDoc, name string) int {
 	for i, d := range docs {
 		if d.Name == name {
 			return i
@@ -141,24 +145,24 @@ func TestTemplateFaults(t *testing.T) {
 func TestTextsFollowTheOptions(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		sc      *Scenario
+		sc      *lesson.Scenario
 		variant string
-		set     func(o *Options)
+		set     func(o *lesson.Options)
 		quotes  []string // texts of the options the lesson's text must quote
 	}{
-		{&inboxRetention, "", func(o *Options) {
+		{&session20inbox.Lesson, "", func(o *lesson.Options) {
 			o.InboxRetention, o.DLQRetention, o.BrokerWindow = 240*time.Hour, 48*time.Hour, 10*time.Minute
 		}, []string{"--inbox-retention: 10d", "--dlq-retention: 2d", "--broker-window: 10m"}},
-		{&leaseExpiryAfterSend, variantBrokerDedupWindow, func(o *Options) { o.BrokerWindow = time.Millisecond }, []string{"1ms"}},
-		{&clocksAndOutages, "worker-clock-leases", func(o *Options) { o.SkewSlow, o.SkewFast = 5*time.Second, 5*time.Second }, nil},
+		{&session18expiry.Lesson, "broker-dedup-window", func(o *lesson.Options) { o.BrokerWindow = time.Millisecond }, []string{"1ms"}},
+		{&session23clocks.Lesson, "worker-clock-leases", func(o *lesson.Options) { o.SkewSlow, o.SkewFast = 5*time.Second, 5*time.Second }, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.sc.Name+"/"+c.variant, func(t *testing.T) {
 			t.Parallel()
-			opts := DefaultOptions()
+			opts := lesson.DefaultOptions()
 			opts.TempRoot = t.TempDir()
 			c.set(&opts)
-			r, err := Execute(context.Background(), c.sc, c.variant, opts, false)
+			r, err := lesson.Execute(context.Background(), c.sc, c.variant, opts, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
 )
 
 // Day 15's two scenarios, compared side by side when one invocation runs
@@ -24,7 +25,7 @@ func Day15Comparison(before, after *lab.Result) (headline string, t lab.Table, o
 		!before.Passed() || !after.Passed() {
 		return "", lab.Table{}, false
 	}
-	b, a := metricsOf(before), metricsOf(after)
+	b, a := lesson.MetricsOf(before), lesson.MetricsOf(after)
 	pair := func(m func(string) string, keys ...string) string {
 		out := ""
 		for i, k := range keys {

@@ -5,7 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -60,7 +61,7 @@ func (x *Exercise) Slot() store.Slot {
 }
 
 // Scenario is the lesson that grades x.
-func (x *Exercise) Scenario() *Scenario {
+func (x *Exercise) Scenario() *lesson.Scenario {
 	sc, err := Lookup(x.Lesson)
 	if err != nil {
 		panic("scenarios: exercise " + x.Name + ": " + err.Error()) // caught by every exercise test
@@ -74,11 +75,11 @@ func (x *Exercise) Scenario() *Scenario {
 // statement set may hold more (the relay's renewal), which no action runs.
 func (x *Exercise) Explored() bool {
 	for _, k := range x.Key {
-		if !slices.ContainsFunc(interleavingExplorer.Statements, func(s store.Stmt) bool { return s.Name == k.Name }) {
+		if !slices.ContainsFunc(explorer.Lesson.Statements, func(s store.Stmt) bool { return s.Name == k.Name }) {
 			return false
 		}
 	}
-	_, err := store.Swap(exploreLesson, x.answers()...)
+	_, err := store.Swap(explorer.LessonDesign, x.answers()...)
 	return err == nil
 }
 
@@ -109,8 +110,8 @@ type Mistake struct {
 // or a statement left out) is left out.
 func (x *Exercise) Mistakes() []Mistake {
 	var out []Mistake
-	for _, sc := range []*Scenario{x.Scenario(), &interleavingExplorer} {
-		if sc == &interleavingExplorer && !x.Explored() {
+	for _, sc := range []*lesson.Scenario{x.Scenario(), &explorer.Lesson} {
+		if sc == &explorer.Lesson && !x.Explored() {
 			continue
 		}
 		for _, v := range sc.Variants {
@@ -123,7 +124,7 @@ func (x *Exercise) Mistakes() []Mistake {
 	return out
 }
 
-func (x *Exercise) mistakeOf(v Variant) (Mistake, bool) {
+func (x *Exercise) mistakeOf(v lesson.Variant) (Mistake, bool) {
 	if len(v.Swaps) == 0 {
 		return Mistake{}, false
 	}
@@ -153,28 +154,28 @@ func (x *Exercise) GradedBy() []string {
 // Distinctive are the checks x's known wrong answers break: the lesson's,
 // then the explorer's ("explore: " and its name).
 func (x *Exercise) Distinctive() []string {
-	var first, explorer []string
+	var first, explored []string
 	for _, m := range x.Mistakes() {
 		for _, b := range m.Breaks {
 			switch {
 			case b == "rows_passed":
 				// session 19's summary of its rows, broken with any of them
-			case m.Scenario == interleavingExplorer.Name && !slices.Contains(explorer, "explore: "+b):
-				explorer = append(explorer, "explore: "+b)
-			case m.Scenario != interleavingExplorer.Name && !slices.Contains(first, b):
+			case m.Scenario == explorer.Lesson.Name && !slices.Contains(explored, "explore: "+b):
+				explored = append(explored, "explore: "+b)
+			case m.Scenario != explorer.Lesson.Name && !slices.Contains(first, b):
 				first = append(first, b)
 			}
 		}
 	}
-	return append(first, explorer...)
+	return append(first, explored...)
 }
 
-// AcceptsClaimSQL says the scenario can run an engineer's own claim
-// statements (run --claim-sql FILE) in place of the lesson's: it is the
-// claim exercise's lesson.
-func (s *Scenario) AcceptsClaimSQL() bool {
+// AcceptsClaimSQL says sc can run an engineer's own claim statements (run
+// --claim-sql FILE) in place of the lesson's: it is the claim exercise's
+// lesson.
+func AcceptsClaimSQL(sc *lesson.Scenario) bool {
 	x, err := LookupExercise("claim")
-	return err == nil && x.Lesson == s.Name
+	return err == nil && x.Lesson == sc.Name
 }
 
 // Exercises lists every exercise, in the course's order.
@@ -215,81 +216,16 @@ func (e *UnknownExerciseError) Error() string {
 	return msg + " (exercises: " + strings.Join(e.Known, ", ") + "; `outboxlab exercise list` describes them)"
 }
 
-// Submission is a student's file for an exercise (or an engineer's
-// --claim-sql, the claim's): its statements, as the sandbox checked them,
-// run in the lesson's statement set in place of the exercise's key, as a
-// variant's mistakes are.
-type Submission struct {
-	Exercise *Exercise
-	Source   string         // where it came from: the file's name
-	File     store.SlotFile // its statements, comments left out
-}
-
-// Stmts are the file's statements, each named for the report and
-// replacing its key statement.
-func (s *Submission) Stmts() []store.Stmt {
-	out := make([]store.Stmt, len(s.File.Texts))
-	for i, text := range s.File.Texts {
-		name := "your " + s.Exercise.Name
-		if len(s.File.Texts) > 1 {
-			name += ": " + strings.ToLower(s.Exercise.Shapes[i].Kind)
-		}
-		out[i] = store.Stmt{Name: name + " (from " + s.Source + ")", SQL: text, Replaces: &s.Exercise.Key[i]}
+// Submit is a student's file for x, from source (the file's name), as
+// the sandbox checked it: what a run of x's lesson (or the explorer's)
+// takes as its [lesson.Options.Submission].
+func (x *Exercise) Submit(source string, file store.SlotFile) *lesson.Submission {
+	sub := &lesson.Submission{Exercise: x.Name, Lesson: x.Lesson, Key: x.Key, GradedBy: []string{x.Lesson}, Source: source, File: file}
+	for _, s := range x.Shapes {
+		sub.Kinds = append(sub.Kinds, s.Kind)
 	}
-	return out
-}
-
-// submitted is set with the run's submission swapped in wherever set
-// holds a statement of the exercise's key; a set that holds none is left
-// as it is (a lesson runs several).
-func submitted[T any](env *Env, set T) T {
-	sub := env.Options.Submission
-	if sub == nil {
-		return set
+	if x.Explored() {
+		sub.GradedBy = append(sub.GradedBy, explorer.Lesson.Name)
 	}
-	for _, s := range sub.Stmts() {
-		if swapped, err := store.Swap(set, s); err == nil {
-			set = swapped
-		}
-	}
-	return set
-}
-
-// checkSubmission refuses a run that cannot grade opts.Submission: one
-// with a variant, a scenario that does not run the exercise's statements,
-// or a file with the wrong number of statements.
-func checkSubmission(sc *Scenario, variant string, opts Options) error {
-	sub := opts.Submission
-	switch {
-	case sub == nil:
-		return nil
-	case variant != "":
-		return fmt.Errorf("your file replaces the lesson's %s; it cannot be combined with --variant %s", sub.Exercise.Name, variant)
-	case sc.Name != sub.Exercise.Lesson && (sc.Name != interleavingExplorer.Name || !sub.Exercise.Explored()):
-		return fmt.Errorf("scenario %s does not run the %s exercise's statement (its lesson is %s)", sc.Name, sub.Exercise.Name, sub.Exercise.Lesson)
-	case len(sub.File.Texts) != len(sub.Exercise.Key):
-		return fmt.Errorf("the %s exercise takes %d statements; the file holds %d", sub.Exercise.Name, len(sub.Exercise.Key), len(sub.File.Texts))
-	}
-	return nil
-}
-
-// judgeSubmission names the student's file in res and says, in the
-// verdict, what the lesson's checks made of it: a lesson's own verdict
-// speaks of its design or a variant, never of a file.
-func judgeSubmission(res *lab.Result, sub *Submission) {
-	x := sub.Exercise
-	res.CustomSQL, res.CustomSlot = x.Name+" from "+sub.Source, x.Name
-	keys := make([]string, len(x.Key))
-	for i, k := range x.Key {
-		keys[i] = "\"" + k.Name + "\""
-	}
-	in := "with your statement in place of the lesson's " + strings.Join(keys, " and ")
-	if res.Passed() {
-		res.Verdict = fmt.Sprintf("YOUR %s HELD (from %s): every check passed %s. %s",
-			strings.ToUpper(x.Name), sub.Source, in, res.Verdict)
-		return
-	}
-	res.Verdict = fmt.Sprintf("YOUR %s FAILED (from %s): failed checks %s, %s. Read the ledgers and the timeline "+
-		"for what your statement changed; `outboxlab exercise show %s` restates the task.",
-		strings.ToUpper(x.Name), sub.Source, strings.Join(res.FailedChecks(), ", "), in, x.Name)
+	return sub
 }

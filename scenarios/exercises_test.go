@@ -8,6 +8,9 @@ import (
 
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/lesson/lessontest"
+	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -38,11 +41,11 @@ func TestExerciseAnswerKeysInProcesses(t *testing.T) {
 // testExerciseAnswerKeys grades every exercise's key and wrong answers on
 // db (SQLite when ""); in processes, only the first wrong answer of each.
 func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
-	engine := engineOf(Options{Database: db})
-	gradeHere := func(t *testing.T, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+	engine := lesson.Options{Database: db}.Engine()
+	gradeHere := func(t *testing.T, sc *lesson.Scenario, x *Exercise, texts []string) *lab.Result {
 		t.Helper()
 		r := gradeWith(t, db, processes, sc, x, texts)
-		if processes && len(processesTableOf(t, r).Rows) == 0 {
+		if processes && len(lessontest.ProcessesTable(t, r).Rows) == 0 {
 			t.Errorf("%s started no child process", r.Scenario)
 		}
 		return r
@@ -63,7 +66,7 @@ func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
 				// In processes, one wrong answer the lesson's own instances
 				// run: the explorer starts children for every ordering,
 				// minutes under the race detector.
-				if m.Engine != "" && m.Engine != engine || processes && (graded > 0 || m.Scenario == interleavingExplorer.Name) {
+				if m.Engine != "" && m.Engine != engine || processes && (graded > 0 || m.Scenario == explorer.Lesson.Name) {
 					continue
 				}
 				graded++
@@ -162,25 +165,25 @@ func TestExerciseParams(t *testing.T) {
 }
 
 // grade runs sc with texts as the student's file for x.
-func grade(t *testing.T, db string, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+func grade(t *testing.T, db string, sc *lesson.Scenario, x *Exercise, texts []string) *lab.Result {
 	t.Helper()
 	return gradeWith(t, db, false, sc, x, texts)
 }
 
 // gradeWith is grade, the lesson's instances in child processes when
 // processes is set.
-func gradeWith(t *testing.T, db string, processes bool, sc *Scenario, x *Exercise, texts []string) *lab.Result {
+func gradeWith(t *testing.T, db string, processes bool, sc *lesson.Scenario, x *Exercise, texts []string) *lab.Result {
 	t.Helper()
-	opts := DefaultOptions()
+	opts := lesson.DefaultOptions()
 	opts.TempRoot, opts.Database = t.TempDir(), db
 	if processes {
-		opts.Processes, opts.ChildTimeout = true, testChildTimeout
+		opts.Processes, opts.ChildTimeout = true, lessontest.ChildTimeout
 	}
-	if sc == &interleavingExplorer {
+	if sc == &explorer.Lesson {
 		opts.ExploreBound = 5
 	}
-	opts.Submission = &Submission{Exercise: x, Source: "answer.sql", File: store.SlotFile{Slot: x.Slot(), Texts: texts}}
-	r, err := Execute(context.Background(), sc, "", opts, false)
+	opts.Submission = x.Submit("answer.sql", store.SlotFile{Slot: x.Slot(), Texts: texts})
+	r, err := lesson.Execute(context.Background(), sc, "", opts, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +193,7 @@ func gradeWith(t *testing.T, db string, processes bool, sc *Scenario, x *Exercis
 // ranYours asserts every statement of the file ran in the lesson.
 func ranYours(t *testing.T, r *lab.Result, x *Exercise) {
 	t.Helper()
-	for _, s := range (&Submission{Exercise: x, Source: "answer.sql", File: store.SlotFile{Texts: make([]string, len(x.Key))}}).Stmts() {
+	for _, s := range x.Submit("answer.sql", store.SlotFile{Texts: make([]string, len(x.Key))}).Stmts() {
 		i := slices.IndexFunc(r.Statements, func(st lab.Statement) bool { return st.Name == s.Name })
 		if i < 0 || r.Statements[i].Runs == 0 {
 			t.Errorf("%s never ran in %s", s.Name, r.Scenario)
@@ -229,7 +232,7 @@ func TestExploredExercisesRunInTheExplorer(t *testing.T) {
 		}
 		t.Run(x.Name, func(t *testing.T) {
 			t.Parallel()
-			r := grade(t, "", &interleavingExplorer, x, textsOn(store.SQLite, x.Key))
+			r := grade(t, "", &explorer.Lesson, x, textsOn(store.SQLite, x.Key))
 			if !r.Passed() {
 				t.Fatalf("the answer key failed the explorer: %v", r.FailedChecks())
 			}

@@ -4,6 +4,18 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/lesson/lessontest"
+	"github.com/outboxlab/outboxlab/scenarios/explorer"
+	"github.com/outboxlab/outboxlab/scenarios/session14outbox"
+	"github.com/outboxlab/outboxlab/scenarios/session15leasing"
+	"github.com/outboxlab/outboxlab/scenarios/session16fencing"
+	"github.com/outboxlab/outboxlab/scenarios/session18expiry"
+	"github.com/outboxlab/outboxlab/scenarios/session21batch"
+	"github.com/outboxlab/outboxlab/scenarios/session21scale"
+	"github.com/outboxlab/outboxlab/scenarios/session22heartbeat"
+	"github.com/outboxlab/outboxlab/scenarios/session23clocks"
 )
 
 // raceRuns are the runs make test repeats under the race detector (go test
@@ -16,20 +28,20 @@ import (
 // loops, the pipes to children) are the same in every lesson that uses an
 // instance of that kind.
 var raceRuns = []struct {
-	sc        *Scenario
+	sc        *lesson.Scenario
 	instances []string // the kinds of instance the lesson asks env.Instances for
-	key       runKey
+	key       lessontest.Key
 }{
-	{&transactionalOutbox, []string{"Checkout"}, runKey{}},
-	{&outboxLeasing, []string{"Outbox"}, runKey{}},
-	{&staleAckFencing, []string{"Relay"}, runKey{}},
-	{&leaseExpiryAfterSend, []string{"PipelineRelay", "PipelineConsumer"}, runKey{}},
-	{&batchCompletion, []string{"BatchRelay"}, runKey{}},
-	{&claimsAtScale, []string{"ScaleWorker"}, runKey{}},
-	{&heartbeatAndShutdown, []string{"HeartbeatRelays"}, runKey{}},
-	{&clocksAndOutages, []string{"ClockRelay"}, runKey{}},
-	{&interleavingExplorer, []string{"ExploreRelay"}, runKey{bound: 3}},
-	{&staleAckFencing, []string{"Relay"}, runKey{processes: true}},
+	{&session14outbox.Lesson, []string{"Checkout"}, lessontest.Key{}},
+	{&session15leasing.Lesson, []string{"Outbox"}, lessontest.Key{}},
+	{&session16fencing.Lesson, []string{"Relay"}, lessontest.Key{}},
+	{&session18expiry.Lesson, []string{"PipelineRelay", "PipelineConsumer"}, lessontest.Key{}},
+	{&session21batch.Lesson, []string{"BatchRelay"}, lessontest.Key{}},
+	{&session21scale.Lesson, []string{"ScaleWorker"}, lessontest.Key{}},
+	{&session22heartbeat.Lesson, []string{"HeartbeatRelays"}, lessontest.Key{}},
+	{&session23clocks.Lesson, []string{"ClockRelay"}, lessontest.Key{}},
+	{&explorer.Lesson, []string{"ExploreRelay"}, lessontest.Key{Bound: 3}},
+	{&session16fencing.Lesson, []string{"Relay"}, lessontest.Key{Processes: true}},
 }
 
 // TestRaceOneLessonPerInstanceKind runs raceRuns and asserts each passes.
@@ -39,12 +51,12 @@ func TestRaceOneLessonPerInstanceKind(t *testing.T) {
 	t.Parallel()
 	for _, rr := range raceRuns {
 		name := rr.sc.Name
-		if rr.key.processes {
+		if rr.key.Processes {
 			name += " processes"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r := executeRun(t, rr.sc, rr.key)
+			r := lessontest.Run(t, rr.sc, rr.key)
 			if !r.Passed() {
 				t.Fatalf("%s (instances: %v) failed %v", rr.sc.Name, rr.instances, r.FailedChecks())
 			}
@@ -58,7 +70,7 @@ func TestRaceOneLessonPerInstanceKind(t *testing.T) {
 func TestRaceRunsCoverEveryInstanceKind(t *testing.T) {
 	var covered []string
 	for _, rr := range raceRuns {
-		if !rr.key.processes {
+		if !rr.key.Processes {
 			covered = append(covered, rr.instances...)
 		}
 	}
@@ -69,7 +81,7 @@ func TestRaceRunsCoverEveryInstanceKind(t *testing.T) {
 	}
 }
 
-// instanceKindsAsked reads, off this package's non-test source, the
+// instanceKindsAsked reads, off the lesson folders' non-test source, the
 // methods of env.Instances the lessons call to start an instance.
 func instanceKindsAsked(t *testing.T) []string {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -28,14 +29,14 @@ func TestOutboxLeasingClaimsBounded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			opts := DefaultOptions()
+			opts := lesson.DefaultOptions()
 			opts.TempRoot = t.TempDir()
 			claim, err := LookupExercise("claim")
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts.Submission = &Submission{Exercise: claim, Source: tt.name + ".sql", File: store.SlotFile{Slot: claim.Slot(), Texts: []string{pick, tt.update}}}
-			res, err := Execute(context.Background(), sc, "", opts, false)
+			opts.Submission = claim.Submit(tt.name+".sql", store.SlotFile{Slot: claim.Slot(), Texts: []string{pick, tt.update}})
+			res, err := lesson.Execute(context.Background(), sc, "", opts, false)
 			if err != nil {
 				t.Fatalf("the run ended in an error, want a report: %v", err)
 			}

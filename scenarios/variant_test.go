@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -128,25 +128,6 @@ func TestReportFilesAreNamedAsTheCourseNamesThem(t *testing.T) {
 	}
 }
 
-// lessonSets are the statement sets the lessons pass to statementSet, by
-// scenario: a variant's swaps must land in its lesson's set.
-var lessonSets = map[string]any{
-	transactionalOutbox.Name:     store.PaymentWriteLesson,
-	competingWorkersNoClaim.Name: noClaimSQL(),
-	outboxLeasing.Name:           store.OutboxLesson,
-	lateFinalize.Name:            store.OutboxLesson,
-	staleAckFencing.Name:         store.RelayLesson,
-	leaseRenewal.Name:            store.RelayLesson,
-	leaseExpiryAfterSend.Name:    cast.DeliveryLesson,
-	failureClasses.Name:          cast.DeliveryLesson,
-	inboxRetention.Name:          cast.DeliveryLesson,
-	claimsAtScale.Name:           s21Designs,
-	batchCompletion.Name:         bcLesson,
-	heartbeatAndShutdown.Name:    store.HeartbeatLesson,
-	clocksAndOutages.Name:        store.ClockLesson,
-	interleavingExplorer.Name:    exploreLesson,
-}
-
 // TestVariantsAreData: a variant is its name, its text and the mistakes it
 // swaps in. Each swapped statement is a mistake naming the lesson
 // statement it replaces, and the variant's statement set holds exactly
@@ -155,7 +136,7 @@ var lessonSets = map[string]any{
 // a policy or the consumer's design, which the lesson reads by name).
 func TestVariantsAreData(t *testing.T) {
 	for _, sc := range All() {
-		set, ok := lessonSets[sc.Name]
+		set, ok := sc.Set, sc.Set != nil
 		for _, v := range sc.Variants {
 			t.Run(sc.Name+"/"+v.Name, func(t *testing.T) {
 				for _, m := range v.Swaps {
@@ -169,10 +150,10 @@ func TestVariantsAreData(t *testing.T) {
 					}
 					return
 				}
-				lesson := names(store.Changes(variantSet(&Env{Scenario: sc}, set)))
+				designed := names(store.Changes(lesson.VariantSet(&lesson.Env{Scenario: sc}, set)))
 				var got []store.Stmt
-				for _, m := range store.Changes(variantSet(&Env{Scenario: sc, Variant: v.Name}, set)) {
-					if !slices.Contains(lesson, m.Name) {
+				for _, m := range store.Changes(lesson.VariantSet(&lesson.Env{Scenario: sc, Variant: v.Name}, set)) {
+					if !slices.Contains(designed, m.Name) {
 						got = append(got, m)
 					}
 				}
@@ -188,7 +169,7 @@ func TestVariantsAreData(t *testing.T) {
 		}
 		// Day 15's "before" is a broken design on purpose: its set holds
 		// the finalize by Id; every other lesson's holds no mistake.
-		if changed := store.Changes(variantSet(&Env{Scenario: sc}, set)); ok && len(changed) != 0 && sc.Design != lab.Broken {
+		if changed := store.Changes(lesson.VariantSet(&lesson.Env{Scenario: sc}, set)); ok && len(changed) != 0 && sc.Design != lab.Broken {
 			t.Errorf("%s: the lesson's own set holds mistakes %v", sc.Name, names(changed))
 		}
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/runfolder"
-	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // Exit codes.
@@ -77,8 +77,8 @@ func (s *settings) note(msg string) {
 }
 
 // options are the lessons' defaults, run in s's temporary folder.
-func (s *settings) options() scenarios.Options {
-	o := scenarios.DefaultOptions()
+func (s *settings) options() lesson.Options {
+	o := lesson.DefaultOptions()
 	o.TempRoot, o.Warn, o.ChildTimeout = s.tempRoot, s.warn, s.childTimeout
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/scenarios"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -20,7 +21,7 @@ import (
 // is untrusted: it must be a regular file of at most 1 MiB, and the engine
 // that will run it must find a read-only SELECT and an UPDATE of
 // OutboxMessages (see loadSlotFile). Any refusal is a usage error (exit 2).
-func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*scenarios.Submission, error) {
+func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*lesson.Submission, error) {
 	if path == "" {
 		return nil, usagef("--claim-sql needs a claim file: name one (see examples/)")
 	}
@@ -37,12 +38,12 @@ func readClaimSQL(ctx context.Context, path string, onPostgres bool) (*scenarios
 
 // loadSubmission reads and checks the file at path as an answer to x (see
 // loadSlotFile).
-func loadSubmission(ctx context.Context, x *scenarios.Exercise, path string, onPostgres bool) (*scenarios.Submission, error) {
+func loadSubmission(ctx context.Context, x *scenarios.Exercise, path string, onPostgres bool) (*lesson.Submission, error) {
 	f, err := loadSlotFile(ctx, x.Slot(), path, onPostgres)
 	if err != nil {
 		return nil, err
 	}
-	return &scenarios.Submission{Exercise: x, Source: filepath.Base(path), File: f}, nil
+	return x.Submit(filepath.Base(path), f), nil
 }
 
 // loadSlotFile reads and splits the file at path for slot and, for

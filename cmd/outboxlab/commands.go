@@ -15,9 +15,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -114,7 +116,7 @@ func indented(text string) string {
 	return strings.Join(lines, "\n")
 }
 
-func describe(w io.Writer, sc *scenarios.Scenario) error {
+func describe(w io.Writer, sc *lesson.Scenario) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n%s\n\n", sc.Name, sc.Title)
 	design := "AFTER: the safe design; a run passes when every invariant holds."
@@ -127,7 +129,7 @@ func describe(w io.Writer, sc *scenarios.Scenario) error {
 	if sc.OnPostgres != "" {
 		fmt.Fprintf(&b, "On PostgreSQL (--db)\n  %s\n\n", indented(sc.Described(sc.OnPostgres)))
 	}
-	if sc.AcceptsClaimSQL() {
+	if scenarios.AcceptsClaimSQL(sc) {
 		fmt.Fprintf(&b, "Your own claim (--claim-sql FILE, outboxlab grade)\n  %s\n\n", strings.Join(reports.Wrap(claimSQLConfinement, 76), "\n  "))
 	}
 	if len(sc.Statements) > 0 {
@@ -212,7 +214,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
 			&cli.StringFlag{Name: "skew-slow", Value: "300ms", Usage: "session 23: how far Worker-S's clock reads behind the database's, a `DURATION`"},
 			&cli.StringFlag{Name: "skew-fast", Value: "300ms", Usage: "session 23: how far Worker-F's clock reads ahead of the database's, a `DURATION`"},
-			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(scenarios.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", scenarios.MaxExploreBound)},
+			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(explorer.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", explorer.MaxExploreBound)},
 			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
 		},
@@ -223,13 +225,13 @@ func runCommand(s *settings) *cli.Command {
 
 // runPlan is a validated `run` command line.
 type runPlan struct {
-	scenarios []*scenarios.Scenario
+	scenarios []*lesson.Scenario
 	variant   string
 	out       string
 	keepDB    bool
 	repeat    int
 	format    string
-	options   scenarios.Options
+	options   lesson.Options
 	now       func() time.Time
 	// html writes each report's page beside it; with all, index lists one
 	// page per scenario for index.html (see indexRun), so memory does not
@@ -294,7 +296,7 @@ func (p *runPlan) parseVariant(c *cli.Context) error {
 		return nil
 	}
 	if p.all {
-		var with []*scenarios.Scenario
+		var with []*lesson.Scenario
 		for _, sc := range p.scenarios {
 			if _, ok := sc.Variant(p.variant); ok {
 				with = append(with, sc)
@@ -308,10 +310,10 @@ func (p *runPlan) parseVariant(c *cli.Context) error {
 	for _, sc := range p.scenarios {
 		v, ok := sc.Variant(p.variant)
 		if !ok {
-			return &usageError{&scenarios.UnknownVariantError{Scenario: sc.Name, Variant: p.variant, Known: sc.VariantNames()}}
+			return &usageError{&lesson.UnknownVariantError{Scenario: sc.Name, Variant: p.variant, Known: sc.VariantNames()}}
 		}
 		if v.Engine == store.Postgres && !c.IsSet("db") {
-			return &usageError{&scenarios.EngineVariantError{Scenario: sc.Name, Variant: p.variant, Engine: v.Engine}}
+			return &usageError{&lesson.EngineVariantError{Scenario: sc.Name, Variant: p.variant, Engine: v.Engine}}
 		}
 	}
 	return nil
@@ -391,8 +393,8 @@ func (p *runPlan) parseBound(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if b < 1 || b > scenarios.MaxExploreBound {
-		return usagef("--bound must be from 1 to %d, not %d", scenarios.MaxExploreBound, b)
+	if b < 1 || b > explorer.MaxExploreBound {
+		return usagef("--bound must be from 1 to %d, not %d", explorer.MaxExploreBound, b)
 	}
 	if !p.runs("explore") {
 		return usagef("--bound applies to explore, which this command does not run")
@@ -484,7 +486,7 @@ func (p *runPlan) parseClaim(c *cli.Context) error {
 	}
 	p.options.Submission = claim
 	for _, sc := range p.scenarios {
-		if !sc.AcceptsClaimSQL() {
+		if !scenarios.AcceptsClaimSQL(sc) {
 			return usagef("--claim-sql: scenario %s does not take claim SQL (session-15-outbox-leasing does)", sc.Name)
 		}
 	}
@@ -516,7 +518,7 @@ func (p *runPlan) reportPaths() []string {
 	return paths
 }
 
-func lookup(name string) (*scenarios.Scenario, error) {
+func lookup(name string) (*lesson.Scenario, error) {
 	sc, err := scenarios.Lookup(name)
 	if err != nil {
 		return nil, &usageError{err}
@@ -625,13 +627,13 @@ func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result, pages
 // runOnce runs sc once and files its report, and with --html its page. An
 // interrupted run is not filed: its error says so and, with --keep-db,
 // names its folder.
-func (p *runPlan) runOnce(c *cli.Context, sc *scenarios.Scenario) (res *lab.Result, path, page string, err error) {
+func (p *runPlan) runOnce(c *cli.Context, sc *lesson.Scenario) (res *lab.Result, path, page string, err error) {
 	ctx := c.Context
 	if ctx.Err() != nil {
 		return nil, "", "", ctx.Err()
 	}
 	started := p.now().UTC()
-	res, err = scenarios.Execute(ctx, sc, p.variant, p.options, p.keepDB)
+	res, err = lesson.Execute(ctx, sc, p.variant, p.options, p.keepDB)
 	var stmtErr *store.SlotStatementError
 	switch {
 	case ctx.Err() != nil && err != nil:
@@ -778,7 +780,7 @@ func (t *repeatTally) add(r *lab.Result) {
 // printRepeatSummary prints the tally of repeated runs: how many passed
 // and, where the scenario measures one, the distribution of the A/B claim
 // split.
-func printRepeatSummary(w io.Writer, sc *scenarios.Scenario, variant string, t *repeatTally) {
+func printRepeatSummary(w io.Writer, sc *lesson.Scenario, variant string, t *repeatTally) {
 	name := sc.Name
 	if variant != "" {
 		name += " --variant " + variant

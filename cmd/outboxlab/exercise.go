@@ -11,6 +11,7 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -140,7 +141,7 @@ func handoutOf(x *scenarios.Exercise) handout {
 		x.Name, sc.Name, strings.Join(keys, " and "))
 	if h.Explored {
 		h.Grading += fmt.Sprintf("; the interleaving explorer then runs your statement in every ordering of up to %d actions "+
-			"and, where one breaks an invariant, shows the shortest such ordering step by step", scenarios.DefaultExploreBound)
+			"and, where one breaks an invariant, shows the shortest such ordering step by step", explorer.DefaultExploreBound)
 	}
 	h.Grading += ". A file passes only when every check passes. With --db it runs on PostgreSQL, so write PostgreSQL's " +
 		"dialect there; the file is untrusted input: it must be " + h.Statement + " and may use only the parameters above."

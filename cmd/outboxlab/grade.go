@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/scenarios"
 	"github.com/outboxlab/outboxlab/store"
@@ -112,13 +113,13 @@ func (g *grade) verdict() string {
 // gradePlan is a validated `grade` command line.
 type gradePlan struct {
 	exercise *scenarios.Exercise
-	scenario *scenarios.Scenario // the exercise's lesson
+	scenario *lesson.Scenario // the exercise's lesson
 	files    []string
 	out      string
 	jobs     int
 	timeout  time.Duration
 	format   string
-	options  scenarios.Options // each file's run sets its Claim
+	options  lesson.Options // each file's run sets its Claim
 	now      func() time.Time
 	// fileReport files a report's bytes as [reports.WriteNew] does;
 	// tests make it fail as a full disk would.
@@ -294,8 +295,8 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 
 // graders are the scenarios that judge a file: the exercise's lesson,
 // then the explorer where it runs the exercise's statement.
-func (p *gradePlan) graders() []*scenarios.Scenario {
-	out := []*scenarios.Scenario{p.scenario}
+func (p *gradePlan) graders() []*lesson.Scenario {
+	out := []*lesson.Scenario{p.scenario}
 	if p.exercise.Explored() {
 		if explorer, err := scenarios.Lookup("explore"); err == nil {
 			out = append(out, explorer)
@@ -315,7 +316,7 @@ func (p *gradePlan) graderNames() []string {
 
 // load reads and checks file as an answer to p's exercise and returns the
 // options of the runs that judge it.
-func (p *gradePlan) load(ctx context.Context, file string) (scenarios.Options, error) {
+func (p *gradePlan) load(ctx context.Context, file string) (lesson.Options, error) {
 	opts := p.options
 	var err error
 	opts.Submission, err = loadSubmission(ctx, p.exercise, file, p.options.Database != "")
@@ -349,7 +350,7 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 	g.Passed = true
 	for i, judge := range p.graders() {
 		started := p.now().UTC()
-		res, err := scenarios.Execute(runCtx, judge, "", opts, false)
+		res, err := lesson.Execute(runCtx, judge, "", opts, false)
 		inRun := "in the run"
 		if i > 0 {
 			inRun = "in the explorer's run"

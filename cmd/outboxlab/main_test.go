@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
-	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // outcome is what one in-process run of the CLI produced.
@@ -370,7 +370,7 @@ func TestRepeatTallyKeepsNoResult(t *testing.T) {
 		tally.add(&lab.Result{Checks: []lab.Check{{Name: "x", Passed: i != 1}}, Metrics: []lab.Metric{{Key: "concurrent_claims_a", Value: a}, {Key: "concurrent_claims_b", Value: 6 - a}}})
 	}
 	var b strings.Builder
-	printRepeatSummary(&b, &scenarios.Scenario{Name: "s"}, "", &tally)
+	printRepeatSummary(&b, &lesson.Scenario{Name: "s"}, "", &tally)
 	if want := "s x200: 199 passed, 1 failed\n  Worker-A/Worker-B claims in the concurrent phase: 0/6 x67, 1/5 x67, 2/4 x66\n"; !strings.HasPrefix(b.String(), want) {
 		t.Errorf("summary %q, want it to start %q", b.String(), want)
 	}

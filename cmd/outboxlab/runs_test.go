@@ -6,7 +6,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/internal/runcache"
 	"github.com/outboxlab/outboxlab/lab"
-	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/lesson"
 )
 
 // lessonRun names one run of a lesson on SQLite, in the lab's process,
@@ -23,17 +23,17 @@ var lessonRuns runcache.Cache[lessonRun, *lab.Result]
 
 // executeLesson runs sc's variant ("" for the design) once per test
 // binary: later calls with the same key get the first run's result.
-func executeLesson(t *testing.T, sc *scenarios.Scenario, variant string, bound int) *lab.Result {
+func executeLesson(t *testing.T, sc *lesson.Scenario, variant string, bound int) *lab.Result {
 	t.Helper()
 	if sc.Name != "explore" {
 		bound = 0 // only the explorer has a bound: every other lesson shares one run
 	}
 	key := lessonRun{lesson: sc.Name, variant: variant, bound: bound}
 	r, err := lessonRuns.Get(key, func() (*lab.Result, error) {
-		opts := scenarios.DefaultOptions()
+		opts := lesson.DefaultOptions()
 		opts.TempRoot = t.TempDir() // the run removes its own folder when it ends
 		opts.ExploreBound = bound
-		return scenarios.Execute(context.Background(), sc, variant, opts, false)
+		return lesson.Execute(context.Background(), sc, variant, opts, false)
 	})
 	if err != nil {
 		t.Fatalf("%s %q: %v", sc.Name, variant, err)

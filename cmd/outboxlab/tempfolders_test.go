@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/runfolder/runfoldertest"
 
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/runfolder"
-	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // TestStartSweepsOrphanFolders: at start the CLI removes a run folder
@@ -69,12 +69,12 @@ func TestRunFolderRemovalFailureIsLogged(t *testing.T) {
 	var stderr bytes.Buffer
 	s := &settings{now: time.Now, tempRoot: t.TempDir(), stderr: &stderr}
 	var runDir string
-	sc := &scenarios.Scenario{Name: "stuck", Run: func(_ context.Context, env *scenarios.Env) (*lab.Result, error) {
+	sc := &lesson.Scenario{Name: "stuck", Run: func(_ context.Context, env *lesson.Env) (*lab.Result, error) {
 		runDir = env.Dir
 		runfoldertest.Unremovable(t, env.Dir)
 		return &lab.Result{}, nil
 	}}
-	if _, err := scenarios.Execute(context.Background(), sc, "", s.options(), false); err != nil {
+	if _, err := lesson.Execute(context.Background(), sc, "", s.options(), false); err != nil {
 		t.Fatal(err)
 	}
 	want := "outboxlab: warning: could not remove the temporary folder " + runDir

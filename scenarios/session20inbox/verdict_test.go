@@ -1,0 +1,17 @@
+package session20inbox
+
+import (
+	"testing"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/lesson/lessontest"
+)
+
+// TestFailedVerdictShape: the lesson words a failed run as every lesson
+// does (see [lessontest.CheckFailedVerdictShape]).
+func TestFailedVerdictShape(t *testing.T) {
+	lessontest.CheckFailedVerdictShape(t, func(r *lab.Result, v string) string {
+		return retentionVerdict(r, &lesson.Env{Variant: v}, flagsOf(lesson.DefaultOptions()), map[string]retentionOutcome{})
+	})
+}

@@ -1,0 +1,17 @@
+package session21batch
+
+import (
+	"testing"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/lesson/lessontest"
+)
+
+// TestFailedVerdictShape: the lesson words a failed run as every lesson
+// does (see [lessontest.CheckFailedVerdictShape]).
+func TestFailedVerdictShape(t *testing.T) {
+	lessontest.CheckFailedVerdictShape(t, func(r *lab.Result, v string) string {
+		return (&batchRun{env: &lesson.Env{Variant: v}}).verdict(r)
+	})
+}
