@@ -103,6 +103,17 @@ type batchRelayWork struct {
 	Config store.FetchAheadConfig
 }
 
+// batchRelayOps are the batch-relay child's operations.
+var batchRelayOps = struct {
+	Fetch    proc.Operation[batchClaimArgs, store.ClaimedBatch]
+	Complete proc.Operation[batchFinalizeArgs, store.FinalizedBatch]
+	Message  proc.Operation[int64, store.MessageState]
+}{
+	Fetch:    proc.Operation[batchClaimArgs, store.ClaimedBatch]{Name: "fetch"},
+	Complete: proc.Operation[batchFinalizeArgs, store.FinalizedBatch]{Name: "complete"},
+	Message:  proc.Operation[int64, store.MessageState]{Name: "message"},
+}
+
 // serveBatchRelay is the batch-relay child: its fetcher and completer on
 // its own connection, at the lab's command.
 func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
@@ -118,31 +129,28 @@ func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer f.Close()
 	defer c.Close()
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"fetch": op(func(ctx context.Context, a batchClaimArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		batchRelayOps.Fetch.Handle(func(ctx context.Context, a batchClaimArgs) (store.ClaimedBatch, error) {
 			return f.Fetch(ctx, a.Now, a.Lease, a.Limit)
 		}),
-		"complete": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
+		batchRelayOps.Complete.Handle(func(ctx context.Context, a batchFinalizeArgs) (store.FinalizedBatch, error) {
 			return c.Complete(ctx, a.Messages, a.Now)
 		}),
-		"message": op(func(ctx context.Context, id int64) (any, error) { return db.MessageState(ctx, id) }),
-	})
+		batchRelayOps.Message.Handle(db.MessageState),
+	)
 }
 
 // childBatch is a fetch-ahead process in a child process.
 type childBatch struct{ *child }
 
 func (c *childBatch) Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	var b store.ClaimedBatch
-	return b, c.call(ctx, "fetch", batchClaimArgs{now, lease, limit}, &b)
+	return call(ctx, c.child, batchRelayOps.Fetch, batchClaimArgs{now, lease, limit})
 }
 
 func (c *childBatch) Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	var f store.FinalizedBatch
-	return f, c.call(ctx, "complete", batchFinalizeArgs{msgs, now}, &f)
+	return call(ctx, c.child, batchRelayOps.Complete, batchFinalizeArgs{msgs, now})
 }
 
 func (c *childBatch) Message(ctx context.Context, id int64) (store.MessageState, error) {
-	var m store.MessageState
-	return m, c.call(ctx, "message", id, &m)
+	return call(ctx, c.child, batchRelayOps.Message, id)
 }

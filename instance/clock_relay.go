@@ -98,6 +98,19 @@ type clockCallArgs struct {
 	Token, Now, Lease int64
 }
 
+// clockRelayOps are the clock-relay child's operations.
+var clockRelayOps = struct {
+	Claim proc.Operation[clockCallArgs, store.EventClaim]
+	Ack   proc.Operation[clockCallArgs, store.Fenced]
+	Renew proc.Operation[clockCallArgs, store.Fenced]
+	Event proc.Operation[string, eventFound]
+}{
+	Claim: proc.Operation[clockCallArgs, store.EventClaim]{Name: "claim"},
+	Ack:   proc.Operation[clockCallArgs, store.Fenced]{Name: "ack"},
+	Renew: proc.Operation[clockCallArgs, store.Fenced]{Name: "renew"},
+	Event: proc.Operation[string, eventFound]{Name: "event"},
+}
+
 // serveClockRelay is the clock-relay child: its own connection, whose
 // db_now() on SQLite answers the time each call brings, and the relay's
 // statements performed at the lab's command.
@@ -112,21 +125,21 @@ func serveClockRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer db.Close()
 	r := skewedRelay{store.NewClockRelay(db, work.SQL), db, work.Instance, work.Skew}
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a clockCallArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		clockRelayOps.Claim.Handle(func(ctx context.Context, a clockCallArgs) (store.EventClaim, error) {
 			return r.Claim(ctx, a.EventID, a.Now, a.Lease)
 		}),
-		"ack": op(func(ctx context.Context, a clockCallArgs) (any, error) {
+		clockRelayOps.Ack.Handle(func(ctx context.Context, a clockCallArgs) (store.Fenced, error) {
 			return r.Ack(ctx, a.EventID, a.Token, a.Now)
 		}),
-		"renew": op(func(ctx context.Context, a clockCallArgs) (any, error) {
+		clockRelayOps.Renew.Handle(func(ctx context.Context, a clockCallArgs) (store.Fenced, error) {
 			return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Lease)
 		}),
-		"event": op(func(ctx context.Context, id string) (any, error) {
+		clockRelayOps.Event.Handle(func(ctx context.Context, id string) (eventFound, error) {
 			ev, found, err := r.EventByID(ctx, id)
 			return eventFound{ev, found}, err
 		}),
-	})
+	)
 }
 
 // childClockRelay is a session-23 relay in a child process: each method
@@ -134,22 +147,18 @@ func serveClockRelay(ctx context.Context, w *proc.Worker) (any, error) {
 type childClockRelay struct{ *child }
 
 func (c *childClockRelay) Claim(ctx context.Context, eventID string, now, lease int64) (store.EventClaim, error) {
-	var ec store.EventClaim
-	return ec, c.call(ctx, "claim", clockCallArgs{EventID: eventID, Now: now, Lease: lease}, &ec)
+	return call(ctx, c.child, clockRelayOps.Claim, clockCallArgs{EventID: eventID, Now: now, Lease: lease})
 }
 
 func (c *childClockRelay) Ack(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "ack", clockCallArgs{EventID: eventID, Token: token, Now: now}, &f)
+	return call(ctx, c.child, clockRelayOps.Ack, clockCallArgs{EventID: eventID, Token: token, Now: now})
 }
 
 func (c *childClockRelay) Renew(ctx context.Context, eventID string, token, now, lease int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "renew", clockCallArgs{EventID: eventID, Token: token, Now: now, Lease: lease}, &f)
+	return call(ctx, c.child, clockRelayOps.Renew, clockCallArgs{EventID: eventID, Token: token, Now: now, Lease: lease})
 }
 
 func (c *childClockRelay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
-	var ef eventFound
-	err := c.call(ctx, "event", eventID, &ef)
+	ef, err := call(ctx, c.child, clockRelayOps.Event, eventID)
 	return ef.Event, ef.Found, err
 }

@@ -65,6 +65,19 @@ type (
 	}
 )
 
+// relayOps are the relay-instance child's operations.
+var relayOps = struct {
+	Claim    proc.Operation[claimEventArgs, store.EventClaim]
+	Complete proc.Operation[fencedArgs, store.Fenced]
+	Renew    proc.Operation[fencedArgs, store.Fenced]
+	Event    proc.Operation[string, eventFound]
+}{
+	Claim:    proc.Operation[claimEventArgs, store.EventClaim]{Name: "claim"},
+	Complete: proc.Operation[fencedArgs, store.Fenced]{Name: "complete"},
+	Renew:    proc.Operation[fencedArgs, store.Fenced]{Name: "renew"},
+	Event:    proc.Operation[string, eventFound]{Name: "event"},
+}
+
 // serveRelay is the relay-instance child: its own connection, and the
 // relay's statements performed at the lab's command.
 func serveRelay(ctx context.Context, w *proc.Worker) (any, error) {
@@ -75,21 +88,21 @@ func serveRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer db.Close()
 	r := store.NewRelay(db, work.SQL)
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a claimEventArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		relayOps.Claim.Handle(func(ctx context.Context, a claimEventArgs) (store.EventClaim, error) {
 			return r.Claim(ctx, a.EventID, a.Relay, a.Now, a.LeaseUntil)
 		}),
-		"complete": op(func(ctx context.Context, a fencedArgs) (any, error) {
+		relayOps.Complete.Handle(func(ctx context.Context, a fencedArgs) (store.Fenced, error) {
 			return r.Complete(ctx, a.EventID, a.Token, a.Now)
 		}),
-		"renew": op(func(ctx context.Context, a fencedArgs) (any, error) {
+		relayOps.Renew.Handle(func(ctx context.Context, a fencedArgs) (store.Fenced, error) {
 			return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Proposed)
 		}),
-		"event": op(func(ctx context.Context, id string) (any, error) {
+		relayOps.Event.Handle(func(ctx context.Context, id string) (eventFound, error) {
 			ev, found, err := r.EventByID(ctx, id)
 			return eventFound{ev, found}, err
 		}),
-	})
+	)
 }
 
 // childRelay is a relay in a child process: each method is a call the
@@ -97,22 +110,18 @@ func serveRelay(ctx context.Context, w *proc.Worker) (any, error) {
 type childRelay struct{ *child }
 
 func (c *childRelay) Claim(ctx context.Context, eventID, relay string, now, leaseUntil int64) (store.EventClaim, error) {
-	var ec store.EventClaim
-	return ec, c.call(ctx, "claim", claimEventArgs{eventID, relay, now, leaseUntil}, &ec)
+	return call(ctx, c.child, relayOps.Claim, claimEventArgs{eventID, relay, now, leaseUntil})
 }
 
 func (c *childRelay) Complete(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "complete", fencedArgs{EventID: eventID, Token: token, Now: now}, &f)
+	return call(ctx, c.child, relayOps.Complete, fencedArgs{EventID: eventID, Token: token, Now: now})
 }
 
 func (c *childRelay) Renew(ctx context.Context, eventID string, token, now, proposed int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "renew", fencedArgs{eventID, token, now, proposed}, &f)
+	return call(ctx, c.child, relayOps.Renew, fencedArgs{eventID, token, now, proposed})
 }
 
 func (c *childRelay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
-	var ef eventFound
-	err := c.call(ctx, "event", eventID, &ef)
+	ef, err := call(ctx, c.child, relayOps.Event, eventID)
 	return ef.Event, ef.Found, err
 }

@@ -112,6 +112,21 @@ type (
 	}
 )
 
+// scaleWorkerOps are the scale-worker child's operations.
+var scaleWorkerOps = struct {
+	Claim    proc.Operation[batchClaimArgs, store.ClaimedBatch]
+	Finalize proc.Operation[batchFinalizeArgs, store.FinalizedBatch]
+	Pages    proc.Operation[proc.None, int64]
+	Flush    proc.Operation[proc.None, proc.None]
+	Message  proc.Operation[int64, store.MessageState]
+}{
+	Claim:    proc.Operation[batchClaimArgs, store.ClaimedBatch]{Name: "claim"},
+	Finalize: proc.Operation[batchFinalizeArgs, store.FinalizedBatch]{Name: "finalize"},
+	Pages:    proc.Operation[proc.None, int64]{Name: "pages"},
+	Flush:    proc.Operation[proc.None, proc.None]{Name: "flush"},
+	Message:  proc.Operation[int64, store.MessageState]{Name: "message"},
+}
+
 // serveScaleWorker is the scale-worker child: its claimer on its own
 // connection, its claims, finalizations and statistics at the lab's
 // command.
@@ -127,42 +142,39 @@ func serveScaleWorker(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a batchClaimArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		scaleWorkerOps.Claim.Handle(func(ctx context.Context, a batchClaimArgs) (store.ClaimedBatch, error) {
 			return cl.Claim(ctx, a.Now, a.Lease, a.Limit)
 		}),
-		"finalize": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
+		scaleWorkerOps.Finalize.Handle(func(ctx context.Context, a batchFinalizeArgs) (store.FinalizedBatch, error) {
 			return cl.Finalize(ctx, a.Messages, a.Now)
 		}),
-		"pages":   op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
-		"flush":   op(func(ctx context.Context, _ struct{}) (any, error) { return nil, db.FlushStats(ctx) }),
-		"message": op(func(ctx context.Context, id int64) (any, error) { return db.MessageState(ctx, id) }),
-	})
+		scaleWorkerOps.Pages.Handle(func(ctx context.Context, _ proc.None) (int64, error) { return db.PageReads(ctx) }),
+		scaleWorkerOps.Flush.Handle(func(ctx context.Context, _ proc.None) (proc.None, error) { return proc.None{}, db.FlushStats(ctx) }),
+		scaleWorkerOps.Message.Handle(db.MessageState),
+	)
 }
 
 // childScaleWorker is a worker in a child process.
 type childScaleWorker struct{ *child }
 
 func (c *childScaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	var b store.ClaimedBatch
-	return b, c.call(ctx, "claim", batchClaimArgs{now, lease, limit}, &b)
+	return call(ctx, c.child, scaleWorkerOps.Claim, batchClaimArgs{now, lease, limit})
 }
 
 func (c *childScaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	var f store.FinalizedBatch
-	return f, c.call(ctx, "finalize", batchFinalizeArgs{msgs, now}, &f)
+	return call(ctx, c.child, scaleWorkerOps.Finalize, batchFinalizeArgs{msgs, now})
 }
 
 func (c *childScaleWorker) PageReads(ctx context.Context) (int64, error) {
-	var n int64
-	return n, c.call(ctx, "pages", struct{}{}, &n)
+	return call(ctx, c.child, scaleWorkerOps.Pages, proc.None{})
 }
 
 func (c *childScaleWorker) FlushStats(ctx context.Context) error {
-	return c.call(ctx, "flush", struct{}{}, nil)
+	_, err := call(ctx, c.child, scaleWorkerOps.Flush, proc.None{})
+	return err
 }
 
 func (c *childScaleWorker) Message(ctx context.Context, id int64) (store.MessageState, error) {
-	var m store.MessageState
-	return m, c.call(ctx, "message", id, &m)
+	return call(ctx, c.child, scaleWorkerOps.Message, id)
 }
