@@ -13,7 +13,8 @@ import (
 )
 
 // protocols are the child roles' operations: for each role, the variable
-// that declares its operations (a struct of [proc.Operation] values), by
+// that declares its operations (a struct of [proc.Operation] or [method]
+// values), by
 // name and value, and the name of the function that serves them.
 var protocols = []struct {
 	role, opsVar, serve string
@@ -59,10 +60,10 @@ func TestEveryRoleHasItsOperations(t *testing.T) {
 }
 
 // TestEveryOperationIsCalledAndServed reads the package's source: every
-// operation a role declares is handled (X.Op.Handle) in the role's serve
-// function and called (any other use of X.Op) by the lab's side, so a
-// missing handler or an operation nobody calls fails here, not in a
-// lesson's run. Every variable declaring operations (named ...Ops) is in
+// operation a role declares is handled (X.Op.Handle, or X.Op.serve for a
+// [method]) in the role's serve function and called (any other use of
+// X.Op) by the lab's side, so a missing handler or an operation nobody
+// calls fails here, not in a lesson's run. Every variable declaring operations (named ...Ops) is in
 // protocols.
 func TestEveryOperationIsCalledAndServed(t *testing.T) {
 	src := parsePackage(t)
@@ -161,7 +162,7 @@ func (s source) declaredOps() map[string][]string {
 }
 
 // uses finds every use of an operation X.Op, X named ...Ops: where it is
-// handled (X.Op.Handle), by the function it is in, and how many times it
+// handled (X.Op.Handle or X.Op.serve), by the function it is in, and how many times it
 // is used otherwise (called).
 func (s source) uses() (served map[string][]string, called map[string]int) {
 	served, called = map[string][]string{}, map[string]int{}
@@ -187,7 +188,7 @@ func (s source) uses() (served map[string][]string, called map[string]int) {
 				if !ok {
 					return true
 				}
-				if op, ok := opOf(sel.X); ok && sel.Sel.Name == "Handle" {
+				if op, ok := opOf(sel.X); ok && (sel.Sel.Name == "Handle" || sel.Sel.Name == "serve") {
 					served[op] = append(served[op], fn.Name.Name)
 					return false // not a call of X.Op
 				}
