@@ -32,51 +32,68 @@ func (o *Opener) BatchRelay(ctx context.Context, path, phase, owner string, cfg 
 		if err != nil {
 			return nil, err
 		}
-		f, c, err := openBatch(ctx, db, owner, cfg)
+		s, err := openBatch(ctx, db, owner, cfg)
 		if err != nil {
 			db.Close()
 			return nil, err
 		}
-		return &inProcessBatch{f, c, &inProcess{db: db}}, nil
+		return &batchRelay{runsOn[batchService]{service: s}, &inProcessBatch{s, &inProcess{db: db}}}, nil
 	}
 	c, err := o.start(ctx, path, phase, owner, batchRelayRole, batchRelayWork{Owner: owner, Config: cfg})
 	if err != nil {
 		return nil, err
 	}
-	return &childBatch{c}, nil
+	return &batchRelay{runsOn[batchService]{child: c}, c}, nil
+}
+
+// batchService is a fetch-ahead process's own side, in the lab's process
+// or in a child: its fetcher and completer on its connection db.
+type batchService struct {
+	fetcher   *store.Fetcher
+	completer *store.Completer
+	db        *store.DB
 }
 
 // openBatch prepares owner's fetcher and completer on db.
-func openBatch(ctx context.Context, db *store.DB, owner string, cfg store.FetchAheadConfig) (*store.Fetcher, *store.Completer, error) {
+func openBatch(ctx context.Context, db *store.DB, owner string, cfg store.FetchAheadConfig) (batchService, error) {
 	f, err := store.NewFetcher(ctx, db, owner, cfg)
 	if err != nil {
-		return nil, nil, err
+		return batchService{}, err
 	}
 	c, err := store.NewCompleter(ctx, db, owner, cfg)
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return batchService{}, err
 	}
-	return f, c, nil
+	return batchService{f, c, db}, nil
 }
 
-// inProcessBatch is a fetch-ahead process in the lab's process.
+// close releases the fetcher's and the completer's statements.
+func (s batchService) close() error { return errors.Join(s.fetcher.Close(), s.completer.Close()) }
+
+// batchRelay is a fetch-ahead process in the lab's process or in a child
+// process: each method one of batchRelayOps, performed where it runs.
+type batchRelay struct {
+	on runsOn[batchService]
+	Lifecycle
+}
+
+func (b *batchRelay) Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
+	return perform(ctx, b.on, batchRelayOps.Fetch, batchClaimArgs{now, lease, limit})
+}
+
+func (b *batchRelay) Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
+	return perform(ctx, b.on, batchRelayOps.Complete, batchFinalizeArgs{msgs, now})
+}
+
+func (b *batchRelay) Message(ctx context.Context, id int64) (store.MessageState, error) {
+	return perform(ctx, b.on, batchRelayOps.Message, id)
+}
+
+// inProcessBatch is a fetch-ahead process's life in the lab's process.
 type inProcessBatch struct {
-	fetcher   *store.Fetcher
-	completer *store.Completer
+	service batchService
 	*inProcess
-}
-
-func (b *inProcessBatch) Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	return b.fetcher.Fetch(ctx, now, lease, limit)
-}
-
-func (b *inProcessBatch) Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	return b.completer.Complete(ctx, msgs, now)
-}
-
-func (b *inProcessBatch) Message(ctx context.Context, id int64) (store.MessageState, error) {
-	return b.db.MessageState(ctx, id)
 }
 
 // Close releases the prepared statements and closes the connection.
@@ -84,7 +101,7 @@ func (b *inProcessBatch) Close(ctx context.Context) error {
 	if b.closed {
 		return nil
 	}
-	return errors.Join(b.fetcher.Close(), b.completer.Close(), b.inProcess.Close(ctx))
+	return errors.Join(b.service.close(), b.inProcess.Close(ctx))
 }
 
 // Crash is the close of a process holding leases: its connection and its
@@ -103,6 +120,27 @@ type batchRelayWork struct {
 	Config store.FetchAheadConfig
 }
 
+// batchRelayMethod is an operation of a fetch-ahead process.
+type batchRelayMethod[A, R any] = method[batchService, A, R]
+
+// batchRelayOps are a fetch-ahead process's operations, in the lab's
+// process and in the batch-relay child.
+var batchRelayOps = struct {
+	Fetch    batchRelayMethod[batchClaimArgs, store.ClaimedBatch]
+	Complete batchRelayMethod[batchFinalizeArgs, store.FinalizedBatch]
+	Message  batchRelayMethod[int64, store.MessageState]
+}{
+	Fetch: newMethod("fetch", func(ctx context.Context, s batchService, a batchClaimArgs) (store.ClaimedBatch, error) {
+		return s.fetcher.Fetch(ctx, a.Now, a.Lease, a.Limit)
+	}),
+	Complete: newMethod("complete", func(ctx context.Context, s batchService, a batchFinalizeArgs) (store.FinalizedBatch, error) {
+		return s.completer.Complete(ctx, a.Messages, a.Now)
+	}),
+	Message: newMethod("message", func(ctx context.Context, s batchService, id int64) (store.MessageState, error) {
+		return s.db.MessageState(ctx, id)
+	}),
+}
+
 // serveBatchRelay is the batch-relay child: its fetcher and completer on
 // its own connection, at the lab's command.
 func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
@@ -112,37 +150,10 @@ func serveBatchRelay(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer db.Close()
-	f, c, err := openBatch(ctx, db, work.Owner, work.Config)
+	s, err := openBatch(ctx, db, work.Owner, work.Config)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	defer c.Close()
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"fetch": op(func(ctx context.Context, a batchClaimArgs) (any, error) {
-			return f.Fetch(ctx, a.Now, a.Lease, a.Limit)
-		}),
-		"complete": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
-			return c.Complete(ctx, a.Messages, a.Now)
-		}),
-		"message": op(func(ctx context.Context, id int64) (any, error) { return db.MessageState(ctx, id) }),
-	})
-}
-
-// childBatch is a fetch-ahead process in a child process.
-type childBatch struct{ *child }
-
-func (c *childBatch) Fetch(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	var b store.ClaimedBatch
-	return b, c.call(ctx, "fetch", batchClaimArgs{now, lease, limit}, &b)
-}
-
-func (c *childBatch) Complete(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	var f store.FinalizedBatch
-	return f, c.call(ctx, "complete", batchFinalizeArgs{msgs, now}, &f)
-}
-
-func (c *childBatch) Message(ctx context.Context, id int64) (store.MessageState, error) {
-	var m store.MessageState
-	return m, c.call(ctx, "message", id, &m)
+	defer s.close()
+	return nil, w.Answer(ctx, batchRelayOps.Fetch.serve(s), batchRelayOps.Complete.serve(s), batchRelayOps.Message.serve(s))
 }

@@ -105,6 +105,13 @@ type checkoutAt struct {
 	OpenTransaction bool
 }
 
+// checkoutOps are the checkout child's operations.
+var checkoutOps = struct {
+	Write proc.Operation[checkoutArgs, proc.None]
+}{
+	Write: proc.Operation[checkoutArgs, proc.None]{Name: "write"},
+}
+
 // serveCheckout is the checkout child: it writes payments at the lab's
 // command and, between a payment and its outbox insert, reports the
 // failpoint and waits there for the lab's word, or its SIGKILL.
@@ -116,8 +123,8 @@ func serveCheckout(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer db.Close()
 	pays := store.NewPayments(db, work.Write)
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"write": op(func(ctx context.Context, a checkoutArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		checkoutOps.Write.Handle(func(ctx context.Context, a checkoutArgs) (proc.None, error) {
 			var crash func() bool
 			var reachErr error
 			if a.Hold {
@@ -130,11 +137,11 @@ func serveCheckout(ctx context.Context, w *proc.Worker) (any, error) {
 			}
 			_, err := pays.Create(ctx, a.Payment, a.Now, crash)
 			if reachErr != nil {
-				return nil, reachErr
+				return proc.None{}, reachErr
 			}
-			return nil, err
+			return proc.None{}, err
 		}),
-	})
+	)
 }
 
 // childCheckout is checkout in a child process: a crash is a SIGKILL at
@@ -142,7 +149,7 @@ func serveCheckout(ctx context.Context, w *proc.Worker) (any, error) {
 type childCheckout struct{ *child }
 
 func (c *childCheckout) Write(ctx context.Context, p store.NewPayment, now time.Time, crash func() bool) (Written, error) {
-	err := c.pc.Call(ctx, "write", checkoutArgs{Payment: p, Now: now, Hold: crash != nil}, nil)
+	_, err := checkoutOps.Write.Call(ctx, c.pc, checkoutArgs{Payment: p, Now: now, Hold: crash != nil})
 	var reached *proc.Reached
 	if !errors.As(err, &reached) {
 		return Written{}, callError(err)
@@ -156,7 +163,8 @@ func (c *childCheckout) Write(ctx context.Context, p store.NewPayment, now time.
 		if err := c.pc.GoOn(now); err != nil {
 			return Written{}, err
 		}
-		return Written{}, callError(c.pc.Result(ctx, "write", nil))
+		_, err := checkoutOps.Write.Result(ctx, c.pc)
+		return Written{}, callError(err)
 	}
 	death, err := c.Crash(ctx, failpoint.BetweenOutboxWrites)
 	if err != nil {

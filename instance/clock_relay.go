@@ -31,17 +31,42 @@ func (o *Opener) ClockRelay(ctx context.Context, path, name string, skew int64, 
 		if err != nil {
 			return nil, err
 		}
-		return &inProcessClockRelay{skewedRelay{store.NewClockRelay(db, sqls), db, name, skew}, &inProcess{db: db}}, nil
+		return &clockRelay{runsOn[skewedRelay]{service: skewedRelay{store.NewClockRelay(db, sqls), db, name, skew}}, &inProcess{db: db}}, nil
 	}
 	c, err := o.start(ctx, path, "", name, clockRelayRole, clockRelayWork{SQL: sqls, Instance: name, Skew: skew})
 	if err != nil {
 		return nil, err
 	}
-	return &childClockRelay{c}, nil
+	return &clockRelay{runsOn[skewedRelay]{child: c}, c}, nil
+}
+
+// clockRelay is a session-23 relay in the lab's process or in a child
+// process: each method one of clockRelayOps, performed where it runs.
+type clockRelay struct {
+	on runsOn[skewedRelay]
+	Lifecycle
+}
+
+func (r *clockRelay) Claim(ctx context.Context, eventID string, now, lease int64) (store.EventClaim, error) {
+	return perform(ctx, r.on, clockRelayOps.Claim, clockCallArgs{EventID: eventID, Now: now, Lease: lease})
+}
+
+func (r *clockRelay) Ack(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
+	return perform(ctx, r.on, clockRelayOps.Ack, clockCallArgs{EventID: eventID, Token: token, Now: now})
+}
+
+func (r *clockRelay) Renew(ctx context.Context, eventID string, token, now, lease int64) (store.Fenced, error) {
+	return perform(ctx, r.on, clockRelayOps.Renew, clockCallArgs{EventID: eventID, Token: token, Now: now, Lease: lease})
+}
+
+func (r *clockRelay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
+	ef, err := perform(ctx, r.on, clockRelayOps.Event, eventID)
+	return ef.Event, ef.Found, err
 }
 
 // skewedRelay is a session-23 relay's own side, in the lab's process or
-// in a child: its service on its connection, its name and its clock.
+// in a child: its service on its connection, its name and its clock. Its
+// methods take now, the database's time, and act at now + skew.
 type skewedRelay struct {
 	relay *store.ClockRelay
 	db    *store.DB
@@ -74,12 +99,6 @@ func (r skewedRelay) EventByID(ctx context.Context, eventID string) (store.Event
 	return r.relay.EventByID(ctx, eventID)
 }
 
-// inProcessClockRelay is a session-23 relay in the lab's process.
-type inProcessClockRelay struct {
-	skewedRelay
-	*inProcess
-}
-
 // clockRelayRole is a session-23 relay as a child process.
 const clockRelayRole = "clock-relay"
 
@@ -98,6 +117,29 @@ type clockCallArgs struct {
 	Token, Now, Lease int64
 }
 
+// clockRelayMethod is an operation of a session-23 relay.
+type clockRelayMethod[A, R any] = method[skewedRelay, A, R]
+
+// clockRelayOps are a session-23 relay's operations, in the lab's process
+// and in the clock-relay child.
+var clockRelayOps = struct {
+	Claim clockRelayMethod[clockCallArgs, store.EventClaim]
+	Ack   clockRelayMethod[clockCallArgs, store.Fenced]
+	Renew clockRelayMethod[clockCallArgs, store.Fenced]
+	Event clockRelayMethod[string, eventFound]
+}{
+	Claim: newMethod("claim", func(ctx context.Context, r skewedRelay, a clockCallArgs) (store.EventClaim, error) {
+		return r.Claim(ctx, a.EventID, a.Now, a.Lease)
+	}),
+	Ack: newMethod("ack", func(ctx context.Context, r skewedRelay, a clockCallArgs) (store.Fenced, error) {
+		return r.Ack(ctx, a.EventID, a.Token, a.Now)
+	}),
+	Renew: newMethod("renew", func(ctx context.Context, r skewedRelay, a clockCallArgs) (store.Fenced, error) {
+		return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Lease)
+	}),
+	Event: newMethod("event", eventByID[skewedRelay]),
+}
+
 // serveClockRelay is the clock-relay child: its own connection, whose
 // db_now() on SQLite answers the time each call brings, and the relay's
 // statements performed at the lab's command.
@@ -112,44 +154,5 @@ func serveClockRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer db.Close()
 	r := skewedRelay{store.NewClockRelay(db, work.SQL), db, work.Instance, work.Skew}
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a clockCallArgs) (any, error) {
-			return r.Claim(ctx, a.EventID, a.Now, a.Lease)
-		}),
-		"ack": op(func(ctx context.Context, a clockCallArgs) (any, error) {
-			return r.Ack(ctx, a.EventID, a.Token, a.Now)
-		}),
-		"renew": op(func(ctx context.Context, a clockCallArgs) (any, error) {
-			return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Lease)
-		}),
-		"event": op(func(ctx context.Context, id string) (any, error) {
-			ev, found, err := r.EventByID(ctx, id)
-			return eventFound{ev, found}, err
-		}),
-	})
-}
-
-// childClockRelay is a session-23 relay in a child process: each method
-// is a call the child performs on its own connection.
-type childClockRelay struct{ *child }
-
-func (c *childClockRelay) Claim(ctx context.Context, eventID string, now, lease int64) (store.EventClaim, error) {
-	var ec store.EventClaim
-	return ec, c.call(ctx, "claim", clockCallArgs{EventID: eventID, Now: now, Lease: lease}, &ec)
-}
-
-func (c *childClockRelay) Ack(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "ack", clockCallArgs{EventID: eventID, Token: token, Now: now}, &f)
-}
-
-func (c *childClockRelay) Renew(ctx context.Context, eventID string, token, now, lease int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "renew", clockCallArgs{EventID: eventID, Token: token, Now: now, Lease: lease}, &f)
-}
-
-func (c *childClockRelay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
-	var ef eventFound
-	err := c.call(ctx, "event", eventID, &ef)
-	return ef.Event, ef.Found, err
+	return nil, w.Answer(ctx, clockRelayOps.Claim.serve(r), clockRelayOps.Ack.serve(r), clockRelayOps.Renew.serve(r), clockRelayOps.Event.serve(r))
 }

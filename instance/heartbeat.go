@@ -94,7 +94,7 @@ func (h *HeartbeatRelays) Open(ctx context.Context, path, name string, sqls stor
 	r := &childHeartbeatRelay{child: c, stage: h.stage, name: name}
 	h.Add(r)
 	h.children = append(h.children, r)
-	if _, err := r.step(ctx, "advance", heartbeatCallArgs{Now: h.stage.Now()}); err != nil { // its start line
+	if _, err := r.step(ctx, heartbeatOps.Advance, heartbeatCallArgs{Now: h.stage.Now()}); err != nil { // its start line
 		return nil, err
 	}
 	return r, nil
@@ -111,7 +111,7 @@ func (h *HeartbeatRelays) AdvanceTo(ctx context.Context, t int64) error {
 		if next == nil {
 			break
 		}
-		s, err := next.step(ctx, "beat", heartbeatCallArgs{Now: t})
+		s, err := next.step(ctx, heartbeatOps.Beat, heartbeatCallArgs{Now: t})
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func (h *HeartbeatRelays) AdvanceTo(ctx context.Context, t int64) error {
 		if c.frozen || c.closed {
 			continue
 		}
-		if _, err := c.step(ctx, "advance", heartbeatCallArgs{Now: t}); err != nil {
+		if _, err := c.step(ctx, heartbeatOps.Advance, heartbeatCallArgs{Now: t}); err != nil {
 			return err
 		}
 	}
@@ -237,6 +237,26 @@ type heartbeatStep struct {
 	Held   []string `json:",omitempty"` // exit: the events the relay still held
 }
 
+// heartbeatOp is an operation of the heartbeat-relay child: each a step
+// at the call's tick.
+type heartbeatOp = proc.Operation[heartbeatCallArgs, heartbeatStep]
+
+// heartbeatOps are the heartbeat-relay child's operations.
+var heartbeatOps = struct {
+	Advance, Beat, Wake, Poll, Send, Complete, CompleteAtBeat, Hang, Stop, Exit heartbeatOp
+}{
+	Advance:        heartbeatOp{Name: "advance"},
+	Beat:           heartbeatOp{Name: "beat"},
+	Wake:           heartbeatOp{Name: "wake"},
+	Poll:           heartbeatOp{Name: "poll"},
+	Send:           heartbeatOp{Name: "send"},
+	Complete:       heartbeatOp{Name: "complete"},
+	CompleteAtBeat: heartbeatOp{Name: "complete-at-beat"},
+	Hang:           heartbeatOp{Name: "hang"},
+	Stop:           heartbeatOp{Name: "stop"},
+	Exit:           heartbeatOp{Name: "exit"},
+}
+
 // childStage is a heartbeat child's own stage: its broker on db, its
 // timeline its own (the lab adopts what it records), its clock at now.
 func childStage(ctx context.Context, db *store.DB, now int64) (*cast.HeartbeatStage, error) {
@@ -273,21 +293,22 @@ func serveHeartbeatRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	// step is an operation at the call's tick: the clock moved there
 	// first (firing what is due, as on the lab's stage) unless the
 	// operation moves it itself.
-	step := func(moves bool, do func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) error) proc.Op {
-		return op(func(ctx context.Context, a heartbeatCallArgs) (any, error) {
+	type perform = func(ctx context.Context, a heartbeatCallArgs) (heartbeatStep, error)
+	step := func(moves bool, do func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) error) perform {
+		return func(ctx context.Context, a heartbeatCallArgs) (heartbeatStep, error) {
 			var s heartbeatStep
 			if !moves {
 				if err := stage.AdvanceTo(ctx, a.Now); err != nil {
-					return nil, err
+					return s, err
 				}
 			}
 			err := do(ctx, a, &s)
 			s.Record = stage.TakeRecord()
 			s.Due, s.Beats = stage.NextBeat()
 			return s, err
-		})
+		}
 	}
-	withJob := func(do func(ctx context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, s *heartbeatStep) error) proc.Op {
+	withJob := func(do func(ctx context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, s *heartbeatStep) error) perform {
 		return step(false, func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) error {
 			j, ok := jobs[key{a.Event, a.Token}]
 			if !ok {
@@ -296,53 +317,53 @@ func serveHeartbeatRelay(ctx context.Context, w *proc.Worker) (any, error) {
 			return do(ctx, j, a, s)
 		})
 	}
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"advance": step(false, func(context.Context, heartbeatCallArgs, *heartbeatStep) error { return nil }),
-		"beat": step(true, func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) (err error) {
+	return nil, w.Answer(ctx,
+		heartbeatOps.Advance.Handle(step(false, func(context.Context, heartbeatCallArgs, *heartbeatStep) error { return nil })),
+		heartbeatOps.Beat.Handle(step(true, func(ctx context.Context, a heartbeatCallArgs, s *heartbeatStep) (err error) {
 			s.Fired, err = stage.FireNextBeat(ctx, a.Now)
 			return err
-		}),
-		"wake": step(true, func(ctx context.Context, a heartbeatCallArgs, _ *heartbeatStep) error {
+		})),
+		heartbeatOps.Wake.Handle(step(true, func(ctx context.Context, a heartbeatCallArgs, _ *heartbeatStep) error {
 			return stage.Wake(ctx, a.Now)
-		}),
-		"poll": step(false, func(ctx context.Context, _ heartbeatCallArgs, s *heartbeatStep) error {
+		})),
+		heartbeatOps.Poll.Handle(step(false, func(ctx context.Context, _ heartbeatCallArgs, s *heartbeatStep) error {
 			j, err := relay.Poll(ctx)
 			if j != nil {
 				jobs[key{j.Event, j.Token}] = j
 				s.OK, s.Event, s.Token = true, j.Event, j.Token
 			}
 			return err
-		}),
-		"send": withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
+		})),
+		heartbeatOps.Send.Handle(withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
 			s.OK, err = j.Send(ctx)
 			return err
-		}),
-		"complete": withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
+		})),
+		heartbeatOps.Complete.Handle(withJob(func(ctx context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
 			s.OK, err = j.Complete(ctx)
 			return err
-		}),
-		"complete-at-beat": withJob(func(_ context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, _ *heartbeatStep) error {
+		})),
+		heartbeatOps.CompleteAtBeat.Handle(withJob(func(_ context.Context, j *cast.HeartbeatJob, _ heartbeatCallArgs, _ *heartbeatStep) error {
 			j.CompleteAtNextBeat()
 			return nil
-		}),
-		"hang": withJob(func(_ context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, _ *heartbeatStep) error {
+		})),
+		heartbeatOps.Hang.Handle(withJob(func(_ context.Context, j *cast.HeartbeatJob, a heartbeatCallArgs, _ *heartbeatStep) error {
 			j.Hang(a.What)
 			return nil
-		}),
+		})),
 		// stop waits for the stop signal, a real SIGTERM, where the lab
 		// stops the relay: after its send, before its completion.
-		"stop": step(false, func(_ context.Context, a heartbeatCallArgs, _ *heartbeatStep) error {
+		heartbeatOps.Stop.Handle(step(false, func(_ context.Context, a heartbeatCallArgs, _ *heartbeatStep) error {
 			if _, err := w.AwaitSignal(failpoint.AfterSendBeforeComplete, stage.TakeRecord(), syscall.SIGTERM); err != nil {
 				return err
 			}
 			relay.StopOnSignal(a.Grace, os.Getpid())
 			return nil
-		}),
-		"exit": step(false, func(ctx context.Context, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
+		})),
+		heartbeatOps.Exit.Handle(step(false, func(ctx context.Context, _ heartbeatCallArgs, s *heartbeatStep) (err error) {
 			s.Held, err = relay.Exit(ctx)
 			return err
-		}),
-	})
+		})),
+	)
 }
 
 // childHeartbeatRelay is a relay in a child process, as the lab drives
@@ -362,12 +383,12 @@ type childHeartbeatRelay struct {
 func (r *childHeartbeatRelay) Name() string { return r.name }
 
 // step has the child perform op with a, and adopts its record.
-func (r *childHeartbeatRelay) step(ctx context.Context, op string, a heartbeatCallArgs) (heartbeatStep, error) {
+func (r *childHeartbeatRelay) step(ctx context.Context, op heartbeatOp, a heartbeatCallArgs) (heartbeatStep, error) {
 	if r.frozen || r.closed {
-		return heartbeatStep{}, fmt.Errorf("session 22: %s process %d was called (%s) while frozen or closed", r.name, r.pc.Pid(), op)
+		return heartbeatStep{}, fmt.Errorf("session 22: %s process %d was called (%s) while frozen or closed", r.name, r.pc.Pid(), op.Name)
 	}
-	var s heartbeatStep
-	if err := r.call(ctx, op, a, &s); err != nil {
+	s, err := call(ctx, r.child, op, a)
+	if err != nil {
 		return s, err
 	}
 	r.stage.Adopt(s.Record)
@@ -376,7 +397,7 @@ func (r *childHeartbeatRelay) step(ctx context.Context, op string, a heartbeatCa
 }
 
 func (r *childHeartbeatRelay) Poll(ctx context.Context) (HeartbeatJob, error) {
-	s, err := r.step(ctx, "poll", heartbeatCallArgs{Now: r.stage.Now()})
+	s, err := r.step(ctx, heartbeatOps.Poll, heartbeatCallArgs{Now: r.stage.Now()})
 	if err != nil || !s.OK {
 		return nil, err
 	}
@@ -403,7 +424,7 @@ func (r *childHeartbeatRelay) Resume(ctx context.Context) error {
 	if err := r.stage.AdoptedRelay(r.name).ResumeBy(ctx, how); err != nil {
 		return err
 	}
-	_, err = r.step(ctx, "wake", heartbeatCallArgs{Now: r.stage.Now()})
+	_, err = r.step(ctx, heartbeatOps.Wake, heartbeatCallArgs{Now: r.stage.Now()})
 	return err
 }
 
@@ -413,8 +434,7 @@ func (r *childHeartbeatRelay) Stop(ctx context.Context, grace int64) error {
 	if r.frozen || r.closed {
 		return fmt.Errorf("session 22: %s process %d was stopped while frozen or closed", r.name, r.pc.Pid())
 	}
-	var s heartbeatStep
-	err := r.pc.Call(ctx, "stop", heartbeatCallArgs{Now: r.stage.Now(), Grace: grace}, &s)
+	_, err := heartbeatOps.Stop.Call(ctx, r.pc, heartbeatCallArgs{Now: r.stage.Now(), Grace: grace})
 	var reached *proc.Reached
 	if !errors.As(err, &reached) || reached.Report.At != failpoint.AfterSendBeforeComplete {
 		return fmt.Errorf("session 22: %s process %d, asked to wait for its stop signal, did not reach %s: %w",
@@ -429,7 +449,8 @@ func (r *childHeartbeatRelay) Stop(ctx context.Context, grace int64) error {
 		return err
 	}
 	r.sentIt = &sent{sig: syscall.SIGTERM, at: failpoint.AfterSendBeforeComplete}
-	if err := callError(r.pc.Result(ctx, "stop", &s)); err != nil {
+	s, err := heartbeatOps.Stop.Result(ctx, r.pc)
+	if err := callError(err); err != nil {
 		return err
 	}
 	r.stage.Adopt(s.Record)
@@ -439,7 +460,7 @@ func (r *childHeartbeatRelay) Stop(ctx context.Context, grace int64) error {
 
 // Exit ends the stopped relay's work: the events it still held.
 func (r *childHeartbeatRelay) Exit(ctx context.Context) ([]string, error) {
-	s, err := r.step(ctx, "exit", heartbeatCallArgs{Now: r.stage.Now()})
+	s, err := r.step(ctx, heartbeatOps.Exit, heartbeatCallArgs{Now: r.stage.Now()})
 	return s.Held, err
 }
 
@@ -466,25 +487,27 @@ type childHeartbeatJob struct {
 }
 
 // call has the relay perform op on the job.
-func (j *childHeartbeatJob) call(ctx context.Context, op, what string) (bool, error) {
+func (j *childHeartbeatJob) call(ctx context.Context, op heartbeatOp, what string) (bool, error) {
 	s, err := j.relay.step(ctx, op, heartbeatCallArgs{Now: j.relay.stage.Now(), Event: j.event, Token: j.token, What: what})
 	if err == nil {
-		j.relay.did = fmt.Sprintf("its %s of %s", op, j.event)
+		j.relay.did = fmt.Sprintf("its %s of %s", op.Name, j.event)
 	}
 	return s.OK, err
 }
 
-func (j *childHeartbeatJob) Send(ctx context.Context) (bool, error) { return j.call(ctx, "send", "") }
+func (j *childHeartbeatJob) Send(ctx context.Context) (bool, error) {
+	return j.call(ctx, heartbeatOps.Send, "")
+}
 func (j *childHeartbeatJob) Complete(ctx context.Context) (bool, error) {
-	return j.call(ctx, "complete", "")
+	return j.call(ctx, heartbeatOps.Complete, "")
 }
 
 func (j *childHeartbeatJob) CompleteAtNextBeat(ctx context.Context) error {
-	_, err := j.call(ctx, "complete-at-beat", "")
+	_, err := j.call(ctx, heartbeatOps.CompleteAtBeat, "")
 	return err
 }
 
 func (j *childHeartbeatJob) Hang(ctx context.Context, what string) error {
-	_, err := j.call(ctx, "hang", what)
+	_, err := j.call(ctx, heartbeatOps.Hang, what)
 	return err
 }

@@ -2,7 +2,6 @@ package instance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -114,9 +113,10 @@ func (o *Opener) start(ctx context.Context, path, phase, name, role string, work
 	return &child{o: o, pc: c, phase: phaseOf(phase, name)}, nil
 }
 
-// call has the child perform op; see callError.
-func (c *child) call(ctx context.Context, op string, args, result any) error {
-	return callError(c.pc.Call(ctx, op, args, result))
+// call has the child c perform op with args; see callError.
+func call[A, R any](ctx context.Context, c *child, op proc.Operation[A, R], args A) (R, error) {
+	r, err := op.Call(ctx, c.pc, args)
+	return r, callError(err)
 }
 
 // callError is err of a call: an operation's own error (a statement that
@@ -175,17 +175,6 @@ func (c *child) Close(ctx context.Context) error {
 		return err
 	}
 	return c.o.wait(c.pc, c.phase, c.sentIt)
-}
-
-// op is f as a [proc.Op]: its arguments decoded into A.
-func op[A any](f func(context.Context, A) (any, error)) proc.Op {
-	return func(ctx context.Context, raw json.RawMessage) (any, error) {
-		var a A
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, fmt.Errorf("decode the arguments: %w", err)
-		}
-		return f(ctx, a)
-	}
 }
 
 // CloseAll closes each of cs in turn and returns their errors.

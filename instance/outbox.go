@@ -73,6 +73,17 @@ type (
 	}
 )
 
+// outboxOps are the outbox-instance child's operations.
+var outboxOps = struct {
+	Load     proc.Operation[proc.None, []store.Message]
+	Claim    proc.Operation[claimArgs, store.Claim]
+	Finalize proc.Operation[finalizeArgs, store.Finalization]
+}{
+	Load:     proc.Operation[proc.None, []store.Message]{Name: "load"},
+	Claim:    proc.Operation[claimArgs, store.Claim]{Name: "claim"},
+	Finalize: proc.Operation[finalizeArgs, store.Finalization]{Name: "finalize"},
+}
+
 // serveOutbox is the outbox-instance child: its own connection, and the
 // outbox statements performed at the lab's command.
 func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
@@ -83,9 +94,9 @@ func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer db.Close()
 	out := store.NewOutbox(db, work.SQL).WatchLockWaits(work.LockWatch)
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"load": op(func(ctx context.Context, _ struct{}) (any, error) { return out.LoadPending(ctx) }),
-		"claim": op(func(ctx context.Context, a claimArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		outboxOps.Load.Handle(func(ctx context.Context, _ proc.None) ([]store.Message, error) { return out.LoadPending(ctx) }),
+		outboxOps.Claim.Handle(func(ctx context.Context, a claimArgs) (store.Claim, error) {
 			if a.ID != 0 {
 				return out.ClaimMessage(ctx, a.ID, a.Worker, a.Now, a.Lease)
 			}
@@ -98,14 +109,14 @@ func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
 			}
 			c, err := out.ClaimNext(ctx, a.Worker, a.Now, a.Lease, between)
 			if held != nil {
-				return nil, held
+				return store.Claim{}, held
 			}
 			return c, err
 		}),
-		"finalize": op(func(ctx context.Context, a finalizeArgs) (any, error) {
+		outboxOps.Finalize.Handle(func(ctx context.Context, a finalizeArgs) (store.Finalization, error) {
 			return out.Finalize(ctx, a.ID, a.Worker, a.Outcome, a.Now)
 		}),
-	})
+	)
 }
 
 // childOutbox is an outbox worker in a child process: each method is a
@@ -116,34 +127,30 @@ type childOutbox struct {
 }
 
 func (c *childOutbox) LoadPending(ctx context.Context) ([]store.Message, error) {
-	var msgs []store.Message
-	return msgs, c.call(ctx, "load", struct{}{}, &msgs)
+	return call(ctx, c.child, outboxOps.Load, proc.None{})
 }
 
 // ClaimNext claims the next claimable message. With between, the child
 // stops at failpoint between-claim-select-and-update; the lab runs
 // between (the lesson's barrier) and lets it go on.
 func (c *childOutbox) ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (store.Claim, error) {
-	var cl store.Claim
-	err := c.pc.Call(ctx, "claim", claimArgs{Worker: worker, Now: now, Lease: lease, Hold: between != nil}, &cl)
+	cl, err := outboxOps.Claim.Call(ctx, c.pc, claimArgs{Worker: worker, Now: now, Lease: lease, Hold: between != nil})
 	var reached *proc.Reached
 	if errors.As(err, &reached) && reached.Report.At == failpoint.BetweenClaimSelectAndUpdate {
 		between()
 		if err = c.pc.GoOn(now); err == nil {
-			err = c.pc.Result(ctx, "claim", &cl)
+			cl, err = outboxOps.Claim.Result(ctx, c.pc)
 		}
 	}
 	return cl, callError(err)
 }
 
 func (c *childOutbox) ClaimMessage(ctx context.Context, id int64, worker string, now time.Time, lease time.Duration) (store.Claim, error) {
-	var cl store.Claim
-	return cl, c.call(ctx, "claim", claimArgs{ID: id, Worker: worker, Now: now, Lease: lease}, &cl)
+	return call(ctx, c.child, outboxOps.Claim, claimArgs{ID: id, Worker: worker, Now: now, Lease: lease})
 }
 
 func (c *childOutbox) Finalize(ctx context.Context, id int64, worker string, out store.Outcome, now time.Time) (store.Finalization, error) {
-	var f store.Finalization
-	return f, c.call(ctx, "finalize", finalizeArgs{id, worker, out, now}, &f)
+	return call(ctx, c.child, outboxOps.Finalize, finalizeArgs{id, worker, out, now})
 }
 
 func (c *childOutbox) Statements() store.OutboxSQL { return c.sqls }

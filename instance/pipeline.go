@@ -58,6 +58,27 @@ type pipelineStep struct {
 	Fired   []failpoint.Firing // the faults the child's plan fired meanwhile
 }
 
+// pipelineOp is an operation of a pipeline child: each a step at the
+// call's tick.
+type pipelineOp = proc.Operation[pipelineStepArgs, pipelineStep]
+
+// pipelineRelayOps are the pipeline-relay child's operations.
+var pipelineRelayOps = struct {
+	Claim, Send, Complete, RunOnce pipelineOp
+}{
+	Claim:    pipelineOp{Name: "claim"},
+	Send:     pipelineOp{Name: "send"},
+	Complete: pipelineOp{Name: "complete"},
+	RunOnce:  pipelineOp{Name: "run-once"},
+}
+
+// pipelineConsumerOps are the pipeline-consumer child's operations.
+var pipelineConsumerOps = struct {
+	Consume pipelineOp
+}{
+	Consume: pipelineOp{Name: "consume"},
+}
+
 // pipelineFault is what a child sends where the plan stops it: the fault
 // report and the relay's claim (for a stall, its lease).
 type pipelineFault struct {
@@ -117,7 +138,7 @@ type childPipelineInstance struct {
 	phase string // its phase in the processes table: the pipeline's label and its name
 
 	claim   store.EventClaim // the relay's claim, as its last step left it
-	stalled string           // the step it was frozen in, "" if none
+	stalled pipelineOp       // the step it was frozen in, its Name "" if none
 	at      failpoint.Point  // where it was frozen
 	dead    bool             // killed by the plan's crash
 
@@ -128,15 +149,14 @@ type childPipelineInstance struct {
 
 // step has the child perform op at the clock's tick, after waking it if
 // it is frozen; its record goes to the lab's pipeline.
-func (c *childPipelineInstance) step(ctx context.Context, op string) (pipelineStep, error) {
+func (c *childPipelineInstance) step(ctx context.Context, op pipelineOp) (pipelineStep, error) {
 	if c.dead {
 		return pipelineStep{}, failpoint.ErrCrashed
 	}
 	if err := c.wake(ctx); err != nil {
 		return pipelineStep{}, err
 	}
-	var s pipelineStep
-	err := c.child.Call(ctx, op, pipelineStepArgs{Now: c.p.Now(), HoldBeforeEffect: c.beforeEffect != nil}, &s)
+	s, err := op.Call(ctx, c.child, pipelineStepArgs{Now: c.p.Now(), HoldBeforeEffect: c.beforeEffect != nil})
 	return s, c.settle(ctx, op, &s, err)
 }
 
@@ -144,14 +164,14 @@ func (c *childPipelineInstance) step(ctx context.Context, op string) (pipelineSt
 // fault where the child stopped. A consumer stopped before its effect is
 // held there by the lab's hook (see [childPipelineConsumer.HoldBeforeEffect])
 // and let go on first.
-func (c *childPipelineInstance) settle(ctx context.Context, op string, s *pipelineStep, err error) error {
+func (c *childPipelineInstance) settle(ctx context.Context, op pipelineOp, s *pipelineStep, err error) error {
 	var reached *proc.Reached
 	for errors.As(err, &reached) && reached.Report.At == failpoint.BeforeEffect && c.beforeEffect != nil {
 		if err := c.beforeEffect(ctx); err != nil {
 			return err
 		}
 		if err = c.child.GoOn(c.p.Clock.Now()); err == nil {
-			err = c.child.Result(ctx, op, s)
+			*s, err = op.Result(ctx, c.child)
 		}
 	}
 	var failed *proc.CallError
@@ -187,7 +207,7 @@ func (c *childPipelineInstance) replay(fired []failpoint.Firing) (failpoint.Faul
 // fault carries out, on the child stopped at a failpoint, what the plan
 // has there: a crash (SIGKILL) or a stall past the lease (SIGSTOP, until
 // its next step).
-func (c *childPipelineInstance) fault(op string, r proc.Report) error {
+func (c *childPipelineInstance) fault(op pipelineOp, r proc.Report) error {
 	var f pipelineFault
 	if err := r.Decode(&f); err != nil || f.Point != r.At {
 		return fmt.Errorf("%s process %d reported %s %s, not a fault at a failpoint", c.name, c.child.Pid(), r.At, clip(r.State))
@@ -225,11 +245,11 @@ func (c *childPipelineInstance) fault(op string, r proc.Report) error {
 // wake lets a frozen child go on (SIGCONT) and finish the step it was
 // frozen in.
 func (c *childPipelineInstance) wake(ctx context.Context) error {
-	if c.stalled == "" {
+	if c.stalled.Name == "" {
 		return nil
 	}
 	op := c.stalled
-	c.stalled = ""
+	c.stalled = pipelineOp{}
 	if err := c.child.Thaw(); err != nil {
 		return err
 	}
@@ -239,8 +259,8 @@ func (c *childPipelineInstance) wake(ctx context.Context) error {
 	if err := c.child.GoOn(c.p.Clock.Now()); err != nil {
 		return err
 	}
-	var s pipelineStep
-	return c.settle(ctx, op, &s, c.child.Result(ctx, op, &s))
+	s, err := op.Result(ctx, c.child)
+	return c.settle(ctx, op, &s, err)
 }
 
 // Name is the instance's name.
@@ -303,8 +323,8 @@ func (o *Opener) ExploreRelay(ctx context.Context, p *cast.Pipeline, name string
 // ClaimNext claims the oldest claimable event. A relay frozen in its
 // claim (the plan stalls it after a claim) got its claim.
 func (r *childPipelineRelay) ClaimNext(ctx context.Context) (store.ClaimOutcome, error) {
-	s, err := r.step(ctx, "claim")
-	if r.stalled != "" {
+	s, err := r.step(ctx, pipelineRelayOps.Claim)
+	if r.stalled.Name != "" {
 		return store.Claimed, err
 	}
 	return s.Outcome, err
@@ -313,8 +333,8 @@ func (r *childPipelineRelay) ClaimNext(ctx context.Context) (store.ClaimOutcome,
 // Send offers the claimed event to the broker. A relay frozen in its send
 // (the plan stalls it at the broker's ack or after it) was acknowledged.
 func (r *childPipelineRelay) Send(ctx context.Context) (bool, error) {
-	s, err := r.step(ctx, "send")
-	if r.stalled != "" {
+	s, err := r.step(ctx, pipelineRelayOps.Send)
+	if r.stalled.Name != "" {
 		return true, err
 	}
 	return s.Acked, err
@@ -322,13 +342,13 @@ func (r *childPipelineRelay) Send(ctx context.Context) (bool, error) {
 
 // Complete marks the claimed event published under its token.
 func (r *childPipelineRelay) Complete(ctx context.Context) (int64, error) {
-	s, err := r.step(ctx, "complete")
+	s, err := r.step(ctx, pipelineRelayOps.Complete)
 	return s.Rows, err
 }
 
 // RunOnce is the relay's loop body (claim, send, complete), as one step.
 func (r *childPipelineRelay) RunOnce(ctx context.Context) (bool, error) {
-	s, err := r.step(ctx, "run-once")
+	s, err := r.step(ctx, pipelineRelayOps.RunOnce)
 	return s.Found, err
 }
 
@@ -349,7 +369,7 @@ func (c *childPipelineConsumer) HoldBeforeEffect(hold func(ctx context.Context) 
 
 // ConsumeNext takes, applies and acknowledges the next delivery.
 func (c *childPipelineConsumer) ConsumeNext(ctx context.Context) (bool, error) {
-	s, err := c.step(ctx, "consume")
+	s, err := c.step(ctx, pipelineConsumerOps.Consume)
 	return s.Found, err
 }
 
@@ -409,33 +429,33 @@ func servePipelineRelay(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer r.Close(ctx)
-	step := func(do func(ctx context.Context, s *pipelineStep) error) proc.Op {
-		return op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
+	step := func(do func(ctx context.Context, s *pipelineStep) error) func(context.Context, pipelineStepArgs) (pipelineStep, error) {
+		return func(ctx context.Context, a pipelineStepArgs) (pipelineStep, error) {
 			p.SetNow(a.Now)
 			var s pipelineStep
 			err := do(ctx, &s)
 			s.Claim, s.Record, s.Fired = r.Claim, p.TakeRecord(), p.takeFired()
 			return s, err
-		})
+		}
 	}
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": step(func(ctx context.Context, s *pipelineStep) (err error) {
+	return nil, w.Answer(ctx,
+		pipelineRelayOps.Claim.Handle(step(func(ctx context.Context, s *pipelineStep) (err error) {
 			s.Outcome, err = r.ClaimNext(ctx)
 			return err
-		}),
-		"send": step(func(ctx context.Context, s *pipelineStep) (err error) {
+		})),
+		pipelineRelayOps.Send.Handle(step(func(ctx context.Context, s *pipelineStep) (err error) {
 			s.Acked, err = r.Send(ctx)
 			return err
-		}),
-		"complete": step(func(ctx context.Context, s *pipelineStep) (err error) {
+		})),
+		pipelineRelayOps.Complete.Handle(step(func(ctx context.Context, s *pipelineStep) (err error) {
 			s.Rows, err = r.Complete(ctx)
 			return err
-		}),
-		"run-once": step(func(ctx context.Context, s *pipelineStep) (err error) {
+		})),
+		pipelineRelayOps.RunOnce.Handle(step(func(ctx context.Context, s *pipelineStep) (err error) {
 			s.Found, err = r.RunOnce(ctx)
 			return err
-		}),
-	})
+		})),
+	)
 }
 
 // servePipelineConsumer is a consumer as a child process: each
@@ -450,8 +470,8 @@ func servePipelineConsumer(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer c.Close(ctx)
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"consume": op(func(ctx context.Context, a pipelineStepArgs) (any, error) {
+	return nil, w.Answer(ctx,
+		pipelineConsumerOps.Consume.Handle(func(ctx context.Context, a pipelineStepArgs) (pipelineStep, error) {
 			p.SetNow(a.Now)
 			c.BeforeEffect = nil
 			if a.HoldBeforeEffect {
@@ -460,5 +480,5 @@ func servePipelineConsumer(ctx context.Context, w *proc.Worker) (any, error) {
 			found, err := c.ConsumeNext(ctx)
 			return pipelineStep{Found: found, Record: p.TakeRecord(), Fired: p.takeFired()}, err
 		}),
-	})
+	)
 }

@@ -24,19 +24,37 @@ func (o *Opener) Relay(ctx context.Context, path, name string, sqls store.RelayS
 		if err != nil {
 			return nil, err
 		}
-		return &inProcessRelay{store.NewRelay(db, sqls), &inProcess{db: db}}, nil
+		return &relay{runsOn[*store.Relay]{service: store.NewRelay(db, sqls)}, &inProcess{db: db}}, nil
 	}
 	c, err := o.start(ctx, path, "", name, relayRole, relayWork{SQL: sqls, Instance: name})
 	if err != nil {
 		return nil, err
 	}
-	return &childRelay{c}, nil
+	return &relay{runsOn[*store.Relay]{child: c}, c}, nil
 }
 
-// inProcessRelay is a relay in the lab's process.
-type inProcessRelay struct {
-	*store.Relay
-	*inProcess
+// relay is a relay in the lab's process or in a child process: each
+// method one of relayOps, performed where it runs.
+type relay struct {
+	on runsOn[*store.Relay]
+	Lifecycle
+}
+
+func (r *relay) Claim(ctx context.Context, eventID, relay string, now, leaseUntil int64) (store.EventClaim, error) {
+	return perform(ctx, r.on, relayOps.Claim, claimEventArgs{eventID, relay, now, leaseUntil})
+}
+
+func (r *relay) Complete(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
+	return perform(ctx, r.on, relayOps.Complete, fencedArgs{EventID: eventID, Token: token, Now: now})
+}
+
+func (r *relay) Renew(ctx context.Context, eventID string, token, now, proposed int64) (store.Fenced, error) {
+	return perform(ctx, r.on, relayOps.Renew, fencedArgs{eventID, token, now, proposed})
+}
+
+func (r *relay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
+	ef, err := perform(ctx, r.on, relayOps.Event, eventID)
+	return ef.Event, ef.Found, err
 }
 
 // relayRole is a relay of sessions 16 and 17 as a child process.
@@ -65,6 +83,37 @@ type (
 	}
 )
 
+// relayMethod is an operation of a relay, performed by its statements.
+type relayMethod[A, R any] = method[*store.Relay, A, R]
+
+// relayOps are a relay's operations, in the lab's process and in the
+// relay-instance child.
+var relayOps = struct {
+	Claim    relayMethod[claimEventArgs, store.EventClaim]
+	Complete relayMethod[fencedArgs, store.Fenced]
+	Renew    relayMethod[fencedArgs, store.Fenced]
+	Event    relayMethod[string, eventFound]
+}{
+	Claim: newMethod("claim", func(ctx context.Context, r *store.Relay, a claimEventArgs) (store.EventClaim, error) {
+		return r.Claim(ctx, a.EventID, a.Relay, a.Now, a.LeaseUntil)
+	}),
+	Complete: newMethod("complete", func(ctx context.Context, r *store.Relay, a fencedArgs) (store.Fenced, error) {
+		return r.Complete(ctx, a.EventID, a.Token, a.Now)
+	}),
+	Renew: newMethod("renew", func(ctx context.Context, r *store.Relay, a fencedArgs) (store.Fenced, error) {
+		return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Proposed)
+	}),
+	Event: newMethod("event", eventByID[*store.Relay]),
+}
+
+// eventByID is r's event id, as it crosses the pipe.
+func eventByID[R interface {
+	EventByID(ctx context.Context, id string) (store.Event, bool, error)
+}](ctx context.Context, r R, id string) (eventFound, error) {
+	ev, found, err := r.EventByID(ctx, id)
+	return eventFound{ev, found}, err
+}
+
 // serveRelay is the relay-instance child: its own connection, and the
 // relay's statements performed at the lab's command.
 func serveRelay(ctx context.Context, w *proc.Worker) (any, error) {
@@ -75,44 +124,5 @@ func serveRelay(ctx context.Context, w *proc.Worker) (any, error) {
 	}
 	defer db.Close()
 	r := store.NewRelay(db, work.SQL)
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a claimEventArgs) (any, error) {
-			return r.Claim(ctx, a.EventID, a.Relay, a.Now, a.LeaseUntil)
-		}),
-		"complete": op(func(ctx context.Context, a fencedArgs) (any, error) {
-			return r.Complete(ctx, a.EventID, a.Token, a.Now)
-		}),
-		"renew": op(func(ctx context.Context, a fencedArgs) (any, error) {
-			return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Proposed)
-		}),
-		"event": op(func(ctx context.Context, id string) (any, error) {
-			ev, found, err := r.EventByID(ctx, id)
-			return eventFound{ev, found}, err
-		}),
-	})
-}
-
-// childRelay is a relay in a child process: each method is a call the
-// child performs on its own connection.
-type childRelay struct{ *child }
-
-func (c *childRelay) Claim(ctx context.Context, eventID, relay string, now, leaseUntil int64) (store.EventClaim, error) {
-	var ec store.EventClaim
-	return ec, c.call(ctx, "claim", claimEventArgs{eventID, relay, now, leaseUntil}, &ec)
-}
-
-func (c *childRelay) Complete(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "complete", fencedArgs{EventID: eventID, Token: token, Now: now}, &f)
-}
-
-func (c *childRelay) Renew(ctx context.Context, eventID string, token, now, proposed int64) (store.Fenced, error) {
-	var f store.Fenced
-	return f, c.call(ctx, "renew", fencedArgs{eventID, token, now, proposed}, &f)
-}
-
-func (c *childRelay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
-	var ef eventFound
-	err := c.call(ctx, "event", eventID, &ef)
-	return ef.Event, ef.Found, err
+	return nil, w.Answer(ctx, relayOps.Claim.serve(r), relayOps.Complete.serve(r), relayOps.Renew.serve(r), relayOps.Event.serve(r))
 }

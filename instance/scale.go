@@ -40,36 +40,54 @@ func (o *Opener) ScaleWorker(ctx context.Context, path, phase, worker string, cf
 			db.Close()
 			return nil, err
 		}
-		return &inProcessScaleWorker{cl, &inProcess{db: db}}, nil
+		return &scaleWorker{runsOn[scaleService]{service: scaleService{cl, db}}, &inProcessScaleWorker{cl, &inProcess{db: db}}}, nil
 	}
 	c, err := o.start(ctx, path, phase, worker, scaleWorkerRole, scaleWorkerWork{Worker: worker, Config: cfg})
 	if err != nil {
 		return nil, err
 	}
-	return &childScaleWorker{c}, nil
+	return &scaleWorker{runsOn[scaleService]{child: c}, c}, nil
 }
 
-// inProcessScaleWorker is a worker in the lab's process.
+// scaleService is a session-21 worker's own side, in the lab's process
+// or in a child: its claimer on its connection db.
+type scaleService struct {
+	claimer *store.Claimer
+	db      *store.DB
+}
+
+// scaleWorker is a worker in the lab's process or in a child process:
+// each method one of scaleWorkerOps, performed where it runs.
+type scaleWorker struct {
+	on runsOn[scaleService]
+	Lifecycle
+}
+
+func (w *scaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
+	return perform(ctx, w.on, scaleWorkerOps.Claim, batchClaimArgs{now, lease, limit})
+}
+
+func (w *scaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
+	return perform(ctx, w.on, scaleWorkerOps.Finalize, batchFinalizeArgs{msgs, now})
+}
+
+func (w *scaleWorker) PageReads(ctx context.Context) (int64, error) {
+	return perform(ctx, w.on, scaleWorkerOps.Pages, proc.None{})
+}
+
+func (w *scaleWorker) FlushStats(ctx context.Context) error {
+	_, err := perform(ctx, w.on, scaleWorkerOps.Flush, proc.None{})
+	return err
+}
+
+func (w *scaleWorker) Message(ctx context.Context, id int64) (store.MessageState, error) {
+	return perform(ctx, w.on, scaleWorkerOps.Message, id)
+}
+
+// inProcessScaleWorker is a worker's life in the lab's process.
 type inProcessScaleWorker struct {
 	claimer *store.Claimer
 	*inProcess
-}
-
-func (w *inProcessScaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	return w.claimer.Claim(ctx, now, lease, limit)
-}
-
-func (w *inProcessScaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	return w.claimer.Finalize(ctx, msgs, now)
-}
-
-func (w *inProcessScaleWorker) PageReads(ctx context.Context) (int64, error) {
-	return w.db.PageReads(ctx)
-}
-func (w *inProcessScaleWorker) FlushStats(ctx context.Context) error { return w.db.FlushStats(ctx) }
-
-func (w *inProcessScaleWorker) Message(ctx context.Context, id int64) (store.MessageState, error) {
-	return w.db.MessageState(ctx, id)
 }
 
 // Close releases the claimer and closes the connection.
@@ -112,6 +130,35 @@ type (
 	}
 )
 
+// scaleWorkerMethod is an operation of a session-21 worker.
+type scaleWorkerMethod[A, R any] = method[scaleService, A, R]
+
+// scaleWorkerOps are a session-21 worker's operations, in the lab's
+// process and in the scale-worker child.
+var scaleWorkerOps = struct {
+	Claim    scaleWorkerMethod[batchClaimArgs, store.ClaimedBatch]
+	Finalize scaleWorkerMethod[batchFinalizeArgs, store.FinalizedBatch]
+	Pages    scaleWorkerMethod[proc.None, int64]
+	Flush    scaleWorkerMethod[proc.None, proc.None]
+	Message  scaleWorkerMethod[int64, store.MessageState]
+}{
+	Claim: newMethod("claim", func(ctx context.Context, s scaleService, a batchClaimArgs) (store.ClaimedBatch, error) {
+		return s.claimer.Claim(ctx, a.Now, a.Lease, a.Limit)
+	}),
+	Finalize: newMethod("finalize", func(ctx context.Context, s scaleService, a batchFinalizeArgs) (store.FinalizedBatch, error) {
+		return s.claimer.Finalize(ctx, a.Messages, a.Now)
+	}),
+	Pages: newMethod("pages", func(ctx context.Context, s scaleService, _ proc.None) (int64, error) {
+		return s.db.PageReads(ctx)
+	}),
+	Flush: newMethod("flush", func(ctx context.Context, s scaleService, _ proc.None) (proc.None, error) {
+		return proc.None{}, s.db.FlushStats(ctx)
+	}),
+	Message: newMethod("message", func(ctx context.Context, s scaleService, id int64) (store.MessageState, error) {
+		return s.db.MessageState(ctx, id)
+	}),
+}
+
 // serveScaleWorker is the scale-worker child: its claimer on its own
 // connection, its claims, finalizations and statistics at the lab's
 // command.
@@ -127,42 +174,7 @@ func serveScaleWorker(ctx context.Context, w *proc.Worker) (any, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	return nil, w.Answer(ctx, map[string]proc.Op{
-		"claim": op(func(ctx context.Context, a batchClaimArgs) (any, error) {
-			return cl.Claim(ctx, a.Now, a.Lease, a.Limit)
-		}),
-		"finalize": op(func(ctx context.Context, a batchFinalizeArgs) (any, error) {
-			return cl.Finalize(ctx, a.Messages, a.Now)
-		}),
-		"pages":   op(func(ctx context.Context, _ struct{}) (any, error) { return db.PageReads(ctx) }),
-		"flush":   op(func(ctx context.Context, _ struct{}) (any, error) { return nil, db.FlushStats(ctx) }),
-		"message": op(func(ctx context.Context, id int64) (any, error) { return db.MessageState(ctx, id) }),
-	})
-}
-
-// childScaleWorker is a worker in a child process.
-type childScaleWorker struct{ *child }
-
-func (c *childScaleWorker) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) (store.ClaimedBatch, error) {
-	var b store.ClaimedBatch
-	return b, c.call(ctx, "claim", batchClaimArgs{now, lease, limit}, &b)
-}
-
-func (c *childScaleWorker) Finalize(ctx context.Context, msgs []store.ClaimedMessage, now time.Time) (store.FinalizedBatch, error) {
-	var f store.FinalizedBatch
-	return f, c.call(ctx, "finalize", batchFinalizeArgs{msgs, now}, &f)
-}
-
-func (c *childScaleWorker) PageReads(ctx context.Context) (int64, error) {
-	var n int64
-	return n, c.call(ctx, "pages", struct{}{}, &n)
-}
-
-func (c *childScaleWorker) FlushStats(ctx context.Context) error {
-	return c.call(ctx, "flush", struct{}{}, nil)
-}
-
-func (c *childScaleWorker) Message(ctx context.Context, id int64) (store.MessageState, error) {
-	var m store.MessageState
-	return m, c.call(ctx, "message", id, &m)
+	s := scaleService{cl, db}
+	return nil, w.Answer(ctx, scaleWorkerOps.Claim.serve(s), scaleWorkerOps.Finalize.serve(s),
+		scaleWorkerOps.Pages.serve(s), scaleWorkerOps.Flush.serve(s), scaleWorkerOps.Message.serve(s))
 }

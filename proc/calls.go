@@ -10,24 +10,105 @@ import (
 )
 
 // A child can also be an application instance at the parent's command:
-// its role calls [Worker.Answer] with the operations it offers, and the
-// parent performs them one at a time with [Child.Call]. Between two calls
-// the child is idle, blocked reading its stdin, and the parent may stall
-// it for real with [Child.Freeze] (SIGSTOP) and [Child.Thaw] (SIGCONT), or
-// kill it with [Child.Kill]. [Child.Finish] ends it.
+// its role offers its operations, each an [Operation] with the handler
+// [Operation.Handle] makes of a Go function, to [Worker.Answer], and the
+// parent performs them one at a time with [Operation.Call]. Between two
+// calls the child is idle, blocked reading its stdin, and the parent may
+// stall it for real with [Child.Freeze] (SIGSTOP) and [Child.Thaw]
+// (SIGCONT), or kill it with [Child.Kill]. [Child.Finish] ends it.
+//
+// An operation's arguments and result cross the pipe as JSON, encoded
+// and decoded here only: by [Operation.Call] and [Operation.Result] in
+// the parent, by the handler [Operation.Handle] makes in the child.
 
-// Op is one operation an idle child performs when the parent calls it:
-// it decodes args and returns its result, which goes back to the parent
-// in the child's next report. An error is the call's, not the role's: the
-// parent gets it from Call as a [*CallError] and the child stays idle.
-type Op func(ctx context.Context, args json.RawMessage) (result any, err error)
+// Operation is one operation a role offers, typed: A its arguments, R its
+// result. Name is what crosses the pipe; it is unique among its role's
+// operations. Declare each operation once, as a value both ends use: a
+// misspelt operation then does not compile.
+type Operation[A, R any] struct{ Name string }
 
-// Answer reports the child idle and performs the parent's calls with ops,
-// one at a time, each result (or error) reported with the child idle
-// again, until the parent says to finish: then Answer returns nil and the
-// role returns its result. A call of an op not in ops fails the role, as
-// does a closed pipe ([ErrParentGone]).
-func (w *Worker) Answer(ctx context.Context, ops map[string]Op) error {
+// None is the arguments or the result of an operation that has none. A
+// None result crosses the pipe as no state at all.
+type None = struct{}
+
+// Call has the idle child c perform o with args, and returns its result.
+// An operation that failed returns a [*CallError]; one that reached a
+// failpoint (the child's role called [Worker.Reach] during it) returns a
+// [*Reached], and its result comes later from [Operation.Result]. A child
+// that dies, misbehaves or says nothing within the timeout is killed and
+// Call returns an error naming it, as [Child.Next] does.
+func (o Operation[A, R]) Call(ctx context.Context, c *Child, args A) (R, error) {
+	var r R
+	if err := c.awaitIdle(ctx, o.Name); err != nil {
+		return r, err
+	}
+	a, err := json.Marshal(args)
+	if err != nil {
+		return r, fmt.Errorf("proc: encode the arguments of %s for worker %s: %w", o.Name, c.role, err)
+	}
+	if err := c.write(reply{Call: &call{Op: o.Name, Args: a}}); err != nil {
+		return r, err
+	}
+	c.idle = false
+	return o.Result(ctx, c)
+}
+
+// Result waits for the outcome of the call of o the child c is
+// performing: after a [*Reached], once the parent let the child go on
+// with [Child.GoOn]. It returns as Call does.
+func (o Operation[A, R]) Result(ctx context.Context, c *Child) (R, error) {
+	var r R
+	if err := c.awaitIdle(ctx, o.Name); err != nil {
+		return r, err
+	}
+	if c.callError != "" {
+		return r, &CallError{Role: c.role, Op: o.Name, Pid: c.Pid(), Message: c.callError}
+	}
+	if err := c.lastIdle.Decode(&r); err != nil {
+		return r, c.fail(fmt.Errorf("answered %s with a result that does not decode: %w", o.Name, err))
+	}
+	return r, nil
+}
+
+// Handle is o performed by f in the child, for [Worker.Answer]: the
+// call's arguments decoded into A, f's result sent back to the parent.
+// An error is the call's, not the role's: the parent gets it as a
+// [*CallError] and the child stays idle.
+func (o Operation[A, R]) Handle(f func(ctx context.Context, args A) (R, error)) Handler {
+	return Handler{name: o.Name, perform: func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var a A
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("decode the arguments: %w", err)
+		}
+		r, err := f(ctx, a)
+		if _, none := any(r).(None); none || err != nil {
+			return nil, err
+		}
+		return r, nil
+	}}
+}
+
+// Handler is how a role performs one of its operations, as
+// [Operation.Handle] makes it.
+type Handler struct {
+	name    string
+	perform func(ctx context.Context, args json.RawMessage) (result any, err error)
+}
+
+// Answer reports the child idle and performs the parent's calls with
+// handlers, one at a time, each result (or error) reported with the child
+// idle again, until the parent says to finish: then Answer returns nil
+// and the role returns its result. Two handlers of one operation fail the
+// role at once; so does a call of an operation none handles, and a
+// closed pipe ([ErrParentGone]).
+func (w *Worker) Answer(ctx context.Context, handlers ...Handler) error {
+	ops := make(map[string]Handler, len(handlers))
+	for _, h := range handlers {
+		if _, twice := ops[h.name]; twice {
+			return fmt.Errorf("proc: role %s handles operation %q twice", w.job.Role, h.name)
+		}
+		ops[h.name] = h
+	}
 	idle := Report{Idle: true}
 	var state any
 	for {
@@ -45,12 +126,12 @@ func (w *Worker) Answer(ctx context.Context, ops map[string]Op) error {
 		if r.Go {
 			return nil
 		}
-		op, ok := ops[r.Call.Op]
+		h, ok := ops[r.Call.Op]
 		if !ok {
 			return fmt.Errorf("proc: role %s has no operation %q", w.job.Role, r.Call.Op)
 		}
 		idle, state = Report{Idle: true}, nil
-		result, err := op(ctx, r.Call.Args)
+		result, err := h.perform(ctx, r.Call.Args)
 		if err != nil {
 			idle.CallError = err.Error()
 		} else {
@@ -71,51 +152,11 @@ func (e *CallError) Error() string {
 	return fmt.Sprintf("%s (process %d), %s: %s", e.Role, e.Pid, e.Op, e.Message)
 }
 
-// Call has the idle child perform op with args and decodes its result
-// into result (which may be nil). An operation that failed returns a
-// [*CallError]; one that reached a failpoint (the child's role called
-// [Worker.Reach] during it) returns a [*Reached]. A child that dies,
-// misbehaves or says nothing within the timeout is killed and Call
-// returns an error naming it, as [Child.Next] does.
-func (c *Child) Call(ctx context.Context, op string, args, result any) error {
-	if err := c.awaitIdle(ctx, op); err != nil {
-		return err
-	}
-	a, err := json.Marshal(args)
-	if err != nil {
-		return fmt.Errorf("proc: encode the arguments of %s for worker %s: %w", op, c.role, err)
-	}
-	if err := c.write(reply{Call: &call{Op: op, Args: a}}); err != nil {
-		return err
-	}
-	c.idle = false
-	return c.Result(ctx, op, result)
-}
-
-// Result waits for the outcome of the call op the child is performing:
-// after a [*Reached], once the parent let the child go on with
-// [Child.GoOn]. It returns as Call does.
-func (c *Child) Result(ctx context.Context, op string, result any) error {
-	if err := c.awaitIdle(ctx, op); err != nil {
-		return err
-	}
-	if c.callError != "" {
-		return &CallError{Role: c.role, Op: op, Pid: c.Pid(), Message: c.callError}
-	}
-	if result == nil {
-		return nil
-	}
-	if err := c.lastIdle.Decode(result); err != nil {
-		return c.fail(fmt.Errorf("answered %s with a result that does not decode: %w", op, err))
-	}
-	return nil
-}
-
-// Reached is what Call (or Result) returns when the child, performing
-// Op, reached a failpoint: Report says which (At) and what the child
-// sent with it (State). The child waits there, as at [Worker.Reach]: kill
-// it there ([Child.Kill]), or let it go on ([Child.GoOn]) and collect the
-// call's outcome with [Child.Result].
+// Reached is what [Operation.Call] (or [Operation.Result]) returns when
+// the child, performing Op, reached a failpoint: Report says which (At)
+// and what the child sent with it (State). The child waits there, as at
+// [Worker.Reach]: kill it there ([Child.Kill]), or let it go on
+// ([Child.GoOn]) and collect the call's outcome with [Operation.Result].
 type Reached struct {
 	Op     string
 	Report Report

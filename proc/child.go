@@ -51,7 +51,7 @@ type Child struct {
 	timeout time.Duration
 	ledger  *store.Ledger
 
-	// An answering child (see [Child.Call]): whether it is known idle,
+	// An answering child (see [Operation.Call]): whether it is known idle,
 	// and its last idle report.
 	idle      bool
 	lastIdle  Report

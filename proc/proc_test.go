@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +40,15 @@ func TestMain(m *testing.M) {
 var (
 	committed = store.NewPayment{Key: "PAY-A", AmountCents: 100, MessageType: "PaymentCreated", Payload: "{}"}
 	inFlight  = store.NewPayment{Key: "PAY-B", AmountCents: 200, MessageType: "PaymentCreated", Payload: "{}"}
+)
+
+// The counter's operations; it does not handle subtract.
+var (
+	add      = proc.Operation[int, int]{Name: "add"}
+	fail     = proc.Operation[proc.None, proc.None]{Name: "fail"}
+	pause    = proc.Operation[proc.None, int]{Name: "pause"}
+	clock    = proc.Operation[proc.None, time.Time]{Name: "clock"}
+	subtract = proc.Operation[int, int]{Name: "subtract"}
 )
 
 var testRoles = map[string]proc.Role{
@@ -101,32 +109,35 @@ var testRoles = map[string]proc.Role{
 	// called with, and reports its total when told to finish.
 	"counter": func(ctx context.Context, w *proc.Worker) (any, error) {
 		total := 0
-		err := w.Answer(ctx, map[string]proc.Op{
-			"add": func(_ context.Context, args json.RawMessage) (any, error) {
-				var n int
-				if err := json.Unmarshal(args, &n); err != nil {
-					return nil, err
-				}
+		err := w.Answer(ctx,
+			add.Handle(func(_ context.Context, n int) (int, error) {
 				total += n
 				return total, nil
-			},
-			"fail": func(context.Context, json.RawMessage) (any, error) { return nil, errors.New("the database said no") },
+			}),
+			fail.Handle(func(context.Context, proc.None) (proc.None, error) {
+				return proc.None{}, errors.New("the database said no")
+			}),
 			// pause stops at after-claim, as a lesson's fault point, and
 			// goes on when the parent says so.
-			"pause": func(context.Context, json.RawMessage) (any, error) {
+			pause.Handle(func(context.Context, proc.None) (int, error) {
 				if _, err := w.Reach(failpoint.AfterClaim, total); err != nil {
-					return nil, err
+					return 0, err
 				}
 				total *= 10
 				return total, nil
-			},
+			}),
 			// clock stops at after-claim and answers with the time the
 			// parent's go-on carried: the child's clock from there.
-			"clock": func(context.Context, json.RawMessage) (any, error) {
+			clock.Handle(func(context.Context, proc.None) (time.Time, error) {
 				return w.Reach(failpoint.AfterClaim, nil)
-			},
-		})
+			}),
+		)
 		return total, err
+	},
+	// twice handles add twice: it fails as it starts answering.
+	"twice": func(ctx context.Context, w *proc.Worker) (any, error) {
+		h := add.Handle(func(_ context.Context, n int) (int, error) { return n, nil })
+		return nil, w.Answer(ctx, h, h)
 	},
 	"silent": func(context.Context, *proc.Worker) (any, error) {
 		select {}
@@ -364,9 +375,12 @@ func TestSignalledChildExitsByItself(t *testing.T) {
 
 // startCounter starts the "counter" role on the first engine, a child
 // at the parent's command, stopped when t ends.
-func startCounter(t *testing.T) *proc.Child {
+func startCounter(t *testing.T) *proc.Child { return startAnswering(t, "counter") }
+
+// startAnswering starts role on the first engine, stopped when t ends.
+func startAnswering(t *testing.T, role string) *proc.Child {
 	t.Helper()
-	c, err := proc.Start(context.Background(), proc.Spec{Role: "counter", Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
+	c, err := proc.Start(context.Background(), proc.Spec{Role: role, Target: engines[0].target(t), Work: 1, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,12 +397,12 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := startCounter(t)
-	var total int
-	if err := c.Call(ctx, "add", 2, &total); err != nil || total != 2 {
+	total, err := add.Call(ctx, c, 2)
+	if err != nil || total != 2 {
 		t.Fatalf("add 2: total %d, %v; want 2", total, err)
 	}
 	var callErr *proc.CallError
-	if err := c.Call(ctx, "fail", nil, nil); !errors.As(err, &callErr) || callErr.Message != "the database said no" {
+	if _, err := fail.Call(ctx, c, proc.None{}); !errors.As(err, &callErr) || callErr.Message != "the database said no" {
 		t.Fatalf("a failing call returned %v, want a CallError with the child's message", err)
 	}
 
@@ -399,7 +413,11 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 		t.Errorf("a frozen child's state is %q, want T (stopped)", state)
 	}
 	answered := make(chan error, 1)
-	go func() { answered <- c.Call(ctx, "add", 3, &total) }()
+	go func() {
+		var err error
+		total, err = add.Call(ctx, c, 3)
+		answered <- err
+	}()
 	select {
 	case err := <-answered:
 		t.Fatalf("a frozen child answered a call (%v)", err)
@@ -412,13 +430,13 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 		t.Fatalf("after SIGCONT, add 3: total %d, %v; want 5", total, err)
 	}
 	var reached *proc.Reached
-	if err := c.Call(ctx, "pause", nil, &total); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
+	if _, err := pause.Call(ctx, c, proc.None{}); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
 		t.Fatalf("a call that reaches a failpoint returned %v, want Reached at %s", err, failpoint.AfterClaim)
 	}
 	if err := c.GoOn(time.Unix(0, 0).UTC()); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Result(ctx, "pause", &total); err != nil || total != 50 {
+	if total, err = pause.Result(ctx, c); err != nil || total != 50 {
 		t.Fatalf("after the failpoint, pause: total %d, %v; want 50", total, err)
 	}
 	r, err := c.Finish(ctx)
@@ -430,8 +448,18 @@ func TestAnsweringChildCanBeFrozen(t *testing.T) {
 	}
 
 	u := startCounter(t)
-	if err := u.Call(ctx, "subtract", 1, nil); err == nil || !strings.Contains(err.Error(), `no operation "subtract"`) {
+	if _, err := subtract.Call(ctx, u, 1); err == nil || !strings.Contains(err.Error(), `no operation "subtract"`) {
 		t.Errorf("a call of an unknown operation: %v, want the role to fail naming it", err)
+	}
+}
+
+// TestOperationHandledTwiceFailsTheRole: a role that hands Answer two
+// handlers of one operation fails as it starts answering, naming it.
+func TestOperationHandledTwiceFailsTheRole(t *testing.T) {
+	t.Parallel()
+	c := startAnswering(t, "twice")
+	if _, err := add.Call(context.Background(), c, 1); err == nil || !strings.Contains(err.Error(), `handles operation "add" twice`) {
+		t.Errorf("a call to a role that handles add twice: %v, want the role to fail naming add", err)
 	}
 }
 
@@ -444,14 +472,13 @@ func TestGoOnCarriesTheLabsClock(t *testing.T) {
 	c := startCounter(t)
 	held := time.Date(2026, 1, 15, 9, 1, 10, int(123*time.Millisecond), time.UTC)
 	var reached *proc.Reached
-	if err := c.Call(ctx, "clock", nil, nil); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
+	if _, err := clock.Call(ctx, c, proc.None{}); !errors.As(err, &reached) || reached.Report.At != failpoint.AfterClaim {
 		t.Fatalf("clock: %v, want the child at %s", err, failpoint.AfterClaim)
 	}
 	if err := c.GoOn(held); err != nil {
 		t.Fatal(err)
 	}
-	var got time.Time
-	if err := c.Result(ctx, "clock", &got); err != nil || !got.Equal(held) {
+	if got, err := clock.Result(ctx, c); err != nil || !got.Equal(held) {
 		t.Fatalf("after the go-on the child's clock is %v (%v), want the lab's %v", got, err, held)
 	}
 	if _, err := c.Finish(ctx); err != nil {
@@ -486,14 +513,14 @@ func TestFrozenChildFailsACallWithinItsTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	if err := c.Call(ctx, "add", 2, nil); err != nil {
+	if _, err := add.Call(ctx, c, 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Freeze(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = c.Call(ctx, "add", 3, nil)
+	_, err = add.Call(ctx, c, 3)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the call failed after %s, want about the 1s timeout", took)
 	}
