@@ -153,7 +153,7 @@ type scaleRun struct {
 	env      *lesson.Env
 	clk      *clock.Manual
 	timeline lab.Timeline
-	drains   []*cast.ScaleDrain
+	drains   []*ScaleDrain
 }
 
 // s21Designs are the two claim designs a run compares, lesson then
@@ -180,10 +180,10 @@ func runClaimsAtScale(ctx context.Context, env *lesson.Env) (*lab.Result, error)
 		return nil, err
 	}
 	r.Timeline = run.timeline.Events()
-	cast.ScaleMetrics(r, run.drains, run.words().Unit, s21Drainers)
+	ScaleMetrics(r, run.drains, run.words().Unit, s21Drainers)
 	castScaleRoles(r, run.drains)
 	recordDrainsWhere(r, run.drains)
-	r.Tables = cast.ScaleTables(run.drains, run.words(), s21Drainers)
+	r.Tables = ScaleTables(run.drains, run.words(), s21Drainers)
 	run.check(r)
 	r.Verdict = run.verdict(r, large)
 	return r, nil
@@ -198,7 +198,7 @@ func (run *scaleRun) play(ctx context.Context, large int) (string, error) {
 			name string
 			n    int
 		}{{"small", s21SmallBacklog}, {"large", large}} {
-			d := &cast.ScaleDrain{Claim: claim, Size: size.name, Backlog: size.n}
+			d := &ScaleDrain{Claim: claim, Size: size.name, Backlog: size.n}
 			path = run.env.ExtraDatabasePath(fmt.Sprintf("claims-%s-%s", claim.Name, size.name))
 			if err := run.drainBacklog(ctx, d, path); err != nil {
 				return "", err
@@ -226,7 +226,7 @@ func claimsAtScaleSettings(lesson.Options) map[string]string {
 // is the holder of a forced expiry whose worker never finalized, stalled
 // the holder whose late finalize ran, retaker the worker whose message
 // the re-take's second claim took (its claim set the row's LockedBy).
-func castScaleRoles(r *lab.Result, drains []*cast.ScaleDrain) {
+func castScaleRoles(r *lab.Result, drains []*ScaleDrain) {
 	for _, d := range drains {
 		for _, e := range d.Expiries {
 			role := "stalled"
@@ -246,7 +246,7 @@ func castScaleRoles(r *lab.Result, drains []*cast.ScaleDrain) {
 // recordDrainsWhere records, as settings the texts quote, the drains
 // (their labels) that left a message unprocessed and those whose re-take
 // the token did not decide alone.
-func recordDrainsWhere(r *lab.Result, drains []*cast.ScaleDrain) {
+func recordDrainsWhere(r *lab.Result, drains []*ScaleDrain) {
 	var lost, noRetake []string
 	for _, d := range drains {
 		if d.Lost > 0 {
@@ -324,7 +324,7 @@ func (run *scaleRun) add(e lab.Event) {
 // stalls holding the next), lets the leases run out on the scenario clock,
 // drains the backlog with two workers, lets the stalled worker finalize
 // late with its stale token, and ends with its re-take (see retake).
-func (run *scaleRun) drainBacklog(ctx context.Context, d *cast.ScaleDrain, path string) error {
+func (run *scaleRun) drainBacklog(ctx context.Context, d *ScaleDrain, path string) error {
 	label := d.Label()
 	setup, err := run.env.Open(ctx, path)
 	if err != nil {
@@ -427,7 +427,7 @@ func (run *scaleRun) schemaReads(ctx context.Context, setup *store.DB) (int64, e
 
 // seed migrates setup's fresh database (without the claim index in the
 // unindexed-claim variant), writes the backlog and reads the claim's plan.
-func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *cast.ScaleDrain, label string) error {
+func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *ScaleDrain, label string) error {
 	steps := []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.OutboxFencing, store.ClaimsAtScale}
 	if d.Claim.Name != store.LessonScale.Name {
 		steps = append(steps, run.env.VariantMigrations()...)
@@ -451,7 +451,7 @@ func (run *scaleRun) seed(ctx context.Context, setup *store.DB, d *cast.ScaleDra
 // claimable. On SQLite it counts the pages its connection reads; on
 // PostgreSQL it hands its statistics over and the run reads the rows the
 // schema's scans read (see schemaReads).
-func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker string, d *cast.ScaleDrain) error {
+func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker string, d *ScaleDrain) error {
 	pages := w.PageReads
 	if run.env.Engine() == store.Postgres {
 		pages = func(context.Context) (int64, error) { return 0, nil } // counted by drainBacklog
@@ -489,5 +489,5 @@ func (run *scaleRun) drainAs(ctx context.Context, w instance.ScaleWorker, worker
 	return ctx.Err()
 }
 
-// words is cast.ScaleWords for the run's engine.
-func (run *scaleRun) words() cast.ScaleWording { return cast.ScaleWords[run.env.Engine()] }
+// words is ScaleWords for the run's engine.
+func (run *scaleRun) words() ScaleWording { return ScaleWords[run.env.Engine()] }

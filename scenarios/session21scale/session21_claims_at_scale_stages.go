@@ -22,7 +22,7 @@ import (
 // crash is Worker-A: it claims the oldest message and dies with it, its
 // claim committed: its connection closes, or its child process is killed
 // by SIGKILL once its claim has returned.
-func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *cast.ScaleDrain) error {
+func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerConfig, d *ScaleDrain) error {
 	w, err := run.env.Instances.ScaleWorker(ctx, path, d.Label(), s21Crashed, cfg)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 		return nil
 	}
 	m := b.Messages[0]
-	d.Expiries = append(d.Expiries, cast.ScaleExpiry{Holder: s21Crashed, ID: m.ID, Token: m.Token, Late: "-"})
+	d.Expiries = append(d.Expiries, ScaleExpiry{Holder: s21Crashed, ID: m.ID, Token: m.Token, Late: "-"})
 	run.add(lab.Event{Kind: lab.KindCrash, Subject: m.AggregateKey, Actor: s21Crashed, Action: "CRASH",
 		Detail: fmt.Sprintf("died holding message %d (token %d), lease until %s%s", m.ID, m.Token, m.LockedUntil, death)})
 	return nil
@@ -59,7 +59,7 @@ func (run *scaleRun) crash(ctx context.Context, path string, cfg store.ClaimerCo
 
 // stall is Worker-B: it claims the next message, processes it, and stalls
 // before finalizing. The caller closes the worker.
-func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *cast.ScaleDrain) (w instance.ScaleWorker, held store.ClaimedBatch, err error) {
+func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerConfig, d *ScaleDrain) (w instance.ScaleWorker, held store.ClaimedBatch, err error) {
 	if w, err = run.env.Instances.ScaleWorker(ctx, path, d.Label(), s21Stalled, cfg); err != nil {
 		return nil, held, err
 	}
@@ -90,7 +90,7 @@ func (run *scaleRun) stall(ctx context.Context, path string, cfg store.ClaimerCo
 }
 
 // lateFinalize is Worker-B waking up: it finalizes with the token it was given.
-func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWorker, held store.ClaimedBatch, d *cast.ScaleDrain) error {
+func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWorker, held store.ClaimedBatch, d *ScaleDrain) error {
 	if len(held.Messages) != 1 {
 		return nil
 	}
@@ -111,7 +111,7 @@ func (run *scaleRun) lateFinalize(ctx context.Context, stalled instance.ScaleWor
 	if len(f.Finalized) != 1 {
 		late += "s"
 	}
-	d.Expiries = append(d.Expiries, cast.ScaleExpiry{Holder: s21Stalled, ID: m.ID, Token: m.Token, Late: late, Refused: len(f.Finalized) == 0})
+	d.Expiries = append(d.Expiries, ScaleExpiry{Holder: s21Stalled, ID: m.ID, Token: m.Token, Late: late, Refused: len(f.Finalized) == 0})
 	outcome, kind := "changed 0 rows: the message was reclaimed under a newer token (lease lost)", lab.KindFenced
 	if len(f.Finalized) == 1 {
 		outcome, kind = "changed 1 row: a stale owner completed a message it no longer owned", lab.KindStale
@@ -135,8 +135,8 @@ func tokenRefusal(kind lab.Kind, newer bool) lab.Refusal {
 
 // claimedSince says the drain's claims ledger holds a claim of m under a
 // newer token than m's.
-func claimedSince(d *cast.ScaleDrain, m store.ClaimedMessage) bool {
-	return slices.ContainsFunc(d.Claims, func(c cast.ScaleClaim) bool { return c.ID == m.ID && c.Token > m.Token })
+func claimedSince(d *ScaleDrain, m store.ClaimedMessage) bool {
+	return slices.ContainsFunc(d.Claims, func(c ScaleClaim) bool { return c.ID == m.ID && c.Token > m.Token })
 }
 
 // retake is a drain's last step, in which only the token can refuse a
@@ -147,7 +147,7 @@ func claimedSince(d *cast.ScaleDrain, m store.ClaimedMessage) bool {
 // claimer finalizes with its own and, a second later, sends that finalize
 // again, as after a lost reply (see [cast.RetryWrite]).
 func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, cfg store.ClaimerConfig,
-	first instance.ScaleWorker, workers *instance.Set, d *cast.ScaleDrain) error {
+	first instance.ScaleWorker, workers *instance.Set, d *ScaleDrain) error {
 	backlog := store.Backlog{Messages: 1, After: d.Backlog, First: run.clk.Now(), PayloadBytes: s21PayloadBytes}
 	if err := store.SeedBacklog(ctx, setup, backlog); err != nil {
 		return err
@@ -157,7 +157,7 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 		return err // nothing claimed: the step did not run, and its check says so
 	}
 	m, rt := b.Messages[0], &d.Retake
-	*rt = cast.ScaleRetake{Worker: s21Stalled, ID: m.ID, Stale: m.Token, NewerRows: -1, RetryRows: -1}
+	*rt = ScaleRetake{Worker: s21Stalled, ID: m.ID, Stale: m.Token, NewerRows: -1, RetryRows: -1}
 	how, err := first.Stall(clock.Format(run.clk.Now()), "its claim of a new message")
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (run *scaleRun) retake(ctx context.Context, setup *store.DB, path string, c
 // finalize (first) committed, sends it again a second later (cast.RetryWrite; the
 // lab injects no fault). It runs after the drain's cost was read, on no
 // drain worker's connection, so no cost figure counts it.
-func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, m store.ClaimedMessage, first store.FinalizedBatch, rt *cast.ScaleRetake) error {
+func (run *scaleRun) retryFinalize(ctx context.Context, w instance.ScaleWorker, m store.ClaimedMessage, first store.FinalizedBatch, rt *ScaleRetake) error {
 	done := clock.Format(run.clk.Now())
 	run.clk.Advance(time.Second)
 	rows, err := cast.RetryWrite(ctx, s21Stalled, []store.ClaimedMessage{m}, first, done, run.clk.Now(), w.Finalize, w.Message)

@@ -1,4 +1,4 @@
-package cast
+package session21scale
 
 import (
 	"fmt"
