@@ -72,6 +72,10 @@ type Scenario struct {
 	Guards       []Guard
 	Processes    Processes
 	BrokenByTest map[string]string
+	// GuardsJudgedBy, when set, says why the lesson's guards are not
+	// accounted for one by one: what judges its statements instead (the
+	// explorer's invariants, whatever ordering breaks them).
+	GuardsJudgedBy string
 
 	// Run executes the scenario in env and returns its result. It must
 	// write only inside env.Dir.

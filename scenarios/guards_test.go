@@ -3,13 +3,11 @@ package scenarios
 import (
 	"regexp"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/lesson/lessontest"
-	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -85,51 +83,4 @@ var guardLine = regexp.MustCompile(`\n  AND ([^\n]*)`)
 var brokerModel = map[string][]string{
 	store.RedeliverExpired.Name: {"state = 'in_flight'", "delivered_at <= :timeout_cutoff"},
 	store.AckDelivery.Name:      {"consumer = :consumer", "state = 'in_flight'"},
-}
-
-// TestEveryGuardIsAccountedFor walks every statement that updates (an
-// UPDATE, a WITH ... UPDATE, an upsert's DO UPDATE) every lesson runs and
-// asserts that each top-level guard of its WHERE clause (a line of its
-// own, "  AND ..."; a subquery's predicates choose rows, they guard none)
-// is among the lesson's Guards: decided by the lesson's own run, or a gap
-// with its reason (TestEveryTaughtGuardDecides runs both), or taught by
-// another lesson whose run decides it; or part of the lab's broker. The
-// explorer is left out: its invariants judge its statements, whatever
-// ordering breaks them.
-func TestEveryGuardIsAccountedFor(t *testing.T) {
-	for _, sc := range All() {
-		if sc.Name == explorer.Lesson.Name {
-			continue
-		}
-		for _, st := range sc.Statements {
-			if !strings.Contains(st.SQL, "UPDATE") { // an UPDATE, a WITH ... UPDATE, an upsert's DO UPDATE
-				continue
-			}
-			for _, m := range guardLine.FindAllStringSubmatch(st.SQL, -1) {
-				guard := m[1]
-				if slices.Contains(brokerModel[st.Name], guard) {
-					continue
-				}
-				i := slices.IndexFunc(sc.Guards, func(g lesson.Guard) bool { return g.Stmt.SQL == st.SQL && g.Guard == guard })
-				if i < 0 {
-					t.Errorf("%s, %q: guard %q is accounted for nowhere: list it in the lesson's Guards", sc.Name, st.Name, guard)
-					continue
-				}
-				g := sc.Guards[i]
-				if g.TaughtBy == "" {
-					continue
-				}
-				teacher, err := Lookup(g.TaughtBy)
-				if err != nil {
-					t.Errorf("%s, %q: guard %q is taught by %v", sc.Name, st.Name, guard, err)
-					continue
-				}
-				if !slices.ContainsFunc(teacher.Guards, func(tg lesson.Guard) bool {
-					return tg.Guard == guard && tg.TaughtBy == "" && len(tg.Breaks) > 0
-				}) {
-					t.Errorf("%s, %q: guard %q is taught by %s, whose run does not decide it", sc.Name, st.Name, guard, g.TaughtBy)
-				}
-			}
-		}
-	}
 }

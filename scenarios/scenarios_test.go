@@ -112,79 +112,12 @@ func checkFacts(t *testing.T, sc *lesson.Scenario, r *lab.Result) {
 	}
 }
 
-// TestFactsAreNeverChecks: a figure the script fixes is documented as a
-// fact or as a check, never both; no variant and no statement swap claims
-// to break a fact; and everything a variant or a swap claims to break is a
-// documented check, so TestEveryCheckCanFail counts only checks.
-func TestFactsAreNeverChecks(t *testing.T) {
-	for _, sc := range All() {
-		checks, facts := map[string]bool{}, map[string]bool{}
-		for _, c := range sc.Checks {
-			checks[c.Name] = true
-		}
-		for _, f := range sc.Facts {
-			if checks[f.Name] || facts[f.Name] {
-				t.Errorf("%s: fact %s is documented twice, or as a check too", sc.Name, f.Name)
-			}
-			if f.About == "" || f.Why == "" {
-				t.Errorf("%s: fact %s must say what it counts and why the script fixes it", sc.Name, f.Name)
-			}
-			facts[f.Name] = true
-		}
-		claimed := map[string]string{}
-		for _, v := range sc.Variants {
-			for _, name := range v.Breaks {
-				claimed[name] = "variant " + v.Name
-			}
-		}
-		for _, b := range sc.Breakers {
-			for _, name := range b.Breaks {
-				claimed[name] = "swap " + b.Name
-			}
-		}
-		for _, g := range sc.Guards {
-			for _, name := range g.Breaks {
-				claimed[name] = "removing the guard " + g.Guard
-			}
-		}
-		for name, by := range claimed {
-			if !checks[name] {
-				t.Errorf("%s: %s claims to break %s, which is no documented check (a fact cannot fail)", sc.Name, by, name)
-			}
-		}
-	}
-}
-
-// TestEveryCheckCanFail shows every check of every scenario can fail: it
-// is broken by a variant, or by a registered statement swap that this test
-// runs and asserts, or by removing a taught guard (which
-// TestEveryTaughtGuardDecides runs and asserts), or (where no swap can) by
-// a named test.
+// TestEveryCheckCanFail runs every lesson's breakers ([lesson.Breaker]):
+// each makes the checks it names fail. With the variants (run by
+// TestScenariosAndVariants), the guards' removals (TestEveryTaughtGuardDecides)
+// and the named tests, they break every check (TestEveryLessonIsComplete).
 func TestEveryCheckCanFail(t *testing.T) {
 	t.Parallel()
-	for _, sc := range All() {
-		broken := map[string]bool{}
-		for _, v := range sc.Variants {
-			for _, name := range v.Breaks {
-				broken[name] = true
-			}
-		}
-		for _, b := range sc.Breakers {
-			for _, name := range b.Breaks {
-				broken[name] = true
-			}
-		}
-		for _, g := range sc.Guards {
-			for _, name := range g.Breaks {
-				broken[name] = true
-			}
-		}
-		for _, c := range sc.Checks {
-			if !broken[c.Name] && sc.BrokenByTest[c.Name] == "" {
-				t.Errorf("%s: check %s is broken by no variant, no statement swap and no named test", sc.Name, c.Name)
-			}
-		}
-	}
 	for _, sc := range All() {
 		for _, b := range sc.Breakers {
 			t.Run(sc.Name+"/"+b.Name, func(t *testing.T) {
@@ -195,7 +128,6 @@ func TestEveryCheckCanFail(t *testing.T) {
 			})
 		}
 	}
-
 }
 
 func TestLookup(t *testing.T) {
@@ -227,19 +159,6 @@ func TestExecuteUnknownVariant(t *testing.T) {
 	var unknown *lesson.UnknownVariantError
 	if !errors.As(err, &unknown) {
 		t.Fatalf("err = %v, want lesson.UnknownVariantError", err)
-	}
-}
-
-func TestRegistryNamesUnique(t *testing.T) {
-	seen := map[string]bool{}
-	for _, sc := range All() {
-		if seen[sc.Name] {
-			t.Fatalf("duplicate scenario %s", sc.Name)
-		}
-		seen[sc.Name] = true
-		if sc.Session == "" || sc.FileTag == "" || sc.Title == "" || sc.Teaches == "" || sc.Run == nil {
-			t.Errorf("%s: incomplete registration", sc.Name)
-		}
 	}
 }
 

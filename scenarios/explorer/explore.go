@@ -95,8 +95,9 @@ var Lesson = lesson.Scenario{
 		}
 		return map[string]string{"bound": fmt.Sprint(bound)}
 	},
-	Processes: processes,
-	Run:       runExplore,
+	Processes:      processes,
+	GuardsJudgedBy: "its four invariants, judged on durable state after every ordering up to the bound",
+	Run:            runExplore,
 }
 
 // LessonDesign is the explorer's statements as the lessons teach them.
