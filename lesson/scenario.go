@@ -42,6 +42,9 @@ type Scenario struct {
 	// `describe` from the defaults, so no text states a setting the run
 	// did not use.
 	Settings func(opts Options) map[string]string
+	// Options are the fields of [Options] the lesson reads that a user may
+	// set from the command line: cmd makes a flag of each.
+	Options []Option
 	// OnPostgres, when set, is what the lesson does differently on
 	// PostgreSQL; a run there prints it after Teaches.
 	OnPostgres string

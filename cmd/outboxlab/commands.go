@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/scenarios"
-	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -200,7 +198,7 @@ func runCommand(s *settings) *cli.Command {
 		Name:      "run",
 		Usage:     "run scenarios by name (or --all) and write their reports",
 		ArgsUsage: "NAME... | --all",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "run every scenario"},
 			&cli.StringFlag{Name: "variant", Usage: "run with the known mistake `NAME` (outboxlab describe SCENARIO lists them)"},
 			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "the `FOLDER` for the reports"},
@@ -209,15 +207,9 @@ func runCommand(s *settings) *cli.Command {
 			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
-			&cli.StringFlag{Name: "inbox-retention", Value: "24h", Usage: "session 20: how long the consumer keeps dedup records, a `DURATION` such as 90m, 24h or 2d"},
-			&cli.StringFlag{Name: "dlq-retention", Value: "7d", Usage: "session 20: how long the dead-letter queue keeps messages, a `DURATION`"},
-			&cli.StringFlag{Name: "broker-window", Value: "2m", Usage: "session 20: the broker's deduplication window, a `DURATION`"},
-			&cli.StringFlag{Name: "skew-slow", Value: "300ms", Usage: "session 23: how far Worker-S's clock reads behind the database's, a `DURATION`"},
-			&cli.StringFlag{Name: "skew-fast", Value: "300ms", Usage: "session 23: how far Worker-F's clock reads ahead of the database's, a `DURATION`"},
-			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(explorer.DefaultExploreBound), Usage: fmt.Sprintf("explore: the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", explorer.MaxExploreBound)},
 			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
-		},
+		}, lessonFlags()...),
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return runAction(c, s) },
 	}
@@ -255,7 +247,7 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
 	}
-	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parsePeriods, p.parseBound, p.parseClaim, func(c *cli.Context) error { return p.parseDB(c, s) }} {
+	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parseOptions, p.parseClaim, func(c *cli.Context) error { return p.parseDB(c, s) }} {
 		if err := part(c); err != nil {
 			return nil, err
 		}
@@ -327,52 +319,58 @@ func (p *runPlan) parseRepeat(*cli.Context) error {
 	return nil
 }
 
-// parsePeriods reads session 20's retention periods and broker window, and
-// session 23's clock skews.
-func (p *runPlan) parsePeriods(c *cli.Context) error {
-	for _, d := range []struct {
-		flag string
-		dst  *time.Duration
-	}{
-		{"inbox-retention", &p.options.InboxRetention},
-		{"dlq-retention", &p.options.DLQRetention},
-		{"broker-window", &p.options.BrokerWindow},
-		{"skew-slow", &p.options.SkewSlow},
-		{"skew-fast", &p.options.SkewFast},
-	} {
-		v, err := parseDuration(d.flag, c.String(d.flag))
-		if err != nil {
+// lessonFlags are the options the lessons read ([scenarios.Options]), one
+// flag each, named in its usage by the lessons that read it.
+func lessonFlags() []cli.Flag {
+	var out []cli.Flag
+	for _, o := range scenarios.Options() {
+		out = append(out, &cli.StringFlag{Name: o.Flag, Value: o.DefaultText(), Usage: o.ReadBy() + ": " + o.Usage})
+	}
+	return out
+}
+
+// parseOptions reads the lessons' options: each duration or count, set on
+// the command line, into the run's options; one set for a run of no
+// lesson that reads it would be ignored, so it is refused.
+func (p *runPlan) parseOptions(c *cli.Context) error {
+	for _, o := range scenarios.Options() {
+		if !c.IsSet(o.Flag) {
+			continue
+		}
+		if err := p.setOption(c, o); err != nil {
 			return err
 		}
-		*d.dst = v
-	}
-	// A period set for a run of none of the scenarios that read it would
-	// be ignored: say so.
-	for _, d := range []struct {
-		flag    string
-		readers []string
-	}{
-		{"inbox-retention", []string{retentionScenario}},
-		{"dlq-retention", []string{retentionScenario}},
-		{"broker-window", []string{retentionScenario, brokerWindowScenario}},
-		{"skew-slow", []string{clocksScenario}},
-		{"skew-fast", []string{clocksScenario}},
-	} {
-		if c.IsSet(d.flag) && !slices.ContainsFunc(d.readers, p.runs) {
-			return usagef("--%s applies to %s, which this command does not run", d.flag, strings.Join(d.readers, " and "))
+		if !slices.ContainsFunc(o.Readers, func(sc *lesson.Scenario) bool { return p.runs(sc.Name) }) {
+			names := make([]string, len(o.Readers))
+			for i, sc := range o.Readers {
+				names[i] = sc.Name
+			}
+			return usagef("--%s applies to %s, which this command does not run", o.Flag, strings.Join(names, " and "))
 		}
 	}
 	return nil
 }
 
-// The scenarios that read the session 20 periods: session 20, and session
-// 18, whose broker-dedup-window variant takes --broker-window; and the one
-// that reads the workers' clock skews, session 23.
-const (
-	retentionScenario    = "session-20-inbox-retention"
-	brokerWindowScenario = "session-18-lease-expiry-after-send"
-	clocksScenario       = "session-23-clocks-and-outages"
-)
+// setOption reads o's value, a duration or a count within its range.
+func (p *runPlan) setOption(c *cli.Context, o scenarios.LessonOption) error {
+	if o.Duration != nil {
+		d, err := parseDuration(o.Flag, c.String(o.Flag))
+		if err != nil {
+			return err
+		}
+		*o.Duration(&p.options) = d
+		return nil
+	}
+	n, err := parseCount(o.Flag, c.String(o.Flag))
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > o.Max {
+		return usagef("--%s must be from 1 to %d, not %d", o.Flag, o.Max, n)
+	}
+	*o.Count(&p.options) = n
+	return nil
+}
 
 // runs reports whether the command runs the scenario named name.
 func (p *runPlan) runs(name string) bool {
@@ -382,25 +380,6 @@ func (p *runPlan) runs(name string) bool {
 		}
 	}
 	return false
-}
-
-// parseBound reads --bound, which only explore takes.
-func (p *runPlan) parseBound(c *cli.Context) error {
-	if !c.IsSet("bound") {
-		return nil
-	}
-	b, err := parseCount("bound", c.String("bound"))
-	if err != nil {
-		return err
-	}
-	if b < 1 || b > explorer.MaxExploreBound {
-		return usagef("--bound must be from 1 to %d, not %d", explorer.MaxExploreBound, b)
-	}
-	if !p.runs("explore") {
-		return usagef("--bound applies to explore, which this command does not run")
-	}
-	p.options.ExploreBound = b
-	return nil
 }
 
 // dbFlag chooses PostgreSQL instead of the embedded SQLite file.

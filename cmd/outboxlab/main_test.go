@@ -149,7 +149,7 @@ func TestCLI(t *testing.T) {
 		{name: "RetentionNotSession20", args: []string{"run", leasing, "--inbox-retention", "2h"}, code: 2,
 			stderr: []string{"--inbox-retention applies to session-20-inbox-retention, which this command does not run"}, noReport: true},
 		{name: "BrokerWindowNotSession20", args: []string{"run", leasing, "--broker-window", "5m"}, code: 2,
-			stderr: []string{"--broker-window applies to session-20-inbox-retention and session-18-lease-expiry-after-send"}, noReport: true},
+			stderr: []string{"--broker-window applies to session-18-lease-expiry-after-send and session-20-inbox-retention"}, noReport: true},
 		{name: "BrokerWindowSession18", args: []string{"run", "session-18-lease-expiry-after-send", "--variant", "broker-dedup-window", "--broker-window", "5m"},
 			code: 1, stdout: []string{"broker-dedup-window: FAIL", "FAILED broker_offers: expected 2, observed 1",
 				"FAILED naive_credit_cents: expected 2000, observed 1000"},

@@ -47,6 +47,8 @@ var Lesson = lesson.Scenario{
 		"symmetry pruning holds only because the two relays are identical instances.",
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Project),
 	Set:        LessonDesign,
+	Options: []lesson.Option{{Flag: "bound", Usage: fmt.Sprintf("the most actions in one ordering, `N` from 1 to %d (6 takes seconds, 8 most of a minute)", explore.MaxBound),
+		Count: func(o *lesson.Options) *int { return &o.ExploreBound }, Max: explore.MaxBound, Default: explore.DefaultBound}},
 	Checks: []lesson.CheckDoc{
 		{Name: explore.CheckAtLeastOnce, About: "orderings after whose drain a committed event has no accepted broker offer or is not published"},
 		{Name: explore.CheckEffectAtMostOnce, About: "orderings after whose drain {@credited_event}'s credit committed more than once for account-service"},

@@ -63,6 +63,7 @@ var Lesson = lesson.Scenario{
 	Settings:   leaseExpiryAfterSendSettings,
 	Statements: cast.PipelineSQL(),
 	Set:        cast.DeliveryLesson,
+	Options:    []lesson.Option{lesson.BrokerWindowOption}, // its broker-dedup-window variant's window
 	Checks: []lesson.CheckDoc{
 		{Name: "broker_offers", Measure: true, About: "offers of {@event} the broker accepted out of the relays' {sends} sends, " +
 			"one of them the resend after {@stale_relay}'s lease expired: a real duplicate the design must survive"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
@@ -73,6 +74,13 @@ var Lesson = lesson.Scenario{
 	Settings:   retentionSettings,
 	Statements: cast.PipelineSQL(store.ConsumerLesson.Purge, store.BrokerLesson.DeadLetter, store.BrokerLesson.PurgeDeadLetters, store.BrokerLesson.TakeDeadLetter),
 	Set:        cast.DeliveryLesson,
+	Options: []lesson.Option{
+		{Flag: "inbox-retention", Usage: "how long the consumer keeps dedup records, a `DURATION` such as 90m, 24h or 2d",
+			Duration: func(o *lesson.Options) *time.Duration { return &o.InboxRetention }},
+		{Flag: "dlq-retention", Usage: "how long the dead-letter queue keeps messages, a `DURATION`",
+			Duration: func(o *lesson.Options) *time.Duration { return &o.DLQRetention }},
+		lesson.BrokerWindowOption,
+	},
 	Checks: []lesson.CheckDoc{
 		{Name: "credit_short_retention_cents", Measure: true, About: "short retention: cents credited to {@account} for " +
 			"{@event} by the end, {replay_delay} after its dead-lettering, when an operator replays it if the DLQ (keeping " +

@@ -3,6 +3,7 @@ package session23clocks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/clock"
@@ -70,6 +71,12 @@ var Lesson = lesson.Scenario{
 	Statements: []store.Stmt{store.ClaimOnDatabaseClock, store.AckOnDatabaseClock, store.RenewOnDatabaseClock},
 	Settings:   clocksSettings,
 	Set:        store.ClockLesson,
+	Options: []lesson.Option{
+		{Flag: "skew-slow", Usage: "how far Worker-S's clock reads behind the database's, a `DURATION`",
+			Duration: func(o *lesson.Options) *time.Duration { return &o.SkewSlow }},
+		{Flag: "skew-fast", Usage: "how far Worker-F's clock reads ahead of the database's, a `DURATION`",
+			Duration: func(o *lesson.Options) *time.Duration { return &o.SkewFast }},
+	},
 	Checks: []lesson.CheckDoc{
 		{Name: "live_lease_claims", About: "claims that took a lease live on the database's clock"},
 		{Name: "work_after_lease_end_ms", About: "ms of work past the lease end its claim stored"},
