@@ -75,6 +75,10 @@ type Scenario struct {
 	Guards       []Guard
 	Processes    Processes
 	BrokenByTest map[string]string
+	// GoldenFlags are extra command-line flags of the lesson's golden run
+	// (cmd's TestGoldenReports keeps the report of the design, and of each
+	// variant marked Golden, as a file): a shorter exploration, say.
+	GoldenFlags []string
 	// GuardsJudgedBy, when set, says why the lesson's guards are not
 	// accounted for one by one: what judges its statements instead (the
 	// explorer's invariants, whatever ordering breaks them).
@@ -148,6 +152,10 @@ type Variant struct {
 	// Engine, when set, is the only engine the mistake can be made on
 	// (SQLite has no FOR UPDATE, say).
 	Engine store.Engine
+	// Golden keeps the variant's report as a golden file beside the
+	// design's (see cmd's TestGoldenReports): it teaches something of its
+	// own.
+	Golden bool
 	// ShortestBound, for an explorer's variant, is the shortest bound that
 	// holds its shortest counterexample (explore's
 	// TestExploreShortestCounterexampleIsMinimal proves each length): the

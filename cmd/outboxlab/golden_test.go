@@ -18,28 +18,26 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden reports in testdata/golden")
 
 // goldenRuns are the reports kept as golden files: every scenario as
-// designed, plus variants whose report teaches something of its own.
-func goldenRuns() [][2]string {
-	var runs [][2]string
+// designed, plus the variants it marks Golden (their report teaches
+// something of its own), each with the lesson's GoldenFlags.
+func goldenRuns() []goldenRun {
+	var runs []goldenRun
 	for _, sc := range scenarios.All() {
-		if skipGolden[sc.Name] == "" {
-			runs = append(runs, [2]string{sc.Name, ""})
+		runs = append(runs, goldenRun{sc.Name, "", sc.GoldenFlags})
+		for _, v := range sc.Variants {
+			if v.Golden {
+				runs = append(runs, goldenRun{sc.Name, v.Name, sc.GoldenFlags})
+			}
 		}
 	}
-	return append(runs, [2]string{"session-15-outbox-leasing", "permanent-lock"},
-		[2]string{"session-17-lease-renewal", "renew-after-expiry"},
-		[2]string{"session-21-batch-completion", "complete-if-processing"})
+	return runs
 }
 
-// skipGolden names scenarios whose reports are made of measured timings,
-// with the reason; their figures are asserted by their own tests.
-var skipGolden = map[string]string{}
-
-// goldenFlags are extra flags of a golden run. The explorer's golden
-// report explores to bound 3 (1.5 s of CPU under the race detector, not 11
-// s at the default bound): the report's shape is the same, and the
-// registry tests run the default bound.
-var goldenFlags = map[string][]string{"explore": {"--bound", "3"}}
+// goldenRun is one run whose report is a golden file.
+type goldenRun struct {
+	scenario, variant string
+	flags             []string
+}
 
 // TestGoldenReports runs each scenario through the CLI and compares its
 // report with testdata/golden after normalizing what legitimately varies:
@@ -50,7 +48,7 @@ var goldenFlags = map[string][]string{"explore": {"--bound", "3"}}
 func TestGoldenReports(t *testing.T) {
 	t.Parallel()
 	for _, run := range goldenRuns() {
-		name, variant := run[0], run[1]
+		name, variant := run.scenario, run.variant
 		file := name
 		if variant != "" {
 			file += "--" + variant
@@ -61,7 +59,7 @@ func TestGoldenReports(t *testing.T) {
 			if variant != "" {
 				args = append(args, "--variant", variant)
 			}
-			args = append(args, goldenFlags[name]...)
+			args = append(args, run.flags...)
 			got := runCLI(t, args...)
 			var res reports.JSONResult
 			if err := json.Unmarshal([]byte(got.stdout), &res); err != nil {

@@ -88,7 +88,7 @@ var Lesson = lesson.Scenario{
 			About: "claims of the concurrent phase that made another worker's claim wait for their row lock (seen by the holder in pg_stat_activity)"},
 	},
 	Variants: []lesson.Variant{
-		{Name: variantPermanentLock, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",
+		{Name: variantPermanentLock, Golden: true, Mistake: "the claim ignores LockedUntilUtc, so a crashed worker's message is never recovered",
 			Swaps:  []store.Stmt{store.ClaimSelectPendingOnly, store.ClaimUpdatePendingOnly},
 			Breaks: []string{"recovery_ok", "outbox_processed", "outbox_processing", "processing_attempts", "unique_messages", "status_checks", "paid"},
 			Shows: "After {@crashed_owner} crashes holding {@recovered_payment} and its lease has expired, {@recoverer}'s " +

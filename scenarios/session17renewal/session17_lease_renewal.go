@@ -144,7 +144,7 @@ var Lesson = lesson.Scenario{
 			Shows: "At {step_3_at} {@step_3_actor}'s renewal to {step_3_until} changes {step_3_changed} and moves the lease " +
 				"end from {step_3_before} back to {step_3_lease}, sooner than the owner had already promised itself. A renewal must only move the deadline later (lease_until " +
 				"< :proposed), or a delayed, out-of-order renewal cuts a lease short under its owner."},
-		{Name: variantRenewAfterExpiry, Swaps: []store.Stmt{store.RenewAfterExpiry}, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
+		{Name: variantRenewAfterExpiry, Golden: true, Swaps: []store.Stmt{store.RenewAfterExpiry}, Mistake: "the renewal drops lease_until > :now: the old owner revives an expired lease and keeps the new claimer out",
 			Breaks: []string{"steps_as_expected", "step_6_renew_at_expiry_refused", "step_7_claim_after_expiry", "step_8_stale_renew_refused", "step_9_new_owner_renews"},
 			Shows: "At {step_6_at}, the instant the lease of {@step_6_holder} ends, {@step_6_actor}'s renewal to " +
 				"{step_6_until} changes {step_6_changed}: {@step_7_actor}'s claim at {step_7_at} changes {step_7_changed}, " +

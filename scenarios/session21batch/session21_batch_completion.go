@@ -80,7 +80,7 @@ var Lesson = lesson.Scenario{
 			"committed batch again under the same name and tokens (a retry after a lost reply)"},
 	},
 	Variants: []lesson.Variant{
-		{Name: "complete-if-processing", Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
+		{Name: "complete-if-processing", Golden: true, Swaps: []store.Stmt{store.FetchAheadCompleteIfProcessing},
 			Mistake: "the batch completion checks only Status = 'Processing', as River's JobSetStateIfRunningMany checks only " +
 				"state = 'running': a stale completion goes through while a new owner runs the message",
 			Breaks: []string{"stale_completions_refused", "stale_completions_committed", "results_overwritten", "stale_token_refused",
