@@ -213,7 +213,7 @@ func (c *ConsumerInstance) ConsumeNext(ctx context.Context) (bool, error) {
 // the broker holds no such delivery.
 func (c *ConsumerInstance) refusedAck(ctx context.Context) (string, lab.Refusal, error) {
 	d := c.delivery
-	cur, ok, err := store.NewBroker(c.db, c.p.sql().Broker).DeliveryOf(ctx, c.group, d.OfferID)
+	cur, ok, err := c.p.brokerOn(c.db).DeliveryOf(ctx, c.group, d.OfferID)
 	switch {
 	case err != nil:
 		return "", "", fmt.Errorf("ack offer %d: read back: %w", d.OfferID, err)
@@ -240,7 +240,7 @@ func (c *ConsumerInstance) Deliver(ctx context.Context) (store.Delivery, error) 
 	if c.db == nil {
 		return store.Delivery{}, failpoint.ErrCrashed
 	}
-	d, err := store.NewBroker(c.db, c.p.sql().Broker).DeliverNext(ctx, c.group, c.p.Clock.Now())
+	d, err := c.p.brokerOn(c.db).DeliverNext(ctx, c.group, c.p.Clock.Now())
 	if err != nil || !d.Found {
 		return d, err
 	}
@@ -282,7 +282,7 @@ func (c *ConsumerInstance) Project(ctx context.Context, pl Payload) (store.Fence
 // longer in flight under that receipt.
 func (c *ConsumerInstance) Ack(ctx context.Context) (int64, error) {
 	d := c.delivery
-	f, err := store.NewBroker(c.db, c.p.sql().Broker).Ack(ctx, c.group, d.OfferID, d.Receipt, c.p.Clock.Now())
+	f, err := c.p.brokerOn(c.db).Ack(ctx, c.group, d.OfferID, d.Receipt, c.p.Clock.Now())
 	return f.Rows, err
 }
 

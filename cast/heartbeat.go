@@ -75,7 +75,7 @@ const (
 type HeartbeatStage struct {
 	Clock    *clock.Manual
 	timeline *lab.Timeline
-	broker   *store.Broker
+	broker   store.Broker
 	jobs     []*HeartbeatJob // jobs whose heartbeat still runs
 	all      []*HeartbeatJob // every job, to end their work when the run ends
 
@@ -148,7 +148,7 @@ type Cancellation struct {
 
 // NewHeartbeatStage returns a stage whose clock stands at LessonStart,
 // recording into tl, with relays sending to broker.
-func NewHeartbeatStage(tl *lab.Timeline, broker *store.Broker) *HeartbeatStage {
+func NewHeartbeatStage(tl *lab.Timeline, broker store.Broker) *HeartbeatStage {
 	return &HeartbeatStage{Clock: clock.NewManual(LessonStart), timeline: tl, broker: broker}
 }
 

@@ -69,6 +69,11 @@ type Pipeline struct {
 	// DeliveryLesson. A lesson (or a test) may swap one statement of it.
 	SQL DeliverySQL
 
+	// NewBroker, when set, is the broker as the connection db reaches it:
+	// the broker seam ([store.Broker]). nil is the lab's own broker
+	// ([store.NewBroker]) running SQL's broker statements.
+	NewBroker func(db *store.DB) store.Broker
+
 	BrokerWindow   int64 // the broker's dedup window in ticks; 0: none
 	EventIDPerSend bool  // mistake: the relay mints a new message id per send
 
@@ -132,8 +137,17 @@ func (p *Pipeline) Close() {
 }
 
 // Broker is the broker's service on the observer's connection: its
-// redelivery job, and the reads of its tables.
-func (p *Pipeline) Broker() *store.Broker { return store.NewBroker(p.Audit, p.sql().Broker) }
+// redelivery job, and the reads of its own record.
+func (p *Pipeline) Broker() store.Broker { return p.brokerOn(p.Audit) }
+
+// brokerOn is the broker as the connection db reaches it: a relay's
+// sends, a consumer's deliveries and acknowledgements.
+func (p *Pipeline) brokerOn(db *store.DB) store.Broker {
+	if p.NewBroker != nil {
+		return p.NewBroker(db)
+	}
+	return store.NewBroker(db, p.sql().Broker)
+}
 
 // Consumers is the consumers' tables on the observer's connection: the
 // seeding of accounts, the purge job and the reads.

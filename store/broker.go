@@ -21,15 +21,16 @@ var BrokerInbox = mustMigration("018_broker_inbox.sql")
 // ErrNoAccount means a credit named an account that was never opened.
 var ErrNoAccount = errors.New("store: no such account")
 
-// Broker is the lab broker's service on broker_offers, broker_deliveries
-// and broker_dead_letters: one connection and the statements it runs.
-type Broker struct {
+// LabBroker is the lab's own broker, a [Broker] made of a few tables on
+// the scenario clock (broker_offers, broker_deliveries and
+// broker_dead_letters): one connection and the statements it runs.
+type LabBroker struct {
 	db  *DB
 	sql BrokerSQL
 }
 
 // NewBroker returns the broker service on db running the statements s.
-func NewBroker(db *DB, s BrokerSQL) *Broker { return &Broker{db: db, sql: s} }
+func NewBroker(db *DB, s BrokerSQL) *LabBroker { return &LabBroker{db: db, sql: s} }
 
 // Offer is the broker's answer to a send.
 type Offer struct {
@@ -44,7 +45,7 @@ type Offer struct {
 // Offer stores a send of eventID from offeredBy at now ([BrokerSQL.Offer]).
 // With a window > 0 a send whose event id was accepted less than window ago
 // is recorded as dropped and never delivered.
-func (b *Broker) Offer(ctx context.Context, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
+func (b *LabBroker) Offer(ctx context.Context, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
 	var o Offer
 	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -58,7 +59,7 @@ func (b *Broker) Offer(ctx context.Context, eventID, payload, offeredBy string, 
 	return o, nil
 }
 
-func (b *Broker) offer(ctx context.Context, tx *sql.Tx, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
+func (b *LabBroker) offer(ctx context.Context, tx *sql.Tx, eventID, payload, offeredBy string, now time.Time, window time.Duration) (Offer, error) {
 	o := Offer{EventID: eventID}
 	var dropped int64
 	err := tx.QueryRowContext(ctx, b.sql.Offer.SQL,
@@ -87,7 +88,7 @@ type Delivery struct {
 // or one waiting for redelivery, and marks it in flight, in one BEGIN
 // IMMEDIATE transaction ([BrokerSQL.SelectNext], [BrokerSQL.MarkDelivered]),
 // so two instances of one consumer never receive the same delivery.
-func (b *Broker) DeliverNext(ctx context.Context, consumer string, now time.Time) (Delivery, error) {
+func (b *LabBroker) DeliverNext(ctx context.Context, consumer string, now time.Time) (Delivery, error) {
 	var d Delivery
 	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		d = Delivery{}
@@ -100,7 +101,7 @@ func (b *Broker) DeliverNext(ctx context.Context, consumer string, now time.Time
 	return d, nil
 }
 
-func (b *Broker) deliverNext(ctx context.Context, tx *sql.Tx, consumer string, now time.Time, d *Delivery) error {
+func (b *LabBroker) deliverNext(ctx context.Context, tx *sql.Tx, consumer string, now time.Time, d *Delivery) error {
 	err := tx.QueryRowContext(ctx, b.sql.SelectNext.SQL, sql.Named("consumer", consumer)).
 		Scan(&d.OfferID, &d.EventID, &d.Payload, &d.OfferedAt)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -128,7 +129,7 @@ func (b *Broker) deliverNext(ctx context.Context, tx *sql.Tx, consumer string, n
 // Ack acknowledges the delivery with this receipt ([BrokerSQL.Ack]). Rows
 // 0 is an expected value: the delivery was no longer in flight under that
 // receipt.
-func (b *Broker) Ack(ctx context.Context, consumer string, offerID, receipt int64, now time.Time) (Fenced, error) {
+func (b *LabBroker) Ack(ctx context.Context, consumer string, offerID, receipt int64, now time.Time) (Fenced, error) {
 	f, err := b.db.execRows(ctx, b.sql.Ack.SQL,
 		sql.Named("now", clock.Format(now)), sql.Named("offer_id", offerID), sql.Named("consumer", consumer), sql.Named("receipt", receipt))
 	if err != nil {
@@ -140,7 +141,7 @@ func (b *Broker) Ack(ctx context.Context, consumer string, offerID, receipt int6
 // DeliveryOf reads consumer's delivery of offerID back
 // ([BrokerSQL.Delivery]): its state and receipt (delivery_count), to say
 // why an ack changed 0 rows. ok is false when there is none.
-func (b *Broker) DeliveryOf(ctx context.Context, consumer string, offerID int64) (d BrokerDelivery, ok bool, err error) {
+func (b *LabBroker) DeliveryOf(ctx context.Context, consumer string, offerID int64) (d BrokerDelivery, ok bool, err error) {
 	d = BrokerDelivery{OfferID: offerID, Consumer: consumer}
 	err = b.db.sql.QueryRowContext(ctx, b.sql.Delivery.SQL, sql.Named("offer_id", offerID), sql.Named("consumer", consumer)).
 		Scan(&d.State, &d.DeliveryCount)
@@ -166,7 +167,7 @@ type Redelivery struct {
 // the dead-letter queue ([BrokerSQL.DeadLetter],
 // [BrokerSQL.MarkDeadLettered]; maxDeliveries 0 means no limit), the others
 // become ready for redelivery ([BrokerSQL.Redeliver]).
-func (b *Broker) RedeliverUnacked(ctx context.Context, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64) (Redelivery, error) {
+func (b *LabBroker) RedeliverUnacked(ctx context.Context, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64) (Redelivery, error) {
 	var r Redelivery
 	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		r = Redelivery{}
@@ -179,7 +180,7 @@ func (b *Broker) RedeliverUnacked(ctx context.Context, consumer string, now time
 	return r, nil
 }
 
-func (b *Broker) redeliver(ctx context.Context, tx *sql.Tx, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64, r *Redelivery) error {
+func (b *LabBroker) redeliver(ctx context.Context, tx *sql.Tx, consumer string, now time.Time, visibility time.Duration, maxDeliveries int64, r *Redelivery) error {
 	group := sql.Named("consumer", consumer)
 	cutoff := sql.Named("timeout_cutoff", clock.Format(now.Add(-visibility)))
 	limit := sql.Named("max_deliveries", maxDeliveries)
@@ -203,7 +204,7 @@ func (b *Broker) redeliver(ctx context.Context, tx *sql.Tx, consumer string, now
 
 // PurgeDeadLetters deletes dead letters at least retention old at now
 // ([BrokerSQL.PurgeDeadLetters]) and reports how many went.
-func (b *Broker) PurgeDeadLetters(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
+func (b *LabBroker) PurgeDeadLetters(ctx context.Context, now time.Time, retention time.Duration) (int64, error) {
 	f, err := b.db.execRows(ctx, b.sql.PurgeDeadLetters.SQL, sql.Named("cutoff", clock.Format(now.Add(-retention))))
 	if err != nil {
 		return 0, fmt.Errorf("store: purge dead letters: %w", err)
@@ -216,7 +217,7 @@ func (b *Broker) PurgeDeadLetters(ctx context.Context, now time.Time, retention 
 // it to the broker again ([BrokerSQL.Offer]), so the broker's dedup window
 // applies to the replay as to any send. ok is false when the dead letter is
 // gone (purged).
-func (b *Broker) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by string, now time.Time, window time.Duration) (o Offer, ok bool, err error) {
+func (b *LabBroker) ReplayDeadLetter(ctx context.Context, deadLetterID int64, by string, now time.Time, window time.Duration) (o Offer, ok bool, err error) {
 	stats, err := b.db.InTx(ctx, func(tx *sql.Tx) error {
 		o, ok = Offer{}, false
 		var eventID, payload string
@@ -438,7 +439,7 @@ type Projection struct {
 }
 
 // Offers returns every broker offer, accepted or dropped, in arrival order.
-func (b *Broker) Offers(ctx context.Context) ([]BrokerOffer, error) {
+func (b *LabBroker) Offers(ctx context.Context) ([]BrokerOffer, error) {
 	return listRows(ctx, b.db, "offers", ListOffers.SQL, func(s rowScanner) (BrokerOffer, error) {
 		var o BrokerOffer
 		var dropped int64
@@ -449,7 +450,7 @@ func (b *Broker) Offers(ctx context.Context) ([]BrokerOffer, error) {
 }
 
 // Deliveries returns every delivery state row.
-func (b *Broker) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
+func (b *LabBroker) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
 	return listRows(ctx, b.db, "deliveries", ListDeliveries.SQL, func(s rowScanner) (BrokerDelivery, error) {
 		var d BrokerDelivery
 		var acked sql.NullString
@@ -460,7 +461,7 @@ func (b *Broker) Deliveries(ctx context.Context) ([]BrokerDelivery, error) {
 }
 
 // DeadLetters returns the dead-letter queue.
-func (b *Broker) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
+func (b *LabBroker) DeadLetters(ctx context.Context) ([]DeadLetter, error) {
 	return listRows(ctx, b.db, "dead letters", ListDeadLetters.SQL, func(s rowScanner) (DeadLetter, error) {
 		var d DeadLetter
 		err := s.Scan(&d.ID, &d.OfferID, &d.Consumer, &d.EventID, &d.Payload, &d.DeliveryCount, &d.DeadLetteredAt)
@@ -515,4 +516,15 @@ func listRows[T any](ctx context.Context, db *DB, what, query string, scan func(
 		return nil, fmt.Errorf("store: list %s: %w", what, err)
 	}
 	return out, nil
+}
+
+// CountOffers counts the offers of eventID the broker accepted, or with
+// dropped those its deduplication window dropped, from its own record.
+func (b *LabBroker) CountOffers(ctx context.Context, eventID string, dropped bool) (int64, error) {
+	flag := 0
+	if dropped {
+		flag = 1
+	}
+	n, err := b.db.Count(ctx, CountOffers.SQL, eventID, flag)
+	return int64(n), err
 }

@@ -424,7 +424,15 @@ func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, late sta
 		r.SetMetric(key, float64(n))
 		return nil
 	}
-	if err := count("broker_offers", store.CountOffers.SQL, e42, 0); err != nil {
+	offers := func(key string, dropped bool) error { // read from the broker's own record, through its seam
+		n, err := p.Broker().CountOffers(ctx, e42, dropped)
+		if err != nil {
+			return fmt.Errorf("measure %s: %w", key, err)
+		}
+		r.SetMetric(key, float64(n))
+		return nil
+	}
+	if err := offers("broker_offers", false); err != nil {
 		return err
 	}
 	if rows, ok := p.CompletionRows(cast.RelayA, e42); ok {
@@ -438,11 +446,13 @@ func measureLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, late sta
 		{"inbox_credit_cents", store.AccountCredit.SQL, []any{cast.AccountID(inboxConsumer, account42)}},
 		{"consumed_event_rows", store.CountConsumedEvents.SQL, []any{inboxConsumer}},
 		{"naive_credit_cents", store.AccountCredit.SQL, []any{cast.AccountID(naiveConsumer, account42)}},
-		{"broker_dropped_offers", store.CountOffers.SQL, []any{e42, 1}},
 	} {
 		if err := count(c.key, c.query, c.args...); err != nil {
 			return err
 		}
+	}
+	if err := offers("broker_dropped_offers", true); err != nil {
+		return err
 	}
 	if rows, ok := p.CompletionRows(cast.RelayB, e42); ok {
 		r.SetMetric("current_completion_rows", float64(rows))

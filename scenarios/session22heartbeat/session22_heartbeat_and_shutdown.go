@@ -199,7 +199,7 @@ type heartbeatRun struct {
 	timeline lab.Timeline
 	setup    *store.DB
 	producer *store.Relay
-	broker   *store.Broker
+	broker   store.Broker
 	stage    *cast.HeartbeatStage
 	relays   *instance.HeartbeatRelays // the relay instances and the clock that reaches them
 	a, b, c  instance.HeartbeatRelay

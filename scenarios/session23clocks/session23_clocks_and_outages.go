@@ -143,7 +143,7 @@ type clockRun struct {
 	setup   *store.DB
 	lab     *store.ClockRelay // the producer's and the lab's own statements
 	batch   *store.ClockRelay // the batch job's connection
-	broker  *store.Broker
+	broker  store.Broker
 	s, f, n *cast.SkewedWorker
 	relays  map[string]instance.ClockRelay
 	stage   *cast.ClockStage

@@ -1,0 +1,97 @@
+package cast
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/outboxlab/outboxlab/failpoint"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// watchedBroker is a broker dropped into the seam: the lab's own, with
+// every call the pipeline makes of it counted by name.
+type watchedBroker struct {
+	store.Broker
+	mu    *sync.Mutex
+	calls map[string]int
+}
+
+func (w watchedBroker) saw(call string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls[call]++
+}
+
+func (w watchedBroker) Offer(ctx context.Context, eventID, payload, by string, now time.Time, window time.Duration) (store.Offer, error) {
+	w.saw("Offer")
+	return w.Broker.Offer(ctx, eventID, payload, by, now, window)
+}
+
+func (w watchedBroker) DeliverNext(ctx context.Context, consumer string, now time.Time) (store.Delivery, error) {
+	w.saw("DeliverNext")
+	return w.Broker.DeliverNext(ctx, consumer, now)
+}
+
+func (w watchedBroker) Ack(ctx context.Context, consumer string, offerID, receipt int64, now time.Time) (store.Fenced, error) {
+	w.saw("Ack")
+	return w.Broker.Ack(ctx, consumer, offerID, receipt, now)
+}
+
+func (w watchedBroker) Offers(ctx context.Context) ([]store.BrokerOffer, error) {
+	w.saw("Offers")
+	return w.Broker.Offers(ctx)
+}
+
+// TestBrokerSeam: a pipeline whose NewBroker is set sends, delivers,
+// acknowledges and reads the broker's record through it alone, on each
+// instance's own connection, so a second broker is dropped in there.
+func TestBrokerSeam(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	open := func(ctx context.Context, path string) (*store.DB, error) {
+		cfg := store.DefaultConfig
+		cfg.Ledger = &store.Ledger{}
+		return store.Open(ctx, path, cfg)
+	}
+	var tl lab.Timeline
+	p, err := NewPipeline(ctx, open, filepath.Join(t.TempDir(), "seam.db"), "", &tl, failpoint.NewPlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	w := watchedBroker{mu: &sync.Mutex{}, calls: map[string]int{}}
+	p.NewBroker = func(db *store.DB) store.Broker {
+		w := w
+		w.Broker = store.NewBroker(db, p.sql().Broker)
+		return w
+	}
+	if err := p.OpenAccount(ctx, CreditService, "ACC-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Broker().Offer(ctx, "e1", `{"account":"ACC-1","credit_cents":1000}`, RelayA, p.Clock.Now(), 0); err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.OpenConsumer(ctx, "Consumer-1", CreditService, InboxDesign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if d, err := c.Deliver(ctx); err != nil || !d.Found {
+		t.Fatalf("deliver: found %v, %v", d.Found, err)
+	}
+	if rows, err := c.Ack(ctx); err != nil || rows != 1 {
+		t.Fatalf("ack: %d rows, %v", rows, err)
+	}
+	if offers, err := p.Broker().Offers(ctx); err != nil || len(offers) != 1 {
+		t.Fatalf("offers %v, %v", offers, err)
+	}
+	for _, call := range []string{"Offer", "DeliverNext", "Ack", "Offers"} {
+		if w.calls[call] != 1 {
+			t.Errorf("the dropped-in broker saw %s %d times, want 1 (calls: %v)", call, w.calls[call], w.calls)
+		}
+	}
+}
