@@ -32,8 +32,8 @@ var (
 	ErrProcessingDeadline = errors.New("processing deadline reached")
 	// ErrShuttingDown: the relay was told to stop before the job's send.
 	ErrShuttingDown = errors.New("shutting down")
-	// errRunOver ends work still running when the stage closes.
-	errRunOver = errors.New("the run is over")
+	// ErrRunOver ends work still running when the stage closes.
+	ErrRunOver = errors.New("the run is over")
 )
 
 // LeaseLossPolicy is what a relay does when its heartbeat's renewal
@@ -246,7 +246,7 @@ func (s *HeartbeatStage) nextBeat(t int64) *HeartbeatJob {
 // of a run.
 func (s *HeartbeatStage) Close() {
 	for _, j := range s.all {
-		j.cancelCause(errRunOver)
+		j.cancelCause(ErrRunOver)
 		if j.hung != nil {
 			<-j.hung
 		}
@@ -310,7 +310,7 @@ func (r *HeartbeatRelay) Poll(ctx context.Context) (*HeartbeatJob, error) {
 	entry.Token, entry.LeaseUntil = c.Token, c.LeaseUntil
 	entry.Seq = s.Add(lab.Event{Kind: lab.KindClaim, Subject: c.EventID, Until: TickClock(c.LeaseUntil), Rows: lab.RowsOf(1),
 		Actor: r.Name, Action: "claim " + c.EventID, Detail: fmt.Sprintf("token %d, lease until %s, claimed_at %s; heartbeat started",
-			c.Token, shortClock(c.LeaseUntil), shortClock(now))})
+			c.Token, ShortClock(c.LeaseUntil), ShortClock(now))})
 	s.Claims = append(s.Claims, entry)
 	j := r.startJob(ctx, c, now)
 	return j, nil
@@ -364,10 +364,10 @@ func (r *HeartbeatRelay) StopOnSignal(grace int64, pid int) {
 func (r *HeartbeatRelay) stop(grace int64, how string) {
 	r.stopping = true
 	r.stage.Event(lab.KindNote, r.Name, "SIGTERM", fmt.Sprintf("%s: stop polling now; in-flight sends may finish within the %s grace period (until %s)",
-		how, DurationText(grace), shortClock(r.stage.Now()+grace)))
+		how, DurationText(grace), ShortClock(r.stage.Now()+grace)))
 	for _, j := range append([]*HeartbeatJob(nil), r.held...) {
 		if !j.sent {
-			j.cancelWork(ErrShuttingDown, "not sent yet: the work stops; the lease is left to expire at "+shortClock(j.LeaseUntil))
+			j.cancelWork(ErrShuttingDown, "not sent yet: the work stops; the lease is left to expire at "+ShortClock(j.LeaseUntil))
 			j.stopHeartbeat()
 		}
 	}
@@ -430,7 +430,7 @@ func (r *HeartbeatRelay) frozenAt(t int64) bool {
 }
 
 // shortClock prints a tick as the clock's time of day, e.g. 09:00:31.
-func shortClock(t int64) string { return TickClock(t)[11:19] }
+func ShortClock(t int64) string { return TickClock(t)[11:19] }
 
 // LeaseExpired adds the timeline line of the lease of event, which holder
 // held through a freeze, running out with no heartbeat.
@@ -438,3 +438,6 @@ func (s *HeartbeatStage) LeaseExpired(event, holder string) {
 	s.Add(lab.Event{Kind: lab.KindExpiry, Subject: event, Actor: "clock", Action: "lease expires",
 		Detail: holder + "'s lease on " + event + " has expired; its heartbeat never ran"})
 }
+
+// Jobs are every job the stage's relays claimed, in claim order.
+func (s *HeartbeatStage) Jobs() []*HeartbeatJob { return s.all }

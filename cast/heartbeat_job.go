@@ -105,10 +105,10 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	e := RenewalEntry{At: at, Relay: r.Name, Event: j.Event, Token: j.Token, LeaseUntil: at + p.Lease, Rows: f.Rows, Sent: j.sent}
 	if f.Rows == 1 {
 		j.LeaseUntil, j.nextBeat = e.LeaseUntil, e.LeaseUntil-p.Margin+p.Delay
-		detail := fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)", j.Token, shortClock(j.LeaseUntil), shortClock(j.nextBeat))
+		detail := fmt.Sprintf("renewed under token %d: 1 row, lease until %s (next beat %s)", j.Token, ShortClock(j.LeaseUntil), ShortClock(j.nextBeat))
 		if j.LeaseUntil == j.ClaimedAt+p.MaxProcessing {
 			detail += fmt.Sprintf(": exactly the processing deadline, claimed_at %s + %s, which the renewal allows (<=)",
-				shortClock(j.ClaimedAt), DurationText(p.MaxProcessing))
+				ShortClock(j.ClaimedAt), DurationText(p.MaxProcessing))
 		}
 		e.Seq = s.Add(lab.Event{Kind: lab.KindRenew, Subject: j.Event, Until: TickClock(j.LeaseUntil), Rows: lab.RowsOf(1),
 			Actor: r.Name, Action: "heartbeat " + j.Event, Detail: detail})
@@ -134,7 +134,7 @@ func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	case p.OnLeaseLost == LogOnly:
 		s.Event(lab.KindNote, r.Name, "logs", "renewal of "+j.Event+" failed: logged; the work goes on")
 	case e.Reason == RenewalDeadline:
-		j.cancelWork(ErrProcessingDeadline, "the lease is not renewed again; it ends at "+shortClock(j.LeaseUntil))
+		j.cancelWork(ErrProcessingDeadline, "the lease is not renewed again; it ends at "+ShortClock(j.LeaseUntil))
 	case j.sent:
 		j.cancelWork(leaseLossCause(e.Reason), "after its send: the send stands (the broker holds it), the completion is not attempted")
 	default:
@@ -177,21 +177,21 @@ func (j *HeartbeatJob) whyRefused(ctx context.Context, at int64) (reason, why st
 			cmp = "<="
 		}
 		return RenewalDelivered, fmt.Sprintf("already done: %s (read back: token %d still current, delivered at %s, "+
-			"lease_until %s %s now %s)", which, ev.Token, shortClock(ev.DeliveredAt), shortClock(ev.LeaseUntil), cmp, shortClock(at)), nil
+			"lease_until %s %s now %s)", which, ev.Token, ShortClock(ev.DeliveredAt), ShortClock(ev.LeaseUntil), cmp, ShortClock(at)), nil
 	case ev.LeaseUntil <= at:
 		which := "only lease_until > :now refused it"
 		if pastDeadline {
 			which = "lease_until > :now refused it, and so would the processing deadline"
 		}
 		return RenewalExpired, fmt.Sprintf("lease expired: %s (read back: token %d still current, not delivered, lease_until %s <= now %s)",
-			which, ev.Token, shortClock(ev.LeaseUntil), shortClock(at)), nil
+			which, ev.Token, ShortClock(ev.LeaseUntil), ShortClock(at)), nil
 	}
 	verb := "would pass"
 	if at+p.Lease == j.ClaimedAt+p.MaxProcessing {
 		verb = "would end exactly at"
 	}
-	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s %s claimed_at %s + %s = %s", shortClock(at+p.Lease),
-		verb, shortClock(j.ClaimedAt), DurationText(p.MaxProcessing), shortClock(j.ClaimedAt+p.MaxProcessing)), nil
+	return RenewalDeadline, fmt.Sprintf("processing deadline: a lease until %s %s claimed_at %s + %s = %s", ShortClock(at+p.Lease),
+		verb, ShortClock(j.ClaimedAt), DurationText(p.MaxProcessing), ShortClock(j.ClaimedAt+p.MaxProcessing)), nil
 }
 
 // renewalRefusals is the guard each reason [HeartbeatJob.whyRefused]
@@ -281,7 +281,7 @@ func (j *HeartbeatJob) CompleteAtNextBeat() {
 	s.Add(lab.Event{Kind: lab.KindWork, Subject: j.Event, Actor: r.Name, Action: "works", Detail: fmt.Sprintf("%s's work ends "+
 		"at %s, the instant its heartbeat's next tick falls due: the lab has the relay send its completion first, and the "+
 		"tick, already due, fire before the relay tells its heartbeat to stop; what each changed follows", j.Event,
-		shortClock(j.nextBeat))})
+		ShortClock(j.nextBeat))})
 }
 
 // complete is Complete without stopping the heartbeat.
@@ -491,10 +491,16 @@ func (s *HeartbeatStage) AdoptedRelay(name string) *HeartbeatRelay {
 
 // causeNamed is the cancellation cause whose text is text.
 func causeNamed(text string) error {
-	for _, err := range []error{ErrLeaseLost, ErrLeaseExpired, ErrProcessingDeadline, ErrShuttingDown, errRunOver} {
+	for _, err := range []error{ErrLeaseLost, ErrLeaseExpired, ErrProcessingDeadline, ErrShuttingDown, ErrRunOver} {
 		if err.Error() == text {
 			return err
 		}
 	}
 	return errors.New(text)
 }
+
+// Relay is the name of the relay that holds the job.
+func (j *HeartbeatJob) Relay() string { return j.relay.Name }
+
+// FrozenAt reports whether the job's relay was frozen at t.
+func (j *HeartbeatJob) FrozenAt(t int64) bool { return j.relay.frozenAt(t) }

@@ -75,26 +75,3 @@ func TestHeartbeatCancelsWork(t *testing.T) {
 		})
 	}
 }
-
-// TestOneDay: the renewals ledger shows times of day only when every
-// renewal's clock and proposed lease end fall on one date.
-func TestOneDay(t *testing.T) {
-	t.Parallel()
-	day := 24 * 60 * 60 * TickSecond
-	for _, tc := range []struct {
-		name     string
-		renewals []RenewalEntry
-		ok       bool
-	}{
-		{"none", nil, false},
-		{"one day", []RenewalEntry{{At: 0, LeaseUntil: 30 * TickSecond}, {At: 60 * TickSecond, LeaseUntil: 90 * TickSecond}}, true},
-		{"a lease past midnight", []RenewalEntry{{At: 0, LeaseUntil: day}}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := oneDay(tc.renewals)
-			if ok != tc.ok || ok && got != TickClock(0)[:10] {
-				t.Errorf("oneDay = %q, %v; want %v", got, ok, tc.ok)
-			}
-		})
-	}
-}

@@ -22,7 +22,7 @@ func OutboxEventsTable(events []store.Event, origin TickOrigin) lab.Table {
 // timeline prints clock time: each stored tick as its clock time (see
 // [TickClock]), the tick beside it.
 func OutboxEventsTableOnClock(events []store.Event) lab.Table {
-	t := outboxEventsTable(events, func(t int64) string { return fmt.Sprintf("%s (%d)", shortClock(t), t) })
+	t := outboxEventsTable(events, func(t int64) string { return fmt.Sprintf("%s (%d)", ShortClock(t), t) })
 	t.Note += " outbox_events stores logical ticks (milliseconds since " + clock.Format(LessonStart) +
 		"): each is shown as its clock time (UTC, on " + clock.Format(LessonStart)[:10] + "), the stored tick beside it in brackets."
 	return t

@@ -383,47 +383,47 @@ func (run *heartbeatRun) measure(ctx context.Context, r *lab.Result) error {
 	if err != nil {
 		return err
 	}
-	stale, err := s.StaleSends(offers)
+	stale, err := staleSends(s, offers)
 	if err != nil {
 		return err
 	}
 	r.SetMetric("stale_sends", float64(stale))
 	run.castHeartbeatRoles(r)
-	tally := s.TallyRenewals()
+	tally := tallyRenewals(s)
 	r.SetMetric("zero_row_renewals", float64(tally.LeaseLostBeforeSend))
 	r.SetMetric("zero_row_renewals_after_send", float64(tally.LeaseLostAfterSend))
-	before, after := s.Cancelled(cast.ErrLeaseLost)
+	before, after := cancelled(s, cast.ErrLeaseLost)
 	r.SetMetric("cancelled_on_lease_loss", float64(before))
 	r.SetMetric("cancelled_after_send", float64(after))
 	r.SetMetric("expired_renewals_refused", float64(tally.Expired))
-	expired, _ := s.Cancelled(cast.ErrLeaseExpired)
+	expired, _ := cancelled(s, cast.ErrLeaseExpired)
 	r.SetMetric("cancelled_on_expiry", float64(expired))
 	run.measureCompletions(r)
 	r.SetMetric("deadline_refusals", float64(tally.Deadline))
 	// The renewal of e3 that proposes exactly the deadline: its rows, or
 	// -1 when no renewal of e3 reached it.
 	toDeadline := -1
-	for _, e := range s.RenewalsToDeadline(hbStuck, run.hc.policy.MaxProcessing) {
+	for _, e := range renewalsToDeadline(s, hbStuck, run.hc.policy.MaxProcessing) {
 		toDeadline = int(e.Rows)
 	}
 	r.SetMetric("renewal_to_deadline_rows", float64(toDeadline))
-	r.SetMetric("lost_events", float64(cast.LostEvents(events, offers)))
+	r.SetMetric("lost_events", float64(lostEvents(events, offers)))
 	r.SetMetric("renewals_one_row", float64(tally.OneRow))
 	r.SetMetric("renewals_already_done", float64(tally.Delivered))
 	// The rows renewals changed after their event's completion, or -1
 	// when no renewal came after one.
-	afterRows, after := s.RowsAfterCompletion()
+	afterRows, after := rowsAfterCompletion(s)
 	if after == 0 {
 		afterRows = -1
 	}
 	r.SetMetric("renewals_after_delivery_rows", float64(afterRows))
-	r.SetMetric("e8_broker_offers", float64(cast.AcceptedOffers(offers, hbSentFirst)))
+	r.SetMetric("e8_broker_offers", float64(acceptedOffers(offers, hbSentFirst)))
 	if r.Schema, err = run.setup.Schema(ctx); err != nil {
 		return err
 	}
 	r.Timeline = run.timeline.Events()
-	r.Tables = append(r.Tables, run.hc.policy.Table(run.hc.policyA, hbGrace))
-	r.Tables = append(r.Tables, s.Tables()...)
+	r.Tables = append(r.Tables, policyTable(run.hc.policy, run.hc.policyA, hbGrace))
+	r.Tables = append(r.Tables, stageTables(s)...)
 	r.Tables = append(r.Tables, cast.OutboxEventsTableOnClock(events))
 	return nil
 }
@@ -449,7 +449,7 @@ func (run *heartbeatRun) measureCompletions(r *lab.Result) {
 			recovered++
 		}
 	}
-	committed, newOwner := cast.CompletedOnceBy(run.stage.Completions, hbPaused, r.Cast["new_owner"])
+	committed, newOwner := completedOnceBy(run.stage.Completions, hbPaused, r.Cast["new_owner"])
 	r.SetMetric("paused_event_completions", float64(committed))
 	r.SetMetric("completed_by_new_owner", float64(newOwner))
 	r.SetMetric("completed_without_send", float64(withoutSend))

@@ -36,7 +36,7 @@ func TestCompletedByNewOwner(t *testing.T) {
 		{"another event", []cast.HeartbeatCompletion{{Relay: hbRelayB, Event: "e1", Rows: 1}, done(hbRelayB, 1)}, 1, 1},
 	}
 	for _, tt := range tests {
-		committed, got := cast.CompletedOnceBy(tt.in, hbPaused, hbRelayB)
+		committed, got := completedOnceBy(tt.in, hbPaused, hbRelayB)
 		if committed != tt.committed || got != tt.want {
 			t.Errorf("%s: committed %d, figure %d; want %d, %d", tt.name, committed, got, tt.committed, tt.want)
 		}
