@@ -64,7 +64,9 @@ func TestServerActivityPerRow(t *testing.T) {
 			cfg := bench.DefaultConfig()
 			cfg.Database, cfg.Checkpoint = url, forced
 			cfg.Messages, cfg.Workers, cfg.Claims = []int{100}, []int{2}, []string{"skip-locked"}
-			cfg.CeilingRounds, cfg.CeilingRound = 2, 20*time.Millisecond
+			// Rounds long enough that each ceiling writes WAL even on a
+			// loaded machine (20 ms rounds once wrote none there).
+			cfg.CeilingRounds, cfg.CeilingRound = 2, 100*time.Millisecond
 			rep, err := bench.Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
