@@ -33,7 +33,7 @@ func TestEveryTaughtGuardDecides(t *testing.T) {
 	for _, sc := range All() {
 		for _, g := range sc.Guards {
 			if g.TaughtBy != "" {
-				continue // decided by its teacher's run (TestEveryGuardIsAccountedFor)
+				continue // decided by its teacher's run (TestEveryLessonIsComplete checks it does)
 			}
 			t.Run(sc.Name+"/"+g.Stmt.Name+"/"+g.Guard, func(t *testing.T) {
 				t.Parallel()
