@@ -241,7 +241,8 @@ func (d *Day15) WorkLeased(ctx context.Context, out Outbox, worker string, lease
 			d.Event(lab.KindNote, worker, "stop", fmt.Sprintf("claim bound reached: %d claim attempts and the backlog is not drained", d.ClaimBound))
 			return nil
 		}
-		c, err := out.ClaimNext(ctx, worker, d.Clock.Now(), lease, between)
+		now := d.Clock.Now()
+		c, err := out.ClaimNext(ctx, now, store.OutboxLeaseFor(worker, now, lease), between)
 		if err != nil {
 			return err
 		}
@@ -292,8 +293,8 @@ type Finalizer interface {
 type Outbox interface {
 	Finalizer
 	LoadPending(ctx context.Context) ([]store.Message, error)
-	ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (store.Claim, error)
-	ClaimMessage(ctx context.Context, id int64, worker string, now time.Time, lease time.Duration) (store.Claim, error)
+	ClaimNext(ctx context.Context, now time.Time, lease store.OutboxLease, between func()) (store.Claim, error)
+	ClaimMessage(ctx context.Context, id int64, now time.Time, lease store.OutboxLease) (store.Claim, error)
 }
 
 // ProcessAndFinalize does the work for a claimed message and finalizes it

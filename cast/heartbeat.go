@@ -297,7 +297,7 @@ func (r *HeartbeatRelay) Poll(ctx context.Context) (*HeartbeatJob, error) {
 		s.Event(lab.KindNote, r.Name, "poll skipped", "stopping: no new claim after the stop signal")
 		return nil, nil
 	}
-	c, err := r.relay.ClaimNext(ctx, r.Name, now, now+r.policy.Lease)
+	c, err := r.relay.ClaimNext(ctx, now, store.EventLease{Owner: r.Name, Until: now + r.policy.Lease})
 	if err != nil {
 		return nil, err
 	}

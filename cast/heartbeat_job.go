@@ -98,7 +98,7 @@ func (j *HeartbeatJob) stopHeartbeat() {
 // CancelWork policy, cancels the work.
 func (j *HeartbeatJob) renew(ctx context.Context, at int64) error {
 	r, s, p := j.relay, j.relay.stage, j.relay.policy
-	f, err := r.keeper.Renew(ctx, j.Event, j.Token, at, p.Lease, p.MaxProcessing)
+	f, err := r.keeper.Renew(ctx, j.Event, at, store.EventLease{Token: j.Token, Until: at + p.Lease}, p.MaxProcessing)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (r *RelayInstance) ClaimNext(ctx context.Context) (store.ClaimOutcome, erro
 		return "", failpoint.ErrCrashed
 	}
 	now := r.p.Now()
-	c, err := store.NewRelay(r.db, r.p.sql().Relay).ClaimNext(ctx, r.name, now, now+RelayLease)
+	c, err := store.NewRelay(r.db, r.p.sql().Relay).ClaimNext(ctx, now, store.EventLease{Owner: r.name, Until: now + RelayLease})
 	if err != nil {
 		return "", err
 	}

@@ -57,10 +57,9 @@ type outboxWork struct {
 // The outbox operations' arguments, as they cross the pipe.
 type (
 	claimArgs struct {
-		ID     int64 // 0: the next claimable message
-		Worker string
-		Now    time.Time
-		Lease  time.Duration
+		ID    int64 // 0: the next claimable message
+		Now   time.Time
+		Lease store.OutboxLease
 		// Hold: the claim stops at failpoint
 		// between-claim-select-and-update until the lab lets it go on.
 		Hold bool
@@ -98,7 +97,7 @@ func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
 		outboxOps.Load.Handle(func(ctx context.Context, _ proc.None) ([]store.Message, error) { return out.LoadPending(ctx) }),
 		outboxOps.Claim.Handle(func(ctx context.Context, a claimArgs) (store.Claim, error) {
 			if a.ID != 0 {
-				return out.ClaimMessage(ctx, a.ID, a.Worker, a.Now, a.Lease)
+				return out.ClaimMessage(ctx, a.ID, a.Now, a.Lease)
 			}
 			var between func()
 			var held error
@@ -107,7 +106,7 @@ func serveOutbox(ctx context.Context, w *proc.Worker) (any, error) {
 				// lab's ClaimNext does: the go-on's clock is that time.
 				between = func() { _, held = w.Reach(failpoint.BetweenClaimSelectAndUpdate, nil) }
 			}
-			c, err := out.ClaimNext(ctx, a.Worker, a.Now, a.Lease, between)
+			c, err := out.ClaimNext(ctx, a.Now, a.Lease, between)
 			if held != nil {
 				return store.Claim{}, held
 			}
@@ -133,8 +132,8 @@ func (c *childOutbox) LoadPending(ctx context.Context) ([]store.Message, error) 
 // ClaimNext claims the next claimable message. With between, the child
 // stops at failpoint between-claim-select-and-update; the lab runs
 // between (the lesson's barrier) and lets it go on.
-func (c *childOutbox) ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (store.Claim, error) {
-	cl, err := outboxOps.Claim.Call(ctx, c.pc, claimArgs{Worker: worker, Now: now, Lease: lease, Hold: between != nil})
+func (c *childOutbox) ClaimNext(ctx context.Context, now time.Time, lease store.OutboxLease, between func()) (store.Claim, error) {
+	cl, err := outboxOps.Claim.Call(ctx, c.pc, claimArgs{Now: now, Lease: lease, Hold: between != nil})
 	var reached *proc.Reached
 	if errors.As(err, &reached) && reached.Report.At == failpoint.BetweenClaimSelectAndUpdate {
 		between()
@@ -145,8 +144,8 @@ func (c *childOutbox) ClaimNext(ctx context.Context, worker string, now time.Tim
 	return cl, callError(err)
 }
 
-func (c *childOutbox) ClaimMessage(ctx context.Context, id int64, worker string, now time.Time, lease time.Duration) (store.Claim, error) {
-	return call(ctx, c.child, outboxOps.Claim, claimArgs{ID: id, Worker: worker, Now: now, Lease: lease})
+func (c *childOutbox) ClaimMessage(ctx context.Context, id int64, now time.Time, lease store.OutboxLease) (store.Claim, error) {
+	return call(ctx, c.child, outboxOps.Claim, claimArgs{ID: id, Now: now, Lease: lease})
 }
 
 func (c *childOutbox) Finalize(ctx context.Context, id int64, worker string, out store.Outcome, now time.Time) (store.Finalization, error) {

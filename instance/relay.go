@@ -10,9 +10,9 @@ import (
 // Relay is a relay of sessions 16 and 17: the relay statements on its own
 // connection ([store.Relay]).
 type Relay interface {
-	Claim(ctx context.Context, eventID, relay string, now, leaseUntil int64) (store.EventClaim, error)
+	Claim(ctx context.Context, eventID string, now int64, lease store.EventLease) (store.EventClaim, error)
 	Complete(ctx context.Context, eventID string, token, now int64) (store.Fenced, error)
-	Renew(ctx context.Context, eventID string, token, now, proposed int64) (store.Fenced, error)
+	Renew(ctx context.Context, eventID string, now int64, lease store.EventLease) (store.Fenced, error)
 	EventByID(ctx context.Context, eventID string) (store.Event, bool, error)
 	Lifecycle
 }
@@ -40,16 +40,16 @@ type relay struct {
 	Lifecycle
 }
 
-func (r *relay) Claim(ctx context.Context, eventID, relay string, now, leaseUntil int64) (store.EventClaim, error) {
-	return perform(ctx, r.on, relayOps.Claim, claimEventArgs{eventID, relay, now, leaseUntil})
+func (r *relay) Claim(ctx context.Context, eventID string, now int64, lease store.EventLease) (store.EventClaim, error) {
+	return perform(ctx, r.on, relayOps.Claim, leaseArgs{eventID, now, lease})
 }
 
 func (r *relay) Complete(ctx context.Context, eventID string, token, now int64) (store.Fenced, error) {
 	return perform(ctx, r.on, relayOps.Complete, fencedArgs{EventID: eventID, Token: token, Now: now})
 }
 
-func (r *relay) Renew(ctx context.Context, eventID string, token, now, proposed int64) (store.Fenced, error) {
-	return perform(ctx, r.on, relayOps.Renew, fencedArgs{eventID, token, now, proposed})
+func (r *relay) Renew(ctx context.Context, eventID string, now int64, lease store.EventLease) (store.Fenced, error) {
+	return perform(ctx, r.on, relayOps.Renew, leaseArgs{eventID, now, lease})
 }
 
 func (r *relay) EventByID(ctx context.Context, eventID string) (store.Event, bool, error) {
@@ -69,13 +69,16 @@ type relayWork struct {
 
 // The relay operations' arguments and results, as they cross the pipe.
 type (
-	claimEventArgs struct {
-		EventID, Relay  string
-		Now, LeaseUntil int64
+	// leaseArgs are a claim's or a renewal's: the event, the relay's
+	// clock, and the lease it asks for.
+	leaseArgs struct {
+		EventID string
+		Now     int64
+		Lease   store.EventLease
 	}
 	fencedArgs struct {
-		EventID              string
-		Token, Now, Proposed int64
+		EventID    string
+		Token, Now int64
 	}
 	eventFound struct {
 		Event store.Event
@@ -89,19 +92,19 @@ type relayMethod[A, R any] = method[*store.Relay, A, R]
 // relayOps are a relay's operations, in the lab's process and in the
 // relay-instance child.
 var relayOps = struct {
-	Claim    relayMethod[claimEventArgs, store.EventClaim]
+	Claim    relayMethod[leaseArgs, store.EventClaim]
 	Complete relayMethod[fencedArgs, store.Fenced]
-	Renew    relayMethod[fencedArgs, store.Fenced]
+	Renew    relayMethod[leaseArgs, store.Fenced]
 	Event    relayMethod[string, eventFound]
 }{
-	Claim: newMethod("claim", func(ctx context.Context, r *store.Relay, a claimEventArgs) (store.EventClaim, error) {
-		return r.Claim(ctx, a.EventID, a.Relay, a.Now, a.LeaseUntil)
+	Claim: newMethod("claim", func(ctx context.Context, r *store.Relay, a leaseArgs) (store.EventClaim, error) {
+		return r.Claim(ctx, a.EventID, a.Now, a.Lease)
 	}),
 	Complete: newMethod("complete", func(ctx context.Context, r *store.Relay, a fencedArgs) (store.Fenced, error) {
 		return r.Complete(ctx, a.EventID, a.Token, a.Now)
 	}),
-	Renew: newMethod("renew", func(ctx context.Context, r *store.Relay, a fencedArgs) (store.Fenced, error) {
-		return r.Renew(ctx, a.EventID, a.Token, a.Now, a.Proposed)
+	Renew: newMethod("renew", func(ctx context.Context, r *store.Relay, a leaseArgs) (store.Fenced, error) {
+		return r.Renew(ctx, a.EventID, a.Now, a.Lease)
 	}),
 	Event: newMethod("event", eventByID[*store.Relay]),
 }

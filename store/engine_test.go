@@ -193,8 +193,8 @@ func TestPostgresClaimsSkipLockedRows(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		ca, errA = NewOutbox(a, OutboxLesson).ClaimNext(ctx, "Worker-A", t0, time.Second, func() {
-			cb, err := NewOutbox(b, OutboxLesson).ClaimNext(ctx, "Worker-B", t0, time.Second, nil)
+		ca, errA = NewOutbox(a, OutboxLesson).ClaimNext(ctx, t0, OutboxLeaseFor("Worker-A", t0, time.Second), func() {
+			cb, err := NewOutbox(b, OutboxLesson).ClaimNext(ctx, t0, OutboxLeaseFor("Worker-B", t0, time.Second), nil)
 			if err != nil {
 				t.Error(err)
 			}

@@ -53,12 +53,8 @@ func (f *Fetcher) Fetch(ctx context.Context, now time.Time, lease time.Duration,
 	if limit < 1 {
 		return ClaimedBatch{}, fmt.Errorf("store: fetch for %s: limit %d, want at least 1", f.owner, limit)
 	}
-	args := []any{
-		sql.Named("now", clock.Format(now)),
-		sql.Named("worker", f.owner),
-		sql.Named("until", clock.Format(now.Add(lease))),
-		sql.Named("limit", limit),
-	}
+	args := append([]any{sql.Named("now", clock.Format(now)), sql.Named("limit", limit)},
+		OutboxLeaseFor(f.owner, now, lease).claimArgs("worker")...)
 	var b ClaimedBatch
 	stats, held, err := f.db.inTxRetry(ctx, f.cfg.Retry, func(tx *sql.Tx) error {
 		var err error

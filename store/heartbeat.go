@@ -19,13 +19,15 @@ type LeaseKeeper struct {
 // statements s.
 func NewLeaseKeeper(db *DB, s HeartbeatSQL) *LeaseKeeper { return &LeaseKeeper{db: db, sql: s} }
 
-// Renew extends the lease of eventID to now + lease, presenting token (the
-// Renew statement). The lesson's statement requires the current token, the
-// pending state, a live lease, and now + lease <= claimed_at +
-// maxProcessing; otherwise Rows is 0, an expected value.
-func (k *LeaseKeeper) Renew(ctx context.Context, eventID string, token, now, lease, maxProcessing int64) (Fenced, error) {
-	f, err := k.db.execRows(ctx, k.sql.Renew.SQL, sql.Named("lease", lease), sql.Named("id", eventID),
-		sql.Named("token", token), sql.Named("now", now), sql.Named("max_processing", maxProcessing))
+// Renew extends the lease of eventID to lease.Until, presenting
+// lease.Token (the Renew statement, which writes :now + :lease: the
+// heartbeat renews for one lease length from now). The lesson's statement
+// requires the current token, the pending state, a live lease, and
+// lease.Until <= claimed_at + maxProcessing; otherwise Rows is 0, an
+// expected value.
+func (k *LeaseKeeper) Renew(ctx context.Context, eventID string, now int64, lease EventLease, maxProcessing int64) (Fenced, error) {
+	f, err := k.db.execRows(ctx, k.sql.Renew.SQL, sql.Named("lease", lease.Until-now), sql.Named("id", eventID),
+		sql.Named("token", lease.Token), sql.Named("now", now), sql.Named("max_processing", maxProcessing))
 	if err != nil {
 		return f, fmt.Errorf("store: heartbeat renewal of %s: %w", eventID, err)
 	}

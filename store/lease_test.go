@@ -103,11 +103,11 @@ func TestClaimNext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := mustOpenLeaseDB(t)
-			ca, err := withClaim(a, tt.claim).ClaimNext(ctx, "Worker-A", t0.Add(tt.claimedAt), lease, nil)
+			ca, err := withClaim(a, tt.claim).ClaimNext(ctx, t0.Add(tt.claimedAt), store.OutboxLeaseFor("Worker-A", t0.Add(tt.claimedAt), lease), nil)
 			if err != nil || ca.Outcome != store.Claimed || ca.Message.AggregateKey != "PAY-001" {
 				t.Fatalf("A's claim = %+v, %v", ca, err)
 			}
-			cb, err := withClaim(b, tt.claim).ClaimNext(ctx, "Worker-B", t0.Add(tt.bAt), lease, nil)
+			cb, err := withClaim(b, tt.claim).ClaimNext(ctx, t0.Add(tt.bAt), store.OutboxLeaseFor("Worker-B", t0.Add(tt.bAt), lease), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,11 +119,11 @@ func TestClaimNext(t *testing.T) {
 	t.Run("Empty", func(t *testing.T) {
 		a, _ := mustOpenLeaseDB(t)
 		for i := 0; i < 2; i++ {
-			if c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, lease, nil); err != nil || c.Outcome != store.Claimed {
+			if c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, lease), nil); err != nil || c.Outcome != store.Claimed {
 				t.Fatalf("claim %d = %+v, %v", i, c, err)
 			}
 		}
-		c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, lease, nil)
+		c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, lease), nil)
 		if err != nil || c.Outcome != store.Empty {
 			t.Fatalf("third claim = %+v, %v; want empty", c, err)
 		}
@@ -133,10 +133,10 @@ func TestClaimNext(t *testing.T) {
 func TestClaimMessage(t *testing.T) {
 	ctx := context.Background()
 	a, b := mustOpenLeaseDB(t)
-	ca, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, 500*time.Millisecond, nil)
+	ca, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, 500*time.Millisecond), nil)
 
 	t.Run("Blocked", func(t *testing.T) {
-		c, err := lessonOutbox(b).ClaimMessage(ctx, ca.Message.ID, "Worker-B", t0.Add(100*time.Millisecond), time.Second)
+		c, err := lessonOutbox(b).ClaimMessage(ctx, ca.Message.ID, t0.Add(100*time.Millisecond), store.OutboxLeaseFor("Worker-B", t0.Add(100*time.Millisecond), time.Second))
 		if err != nil || c.Outcome != store.Blocked || c.HeldBy != "Worker-A" || c.HeldUntil != "2026-01-15T09:00:00.500Z" {
 			t.Fatalf("claim = %+v, %v; want blocked by Worker-A until .500", c, err)
 		}
@@ -144,14 +144,14 @@ func TestClaimMessage(t *testing.T) {
 	t.Run("RefusedAfterExpiryByTheExpiryBlindClaim", func(t *testing.T) {
 		// The lease ended at .500; a claim that ignores expired leases is
 		// refused by its own statement, not blocked by the lease.
-		c, err := withClaim(b, store.ExpiryBlindClaim).ClaimMessage(ctx, ca.Message.ID, "Worker-B", t0.Add(600*time.Millisecond), time.Second)
+		c, err := withClaim(b, store.ExpiryBlindClaim).ClaimMessage(ctx, ca.Message.ID, t0.Add(600*time.Millisecond), store.OutboxLeaseFor("Worker-B", t0.Add(600*time.Millisecond), time.Second))
 		if err != nil || c.Outcome != store.Refused || c.HeldBy != "Worker-A" || c.HeldUntil != "2026-01-15T09:00:00.500Z" {
 			t.Fatalf("claim = %+v, %v; want refused although Worker-A's lease ended at .500", c, err)
 		}
 	})
 	t.Run("ReclaimedAtExactlyTheLeaseEnd", func(t *testing.T) {
 		// The lab's boundary: a lease that ends at t is over at t.
-		c, err := lessonOutbox(b).ClaimMessage(ctx, ca.Message.ID, "Worker-B", t0.Add(500*time.Millisecond), time.Second)
+		c, err := lessonOutbox(b).ClaimMessage(ctx, ca.Message.ID, t0.Add(500*time.Millisecond), store.OutboxLeaseFor("Worker-B", t0.Add(500*time.Millisecond), time.Second))
 		if err != nil || c.Outcome != store.Claimed {
 			t.Fatalf("claim = %+v, %v", c, err)
 		}
@@ -161,7 +161,7 @@ func TestClaimMessage(t *testing.T) {
 		}
 	})
 	t.Run("Done", func(t *testing.T) {
-		c, err := lessonOutbox(a).ClaimMessage(ctx, ca.Message.ID, "Worker-A", t0.Add(time.Hour), time.Second)
+		c, err := lessonOutbox(a).ClaimMessage(ctx, ca.Message.ID, t0.Add(time.Hour), store.OutboxLeaseFor("Worker-A", t0.Add(time.Hour), time.Second))
 		if err != nil || c.Outcome != store.Done {
 			t.Fatalf("claim = %+v, %v; want done", c, err)
 		}
@@ -174,7 +174,7 @@ func TestFinalizeOwned(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		a, _ := mustOpenLeaseDB(t)
-		c, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+		c, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, time.Second), nil)
 		f, err := lessonOutbox(a).Finalize(ctx, c.Message.ID, "Worker-A", paid, t0)
 		if err != nil || !f.Finalized {
 			t.Fatalf("finalize = %+v, %v", f, err)
@@ -185,7 +185,7 @@ func TestFinalizeOwned(t *testing.T) {
 	})
 	t.Run("NotOwnerRollsBack", func(t *testing.T) {
 		a, b := mustOpenLeaseDB(t)
-		c, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+		c, _ := withClaim(a, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, time.Second), nil)
 		f, err := lessonOutbox(b).Finalize(ctx, c.Message.ID, "Worker-B", paid, t0)
 		if err != nil || f.Finalized {
 			t.Fatalf("finalize by non-owner = %+v, %v; want rejected without error", f, err)
@@ -204,8 +204,8 @@ func TestUnguardedClaimDoubleOwnership(t *testing.T) {
 	a, b := mustOpenLeaseDB(t)
 	// Worker-B claims inside Worker-A's window between select and update.
 	var cb store.Claim
-	ca, err := withClaim(a, store.UnguardedClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, func() {
-		cb, _ = withClaim(b, store.UnguardedClaim).ClaimNext(ctx, "Worker-B", t0, time.Second, nil)
+	ca, err := withClaim(a, store.UnguardedClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, time.Second), func() {
+		cb, _ = withClaim(b, store.UnguardedClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-B", t0, time.Second), nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +216,8 @@ func TestUnguardedClaimDoubleOwnership(t *testing.T) {
 	// The same interleaving with the lesson's claim cannot happen: the
 	// guarded update refuses the second owner.
 	a2, b2 := mustOpenLeaseDB(t)
-	c1, _ := withClaim(a2, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
-	c2, _ := lessonOutbox(b2).ClaimMessage(ctx, c1.Message.ID, "Worker-B", t0, time.Second)
+	c1, _ := withClaim(a2, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, time.Second), nil)
+	c2, _ := lessonOutbox(b2).ClaimMessage(ctx, c1.Message.ID, t0, store.OutboxLeaseFor("Worker-B", t0, time.Second))
 	if c2.Outcome != store.Blocked {
 		t.Fatalf("lease claim let a second owner in: %+v", c2)
 	}
@@ -301,7 +301,7 @@ func TestClaimOverreachRollsBack(t *testing.T) {
 	every := store.ClaimSQL{SelectNext: store.ClaimSelectNext, Update: store.Stmt{Name: "test: claim every row", SQL: `UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
 WHERE :id > 0`}}
-	c, err := withClaim(a, every).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+	c, err := withClaim(a, every).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, time.Second), nil)
 	if err != nil || c.Outcome != store.Overreach || c.Rows != 2 {
 		t.Fatalf("claim = %+v, %v; want overreach over 2 rows", c, err)
 	}
@@ -335,7 +335,7 @@ func TestFinalizeRefusedWithoutError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := mustOpenLeaseDB(t)
-			c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, "Worker-A", t0, time.Second, nil)
+			c, err := withClaim(a, store.LeaseClaim).ClaimNext(ctx, t0, store.OutboxLeaseFor("Worker-A", t0, time.Second), nil)
 			if err != nil || c.Outcome != store.Claimed {
 				t.Fatalf("claim = %+v, %v", c, err)
 			}

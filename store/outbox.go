@@ -130,14 +130,14 @@ type Claim struct {
 // Statements is the statement set this service runs.
 func (o *Outbox) Statements() OutboxSQL { return o.sql }
 
-// ClaimNext claims the oldest claimable message for worker with a lease of
-// the given length. between (if not nil) runs after the select and before
+// ClaimNext claims the oldest claimable message at now with lease (its
+// owner and end). between (if not nil) runs after the select and before
 // the update: between the two transactions of a split claim (the window the
 // mistake leaves open), inside the claim's transaction otherwise. Pass it
 // inside a transaction only on PostgreSQL: under SQLite's BEGIN IMMEDIATE
 // the other worker cannot begin its claim while this one waits.
-func (o *Outbox) ClaimNext(ctx context.Context, worker string, now time.Time, lease time.Duration, between func()) (Claim, error) {
-	args := claimArgs(worker, now, lease)
+func (o *Outbox) ClaimNext(ctx context.Context, now time.Time, lease OutboxLease, between func()) (Claim, error) {
+	args := claimArgs(now, lease)
 	if o.sql.Claim.Split() {
 		return o.claimSplit(ctx, args, between)
 	}
@@ -159,7 +159,7 @@ func (o *Outbox) ClaimNext(ctx context.Context, worker string, now time.Time, le
 	})
 	claim.Stats = stats
 	if err := overreached(&claim, err); err != nil {
-		return claim, fmt.Errorf("store: claim next for %s: %w", worker, err)
+		return claim, fmt.Errorf("store: claim next for %s: %w", lease.Owner, err)
 	}
 	return claim, nil
 }
@@ -202,11 +202,11 @@ func (o *Outbox) selectNext(ctx context.Context, tx *sql.Tx, args []any) (id int
 	return id, err == nil, err
 }
 
-// ClaimMessage claims one named message (the recovery demo's targeted
-// claim). It reports Blocked with the holder when a live lease stands in the
+// ClaimMessage claims one named message at now with lease (the recovery
+// demo's targeted claim). It reports Blocked with the holder when a live lease stands in the
 // way, and Done when the message was already processed.
-func (o *Outbox) ClaimMessage(ctx context.Context, id int64, worker string, now time.Time, lease time.Duration) (Claim, error) {
-	args := claimArgs(worker, now, lease)
+func (o *Outbox) ClaimMessage(ctx context.Context, id int64, now time.Time, lease OutboxLease) (Claim, error) {
+	args := claimArgs(now, lease)
 	var claim Claim
 	stats, err := o.db.InTx(ctx, func(tx *sql.Tx) error {
 		claim = Claim{}
@@ -234,7 +234,7 @@ func (o *Outbox) ClaimMessage(ctx context.Context, id int64, worker string, now 
 	})
 	claim.Stats = stats
 	if err := overreached(&claim, err); err != nil {
-		return claim, fmt.Errorf("store: claim message %d for %s: %w", id, worker, err)
+		return claim, fmt.Errorf("store: claim message %d for %s: %w", id, lease.Owner, err)
 	}
 	return claim, nil
 }
@@ -251,12 +251,8 @@ func leaseOutcome(lockedUntil, now string) ClaimOutcome {
 	return Refused
 }
 
-func claimArgs(worker string, now time.Time, lease time.Duration) []any {
-	return []any{
-		sql.Named("now", clock.Format(now)),
-		sql.Named("worker", worker),
-		sql.Named("until", clock.Format(now.Add(lease))),
-	}
+func claimArgs(now time.Time, lease OutboxLease) []any {
+	return append([]any{sql.Named("now", clock.Format(now))}, lease.claimArgs("worker")...)
 }
 
 // errOverreach rolls back a claim whose UPDATE changed more than one row.

@@ -58,15 +58,15 @@ type EventClaim struct {
 	Stats      TxStats
 }
 
-// Claim claims the named event for relay with a lease until leaseUntil
-// (the Claim statement). It reports Blocked with the holder while a live
+// Claim claims the named event at now with lease, its owner and end (the
+// Claim statement). It reports Blocked with the holder while a live
 // lease stands in the way, Done when the event is delivered and Empty when
 // there is no such event.
-func (r *Relay) Claim(ctx context.Context, eventID, relay string, now, leaseUntil int64) (EventClaim, error) {
+func (r *Relay) Claim(ctx context.Context, eventID string, now int64, lease EventLease) (EventClaim, error) {
 	var claim EventClaim
 	stats, err := r.db.InTx(ctx, func(tx *sql.Tx) error {
 		claim = EventClaim{}
-		return r.claimInTx(ctx, tx, &claim, eventID, relay, now, leaseUntil)
+		return r.claimInTx(ctx, tx, &claim, eventID, now, lease)
 	})
 	claim.Stats = stats
 	if err != nil {
@@ -75,10 +75,10 @@ func (r *Relay) Claim(ctx context.Context, eventID, relay string, now, leaseUnti
 	return claim, nil
 }
 
-// ClaimNext claims the oldest claimable event for relay: in one BEGIN
+// ClaimNext claims the oldest claimable event at now with lease: in one BEGIN
 // IMMEDIATE transaction it selects it (SelectNext) and updates it with the
 // same predicate (Claim). It reports Empty when nothing is claimable.
-func (r *Relay) ClaimNext(ctx context.Context, relay string, now, leaseUntil int64) (EventClaim, error) {
+func (r *Relay) ClaimNext(ctx context.Context, now int64, lease EventLease) (EventClaim, error) {
 	var claim EventClaim
 	stats, err := r.db.InTx(ctx, func(tx *sql.Tx) error {
 		claim = EventClaim{}
@@ -91,21 +91,20 @@ func (r *Relay) ClaimNext(ctx context.Context, relay string, now, leaseUntil int
 		if err != nil {
 			return err
 		}
-		return r.claimInTx(ctx, tx, &claim, id, relay, now, leaseUntil)
+		return r.claimInTx(ctx, tx, &claim, id, now, lease)
 	})
 	claim.Stats = stats
 	if err != nil {
-		return claim, fmt.Errorf("store: claim next event for %s: %w", relay, err)
+		return claim, fmt.Errorf("store: claim next event for %s: %w", lease.Owner, err)
 	}
 	return claim, nil
 }
 
 // claimInTx runs one claim UPDATE and classifies its outcome from the
 // affected row count and, when 0 rows changed, from the row as it stands.
-func (r *Relay) claimInTx(ctx context.Context, tx *sql.Tx, claim *EventClaim, eventID, relay string, now, leaseUntil int64) error {
+func (r *Relay) claimInTx(ctx context.Context, tx *sql.Tx, claim *EventClaim, eventID string, now int64, lease EventLease) error {
 	claim.EventID = eventID
-	res, err := tx.ExecContext(ctx, r.sql.Claim.SQL, sql.Named("relay", relay), sql.Named("until", leaseUntil),
-		sql.Named("id", eventID), sql.Named("now", now))
+	res, err := tx.ExecContext(ctx, r.sql.Claim.SQL, append(lease.claimArgs("relay"), sql.Named("id", eventID), sql.Named("now", now))...)
 	if err != nil {
 		return err
 	}
@@ -155,13 +154,12 @@ func (r *Relay) Complete(ctx context.Context, eventID string, token, now int64) 
 	return f, nil
 }
 
-// Renew moves the lease deadline to proposed, presenting token (the Renew
-// statement). The lesson's statement requires the current token,
-// delivered = 0, a live lease (lease_until > now) and a longer deadline
-// (lease_until < proposed); otherwise Rows is 0.
-func (r *Relay) Renew(ctx context.Context, eventID string, token, now, proposed int64) (Fenced, error) {
-	f, err := r.db.execRows(ctx, r.sql.Renew.SQL, sql.Named("proposed", proposed), sql.Named("id", eventID),
-		sql.Named("token", token), sql.Named("now", now))
+// Renew moves the lease's end to lease.Until (:proposed), presenting
+// lease.Token (the Renew statement). The lesson's statement requires the
+// current token, delivered = 0, a live lease (lease_until > now) and a
+// longer deadline (lease_until < proposed); otherwise Rows is 0.
+func (r *Relay) Renew(ctx context.Context, eventID string, now int64, lease EventLease) (Fenced, error) {
+	f, err := r.db.execRows(ctx, r.sql.Renew.SQL, append(lease.renewalArgs(), sql.Named("id", eventID), sql.Named("now", now))...)
 	if err != nil {
 		return f, fmt.Errorf("store: renew lease of %s: %w", eventID, err)
 	}

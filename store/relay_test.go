@@ -76,7 +76,7 @@ func TestClaimEvent(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, db)
 			}
-			c, err := lessonRelay(db).Claim(ctx, tt.id, "Worker-B", tt.now, tt.now+50)
+			c, err := lessonRelay(db).Claim(ctx, tt.id, tt.now, store.EventLease{Owner: "Worker-B", Until: tt.now + 50})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestClaimEvent(t *testing.T) {
 
 func mustClaim(tb testing.TB, db *store.DB, relay string, now, until int64) store.EventClaim {
 	tb.Helper()
-	c, err := lessonRelay(db).Claim(context.Background(), "E-41", relay, now, until)
+	c, err := lessonRelay(db).Claim(context.Background(), "E-41", now, store.EventLease{Owner: relay, Until: until})
 	if err != nil || c.Outcome != store.Claimed {
 		tb.Fatalf("claim by %s at %d = %+v, %v", relay, now, c, err)
 	}
@@ -114,7 +114,7 @@ func TestTokenIncrementsPerClaim(t *testing.T) {
 		{"Worker-B", 20, store.Claimed, 3},
 	}
 	for _, s := range steps {
-		c, err := lessonRelay(db).Claim(ctx, "E-41", s.relay, s.now, s.now+10)
+		c, err := lessonRelay(db).Claim(ctx, "E-41", s.now, store.EventLease{Owner: s.relay, Until: s.now + 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestClaimNextEvent(t *testing.T) {
 		id      string
 	}{{store.Claimed, "E-41"}, {store.Claimed, "E-42"}, {store.Empty, ""}}
 	for i, w := range want {
-		c, err := lessonRelay(db).ClaimNext(ctx, "Worker-A", 10, 20)
+		c, err := lessonRelay(db).ClaimNext(ctx, 10, store.EventLease{Owner: "Worker-A", Until: 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestClaimNextEvent(t *testing.T) {
 		}
 	}
 	// At t=20 both leases have expired: E-41, the oldest, comes first again.
-	c, err := lessonRelay(db).ClaimNext(ctx, "Worker-B", 20, 30)
+	c, err := lessonRelay(db).ClaimNext(ctx, 20, store.EventLease{Owner: "Worker-B", Until: 30})
 	if err != nil || c.Outcome != store.Claimed || c.EventID != "E-41" || c.Token != 2 {
 		t.Fatalf("claim after expiry = %+v, %v", c, err)
 	}
@@ -194,7 +194,7 @@ func TestAckFencing(t *testing.T) {
 			if err != nil || again.Rows != 0 {
 				t.Fatalf("second ack = %+v, %v; want 0 rows", again, err)
 			}
-			c, err := lessonRelay(db).Claim(ctx, "E-41", "Worker-C", 1000, 1050)
+			c, err := lessonRelay(db).Claim(ctx, "E-41", 1000, store.EventLease{Owner: "Worker-C", Until: 1050})
 			if err != nil || c.Outcome != store.Done || c.Rows != 0 {
 				t.Fatalf("claim of delivered event = %+v, %v", c, err)
 			}
@@ -220,7 +220,7 @@ func TestFixedTokenMistake(t *testing.T) {
 		{"Worker-B", 150, 200, store.Claimed, 1}, // the same token as A's
 	}
 	for _, s := range steps {
-		c, err := relay.Claim(ctx, "E-41", s.worker, s.now, s.until)
+		c, err := relay.Claim(ctx, "E-41", s.now, store.EventLease{Owner: s.worker, Until: s.until})
 		if err != nil || c.Outcome != s.want || c.Token != s.token {
 			t.Fatalf("t=%d %s: claim = %+v, %v; want %s token %d", s.now, s.worker, c, err, s.want, s.token)
 		}
@@ -270,7 +270,7 @@ func TestRenewLease(t *testing.T) {
 						t.Fatalf("ack = %+v, %v", f, err)
 					}
 				}
-				f, err := relayWith(db, func(s *store.RelaySQL) { s.Renew = renew }).Renew(ctx, "E-41", tc.token, tc.now, tc.proposed)
+				f, err := relayWith(db, func(s *store.RelaySQL) { s.Renew = renew }).Renew(ctx, "E-41", tc.now, store.EventLease{Token: tc.token, Until: tc.proposed})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -351,7 +351,7 @@ func TestRelayBusyCounted(t *testing.T) {
 		done <- err
 	}()
 	<-locked
-	c, err := lessonRelay(claimer).Claim(ctx, "E-41", "Worker-A", 0, 10)
+	c, err := lessonRelay(claimer).Claim(ctx, "E-41", 0, store.EventLease{Owner: "Worker-A", Until: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestRelayDatabaseErrorIsAnError(t *testing.T) {
 	if f, err := lessonRelay(db).Complete(ctx, "E-41", c.Token, 5); err == nil {
 		t.Fatalf("ack on a closed connection = %+v, want an error", f)
 	}
-	if f, err := lessonRelay(db).Renew(ctx, "E-41", c.Token, 5, 20); err == nil {
+	if f, err := lessonRelay(db).Renew(ctx, "E-41", 5, store.EventLease{Token: c.Token, Until: 20}); err == nil {
 		t.Fatalf("renew on a closed connection = %+v, want an error", f)
 	}
 }
@@ -406,7 +406,7 @@ func TestClaimEventConcurrent(t *testing.T) {
 		errs := make(chan error, len(relays))
 		for name, db := range relays {
 			go func() {
-				c, err := lessonRelay(db).Claim(ctx, "E-41", name, now, now+50)
+				c, err := lessonRelay(db).Claim(ctx, "E-41", now, store.EventLease{Owner: name, Until: now + 50})
 				results <- c
 				errs <- err
 			}()

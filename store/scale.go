@@ -203,13 +203,8 @@ func (c *Claimer) Claim(ctx context.Context, now time.Time, lease time.Duration,
 	if limit < 1 {
 		return ClaimedBatch{}, fmt.Errorf("store: claim for %s: limit %d, want at least 1", c.worker, limit)
 	}
-	until := clock.Format(now.Add(lease))
-	args := []any{
-		sql.Named("now", clock.Format(now)),
-		sql.Named("worker", c.worker),
-		sql.Named("until", until),
-		sql.Named("limit", limit),
-	}
+	l := OutboxLeaseFor(c.worker, now, lease)
+	args := append([]any{sql.Named("now", clock.Format(now)), sql.Named("limit", limit)}, l.claimArgs("worker")...)
 	fn := c.claimBatch
 	if limit == 1 && !c.cfg.SQL.OneStatement {
 		fn = c.claimOne
@@ -227,7 +222,7 @@ func (c *Claimer) Claim(ctx context.Context, now time.Time, lease time.Duration,
 		return b, fmt.Errorf("store: %s claim of %d for %s: %w", c.cfg.SQL.Name, limit, c.worker, err)
 	}
 	for i := range b.Messages {
-		b.Messages[i].LockedUntil = until
+		b.Messages[i].LockedUntil = clock.Format(l.Until)
 	}
 	return b, nil
 }

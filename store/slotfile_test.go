@@ -212,7 +212,7 @@ func TestUntrustedConnection(t *testing.T) {
 	if _, err := db.sql.ExecContext(ctx, "ATTACH '"+evil+"' AS y"); err == nil {
 		t.Error("an ATTACH ran on a guarded connection")
 	}
-	if _, err := db.sql.ExecContext(ctx, cf.Texts[1], append(claimArgs("w", time.Now(), time.Second), sql.Named("id", 1))...); err != nil {
+	if _, err := db.sql.ExecContext(ctx, cf.Texts[1], append(claimArgs(time.Now(), OutboxLeaseFor("w", time.Now(), time.Second)), sql.Named("id", 1))...); err != nil {
 		t.Errorf("the claim file's UPDATE: %v", err)
 	}
 	if _, err := os.Stat(evil); err == nil {

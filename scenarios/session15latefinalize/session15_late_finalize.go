@@ -191,7 +191,8 @@ func playLateFinalize(ctx context.Context, d *cast.Day15, env *lesson.Env, state
 // scenario time, and its stall holding it: the claim, or a claim that took
 // nothing, for the checks to show.
 func claimAndStall(ctx context.Context, d *cast.Day15, outA instance.Outbox, part string) (store.Claim, error) {
-	ca, err := outA.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), lateLease, nil)
+	now := d.Clock.Now()
+	ca, err := outA.ClaimNext(ctx, now, store.OutboxLeaseFor(cast.WorkerA, now, lateLease), nil)
 	if err != nil {
 		return ca, err
 	}
@@ -213,7 +214,8 @@ func claimAndStall(ctx context.Context, d *cast.Day15, outA instance.Outbox, par
 func reclaimAtLeaseEnd(ctx context.Context, d *cast.Day15, outB instance.Outbox, part string, m store.Message, at time.Duration) (store.Claim, error) {
 	d.Clock.Set(cast.LessonStart.Add(at + lateLease))
 	d.Event(lab.KindExpiry, "clock", "advance", "scenario clock moves to "+d.Now()+", exactly "+m.LockedBy+"'s lease end: the lab treats a lease that ends at t as over at t (LockedUntilUtc <= now is claimable)")
-	cb, err := outB.ClaimMessage(ctx, m.ID, cast.WorkerB, d.Clock.Now(), lateLease)
+	now := d.Clock.Now()
+	cb, err := outB.ClaimMessage(ctx, m.ID, now, store.OutboxLeaseFor(cast.WorkerB, now, lateLease))
 	if err != nil {
 		return cb, err
 	}

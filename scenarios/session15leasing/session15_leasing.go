@@ -302,7 +302,8 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *lesson.Env, statement
 		return nil, err
 	}
 	d.Event(lab.KindNote, cast.WorkerA, "start", "recovery demo: own connection")
-	ca, err := a.ClaimNext(ctx, cast.WorkerA, d.Clock.Now(), leaseLength, nil)
+	now := d.Clock.Now()
+	ca, err := a.ClaimNext(ctx, now, store.OutboxLeaseFor(cast.WorkerA, now, leaseLength), nil)
 	if err != nil {
 		return nil, errors.Join(err, a.Close(ctx))
 	}
@@ -339,7 +340,8 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *lesson.Env, statement
 	defer workers.Close(ctx)
 	workers.Add(outB)
 	d.Event(lab.KindNote, cast.WorkerB, "start", "recovery demo: own connection")
-	cb, err := outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
+	now = d.Clock.Now()
+	cb, err := outB.ClaimMessage(ctx, rec.messageID, now, store.OutboxLeaseFor(cast.WorkerB, now, leaseLength))
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +362,8 @@ func recoveryDemo(ctx context.Context, d *cast.Day15, env *lesson.Env, statement
 	} else {
 		d.Add(lab.Event{Kind: lab.KindExpiry, Subject: key, Actor: "clock", Action: "advance", Detail: "scenario clock moves to " + d.Now() + "; " + rec.owner + "'s lease has expired"})
 	}
-	cb, err = outB.ClaimMessage(ctx, rec.messageID, cast.WorkerB, d.Clock.Now(), leaseLength)
+	now = d.Clock.Now()
+	cb, err = outB.ClaimMessage(ctx, rec.messageID, now, store.OutboxLeaseFor(cast.WorkerB, now, leaseLength))
 	if err != nil {
 		return nil, err
 	}

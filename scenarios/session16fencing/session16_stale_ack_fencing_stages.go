@@ -16,7 +16,7 @@ import (
 
 // claim runs one claim for worker and records it in the claim ledger.
 func (run *staleAckRun) claim(ctx context.Context, relay instance.Relay, worker string, now, leaseUntil int64) (store.EventClaim, error) {
-	c, err := relay.Claim(ctx, s16EventID, worker, now, leaseUntil)
+	c, err := relay.Claim(ctx, s16EventID, now, store.EventLease{Owner: worker, Until: leaseUntil})
 	if err != nil {
 		return c, err
 	}

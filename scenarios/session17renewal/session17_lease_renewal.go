@@ -271,7 +271,7 @@ func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (step
 	res := stepResult{step: s}
 	switch s.kind {
 	case claimStep:
-		c, err := w.relay.Claim(ctx, s17EventID, s.actor, s.at, s.until)
+		c, err := w.relay.Claim(ctx, s17EventID, s.at, store.EventLease{Owner: s.actor, Until: s.until})
 		if err != nil {
 			return res, err
 		}
@@ -287,7 +287,7 @@ func playRenewalStep(ctx context.Context, w *renewalWorker, s renewalStep) (step
 		}
 	case renewStep:
 		res.token = w.token
-		f, err := w.relay.Renew(ctx, s17EventID, w.token, s.at, s.until)
+		f, err := w.relay.Renew(ctx, s17EventID, s.at, store.EventLease{Token: w.token, Until: s.until})
 		if err != nil {
 			return res, err
 		}
@@ -320,7 +320,7 @@ func renewAfterDelivery(ctx context.Context, worker string, w *renewalWorker, ti
 	timeline.Add(lab.Event{At: s17At(s17AckAt), Kind: kind, Refusal: refusal, Subject: s17EventID, Actor: worker,
 		Action: "acks with " + heldToken(w.token), Rows: lab.RowsOf(ack.Rows),
 		Detail: fmt.Sprintf("%s; read back: delivered %s, lease until %s", lab.Rows(ack.Rows), lab.FormatNumber(lab.Bool(ev.Delivered)), s17Time(ev.LeaseUntil))})
-	renewal, err := w.relay.Renew(ctx, s17EventID, w.token, s17LateRenewAt, s17LateRenewTo)
+	renewal, err := w.relay.Renew(ctx, s17EventID, s17LateRenewAt, store.EventLease{Token: w.token, Until: s17LateRenewTo})
 	if err != nil {
 		return 0, err
 	}
