@@ -6,10 +6,10 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// This file holds what every lesson file may use to turn its measured
-// figures into checks and sentences. A lesson file never uses a name that
-// another lesson file declares: what two lessons share lives here or in
-// package cast.
+// This file holds what every lesson may use to run its statement set (a
+// variant's mistakes, a student's file and a test's swap in place) and to
+// turn its measured figures into checks and sentences. A lesson imports no
+// other lesson: what two lessons share lives here or in package cast.
 
 // ExpectDocumented adds one metric check per documented check, in the
 // documented order, so the report and `describe` always agree. Each
@@ -25,7 +25,7 @@ func ExpectDocumented(r *lab.Result, docs []CheckDoc, want map[string]float64) {
 			continue // a check of another engine's
 		}
 		if !ok {
-			panic("scenarios: no expected value for documented check " + c.Name) // caught by every test
+			panic("lesson: no expected value for documented check " + c.Name) // caught by every test
 		}
 		r.ExpectMetric(c.Name, w, c.About)
 		r.Checks[len(r.Checks)-1].Measure = c.Measure
@@ -81,7 +81,7 @@ func VariantSet[T any](env *Env, set T) T {
 	if v, ok := env.variant(); ok && len(v.Swaps) > 0 {
 		var err error
 		if set, err = store.Swap(set, v.Swaps...); err != nil {
-			panic("scenarios: variant " + v.Name + ": " + err.Error())
+			panic("lesson: variant " + v.Name + ": " + err.Error())
 		}
 	}
 	return set

@@ -383,7 +383,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	// this process is killed; a failure to remove it goes to opts.Warn.
 	dir, done, err := runfolder.New(opts.TempRoot, "outboxlab-"+sc.Name+"-", keepDB, opts.Warn)
 	if err != nil {
-		return nil, fmt.Errorf("scenarios: make run folder: %w", err)
+		return nil, fmt.Errorf("lesson: make run folder: %w", err)
 	}
 	defer done()
 	env := &Env{Scenario: sc, Dir: dir, Variant: variant, Options: opts, Ledger: &store.Ledger{}}
