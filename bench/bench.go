@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -203,8 +204,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.RetryAbout = postgresRetryAbout()
 	}
 
-	p := newProgress(cfg.Progress)
-	defer p.finish()
+	p := progress.New(cfg.Progress, "bench")
+	defer p.Finish()
 	watch, err := newServerWatch(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -227,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, batch := range batchesOf(cfg, claim) {
 			for _, n := range cfg.Messages {
 				for _, w := range cfg.Workers {
-					p.setCell(fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w))
+					p.SetCell(fmt.Sprintf("[%d/%d] %s claim, batch %d, %d messages, %d workers", len(rep.Rows)+1, cells, claim, batch, n, w))
 					row, err := runCell(ctx, cfg, cell{claim: claim, batch: batch, messages: n, workers: w}, p, watch)
 					if err == nil {
 						err = ctx.Err() // an interrupted drain measured nothing
@@ -336,7 +337,7 @@ func openConfig(cfg Config) store.Config {
 // measureCeiling runs the ceiling transaction for CeilingRounds rounds on
 // its own file in cfg.Dir (or its own schema on the server), migrated like
 // the bench's, and keeps the median round; watch sees the server meanwhile.
-func measureCeiling(ctx context.Context, cfg Config, p *progress, watch *serverWatch) (Ceiling, Machine, error) {
+func measureCeiling(ctx context.Context, cfg Config, p *progress.Line, watch *serverWatch) (Ceiling, Machine, error) {
 	src, err := newSource(ctx, cfg, "ceiling")
 	if err != nil {
 		return Ceiling{}, Machine{}, err
@@ -370,12 +371,12 @@ func measureCeiling(ctx context.Context, cfg Config, p *progress, watch *serverW
 			return c, m, err
 		}
 	}
-	p.setCell("ceiling (single-row UPDATE by primary key)")
+	p.SetCell("ceiling (single-row UPDATE by primary key)")
 	if err := watch.begin(ctx); err != nil {
 		return c, m, err
 	}
 	for r := range cfg.CeilingRounds {
-		p.phase("round", int64(r), int64(cfg.CeilingRounds))
+		p.Phase("round", int64(r), int64(cfg.CeilingRounds))
 		start := time.Now()
 		n := 0
 		for time.Since(start) < cfg.CeilingRound {
@@ -421,7 +422,7 @@ const maxConsecutiveErrors = 20
 
 // runCell seeds a fresh file and drains it with cell.workers workers;
 // watch sees the server during the drain.
-func runCell(ctx context.Context, cfg Config, c cell, p *progress, watch *serverWatch) (Row, error) {
+func runCell(ctx context.Context, cfg Config, c cell, p *progress.Line, watch *serverWatch) (Row, error) {
 	row := Row{Messages: c.messages, Workers: c.workers, Claim: c.claim, Batch: c.batch}
 	src, err := newSource(ctx, cfg, fmt.Sprintf("bench-%s-b%d-%d-w%d", c.claim, c.batch, c.messages, c.workers))
 	if err != nil {
@@ -486,7 +487,7 @@ func runCell(ctx context.Context, cfg Config, c cell, p *progress, watch *server
 
 // seedCell opens the cell's database, migrates it and seeds its backlog;
 // the caller closes the connection, which later counts the outcome.
-func seedCell(ctx context.Context, c cell, src source, p *progress) (*store.DB, error) {
+func seedCell(ctx context.Context, c cell, src source, p *progress.Line) (*store.DB, error) {
 	setup, err := src.open(ctx)
 	if err != nil {
 		return nil, err
@@ -495,10 +496,10 @@ func seedCell(ctx context.Context, c cell, src source, p *progress) (*store.DB, 
 		setup.Close()
 		return nil, err
 	}
-	p.phase("seeding", 0, int64(c.messages))
+	p.Phase("seeding", 0, int64(c.messages))
 	err = store.SeedBacklog(ctx, setup, store.Backlog{
 		Messages: c.messages, First: time.Date(2026, 1, 15, 8, 0, 0, 0, time.UTC), Spacing: time.Millisecond,
-		Progress: func(done int) { p.set(int64(done)) },
+		Progress: func(done int) { p.Set(int64(done)) },
 	})
 	if err != nil {
 		setup.Close()
@@ -521,7 +522,7 @@ type cellDrain struct {
 // drainCell drains the cell's database with c.workers workers. Every worker
 // opens its connection and prepares its statements before the clock
 // starts; then all start together.
-func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
+func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress.Line) ([]workerTally, cellDrain, error) {
 	if c.batch < 1 {
 		return nil, cellDrain{}, fmt.Errorf("bench: %s claim: batch %d", c.claim, c.batch)
 	}
@@ -560,8 +561,8 @@ func drainCell(ctx context.Context, cfg Config, c cell, src source, claims []ato
 	for range c.workers {
 		openErr = errors.Join(openErr, <-ready)
 	}
-	p.phase("draining", 0, int64(c.messages))
-	stopTicker := p.follow(&finalized)
+	p.Phase("draining", 0, int64(c.messages))
+	stopTicker := p.Follow(&finalized)
 	began := time.Now()
 	close(start)
 	wg.Wait()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -82,7 +83,7 @@ type fetchAheadProcess struct {
 // and goqite ask for one connection too), on PostgreSQL each has its own.
 // Statements are prepared before the clock starts. The drain fails, with
 // what it measured, when the fetcher gave up on a fetch that kept failing.
-func drainFetchAhead(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress) ([]workerTally, cellDrain, error) {
+func drainFetchAhead(ctx context.Context, cfg Config, c cell, src source, claims []atomic.Uint32, p *progress.Line) ([]workerTally, cellDrain, error) {
 	fetchDB, err := src.open(ctx)
 	if err != nil {
 		return nil, cellDrain{}, err
@@ -122,8 +123,8 @@ func drainFetchAhead(ctx context.Context, cfg Config, c cell, src source, claims
 	pr.completeT.lags = make([]int32, 0, c.messages+16)
 	tallies := make([]workerTally, c.workers)
 
-	p.phase("draining", 0, int64(c.messages))
-	stopTicker := p.follow(&completed)
+	p.Phase("draining", 0, int64(c.messages))
+	stopTicker := p.Follow(&completed)
 	began := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(c.workers)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -63,7 +64,7 @@ func TestFetchAheadDrainEndsWhenFetchesFail(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer src.cleanup()
-			p := newProgress(&strings.Builder{})
+			p := progress.New(&strings.Builder{}, "bench")
 			setup, err := seedCell(ctx, c, src, p)
 			if err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"maragu.dev/goqite"
 
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -40,11 +41,11 @@ func goqiteAbout(cfg Config) string {
 
 // runGoqite drains every backlog size with goqite for every worker count,
 // after the lab's cells, and adds one row each to rep.
-func runGoqite(ctx context.Context, cfg Config, rep *Report, p *progress) error {
+func runGoqite(ctx context.Context, cfg Config, rep *Report, p *progress.Line) error {
 	rep.GoqiteAbout = goqiteAbout(cfg)
 	for _, n := range cfg.Messages {
 		for _, w := range cfg.Workers {
-			p.setCell(fmt.Sprintf("goqite, %d messages, %d workers", n, w))
+			p.SetCell(fmt.Sprintf("goqite, %d messages, %d workers", n, w))
 			row, err := goqiteCell(ctx, cfg, n, w, p)
 			if err == nil {
 				err = ctx.Err()
@@ -69,7 +70,7 @@ func addPeerRow(rep *Report, row Row) {
 
 // goqiteCell makes goqite's table in a fresh file, sends n messages, and
 // drains them with w workers, then counts the outcome.
-func goqiteCell(ctx context.Context, cfg Config, n, w int, p *progress) (Row, error) {
+func goqiteCell(ctx context.Context, cfg Config, n, w int, p *progress.Line) (Row, error) {
 	row := Row{Messages: n, Workers: w, Claim: GoqiteClaim, Peer: true}
 	path := filepath.Join(cfg.Dir, fmt.Sprintf("goqite-%d-w%d.db", n, w))
 	defer func() { _ = store.RemoveFiles(path) }()
@@ -93,8 +94,8 @@ func goqiteCell(ctx context.Context, cfg Config, n, w int, p *progress) (Row, er
 
 	received := make([]atomic.Uint32, n+1) // receives per message (1..n)
 	var deleted, errs atomic.Int64
-	p.phase("draining", 0, int64(n))
-	stopTicker := p.follow(&deleted)
+	p.Phase("draining", 0, int64(n))
+	stopTicker := p.Follow(&deleted)
 	began := time.Now()
 	var wg sync.WaitGroup
 	for range w {
@@ -159,9 +160,9 @@ func goqiteWorker(ctx context.Context, q *goqite.Queue, received []atomic.Uint32
 
 // sendGoqite sends messages 1..n, each body its number, with goqite's own
 // SendTx, in transactions of 10,000.
-func sendGoqite(ctx context.Context, q *goqite.Queue, pool *sql.DB, n int, p *progress) error {
+func sendGoqite(ctx context.Context, q *goqite.Queue, pool *sql.DB, n int, p *progress.Line) error {
 	const chunk = 10_000
-	p.phase("sending", 0, int64(n))
+	p.Phase("sending", 0, int64(n))
 	for done := 0; done < n; {
 		tx, err := pool.BeginTx(ctx, nil)
 		if err != nil {
@@ -178,7 +179,7 @@ func sendGoqite(ctx context.Context, q *goqite.Queue, pool *sql.DB, n int, p *pr
 			return fmt.Errorf("bench: goqite send: %w", err)
 		}
 		done = end
-		p.set(int64(done))
+		p.Set(int64(done))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -59,11 +60,11 @@ func riverAbout(engine string) string {
 
 // runRiver drains every backlog size with River for every worker count,
 // after the lab's cells, and adds one row each to rep.
-func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress, watch *serverWatch) error {
+func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress.Line, watch *serverWatch) error {
 	rep.RiverAbout = riverAbout(rep.Engine)
 	for _, n := range cfg.Messages {
 		for _, w := range cfg.Workers {
-			p.setCell(fmt.Sprintf("River, %d messages, %d workers", n, w))
+			p.SetCell(fmt.Sprintf("River, %d messages, %d workers", n, w))
 			cellFn := riverCell
 			if cfg.Database == "" {
 				cellFn = riverSQLiteCell
@@ -84,7 +85,7 @@ func runRiver(ctx context.Context, cfg Config, rep *Report, p *progress, watch *
 // riverCell migrates River into a fresh schema on cfg.Database, inserts n
 // no-op jobs and works them with one client of w workers, then counts the
 // outcome.
-func riverCell(ctx context.Context, cfg Config, n, w int, p *progress, watch *serverWatch) (Row, error) {
+func riverCell(ctx context.Context, cfg Config, n, w int, p *progress.Line, watch *serverWatch) (Row, error) {
 	url := cfg.Database
 	row := Row{Messages: n, Workers: w, Claim: RiverClaim, Peer: true}
 	schema := randomSchema()
@@ -129,7 +130,7 @@ func riverCell(ctx context.Context, cfg Config, n, w int, p *progress, watch *se
 // riverSQLiteCell migrates River into a fresh file in cfg.Dir, inserts n
 // no-op jobs and works them with one client of w workers on one
 // connection, then counts the outcome.
-func riverSQLiteCell(ctx context.Context, cfg Config, n, w int, p *progress, _ *serverWatch) (Row, error) {
+func riverSQLiteCell(ctx context.Context, cfg Config, n, w int, p *progress.Line, _ *serverWatch) (Row, error) {
 	row := Row{Messages: n, Workers: w, Claim: RiverClaim, Peer: true}
 	path := filepath.Join(cfg.Dir, fmt.Sprintf("river-%d-w%d.db", n, w))
 	defer func() { _ = store.RemoveFiles(path) }()
@@ -169,7 +170,7 @@ type riverDrain struct {
 // PostgreSQL), inserts n no-op jobs, and works them with one client of w
 // workers until all completed (or none completed for riverIdle), then
 // stops the client; watch sees the server during the drain.
-func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema string, n, w int, p *progress, watch *serverWatch) (riverDrain, error) {
+func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema string, n, w int, p *progress.Line, watch *serverWatch) (riverDrain, error) {
 	var d riverDrain
 	quiet := slog.New(slog.DiscardHandler)
 	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: quiet})
@@ -198,7 +199,7 @@ func driveRiver[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], sc
 	if err := watch.begin(ctx); err != nil {
 		return d, err
 	}
-	p.phase("draining", 0, int64(n))
+	p.Phase("draining", 0, int64(n))
 	began := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return d, fmt.Errorf("bench: river start: %w", err)
@@ -227,9 +228,9 @@ func stopRiver[TTx any](client *river.Client[TTx]) error {
 }
 
 // insertRiverJobs inserts n no-op jobs in chunks, with COPY.
-func insertRiverJobs[TTx any](ctx context.Context, client *river.Client[TTx], n int, p *progress) error {
+func insertRiverJobs[TTx any](ctx context.Context, client *river.Client[TTx], n int, p *progress.Line) error {
 	const chunk = 10_000
-	p.phase("inserting", 0, int64(n))
+	p.Phase("inserting", 0, int64(n))
 	params := make([]river.InsertManyParams, 0, min(n, chunk))
 	for done := 0; done < n; {
 		params = params[:0]
@@ -240,14 +241,14 @@ func insertRiverJobs[TTx any](ctx context.Context, client *river.Client[TTx], n 
 			return fmt.Errorf("bench: river insert: %w", err)
 		}
 		done += len(params)
-		p.set(int64(done))
+		p.Set(int64(done))
 	}
 	return nil
 }
 
 // waitRiver counts River's events until n jobs completed, ctx ends, or no
 // job completes for riverIdle.
-func waitRiver(ctx context.Context, events <-chan *river.Event, n int, p *progress) (completed, failed int64) {
+func waitRiver(ctx context.Context, events <-chan *river.Event, n int, p *progress.Line) (completed, failed int64) {
 	idle := time.NewTimer(riverIdle)
 	defer idle.Stop()
 	for completed < int64(n) {
@@ -262,7 +263,7 @@ func waitRiver(ctx context.Context, events <-chan *river.Event, n int, p *progre
 			}
 			if e.Kind == river.EventKindJobCompleted {
 				completed++
-				p.set(completed)
+				p.Set(completed)
 			} else {
 				failed++
 			}

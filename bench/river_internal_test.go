@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/internal/pgtest"
+	"github.com/outboxlab/outboxlab/internal/progress"
 )
 
 // closeOnWrite is a progress writer that runs do once, when a line
@@ -45,7 +46,7 @@ func TestRiverCellStopsClientWhenWatchFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer watch.close()
-	p := newProgress(&closeOnWrite{trigger: ": draining", do: func() { watch.db.Close() }})
+	p := progress.New(&closeOnWrite{trigger: ": draining", do: func() { watch.db.Close() }}, "bench")
 	done := make(chan error, 1)
 	go func() {
 		_, err := riverCell(ctx, cfg, 50, 2, p, watch)

@@ -41,6 +41,8 @@ type explorer struct {
 	// onOrdering, when set, sees every ordering's result as it is
 	// recorded, one at a time (tests use it).
 	onOrdering func(*orderingResult)
+	// progress, when set, hears the count of orderings explored so far.
+	progress func(explored int)
 
 	mu         sync.Mutex // guards the figures below
 	explored   int
@@ -72,6 +74,9 @@ type Options struct {
 	// Workers is how many orderings run at the same time; 0 means one per
 	// CPU, at most maxExploreWorkers.
 	Workers int
+	// Progress, when set, hears the count of orderings explored so far,
+	// after each (under the explorer's lock: keep it short).
+	Progress func(explored int)
 }
 
 // maxExploreWorkers caps the orderings that run at the same time.
@@ -95,7 +100,7 @@ func newExplorer(ctx context.Context, open cast.Opener, templatePath string, scr
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), maxExploreWorkers)
 	}
-	x := &explorer{bound: opts.Bound, symmetry: opts.Symmetry, design: design, relays: opts.Relays, open: open, template: template,
+	x := &explorer{bound: opts.Bound, symmetry: opts.Symmetry, design: design, relays: opts.Relays, open: open, template: template, progress: opts.Progress,
 		byFirst: map[exploreAction]int{}, byLength: make([]lengthStats, opts.Bound+1)}
 	for i := range workers {
 		x.paths = append(x.paths, scratchPath(i+1))
@@ -298,6 +303,9 @@ func (x *explorer) record(res *orderingResult) {
 		x.onOrdering(res)
 	}
 	x.explored++
+	if x.progress != nil {
+		x.progress(x.explored)
+	}
 	n := len(res.actions)
 	if n > 0 {
 		x.byFirst[res.actions[0]]++

@@ -9,6 +9,7 @@ package lesson
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -209,6 +210,12 @@ type Options struct {
 	// Warn, when set, hears what went wrong without spoiling the run, such
 	// as a temporary folder that could not be removed.
 	Warn func(error)
+
+	// Progress, when set, is where long work (the explorer's orderings,
+	// session 23's race trials) says how far it is: one status line, as
+	// package progress draws it. The CLI sets it to stderr when stderr is
+	// a terminal; nil says nothing.
+	Progress io.Writer
 
 	// Database, when set, is a postgres:// URL: the run creates a schema
 	// of its own on that server (see [Env.Open]) instead of an SQLite file

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
@@ -246,6 +247,11 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	}
 	if p.format, err = checkFormat(c); err != nil {
 		return nil, err
+	}
+	if progress.IsTerminal(c.App.ErrWriter) {
+		// Long work (the explorer, session 23's trials) says how far it
+		// is on a terminal; a log or a pipe gets only the results.
+		p.options.Progress = c.App.ErrWriter
 	}
 	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parseOptions, p.parseClaim, func(c *cli.Context) error { return p.parseDB(c, s) }} {
 		if err := part(c); err != nil {

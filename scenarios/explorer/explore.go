@@ -6,6 +6,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/explore"
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/store"
@@ -119,6 +120,12 @@ func runExplore(ctx context.Context, env *lesson.Env) (*lab.Result, error) {
 	design := lesson.StatementSet(env, LessonDesign)
 	design.CompleteBeforeSend = env.Is(xCompleteBeforeSend)
 	opts := explore.Options{Bound: bound, Symmetry: true, DedupDrains: true, Relays: env.Instances.ExploreRelay}
+	if env.Options.Progress != nil {
+		line := progress.New(env.Options.Progress, "explore")
+		line.Phase(fmt.Sprintf("bound %d: orderings explored", bound), 0, 0)
+		defer line.Finish()
+		opts.Progress = func(explored int) { line.Set(int64(explored)) }
+	}
 	return explore.Run(ctx, explore.Config{
 		Open:     env.Open,
 		Template: env.ExtraDatabasePath("explore-template"),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/instance"
+	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -163,7 +164,11 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 			}
 		}
 	}
+	line := progress.New(run.env.Options.Progress, "session 23")
+	line.Phase("race trials", 0, s23Trials)
+	defer line.Finish()
 	for i := range s23Trials {
+		line.Set(int64(i))
 		token, until, err := run.lab.Stage(ctx, "e4", s23WorkerS)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package bench
+package progress
 
 import (
 	"os"
@@ -19,17 +19,17 @@ func TestProgressPlainWhenNotATerminal(t *testing.T) {
 	defer file.Close()
 	var buf strings.Builder
 	for _, w := range []interface{ Write([]byte) (int, error) }{&buf, file} {
-		p := newProgress(w)
+		p := New(w, "bench")
 		if p.tty {
 			t.Fatalf("%T counted as a terminal", w)
 		}
-		p.setCell("cell 1")
-		p.phase("seeding", 0, 100)
+		p.SetCell("cell 1")
+		p.Phase("seeding", 0, 100)
 		for i := int64(1); i <= 100; i++ {
-			p.set(i) // within plainEvery of the phase's line: no more lines
+			p.Set(i) // within plainEvery of the phase's line: no more lines
 		}
-		p.phase("draining", 0, 100)
-		p.finish()
+		p.Phase("draining", 0, 100)
+		p.Finish()
 	}
 	data, err := os.ReadFile(file.Name())
 	if err != nil {
@@ -44,13 +44,29 @@ func TestProgressPlainWhenNotATerminal(t *testing.T) {
 			t.Errorf("plain progress %q, want %q", got, want)
 		}
 	}
-	p := &progress{w: &buf, tty: true}
+	p := &Line{w: &buf, prefix: "bench", tty: true}
 	buf.Reset()
-	p.setCell("cell 1")
-	p.phase("seeding", 0, 10)
-	p.set(5)
-	p.finish()
+	p.SetCell("cell 1")
+	p.Phase("seeding", 0, 10)
+	p.Set(5)
+	p.Finish()
 	if !strings.HasPrefix(buf.String(), "\rbench: cell 1: seeding 0/10") || strings.Contains(buf.String(), "\n") {
 		t.Errorf("terminal progress %q: want one line redrawn with \\r", buf.String())
 	}
+}
+
+// TestProgressWithoutTotal: work of unknown size (the explorer's
+// orderings) shows its count alone; a nil line does nothing.
+func TestProgressWithoutTotal(t *testing.T) {
+	var buf strings.Builder
+	p := New(&buf, "explore")
+	p.Phase("orderings explored", 0, 0)
+	p.Finish()
+	if got, want := buf.String(), "explore: orderings explored 0\n"; got != want {
+		t.Errorf("progress %q, want %q", got, want)
+	}
+	var none *Line
+	none.Phase("nothing", 0, 1)
+	none.Set(1)
+	none.Finish()
 }
