@@ -53,12 +53,18 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
 		Facts: r.Facts, FactsNote: FactsNote,
 		CSS: template.CSS(pageCSS), JS: template.JS(pageJS),
-		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend()),
+		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend(rc)),
 		Messages: byMessage(rc),
 	}
 	page.Parts = len(page.Messages) > 0 && page.Messages[0].Part != ""
 	for _, l := range rc.Leases {
 		page.Revived = page.Revived || l.Revived
+	}
+	page.Leases = len(rc.Leases) > 0
+	for _, e := range rc.Events {
+		page.Renewals = page.Renewals || e.Kind == lab.KindRenew
+		page.Offers = page.Offers || e.Kind == lab.KindOffer
+		page.Deliveries = page.Deliveries || e.Kind == lab.KindDeliver || (isConsumer(e.Actor) && e.Offer != 0) // as svgArrows draws them
 	}
 	return pageTemplate.Execute(w, page)
 }
@@ -69,15 +75,18 @@ type htmlPage struct {
 	MistakeShows, DoesNotSolve                                                  string
 	Passed, Concurrent                                                          bool
 	Revived                                                                     bool // a renewal revived an ended lease: the legend says how it is drawn
-	Broken                                                                      []string
-	Checks                                                                      []lab.Check
-	Facts                                                                       []lab.Fact // the figures the script fixes: no checks
-	FactsNote                                                                   string
-	CSS                                                                         template.CSS
-	JS                                                                          template.JS
-	SVG, Glyphs                                                                 template.HTML
-	Messages                                                                    []messageRow
-	Parts                                                                       bool // the messages' rows name their part of the run
+	// Leases, Renewals, Offers and Deliveries say what the picture draws
+	// besides its marks: the legend names only those.
+	Leases, Renewals, Offers, Deliveries bool
+	Broken                               []string
+	Checks                               []lab.Check
+	Facts                                []lab.Fact // the figures the script fixes: no checks
+	FactsNote                            string
+	CSS                                  template.CSS
+	JS                                   template.JS
+	SVG, Glyphs                          template.HTML
+	Messages                             []messageRow
+	Parts                                bool // the messages' rows name their part of the run
 }
 
 // messageRow is one message of the page's per-message view: what each
@@ -254,34 +263,75 @@ func (t *tally) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// glyphLegend draws each kind of event's mark with what it means.
-func glyphLegend() string {
+// legendMark is one mark of the page's legend: the kind whose class
+// colours it, how it is drawn, and what it means.
+type legendMark struct {
+	kind  lab.Kind
+	glyph string
+	text  string
+}
+
+// markOf is the legend's entry for an event as svgEvents draws it: its
+// mark and its meaning, keyed by what distinguishes the drawing (a fence
+// by a token from a refusal by another guard, an offer whose ack was lost).
+func markOf(e raceEvent) (key string, m legendMark) {
+	switch {
+	case e.Kind == lab.KindFenced && e.Refusal != lab.RefusedByToken:
+		return "guard", legendMark{lab.KindFenced, guardGlyph(9, 9), "REFUSED: a write another guard turned away (an owner, " +
+			"a status, a lease end, a deadline, a shorter lease, an old receipt): 0 rows; its detail names the guard"}
+	case e.Kind == lab.KindOffer && e.AckLost:
+		return "offer-ack-lost", legendMark{lab.KindAckLost, glyph(lab.KindAckLost, 9, 9), "a send the broker stored, whose ack " +
+			"never came back: its relay believes it failed"}
+	}
+	text, ok := markTexts[e.Kind]
+	if !ok {
+		text = "another step: " + strings.Join(otherKinds, ", ")
+		return "other", legendMark{lab.KindNote, glyph(lab.KindNote, 9, 9), text}
+	}
+	return string(e.Kind), legendMark{e.Kind, glyph(e.Kind, 9, 9), text}
+}
+
+// markTexts say what each kind of event's own mark means.
+var markTexts = map[lab.Kind]string{
+	lab.KindClaim:    "a claim took a free or expired lease",
+	lab.KindSteal:    "a claim took a live lease or work already done (only a mistake does)",
+	lab.KindBlocked:  "a claim a live lease turned away",
+	lab.KindDone:     "a claim found the work done",
+	lab.KindRefused:  "a claim refused although the lease had ended (the claim's fault)",
+	lab.KindRenew:    "a renewal extended a lease",
+	lab.KindFinalize: "the owner's last write changed its row (a finalize, a completion, an ack)",
+	lab.KindFenced:   "FENCED: a write a newer fencing token turned away: 0 rows",
+	lab.KindNoOp:     "the owner's write changed 0 rows: the work was done",
+	lab.KindStale:    "a write changed a row its writer no longer owned",
+	lab.KindOffer:    "a relay's send: the broker stored an offer",
+	lab.KindAckLost:  "a consumer's ack lost on the way: the broker never saw it",
+	lab.KindUnsent:   "a completion of a message its relay had not sent (only a mistake does)",
+	lab.KindStall:    "a stall",
+	lab.KindCrash:    "a crash",
+	lab.KindError:    "a statement failed",
+	lab.KindEffect:   "a consumer's effect",
+	lab.KindDedup:    "a consumer's guard found a duplicate: no effect",
+	lab.KindCommit:   "a producer committed its data and its outbox row",
+}
+
+// otherKinds are the steps drawn with the small grey dot, in words.
+var otherKinds = []string{"a start or a phase", "a claim that found nothing", "a lease running out", "a wake",
+	"a status check at the provider", "a delivery", "an ack the broker received"}
+
+// glyphLegend draws the mark of each kind of event on the page, once, in
+// the order they first appear, with what it means: the legend lists
+// exactly the marks the picture holds, in the colours it draws them.
+func glyphLegend(rc race) string {
 	var b strings.Builder
-	for _, g := range []struct {
-		kind  lab.Kind
-		glyph string
-		text  string
-	}{
-		{lab.KindClaim, glyph(lab.KindClaim, 9, 9), "a claim took a free or expired lease (and a finalize, renewal, offer)"},
-		{lab.KindSteal, glyph(lab.KindSteal, 9, 9), "a claim took a live lease or work already done (only a mistake does)"},
-		{lab.KindBlocked, glyph(lab.KindBlocked, 9, 9), "a claim a live lease turned away"},
-		{lab.KindDone, glyph(lab.KindDone, 9, 9), "a claim found the work done"},
-		{lab.KindRefused, glyph(lab.KindRefused, 9, 9), "a claim refused although the lease had ended (the claim's fault)"},
-		{lab.KindFenced, glyph(lab.KindFenced, 9, 9), "FENCED: a write a newer fencing token turned away: 0 rows"},
-		{lab.KindFenced, guardGlyph(9, 9), "REFUSED: a write another guard turned away (an owner, a status, a lease end, a deadline, " +
-			"a shorter lease, an old receipt): 0 rows; its detail names the guard"},
-		{lab.KindNoOp, glyph(lab.KindNoOp, 9, 9), "the owner's write changed 0 rows: the work was done"},
-		{lab.KindStale, glyph(lab.KindStale, 9, 9), "a write changed a row its writer no longer owned"},
-		{lab.KindAckLost, glyph(lab.KindAckLost, 9, 9), "an ack lost on the way: a consumer's the broker never saw, or " +
-			"the broker's of a send (the send is stored; its relay believes it failed)"},
-		{lab.KindUnsent, glyph(lab.KindUnsent, 9, 9), "a completion of a message its relay had not sent (only a mistake does)"},
-		{lab.KindStall, glyph(lab.KindStall, 9, 9), "a stall"},
-		{lab.KindCrash, glyph(lab.KindCrash, 9, 9), "a crash"},
-		{lab.KindError, glyph(lab.KindError, 9, 9), "a statement failed"},
-		{lab.KindEffect, glyph(lab.KindEffect, 9, 9), "a consumer's effect, or its duplicate"},
-	} {
+	seen := map[string]bool{}
+	for _, e := range rc.Events {
+		key, m := markOf(e)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		fmt.Fprintf(&b, `<span><svg width="18" height="18" viewBox="0 0 18 18" aria-hidden="true"><g class="key k-%s">%s</g></svg>%s</span>`,
-			g.kind, g.glyph, esc(g.text))
+			m.kind, m.glyph, esc(m.text))
 	}
 	return b.String()
 }
@@ -300,13 +350,13 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 <span class="badge {{if .Passed}}pass{{else}}fail{{end}}" id="result">{{.Result}}</span></p>
 <p class="design">{{.Design}}</p>
 {{if .Mistake}}<p class="design"><strong>The mistake:</strong> {{.Mistake}}.</p>{{end}}
-<div class="legend" aria-label="legend">
-<span style="--c:#7fb3e6">lease, from its claim to its owner's last write (labelled with its message)</span>
-<span style="--c:#2b6cb0">renewal; dashed end: the clock ran it out, or another claim took it</span>
-{{if .Revived}}<span style="--c:#c81e1e">red-edged lease: revived by a renewal after it had ended (only a mistake does)</span>
-{{end}}<span style="--c:#4a5568">offer to the broker</span>
-<span style="--c:#1f7a3d">delivery</span>
-</div>
+{{if or .Leases .Offers .Deliveries}}<div class="legend" aria-label="legend">
+{{if .Leases}}<span style="--c:#7fb3e6">lease, from its claim to its owner's last write (labelled with its message)</span>
+<span style="--c:#2b6cb0">{{if .Renewals}}renewal; {{end}}dashed end: the clock ran it out, or another claim took it</span>
+{{end}}{{if .Revived}}<span style="--c:#c81e1e">red-edged lease: revived by a renewal after it had ended (only a mistake does)</span>
+{{end}}{{if .Offers}}<span style="--c:#4a5568">offer to the broker</span>
+{{end}}{{if .Deliveries}}<span style="--c:#1f7a3d">delivery</span>
+{{end}}</div>{{end}}
 <div class="glyphs" aria-label="the marks">{{.Glyphs}}</div>
 {{if .Concurrent}}<p class="meta">The workers ran concurrently: the order of these events varies from run to run; the checks do not.</p>{{end}}
 {{if .Messages}}<h2>By message: who worked on each</h2>

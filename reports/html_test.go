@@ -252,3 +252,49 @@ func TestHTMLDrawsWhatDecided(t *testing.T) {
 		})
 	}
 }
+
+// TestLegendListsTheMarksOnThePage: the legend shows each mark the
+// picture draws, once, in its kind's colour class, and no mark the
+// picture does not draw; without offers or deliveries it names no arrow.
+func TestLegendListsTheMarksOnThePage(t *testing.T) {
+	r := &lab.Result{Scenario: "s", Title: "t", Timeline: []lab.Event{
+		{Seq: 1, At: "t=0", Actor: "Worker-A", Action: "claim", Subject: "m1", Kind: lab.KindClaim},
+		{Seq: 2, At: "t=1", Actor: "Worker-A", Action: "finalize", Subject: "m1", Kind: lab.KindFinalize},
+		{Seq: 3, At: "t=2", Actor: "Worker-B", Action: "finalize", Subject: "m1", Kind: lab.KindFenced, Refusal: lab.RefusedByOwner},
+		{Seq: 4, At: "t=3", Actor: "Worker-B", Action: "note", Kind: lab.KindNote},
+	}}
+	var buf strings.Builder
+	if err := HTML(&buf, r, RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	legend := page[strings.Index(page, `<div class="glyphs"`):]
+	legend = legend[:strings.Index(legend, "</div>")]
+	for _, want := range []string{`class="key k-claim"`, `class="key k-finalize"`, `class="guard-mark"`, `class="key k-note"`} {
+		if strings.Count(legend, want) != 1 {
+			t.Errorf("the legend shows %q %d times, want once:\n%s", want, strings.Count(legend, want), legend)
+		}
+	}
+	for _, absent := range []string{`k-crash`, `k-effect`, `FENCED: a write a newer fencing token`, "offer to the broker", "delivery</span>"} {
+		if strings.Contains(legend, absent) || (absent == "offer to the broker" && strings.Contains(page, absent)) {
+			t.Errorf("the legend names %q, which the picture does not draw", absent)
+		}
+	}
+}
+
+// TestPagePrintsAsAHandout: the page carries a print stylesheet that
+// shows the whole picture scaled to the paper, not a scrolled slice of it,
+// and leaves out the pane that only hovering fills.
+func TestPagePrintsAsAHandout(t *testing.T) {
+	var buf strings.Builder
+	if err := HTML(&buf, &lab.Result{Scenario: "s", Title: "t"}, RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	print := page[strings.Index(page, "@media print"):]
+	for _, want := range []string{".scroll { overflow: visible", ".scroll svg { width: 100%", "#detail, svg .hit { display: none; }"} {
+		if !strings.Contains(print, want) {
+			t.Errorf("the print stylesheet lacks %q", want)
+		}
+	}
+}
