@@ -291,9 +291,9 @@ func TestPagePrintsAsAHandout(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	print := page[strings.Index(page, "@media print"):]
+	printCSS := page[strings.Index(page, "@media print"):]
 	for _, want := range []string{".scroll { overflow: visible", ".scroll svg { width: 100%", "#detail, svg .hit { display: none; }"} {
-		if !strings.Contains(print, want) {
+		if !strings.Contains(printCSS, want) {
 			t.Errorf("the print stylesheet lacks %q", want)
 		}
 	}
