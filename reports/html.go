@@ -423,6 +423,7 @@ type layout struct {
 	evX    []float64
 	atX    map[[2]int64]float64 // seg, t: the first point at that time
 	ticks  []point
+	endX   map[[2]int64]float64 // seg, t: the last point at that time (events at one instant are drawn apart)
 	segX   []float64 // where each segment starts
 	width  float64
 	laneOf map[string]int
@@ -448,7 +449,7 @@ func newLayout(rc race) layout {
 		}
 		return a.ev == -1 && b.ev != -1
 	})
-	lo := layout{evX: make([]float64, len(rc.Events)), atX: map[[2]int64]float64{}, laneOf: map[string]int{}}
+	lo := layout{evX: make([]float64, len(rc.Events)), atX: map[[2]int64]float64{}, endX: map[[2]int64]float64{}, laneOf: map[string]int{}}
 	for i, a := range rc.Actors {
 		lo.laneOf[a] = i
 	}
@@ -473,6 +474,7 @@ func newLayout(rc race) layout {
 			lo.atX[key] = x
 			lo.ticks = append(lo.ticks, p)
 		}
+		lo.endX[key] = x
 		if p.ev >= 0 {
 			lo.evX[p.ev] = x
 		}
@@ -518,26 +520,31 @@ func svgOf(rc race, statements []lab.Statement) string {
 // is room, and a rule where the lesson restarts its clock.
 func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
 	b.WriteString(`<g class="axis">`)
-	lastLabel := -1e9
+	lastLabel, lastWidth := -1e9, 0.0
 	lastDay := int64(-1)
 	logical := len(rc.Events) > 0 && strings.Contains(rc.Events[0].At, "t=")
+	// labelWidth is a label's width in the axis's 11 px font, roughly.
+	labelWidth := func(label string) float64 { return 6.2 * float64(len(label)) }
 	for _, p := range lo.ticks {
 		x := lo.atX[[2]int64{int64(p.seg), p.t}]
 		label := ""
 		day := p.t / 86400000
 		// A tick on a new day always names its date: a lesson whose clock
-		// crosses a day (session 20's three days) shows where.
-		if newDay := !logical && day != lastDay; x-lastLabel >= 64 || newDay {
-			label = clockLabel(p.t, rc)
+		// crosses a day (session 20's three days) shows where. Otherwise a
+		// tick is labelled only where its label clears the last one.
+		text := clockLabel(p.t, rc)
+		if newDay := !logical && day != lastDay; x-lastLabel >= (lastWidth+labelWidth(text))/2+8 || newDay {
+			label = text
 			if newDay {
 				label = time.UnixMilli(p.t).UTC().Format("Jan 2 ") + label
 				lastDay = day
 			}
-			lastLabel = x
+			lastLabel, lastWidth = x, labelWidth(label)
 		}
 		fmt.Fprintf(b, `<g class="tick" data-seg="%d" data-t="%d" data-x="%.1f"><line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`,
 			p.seg, p.t, x, x, svgTop-6, x, height-10, x, svgTop-12, esc(label))
 	}
+	svgCompressions(b, lo)
 	for seg, x := range lo.segX {
 		if seg == 0 {
 			continue
@@ -546,6 +553,54 @@ func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
 			x-svgSegGap/2, x-svgSegGap/2, height-4, x-svgSegGap/2+4, esc(segLabel(rc, seg)))
 	}
 	b.WriteString(`</g>`)
+}
+
+// svgCompressions marks, on the axis, where the picture is not to scale:
+// each wait between two times is drawn on a log scale, so it is labelled
+// with how long it was ("+2.5s") where there is room (and in its title
+// always); events at one instant are drawn apart, in the order recorded,
+// under a bracket that says so.
+func svgCompressions(b *strings.Builder, lo layout) {
+	for i, p := range lo.ticks {
+		key := [2]int64{int64(p.seg), p.t}
+		x, end := lo.atX[key], lo.endX[key]
+		if end > x {
+			fmt.Fprintf(b, `<g class="instant"><title>one instant: the events drawn apart here happened at the same time, in this order</title>`+
+				`<path d="M%.1f,%d v-3 H%.1f v3"/></g>`, x, svgTop-2, end)
+		}
+		if i+1 == len(lo.ticks) || lo.ticks[i+1].seg != p.seg {
+			continue
+		}
+		next := lo.ticks[i+1]
+		nx := lo.atX[[2]int64{int64(next.seg), next.t}]
+		wait := "+" + waitText(next.t-p.t)
+		label := ""
+		if nx-end >= 44 {
+			label = wait
+		}
+		fmt.Fprintf(b, `<g class="gap"><title>%s later (the axis is not to scale: a longer wait takes more room, on a log scale)</title>`+
+			`<text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`, waitText(next.t-p.t), (end+nx)/2, svgTop-3, label)
+	}
+}
+
+// waitText is a wait of ms milliseconds in its largest units: "250ms",
+// "2.5s", "2m30s", "1h", "3d".
+func waitText(ms int64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%dms", ms)
+	case ms < 60_000:
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", float64(ms)/1000), "0"), ".") + "s"
+	case ms%86_400_000 == 0:
+		return fmt.Sprintf("%dd", ms/86_400_000)
+	}
+	s := (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
+	for _, zero := range []string{"0s", "0m"} {
+		if strings.HasSuffix(s, "m"+zero) || strings.HasSuffix(s, "h"+zero) {
+			s = strings.TrimSuffix(s, zero)
+		}
+	}
+	return s
 }
 
 // clockLabel prints a segment time the way the lesson's clock does.

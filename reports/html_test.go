@@ -298,3 +298,38 @@ func TestPagePrintsAsAHandout(t *testing.T) {
 		}
 	}
 }
+
+// TestAxisMarksWhereItIsNotToScale: a wait between two times is labelled
+// with its length where there is room, and always in its title; events at
+// one instant sit under a bracket that says so.
+func TestAxisMarksWhereItIsNotToScale(t *testing.T) {
+	r := &lab.Result{Scenario: "s", Title: "t", Timeline: []lab.Event{
+		{Seq: 1, At: "2026-01-15T09:00:00.000Z", Actor: "Worker-A", Action: "claim", Kind: lab.KindClaim},
+		{Seq: 2, At: "2026-01-15T09:00:00.000Z", Actor: "Worker-B", Action: "claim", Kind: lab.KindBlocked},
+		{Seq: 3, At: "2026-01-15T09:00:05.000Z", Actor: "Worker-A", Action: "finalize", Kind: lab.KindFinalize},
+		{Seq: 4, At: "2026-01-15T09:00:05.020Z", Actor: "Worker-B", Action: "note", Kind: lab.KindNote},
+	}}
+	var buf strings.Builder
+	if err := HTML(&buf, r, RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if n := strings.Count(page, `<g class="instant">`); n != 1 {
+		t.Errorf("%d brackets of one instant, want 1 (the two claims)", n)
+	}
+	if !strings.Contains(page, `<title>5s later (the axis is not to scale`) || !strings.Contains(page, `>+5s</text>`) {
+		t.Error("the 5 s wait is not labelled on the axis")
+	}
+	if !strings.Contains(page, `<title>20ms later (the axis is not to scale`) || strings.Contains(page, `>+20ms</text>`) {
+		t.Error("the 20 ms wait, too narrow for a label, must still say its length in its title, and only there")
+	}
+}
+
+func TestWaitText(t *testing.T) {
+	for ms, want := range map[int64]string{250: "250ms", 2500: "2.5s", 5000: "5s", 150_000: "2m30s", 3_600_000: "1h",
+		7_200_000 + 60_000: "2h1m", 3 * 86_400_000: "3d", 90_000_000: "25h"} {
+		if got := waitText(ms); got != want {
+			t.Errorf("waitText(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}
