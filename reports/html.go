@@ -424,7 +424,7 @@ type layout struct {
 	atX    map[[2]int64]float64 // seg, t: the first point at that time
 	ticks  []point
 	endX   map[[2]int64]float64 // seg, t: the last point at that time (events at one instant are drawn apart)
-	segX   []float64 // where each segment starts
+	segX   []float64            // where each segment starts
 	width  float64
 	laneOf map[string]int
 }
