@@ -366,6 +366,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 <tbody>{{range .Messages}}<tr>{{if $.Parts}}<td class="part">{{.Part}}</td>{{end}}<td class="message">{{.Subject}}</td><td class="work{{if .WorkTwice}} fail{{end}}">{{.Work}}</td><td class="sends{{if or .SentTwice .Unsent}} fail{{end}}">{{.Sends}}</td><td class="effects{{if .EffectTwice}} fail{{end}}">{{.Effects}}</td></tr>
 {{end}}</tbody>
 </table>{{end}}
+<p class="meta">To lecture from it: press &rarr; to reveal the events one at a time, each in large type (&larr; back, Page Down and Page Up by part, End shows them all).</p>
+<div class="step" id="step" aria-live="polite" hidden></div>
 <div class="picture">
 <div class="scroll">{{.SVG}}</div>
 <aside id="detail" aria-live="polite"><h3>Events</h3><p>Hover over or focus (Tab) an event to see what it did, the rows it changed and the run's statements for that kind of event.</p></aside>
@@ -768,8 +770,8 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 		if e.Rows != nil {
 			rows = fmt.Sprint(*e.Rows)
 		}
-		fmt.Fprintf(b, `<g class="%s" tabindex="0" data-seq="%d" data-at="%s" data-actor="%s" data-action="%s" data-kind="%s" data-refusal="%s" data-detail="%s" data-rows="%s" data-x="%.1f" data-sql="%s" aria-label="%s">`,
-			cls, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), e.Kind, esc(refusalText(e)), esc(e.Detail), rows, x, esc(sqlJSON(e, statements)),
+		fmt.Fprintf(b, `<g class="%s" tabindex="0" data-seq="%d" data-seg="%d" data-at="%s" data-actor="%s" data-action="%s" data-kind="%s" data-refusal="%s" data-detail="%s" data-rows="%s" data-x="%.1f" data-sql="%s" aria-label="%s">`,
+			cls, e.Seq, e.Seg, esc(e.At), esc(e.Actor), esc(e.Action), e.Kind, esc(refusalText(e)), esc(e.Detail), rows, x, esc(sqlJSON(e, statements)),
 			esc(fmt.Sprintf("#%d %s %s: %s", e.Seq, e.Actor, e.Action, e.Detail)))
 		fmt.Fprintf(b, `<title>#%d %s %s %s: %s</title>`, e.Seq, esc(e.At), esc(e.Actor), esc(e.Action), esc(e.Detail))
 		fmt.Fprintf(b, `<rect class="hit" x="%.1f" y="%.1f" width="16" height="30" rx="3"/>`, x-8, y-15)

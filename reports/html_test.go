@@ -292,7 +292,7 @@ func TestPagePrintsAsAHandout(t *testing.T) {
 	}
 	page := buf.String()
 	printCSS := page[strings.Index(page, "@media print"):]
-	for _, want := range []string{".scroll { overflow: visible", ".scroll svg { width: 100%", "#detail, svg .hit { display: none; }"} {
+	for _, want := range []string{".scroll { overflow: visible", ".scroll svg { width: 100%", "#detail, svg .hit, .step { display: none; }"} {
 		if !strings.Contains(printCSS, want) {
 			t.Errorf("the print stylesheet lacks %q", want)
 		}

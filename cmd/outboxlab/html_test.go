@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/outboxlab/outboxlab/reports"
 )
@@ -155,6 +156,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot: %s", png)
 			assertFacts(t, pg, facts)
+			checkStepMode(t, browser, path)
 			if pg.name == "session-18" && *updateScreenshot {
 				if err := os.WriteFile(filepath.Join("..", "..", "docs", "session-18.png"), shot, 0o644); err != nil {
 					t.Fatal(err)
@@ -277,5 +279,50 @@ func assertFacts(t *testing.T, pg browserPage, f pageFacts) {
 	}
 	if f.Checks == 0 || strings.TrimSpace(f.Verdict) == "" {
 		t.Errorf("the checks table (%d rows) and the verdict (%q) must be under the picture", f.Checks, f.Verdict)
+	}
+}
+
+// checkStepMode drives the page's step mode with the keyboard, as a
+// lecturer would: the first → reveals event #1 alone, in large type; the
+// next reveals #2; End shows every event again.
+func checkStepMode(t *testing.T, browser context.Context, path string) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(browser)
+	defer cancel()
+	tab, cancelTimeout := context.WithTimeout(tab, 60*time.Second)
+	defer cancelTimeout()
+	type step struct {
+		Banner string `json:"banner"`
+		Hidden bool   `json:"hidden"`
+		Future int    `json:"future"`
+		Events int    `json:"events"`
+	}
+	read := chromedp.Evaluate[step](`({banner: document.getElementById('step').textContent,
+		hidden: document.getElementById('step').hidden,
+		future: document.querySelectorAll('svg .ev.future').length,
+		events: document.querySelectorAll('svg .ev').length})`)
+	if err := chromedp.Do(tab, chromedp.Navigate("file://"+path), chromedp.WaitVisible("#timeline")); err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	var got []step
+	for _, key := range []string{kb.ArrowRight, kb.ArrowRight, kb.End} {
+		if err := chromedp.Do(tab, chromedp.KeyEvent(key)); err != nil {
+			t.Fatalf("press a key: %v", err)
+		}
+		s, err := chromedp.Run(tab, read)
+		if err != nil {
+			t.Fatalf("step mode: %v", err)
+		}
+		got = append(got, s)
+	}
+	if first := got[0]; !strings.HasPrefix(first.Banner, "#1 ") || first.Hidden || first.Future != first.Events-1 {
+		t.Errorf("after →: banner %q (hidden %v), %d of %d events dimmed; want #1 shown large and every other event dimmed",
+			first.Banner, first.Hidden, first.Future, first.Events)
+	}
+	if second := got[1]; !strings.HasPrefix(second.Banner, "#2 ") || second.Future != second.Events-2 {
+		t.Errorf("after → →: banner %q, %d of %d events dimmed; want #2", second.Banner, second.Future, second.Events)
+	}
+	if end := got[2]; !end.Hidden || end.Future != 0 {
+		t.Errorf("after End: banner hidden %v, %d events dimmed; want every event shown", end.Hidden, end.Future)
 	}
 }

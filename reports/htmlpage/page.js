@@ -37,4 +37,63 @@
     ev.addEventListener("mouseenter", function () { show(ev); });
     ev.addEventListener("focus", function () { show(ev); });
   });
+
+  // Step mode, for lecturing: the arrow keys reveal the events one at a
+  // time, in the timeline's order, each with its sentence shown large;
+  // Page Down and Page Up go to the next part of the run (a chapter: a
+  // clock segment), Home hides every event, End shows them all.
+  var banner = document.getElementById("step");
+  var order = Array.prototype.slice.call(events).sort(function (a, b) { return a.dataset.seq - b.dataset.seq; });
+  if (!banner || order.length === 0) { return; }
+  var shown = -1; // index of the last event revealed; -1: none
+  var stepping = false;
+  function draw() {
+    order.forEach(function (ev, i) { ev.classList.toggle("future", stepping && i > shown); });
+    if (!stepping) { return; }
+    if (shown < 0) {
+      banner.textContent = "Step mode: \u2192 reveals the next event (\u2190 back, Page Down/Up by part, End shows all).";
+      return;
+    }
+    var d = order[shown].dataset;
+    banner.textContent = "#" + d.seq + " " + d.at + " \u00b7 " + d.actor + " " + d.action + ": " + d.detail + (d.refusal ? " (" + d.refusal + ")" : "");
+    show(order[shown]);
+  }
+  function go(i) {
+    stepping = true;
+    banner.hidden = false;
+    shown = Math.max(-1, Math.min(order.length - 1, i));
+    draw();
+  }
+  // chapterStart is the first event of the part the event at i is in.
+  function chapterStart(i) {
+    while (i > 0 && order[i - 1].dataset.seg === order[i].dataset.seg) { i--; }
+    return i;
+  }
+  // chapter reveals up to the first event of the next part (dir 1), or
+  // back to the start of this part, or of the one before (dir -1).
+  function chapter(dir) {
+    if (dir > 0) {
+      var seg = shown < 0 ? null : order[shown].dataset.seg;
+      for (var i = shown + 1; i < order.length; i++) {
+        if (order[i].dataset.seg !== seg) { return go(i); }
+      }
+      return go(order.length - 1);
+    }
+    if (shown <= 0) { return go(-1); }
+    var start = chapterStart(shown);
+    go(start < shown ? start : (start === 0 ? -1 : chapterStart(start - 1)));
+  }
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) { return; }
+    switch (e.key) {
+      case "ArrowRight": go(shown + 1); break;
+      case "ArrowLeft": go(shown - 1); break;
+      case "PageDown": chapter(1); break;
+      case "PageUp": chapter(-1); break;
+      case "Home": go(-1); break;
+      case "End": stepping = false; banner.hidden = true; draw(); break;
+      default: return;
+    }
+    e.preventDefault();
+  });
 })();
