@@ -18,7 +18,7 @@ import (
 func exerciseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "exercise",
-		Usage: "hand out the statements the lessons teach as exercises: list them, show one (outboxlab grade --exercise grades them)",
+		Usage: "hand out the statements the lessons teach as exercises: list them, show one, pack them all for a class (outboxlab grade --exercise grades them)",
 		Subcommands: []*cli.Command{
 			{
 				Name:         "list",
@@ -39,11 +39,12 @@ func exerciseCommand() *cli.Command {
 				OnUsageError: onUsageError,
 				Action:       exerciseShowAction,
 			},
+			exercisePackCommand(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("unknown exercise subcommand %q; exercise's subcommands: list, show", c.Args().First())
+				return usagef("unknown exercise subcommand %q; exercise's subcommands: list, show, pack", c.Args().First())
 			}
 			return cli.ShowSubcommandHelp(c)
 		},

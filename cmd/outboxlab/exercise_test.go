@@ -123,7 +123,7 @@ func TestExerciseBadInput(t *testing.T) {
 	}{
 		{[]string{"exercise", "show", "acks"}, `unknown exercise "acks"; did you mean ack?`},
 		{[]string{"exercise", "show"}, "one exercise name"},
-		{[]string{"exercise", "foo"}, `unknown exercise subcommand "foo"; exercise's subcommands: list, show`},
+		{[]string{"exercise", "foo"}, `unknown exercise subcommand "foo"; exercise's subcommands: list, show, pack`},
 		{[]string{"exercise", "list", "x"}, "takes no arguments"},
 		{[]string{"exercise", "show", "ack", "--format", "yaml"}, "--format must be text or json"},
 		{[]string{"grade", "--exercise", "finalise", "x.sql"}, `did you mean finalize?`},
