@@ -263,27 +263,25 @@ func exerciseListAction(c *cli.Context) error {
 		}
 		return reports.JSONLine(c.App.Writer, out)
 	}
-	t := lab.Table{Columns: []string{"Exercise", "Lesson", "The student writes", "Graded by"}}
+	// The exercise and its lesson share a column, so that the checks' column
+	// holds the longest check name whole within the page's 120 columns.
+	t := lab.Table{Columns: []string{"Exercise (its lesson)", "The student writes", "Graded by"}}
 	for _, x := range scenarios.Exercises() {
-		t.AddRow(x.Name, x.Lesson, statementWords(x), gradedBySummary(x))
+		t.AddRow(x.Name+"\n("+x.Lesson+")", statementWords(x), gradedByAll(x))
 	}
 	if err := reports.WriteTable(c.App.Writer, t); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(c.App.Writer, "\nHand one out with `outboxlab exercise show NAME --starter`;\n"+
-		"grade a class's files with `outboxlab grade --exercise NAME FILE...`.")
+	_, err = fmt.Fprintln(c.App.Writer, "\nGraded by names every check of the exercise's lesson (and the explorer's), those the "+
+		"classic wrong answers fail first.\nHand one out with `outboxlab exercise show NAME --starter`, or every one with "+
+		"`outboxlab exercise pack --out DIR`;\ngrade a class's files with `outboxlab grade --exercise NAME FILE...`.")
 	return err
 }
 
-// gradedBySummary names the checks x's known mistakes break, and counts
-// the lesson's others.
-func gradedBySummary(x *scenarios.Exercise) string {
-	all, distinctive := x.GradedBy(), x.Distinctive()
-	s := strings.Join(distinctive, ", ")
-	if others := len(all) - len(distinctive); others > 0 {
-		s += fmt.Sprintf(" and %d more", others)
-	}
-	return s
+// gradedByAll names every check that grades x, those its known mistakes
+// break first: the list never hides a name.
+func gradedByAll(x *scenarios.Exercise) string {
+	return strings.Join(x.GradedBy(), ", ")
 }
 
 // inWords fills a check's text without a run: each placeholder a run
