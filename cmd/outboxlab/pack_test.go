@@ -235,8 +235,10 @@ func readmeTable(text string) []map[string]string {
 // SQLite through grade --exercise, as a class's files are: each answer
 // key passes, and each wrong answer fails at least the checks the pack's
 // README names for it (grading also runs the explorer where it runs the
-// statement, which a lesson's wrong answer may fail too). A wrong answer
-// PostgreSQL alone shows, and a PostgreSQL twin, is left to --db.
+// statement, which a lesson's wrong answer may fail too); and no report
+// prints a key statement more often than the file itself holds it. A
+// wrong answer PostgreSQL alone shows, and a PostgreSQL twin, is left to
+// --db.
 func TestPackInstructorGrades(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(writtenPack(t), instructorFolder)
@@ -280,9 +282,58 @@ func TestPackInstructorGrades(t *testing.T) {
 			case len(want) > 0 && (g.Passed || slices.ContainsFunc(want, func(c string) bool { return !slices.Contains(g.FailedChecks, c) })):
 				t.Errorf("%s: failed %v, the README says at least %v", g.File, g.FailedChecks, want)
 			}
+			assertKeyHidden(t, x, g)
 		}
 	}
 	if graded != len(fails) || graded < 2*len(scenarios.Exercises()) {
 		t.Errorf("graded %d files of the %d the README lists", graded, len(fails))
 	}
+}
+
+// assertKeyHidden fails where g's reports print a statement of x's key
+// more often than g's file holds it: a graded report shows the student's
+// statements in the slot, never the lesson's.
+func assertKeyHidden(t *testing.T, x *scenarios.Exercise, g grade) {
+	t.Helper()
+	file, err := os.ReadFile(g.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string // the file's statements, collapsed
+	for _, text := range strings.Split(string(file), ";") {
+		var code []string
+		for _, line := range strings.Split(text, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+				code = append(code, line)
+			}
+		}
+		own = append(own, collapsed(strings.Join(code, " ")))
+	}
+	for _, path := range []string{g.Report, g.ExploreReport} {
+		if path == "" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := collapsed(string(b))
+		for _, k := range x.Key {
+			key := collapsed(k.SQL)
+			if got, want := strings.Count(report, key), countOf(own, key); got != want {
+				t.Errorf("%s: %s prints the key %q %d times; the file holds it %d times", g.File, path, k.Name, got, want)
+			}
+		}
+	}
+}
+
+// countOf counts s in list.
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }
