@@ -195,8 +195,12 @@ func instructorPack() []packFile {
 	t := lab.Table{Columns: []string{"Exercise", "File", "Fails (at least these checks)"}}
 	for _, x := range scenarios.Exercises() {
 		answer := x.Name + ".answer.sql"
-		add(x, answer, fmt.Sprintf("The answer key to exercise %s (lesson %s): the lesson's own statements. It passes every "+
-			"check.", x.Name, x.Lesson), x.Key)
+		own := "the lesson's own statement"
+		if len(x.Key) > 1 {
+			own += "s, in order"
+		}
+		add(x, answer, fmt.Sprintf("The answer key to exercise %s (lesson %s): %s. It passes every check.",
+			x.Name, x.Lesson, own), x.Key)
 		t.AddRow(x.Name, answer, "none: it passes every check")
 		wrong := wrongAnswers(x)
 		for _, w := range wrong {

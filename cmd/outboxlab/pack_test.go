@@ -337,3 +337,38 @@ func countOf(list []string, s string) int {
 	}
 	return n
 }
+
+// TestPackPostgresFilesParse: every file of the instructor's pack that
+// only `grade --db` grades (a PostgreSQL twin, a wrong answer PostgreSQL
+// alone shows) splits into its exercise's statements as grade reads a
+// file for PostgreSQL, which then judges it with its own parser.
+func TestPackPostgresFilesParse(t *testing.T) {
+	t.Parallel()
+	postgresOnly := map[string]bool{}
+	for _, x := range scenarios.Exercises() {
+		for _, w := range wrongAnswers(x) {
+			postgresOnly[w.File] = w.Mistake.Engine == store.Postgres
+		}
+	}
+	parsed := 0
+	for _, f := range instructorPack() {
+		name := filepath.Base(f.Path)
+		x, err := scenarios.LookupExercise(name[:strings.Index(name, ".")])
+		if name == "README.txt" {
+			continue
+		} else if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.HasSuffix(name, ".postgres.sql") && !postgresOnly[name] {
+			continue
+		}
+		parsed++
+		if sf, err := store.ParseSlotFile(x.Slot(), f.Text); err != nil || len(sf.Texts) != len(x.Key) {
+			t.Errorf("%s: %v (%d statements)", name, err, len(sf.Texts))
+		}
+	}
+	if parsed < 5 {
+		t.Errorf("%d files for PostgreSQL, want the twins of the claim's and batch-complete's answers and of "+
+			"batch-complete's wrong answer, and the claim's two wrong answers", parsed)
+	}
+}
