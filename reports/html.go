@@ -47,7 +47,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 	rc := newRace(r)
 	page := htmlPage{
 		Title: r.Title, Scenario: r.Scenario, Variant: r.Variant, Design: designLabel(r),
-		Result: resultLabel(r), Passed: r.Passed(), Lesson: r.Lesson, Mistake: r.Mistake,
+		Result: resultLabel(r), Passed: r.Passed(), Lesson: lessonText(r), Mistake: r.Mistake,
 		MistakeShows: r.MistakeShows, DoesNotSolve: r.DoesNotSolve,
 		Started: info.Started.UTC().Format("2006-01-02 15:04:05Z"),
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,

@@ -4,6 +4,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -109,6 +110,9 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 		p.mistake(r)
 		p.section("The lesson as designed (for comparison)")
 		p.paragraph(r.Lesson)
+	} else if r.CustomSQL != "" {
+		p.section("What this run grades")
+		p.paragraph(lessonText(r))
 	} else {
 		p.section("What this lesson shows")
 		p.paragraph(r.Lesson)
@@ -372,6 +376,22 @@ func Wrap(text string, width int) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// lessonText is what a report says the run teaches: the lesson's text,
+// or, for a graded file (a student's exercise or --claim-sql), what the
+// run grades instead. The lesson's text explains the lesson's own
+// statement for the file's slot, the answer the file is graded against,
+// so a graded report leaves it out.
+func lessonText(r *lab.Result) string {
+	if r.CustomSQL == "" {
+		return r.Lesson
+	}
+	slot := cmp.Or(r.CustomSlot, "claim")
+	return fmt.Sprintf("This run grades your %s by the lesson's checks, run with your statements in place of the "+
+		"lesson's own %s. A graded report leaves the lesson's statements for that slot, and its explanation of them, out: "+
+		"it never hands out the answer. The checks above, and the ledgers and the timeline below, show what your "+
+		"statements did; `outboxlab exercise show %s` restates the task.", r.CustomSQL, slot, slot)
 }
 
 func variantLabel(v string) string {

@@ -18,7 +18,7 @@ import (
 func exerciseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "exercise",
-		Usage: "hand out the statements the lessons teach as exercises: list them, show one (outboxlab grade --exercise grades them)",
+		Usage: "hand out the statements the lessons teach as exercises: list them, show one, pack them all for a class (outboxlab grade --exercise grades them)",
 		Subcommands: []*cli.Command{
 			{
 				Name:         "list",
@@ -33,17 +33,18 @@ func exerciseCommand() *cli.Command {
 				ArgsUsage: "NAME",
 				Flags: []cli.Flag{
 					formatFlag,
-					&cli.BoolFlag{Name: "starter", Usage: "also write a starter file, NAME.sql in --out, with the statement left blank"},
+					&cli.BoolFlag{Name: "starter", Usage: "also write a starter file, NAME.sql in --out: the handout as SQL comments, the statement left blank"},
 					&cli.StringFlag{Name: "out", Value: ".", Usage: "the `FOLDER` for the starter file"},
 				},
 				OnUsageError: onUsageError,
 				Action:       exerciseShowAction,
 			},
+			exercisePackCommand(),
 		},
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("unknown exercise subcommand %q; exercise's subcommands: list, show", c.Args().First())
+				return usagef("unknown exercise subcommand %q; exercise's subcommands: list, show, pack", c.Args().First())
 			}
 			return cli.ShowSubcommandHelp(c)
 		},
@@ -90,20 +91,26 @@ type handoutCheck struct {
 func statementWords(x *scenarios.Exercise) string {
 	var parts []string
 	for _, s := range x.Shapes {
-		switch s.Kind {
-		case store.KindSelect:
-			parts = append(parts, "a read-only SELECT of one Id")
-		case store.KindInsert:
-			parts = append(parts, "an INSERT into "+s.Table+" (it may upsert it: ON CONFLICT ... DO NOTHING or DO UPDATE)")
-		case store.KindUpdate:
-			update := "an UPDATE of " + s.Table
-			if s.ReturnsID {
-				update += " that returns the Id of each row it changed (RETURNING Id)"
-			}
-			parts = append(parts, update)
-		}
+		parts = append(parts, shapeWords(s))
 	}
 	return strings.Join(parts, ", then ")
+}
+
+// shapeWords says what one statement of a file is, in words.
+func shapeWords(s store.Shape) string {
+	switch s.Kind {
+	case store.KindSelect:
+		return "a read-only SELECT of one Id"
+	case store.KindInsert:
+		return "an INSERT into " + s.Table + " (it may upsert it: ON CONFLICT ... DO NOTHING or DO UPDATE)"
+	case store.KindUpdate:
+		update := "an UPDATE of " + s.Table
+		if s.ReturnsID {
+			update += " that returns the Id of each row it changed (RETURNING Id)"
+		}
+		return update
+	}
+	return "a statement"
 }
 
 func handoutOf(x *scenarios.Exercise) handout {
@@ -122,11 +129,11 @@ func handoutOf(x *scenarios.Exercise) handout {
 	}
 	about := map[string]string{}
 	for _, c := range sc.Checks {
-		about[c.Name] = c.About
+		about[c.Name] = inWords(c.About)
 	}
 	if explorer, err := scenarios.Lookup("explore"); err == nil {
 		for _, c := range explorer.Checks {
-			about["explore: "+c.Name] = "over every ordering up to the bound: " + c.About
+			about["explore: "+c.Name] = "over every ordering up to the bound: " + inWords(c.About)
 		}
 	}
 	for _, name := range x.GradedBy() {
@@ -149,24 +156,67 @@ func handoutOf(x *scenarios.Exercise) handout {
 	return h
 }
 
-// starterText is the starter file: the handout in comments, the
-// statement left blank.
+// starterText is the starter file, as `exercise show --starter` and
+// `exercise pack` write it: the whole handout as SQL comments (the task,
+// the schema in force, the parameters, what the statement must return or
+// change, the checks that grade it and how to grade it), then a marked
+// blank place for each statement the student writes. It holds no
+// statement of the answer key.
 func starterText(x *scenarios.Exercise, h handout) string {
 	var b strings.Builder
-	comment := func(head, text string) { hanging(&b, "-- ", head, 78, text) }
-	comment("", fmt.Sprintf("Exercise %s (lesson %s). The whole handout: outboxlab exercise show %s", x.Name, h.Lesson, x.Name))
-	b.WriteString("--\n")
-	comment("", h.Task)
-	b.WriteString("--\n-- Parameters:\n")
-	writeParams(&b, "--   ", 78, h.Params)
-	b.WriteString("--\n-- What it must do:\n")
+	comment := func(head, text string) { hanging(&b, "-- ", head, starterWidth, text) }
+	heading := func(title string) { b.WriteString("--\n-- " + title + "\n") }
+	comment("", fmt.Sprintf("Exercise %s (lesson %s). The handout: outboxlab exercise show %s", x.Name, h.Lesson, x.Name))
+	heading("Task:")
+	comment("  ", h.Task)
+	heading("Your file holds:")
+	comment("  ", h.Statement+", "+statementEnds(h.Count > 1)+". Comments (--) are allowed.")
+	heading("The schema in force:")
+	for _, s := range h.Schema {
+		b.WriteString("--   -- " + s.File + "\n")
+		for _, line := range strings.Split(s.SQL, "\n") {
+			b.WriteString(strings.TrimRight("--   "+line, " ") + "\n")
+		}
+	}
+	heading("The parameters your statement may use:")
+	writeParams(&b, "--   ", starterWidth, h.Params)
+	heading("What it must return or change:")
 	comment("  ", h.Must)
-	b.WriteString("--\n")
-	comment("", fmt.Sprintf("Grade it: outboxlab grade --exercise %s %s.sql", x.Name, x.Name))
+	heading("The checks that grade it (a file passes only when every check passes):")
+	for _, c := range h.GradedBy {
+		hanging(&b, "--   ", c.Name+": ", starterWidth, c.About)
+	}
+	heading("How to grade it:")
+	comment("  ", fmt.Sprintf("outboxlab grade --exercise %s %s.sql", x.Name, x.Name))
 	b.WriteString("--\n")
 	comment("", fmt.Sprintf("Write it below: %s, %s.", h.Statement, statementEnds(h.Count > 1)))
-	b.WriteString("\n")
+	for i, place := range starterPlaces(x) {
+		if i > 0 || len(x.Shapes) == 1 {
+			b.WriteString("\n")
+		}
+		b.WriteString("\n" + place + "\n\n")
+	}
 	return b.String()
+}
+
+// starterWidth is the widest line of a starter file's comments (a schema
+// line may be wider, as the store declares it).
+const starterWidth = 78
+
+// placeMark opens the comment that marks where a starter's statement goes.
+const placeMark = "-- >>> "
+
+// starterPlaces are the marked places a starter leaves blank, one comment
+// line per statement the student writes, in file order.
+func starterPlaces(x *scenarios.Exercise) []string {
+	if len(x.Shapes) == 1 {
+		return []string{placeMark + "your statement, below this line"}
+	}
+	var out []string
+	for i, s := range x.Shapes {
+		out = append(out, fmt.Sprintf("%sstatement %d of %d, below this line: %s", placeMark, i+1, len(x.Shapes), shapeWords(s)))
+	}
+	return out
 }
 
 // hanging writes text wrapped to width columns, each line starting with
@@ -213,27 +263,34 @@ func exerciseListAction(c *cli.Context) error {
 		}
 		return reports.JSONLine(c.App.Writer, out)
 	}
-	t := lab.Table{Columns: []string{"Exercise", "Lesson", "The student writes", "Graded by"}}
+	// The exercise and its lesson share a column, so that the checks' column
+	// holds the longest check name whole within the page's 120 columns.
+	t := lab.Table{Columns: []string{"Exercise (its lesson)", "The student writes", "Graded by"}}
 	for _, x := range scenarios.Exercises() {
-		t.AddRow(x.Name, x.Lesson, statementWords(x), gradedBySummary(x))
+		t.AddRow(x.Name+"\n("+x.Lesson+")", statementWords(x), gradedByAll(x))
 	}
 	if err := reports.WriteTable(c.App.Writer, t); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(c.App.Writer, "\nHand one out with `outboxlab exercise show NAME --starter`;\n"+
-		"grade a class's files with `outboxlab grade --exercise NAME FILE...`.")
+	_, err = fmt.Fprintln(c.App.Writer, "\nGraded by names every check of the exercise's lesson (and the explorer's), those the "+
+		"classic wrong answers fail first.\nHand one out with `outboxlab exercise show NAME --starter`, or every one with "+
+		"`outboxlab exercise pack --out DIR`;\ngrade a class's files with `outboxlab grade --exercise NAME FILE...`.")
 	return err
 }
 
-// gradedBySummary names the checks x's known mistakes break, and counts
-// the lesson's others.
-func gradedBySummary(x *scenarios.Exercise) string {
-	all, distinctive := x.GradedBy(), x.Distinctive()
-	s := strings.Join(distinctive, ", ")
-	if others := len(all) - len(distinctive); others > 0 {
-		s += fmt.Sprintf(" and %d more", others)
-	}
-	return s
+// gradedByAll names every check that grades x, those its known mistakes
+// break first: the list never hides a name.
+func gradedByAll(x *scenarios.Exercise) string {
+	return strings.Join(x.GradedBy(), ", ")
+}
+
+// inWords fills a check's text without a run: each placeholder a run
+// fills with its actors and settings ({@crashed_owner}, {lease}) becomes
+// its name in words ("the crashed owner", "the lease").
+func inWords(text string) string {
+	return lab.ReplacePlaceholders(text, func(key string) string {
+		return "the " + strings.ReplaceAll(strings.TrimPrefix(key, "@"), "_", " ")
+	})
 }
 
 // statementEnds says how the file's statements end.

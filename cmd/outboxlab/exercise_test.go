@@ -13,8 +13,8 @@ import (
 )
 
 // TestExerciseList: every exercise is listed, in text and JSON, with its
-// lesson and what the student writes; at least eight, across sessions 15
-// to 21.
+// lesson, what the student writes and the name of every check that grades
+// it; at least eight, across sessions 15 to 21.
 func TestExerciseList(t *testing.T) {
 	t.Parallel()
 	text := runCLI(t, "exercise", "list")
@@ -30,6 +30,7 @@ func TestExerciseList(t *testing.T) {
 		t.Errorf("%d exercises, want at least 8", len(listed))
 	}
 	lessons := map[string]bool{}
+	graded := lastColumn(text.stdout) // the Graded by column, its wrapped lines joined
 	for _, h := range listed {
 		lessons[h.Lesson] = true
 		for _, want := range []string{h.Name, h.Lesson} {
@@ -40,6 +41,14 @@ func TestExerciseList(t *testing.T) {
 		if h.Task == "" || h.Must == "" || len(h.Schema) == 0 || len(h.Params) == 0 || len(h.GradedBy) == 0 {
 			t.Errorf("%s: incomplete handout %+v", h.Name, h)
 		}
+		for _, c := range h.GradedBy {
+			if !strings.Contains(graded, c.Name) {
+				t.Errorf("%s: the Graded by column hides check %q", h.Name, c.Name)
+			}
+		}
+	}
+	if strings.Contains(graded, " more") {
+		t.Errorf("the Graded by column counts checks it does not name:\n%s", text.stdout)
 	}
 	if len(lessons) < 6 {
 		t.Errorf("exercises span %d lessons, want sessions 15 to 21", len(lessons))
@@ -103,7 +112,7 @@ func TestExerciseStarter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if !strings.HasPrefix(line, "--") {
+		if line != "" && !strings.HasPrefix(line, "--") {
 			t.Errorf("the starter holds code: %q", line)
 		}
 	}
@@ -123,7 +132,7 @@ func TestExerciseBadInput(t *testing.T) {
 	}{
 		{[]string{"exercise", "show", "acks"}, `unknown exercise "acks"; did you mean ack?`},
 		{[]string{"exercise", "show"}, "one exercise name"},
-		{[]string{"exercise", "foo"}, `unknown exercise subcommand "foo"; exercise's subcommands: list, show`},
+		{[]string{"exercise", "foo"}, `unknown exercise subcommand "foo"; exercise's subcommands: list, show, pack`},
 		{[]string{"exercise", "list", "x"}, "takes no arguments"},
 		{[]string{"exercise", "show", "ack", "--format", "yaml"}, "--format must be text or json"},
 		{[]string{"grade", "--exercise", "finalise", "x.sql"}, `did you mean finalize?`},
