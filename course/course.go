@@ -272,7 +272,10 @@ func page(sc *lesson.Scenario, graded, explored []*scenarios.Exercise, prev, nex
 			x.Name+"; grade it with outboxlab grade --exercise "+x.Name+" FILE.")
 	}
 	if len(explored) > 0 {
-		b.WriteString("\n" + prose("Graded by their own lessons, and also here over every ordering up to the bound: "+
+		if len(graded) > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(prose("Graded by their own lessons, and also here over every ordering up to the bound: "+
 			exerciseNames(explored)+".", MaxLine, "") + "\n")
 	}
 

@@ -201,6 +201,9 @@ func TestCourseCoversEveryLesson(t *testing.T) {
 		}
 	}
 	for _, f := range files {
+		if strings.Contains(f.Text, "\n\n\n") || !strings.HasSuffix(f.Text, "\n") || strings.HasSuffix(f.Text, "\n\n") {
+			t.Errorf("%s: two blank lines in a row, or it does not end in one newline", f.Name)
+		}
 		for _, l := range LongLines(f.Text) {
 			if l.Fenced {
 				t.Logf("%s:%d: a statement's line of %d columns, printed as the lab runs it: %s", f.Name, l.Number, l.Width, l.Text)
