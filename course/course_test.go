@@ -24,7 +24,9 @@ func TestCourseProse(t *testing.T) {
 	}{
 		{"plain", "a lease is not a lock", 120, "a lease is not a lock"},
 		{"placeholder", "<stale owner> acks", 120, `\<stale owner\> acks`},
-		{"emphasis and code", "SELECT * FROM `t`", 120, "SELECT \\* FROM \\`t\\`"},
+		{"emphasis", "SELECT * FROM t", 120, "SELECT \\* FROM t"},
+		{"code span kept", "run `SELECT * FROM t` <now>", 120, "run `SELECT * FROM t` \\<now\\>"},
+		{"unpaired backquote", "a ` b *", 120, "a \\` b \\*"},
 		{"link brackets", "[x](y)", 120, `\[x\](y)`},
 		{"wraps", "one two three", 8, "one two\nthree"},
 		{"indents continuation", "one two three", 10, "one two\n  three"},

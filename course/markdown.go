@@ -39,9 +39,24 @@ func LongLines(page string) []LongLine {
 }
 
 // escaper backslash-escapes the characters that would make prose into
-// Markdown it is not: code spans, emphasis, HTML tags (describe's
-// placeholders read <stale owner>) and link brackets.
-var escaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", "*", `\*`, "<", `\<`, ">", `\>`, "[", `\[`, "]", `\]`)
+// Markdown it is not: emphasis, HTML tags (describe's placeholders read
+// <stale owner>) and link brackets.
+var escaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "<", `\<`, ">", `\>`, "[", `\[`, "]", `\]`)
+
+// escape is a lesson's text as Markdown that prints it: a span the text
+// quotes between backquotes (a command) stays a code span, as it is
+// (Markdown reads no escape inside one); the rest is escaped. Backquotes
+// that do not pair are escaped too.
+func escape(text string) string {
+	parts := strings.Split(text, "`")
+	if len(parts)%2 == 0 { // an odd number of backquotes: no code span is meant
+		return strings.ReplaceAll(escaper.Replace(text), "`", "\\`")
+	}
+	for i := 0; i < len(parts); i += 2 {
+		parts[i] = escaper.Replace(parts[i])
+	}
+	return strings.Join(parts, "`")
+}
 
 // blockStart matches the start of a line that Markdown would read as a
 // heading, a list item or a block quote rather than as a paragraph's text.
@@ -52,7 +67,7 @@ var blockStart = regexp.MustCompile(`^(#|[-+] |\d+[.)] |\d+[.)]$|=+$|-+$)`)
 // text's blank lines) kept apart by a blank line.
 func prose(text string, width int, indent string) string {
 	var lines []string
-	for _, line := range wrap(escaper.Replace(strings.TrimSpace(text)), width-len(indent)) {
+	for _, line := range wrap(escape(strings.TrimSpace(text)), width-len(indent)) {
 		if blockStart.MatchString(line) { // a wrapped line never opens a block of its own
 			if n := strings.IndexAny(line, ".)"); n > 0 && line[0] >= '0' && line[0] <= '9' {
 				line = line[:n] + `\` + line[n:] // 1\. is text; \1. would print its backslash
