@@ -118,7 +118,9 @@ func overview(lessons []*lesson.Scenario, exercises []*scenarios.Exercise) strin
 	b.WriteString(markdown("Each session below lists its lessons in course order. Every lesson runs with `outboxlab run NAME` "+
 		"and its page says what it teaches, the SQL it runs, its checks, the figures it must show, its mistake variants "+
 		"and what it leaves for the next lesson. An exercise is handed out with `outboxlab exercise show NAME` and "+
-		"graded by its lesson's checks with `outboxlab grade --exercise NAME FILE`.") + "\n")
+		"graded by its lesson's checks with `outboxlab grade --exercise NAME FILE`. `make check-figures` proves every "+
+		"lesson's figures against a run of it; `outboxlab run --all --html --out DIR` writes every run's page and "+
+		"DIR/index.html, grouped by session as here.") + "\n")
 	current := ""
 	for _, sc := range lessons {
 		if d := Day(sc); d != current {
