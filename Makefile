@@ -38,10 +38,21 @@ tidy-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./store/
 
-## check-figures: compare every scenario's JSON metrics with LESSONS.md
+## check-figures: prove every figure the course fixes (each lesson's Figures) against a run of
+## the lesson: TestCourseFigures on SQLite, and on PostgreSQL where OUTBOXLAB_TEST_DATABASE_URL
+## names a server; then, only where ../shared/tools/check-figures is beside this repository,
+## that tool on the built binary too (on the same server where one is named)
 check-figures: build
-	@[ -x ../shared/tools/check-figures ] || { echo "make check-figures: ../shared/tools/check-figures is not beside this repository (the course's catalogue is not in it yet: issue 29)"; exit 2; }
-	../shared/tools/check-figures ./$(BIN)
+	@if [ -n "$${OUTBOXLAB_TEST_DATABASE_URL:-}" ]; then echo "make check-figures: on SQLite and on PostgreSQL (OUTBOXLAB_TEST_DATABASE_URL)"; \
+	else echo "make check-figures: on SQLite only (set OUTBOXLAB_TEST_DATABASE_URL, or see scripts/postgres.sh, for PostgreSQL too)"; fi
+	$(GO) test -count=1 -run 'TestCourseFigures|TestFigureDiffs' ./scenarios
+	@if [ -x ../shared/tools/check-figures ]; then \
+		echo "../shared/tools/check-figures ./$(BIN)"; ../shared/tools/check-figures ./$(BIN) || exit 1; \
+		if [ -n "$${OUTBOXLAB_TEST_DATABASE_URL:-}" ]; then \
+			echo "../shared/tools/check-figures ./$(BIN) --db (OUTBOXLAB_TEST_DATABASE_URL)"; \
+			../shared/tools/check-figures ./$(BIN) --db "$$OUTBOXLAB_TEST_DATABASE_URL" || exit 1; \
+		fi; \
+	else echo "make check-figures: no ../shared/tools/check-figures beside this repository: TestCourseFigures alone proves the figures"; fi
 
 clean:
 	rm -rf bin $(OUT)

@@ -64,6 +64,14 @@ type Scenario struct {
 	// Facts documents the figures the lesson's script fixes: a run reports
 	// each beside the checks, as a fact of the setup, never as a check.
 	Facts []FactDoc
+	// Figures are the figures the course fixes for the lesson as designed:
+	// metric key -> value, as the course's catalogue states them. The
+	// registry's TestCourseFigures proves each against the design's run on
+	// every engine, and `outboxlab course` prints them on the lesson's page.
+	Figures map[string]float64
+	// NoFigures, for a lesson whose Figures are empty, says why the course
+	// fixes none for it (TestCourseFigures fails a lesson with neither).
+	NoFigures string
 	// Variants are the mistake variants; each makes at least one check fail.
 	Variants []Variant
 

@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -902,47 +901,3 @@ func sqlJSON(e raceEvent, statements []lab.Statement) string {
 
 // esc escapes text for an SVG attribute or element.
 func esc(s string) string { return template.HTMLEscapeString(s) }
-
-// IndexEntry is one run that `run --all --html` links from index.html.
-type IndexEntry struct {
-	Scenario, Variant, Title, Design string
-	Passed                           bool
-	Verdict                          string
-	Page                             string // path of the run's page, relative to the index
-}
-
-// WriteIndex writes out/index.html linking every page of one invocation
-// with its verdict; it replaces the index a previous invocation wrote.
-func WriteIndex(out string, entries []IndexEntry) (string, error) {
-	var buf bytes.Buffer
-	if err := indexTemplate.Execute(&buf, struct {
-		CSS     template.CSS
-		Entries []IndexEntry
-	}{template.CSS(pageCSS), entries}); err != nil {
-		return "", err
-	}
-	path := filepath.Join(out, "index.html")
-	tmp, err := writeTemp(out, buf.Bytes())
-	if err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("reports: write %s: %w", path, err)
-	}
-	return path, nil
-}
-
-var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head><meta charset="utf-8"><title>outboxlab runs</title><style>{{.CSS}}</style></head>
-<body>
-<h1>outboxlab runs</h1>
-<table id="runs">
-<thead><tr><th>Scenario</th><th>Lesson</th><th>Design</th><th>Result</th><th>Verdict</th></tr></thead>
-<tbody>{{range .Entries}}<tr><td><a href="{{.Page}}">{{.Scenario}}{{if .Variant}} --variant {{.Variant}}{{end}}</a></td><td>{{.Title}}</td><td>{{.Design}}</td>{{if .Passed}}<td class="pass">PASS</td>{{else}}<td class="fail">FAIL</td>{{end}}<td>{{.Verdict}}</td></tr>
-{{end}}</tbody>
-</table>
-</body>
-</html>
-`))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/course"
 	"github.com/outboxlab/outboxlab/internal/progress"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
@@ -591,8 +592,13 @@ func (p *runPlan) compareDay15(w io.Writer, firsts map[string]*lab.Result, pages
 			if err != nil {
 				rel = page
 			}
+			sc, err := scenarios.Lookup(after.Scenario)
+			day := ""
+			if err == nil {
+				day = course.Day(sc) // the comparison stands under Day 15's session in the index
+			}
 			p.index = append(p.index, reports.IndexEntry{Scenario: "Day 15: BEFORE and AFTER", Title: t.Title, Design: "comparison",
-				Passed: true, Verdict: headline, Page: filepath.ToSlash(rel)})
+				Passed: true, Verdict: headline, Page: filepath.ToSlash(rel), Day: day})
 		}
 		if p.format == "text" {
 			defer fmt.Fprintln(w, "  page:     "+page)
@@ -668,6 +674,9 @@ func (p *runPlan) indexRun(res *lab.Result, page string, i int) {
 	}
 	e := reports.IndexEntry{Scenario: res.Scenario, Variant: res.Variant, Title: res.Title,
 		Design: res.DesignName(), Passed: res.Passed(), Verdict: res.Verdict, Page: filepath.ToSlash(rel)}
+	if sc, err := scenarios.Lookup(res.Scenario); err == nil {
+		e.Day, e.Exercises = course.Day(sc), course.ExerciseNames(sc)
+	}
 	switch last := len(p.index) - 1; {
 	case i == 0 || last < 0:
 		p.index = append(p.index, e)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/lab"
@@ -36,5 +37,30 @@ func TestIndexKeepsOnePagePerScenario(t *testing.T) {
 	}
 	if e := all.index[1]; e.Scenario != "b" || e.Passed || e.Page != "b/page-b.html" {
 		t.Errorf("b: %+v, want its failed run's page", e)
+	}
+}
+
+// TestIndexEntriesKnowTheirDay: each run index.html lists stands under
+// its lesson's session and names the exercises its checks grade.
+func TestIndexEntriesKnowTheirDay(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	p := &runPlan{html: true, all: true, out: out}
+	for _, name := range []string{"session-14-transactional-outbox", "session-15-outbox-leasing", "explore", "no-such-lesson"} {
+		p.indexRun(&lab.Result{Scenario: name}, filepath.Join(out, name+".html"), 0)
+	}
+	want := []struct {
+		day       string
+		exercises []string
+	}{
+		{"Session 14", nil},
+		{"Session 15", []string{"claim"}},
+		{"After the sessions: the interleaving explorer (Explore)", nil},
+		{"", nil},
+	}
+	for i, w := range want {
+		if e := p.index[i]; e.Day != w.day || !slices.Equal(e.Exercises, w.exercises) {
+			t.Errorf("%s: day %q, exercises %v; want %q, %v", e.Scenario, e.Day, e.Exercises, w.day, w.exercises)
+		}
 	}
 }

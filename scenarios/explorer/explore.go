@@ -28,6 +28,10 @@ var Lesson = lesson.Scenario{
 	FileTag: "Interleaving-Explorer",
 	Title:   "The interleaving explorer: every ordering up to a bound, judged on durable state",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"orderings_violating": 0, "violations_at_least_once": 0, "violations_effect_at_most_once": 0,
+		"violations_stale_completion": 0, "violations_projection_backward": 0,
+	},
 	Teaches: "Sessions 18 and 19 play a handful of chosen event orders. The explorer plays all of them, up to a " +
 		"bound: every ordering of at most {bound} actions from the alphabet claim, send and complete for two relays (Relay-A and " +
 		"Relay-B), lease expiry, one relay crash, broker delivery and redelivery, consume, and the consumer's acknowledgement " +

@@ -28,6 +28,7 @@ var Lesson = lesson.Scenario{
 	FileTag: "Transactional-Outbox",
 	Title:   "Session 14 (prequel): the payment and its outbox message commit together, or not at all",
 	Design:  lab.Safe,
+	Figures: map[string]float64{"orphans_before": 1, "orphans_after": 0, "outbox_rows_per_payment": 1},
 	Teaches: "This report has two halves. BEFORE, the broken design, reproduced on purpose: checkout writes the payment in " +
 		"one transaction and its outbox message in a second; the process dies between them (a failpoint closes its " +
 		"connection mid-step), and the committed payment is left with no message, so no worker will ever act on it: an " +

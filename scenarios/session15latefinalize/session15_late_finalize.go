@@ -40,6 +40,7 @@ var Lesson = lesson.Scenario{
 	FileTag: "Late-Finalize",
 	Title:   "Day 15: the guard that finalization needs (a worker that outlives its lease)",
 	Design:  lab.Safe,
+	Figures: map[string]float64{"rejected_finalizations": 1, "ownership_violations": 0, "processing_attempts": 2},
 	Teaches: "Day 15's owner-guarded finalization only matters when a worker outlives its lease. First part: a " +
 		"worker claims the oldest message with a {lease} lease and stalls (alive, not crashed). At exactly the lease " +
 		"end the other worker reclaims it, checks the provider and finalizes: its guard WHERE LockedBy = its own name " +

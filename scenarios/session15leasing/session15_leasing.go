@@ -46,6 +46,11 @@ var Lesson = lesson.Scenario{
 	FileTag: "Outbox-Leasing",
 	Title:   "Day 15 after: lease claims and owner-guarded finalization",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"processing_attempts": 6, "unique_messages": 6, "processed_more_than_once": 0, "status_checks": 6,
+		"ownership_violations": 0, "paid": 4, "failed": 2, "outbox_processed": 6, "outbox_pending": 0,
+		"outbox_processing": 0, "duplicate_rows": 0, "worker_creation_calls": 0, "fake_successes": 0, "recovery_ok": 1,
+	},
 	Teaches: "A message is claimed, not loaded: one BEGIN IMMEDIATE transaction selects the oldest claimable " +
 		"message (Pending, or Processing with an expired lease) and updates it with the same predicate; the " +
 		"claim holds only if exactly one row changed. Finalization updates the payment and marks the message " +

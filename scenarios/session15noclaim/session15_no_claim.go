@@ -19,6 +19,11 @@ var Lesson = lesson.Scenario{
 	FileTag: "Competing-Workers-No-Claim",
 	Title:   "Day 15 before: two workers, no claim",
 	Design:  lab.Broken,
+	Figures: map[string]float64{
+		"loaded_a": 6, "loaded_b": 6, "processing_attempts": 12, "status_checks": 12, "unique_messages": 6,
+		"processed_more_than_once": 6, "outbox_processed": 6, "paid": 4, "failed": 2, "outbox_pending": 0,
+		"duplicate_rows": 0,
+	},
 	Teaches: "Two workers, each its own application instance on its own database connection, bulk-load every " +
 		"Pending outbox message with a plain SELECT. A barrier holds both until both have the full " +
 		"snapshot, then each processes everything it loaded: a provider status check, the payment update, " +

@@ -53,6 +53,10 @@ var Lesson = lesson.Scenario{
 	FileTag: "Stale-Ack-Fencing",
 	Title:   "Session 16: a fencing token turns a stale owner's ack into 0 rows",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"stale_ack_rows": 0, "current_ack_rows": 1, "reclaim_after_delivery_rows": 0, "distinct_tokens": 2,
+		"failed_acks_lease_lost": 1,
+	},
 	Teaches: "Every successful claim increments the event's claim_token and hands that token to the claimer. " +
 		"The ack is UPDATE … WHERE event_id = :id AND claim_token = :token AND delivered = 0, so only the current " +
 		"owner's ack changes a row. {@stale_owner} claims {@event} with token {stale_token} and stalls past its lease, " +

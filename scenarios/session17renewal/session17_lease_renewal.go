@@ -112,6 +112,7 @@ var Lesson = lesson.Scenario{
 	FileTag: "Lease-Renewal",
 	Title:   "Session 17: renewing a lease under a fencing token",
 	Design:  lab.Safe,
+	Figures: map[string]float64{"steps_as_expected": 9, "renewal_after_delivery_rows": 0},
 	Teaches: "A worker that needs more time renews its lease with one guarded UPDATE: it must present the " +
 		"current token, the event must be pending, the lease must still be live (lease_until > now) and the new " +
 		"deadline must be longer (lease_until < proposed). A claim needs no live lease. On logical time (shown as clock " +

@@ -37,6 +37,10 @@ var Lesson = lesson.Scenario{
 	FileTag: "Lease-Expiry-After-Send",
 	Title:   "Session 18: the lease expires after the send",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"broker_offers": 2, "stale_completion_rows": 0, "published": 1, "inbox_credit_cents": 1000,
+		"consumed_event_rows": 1, "naive_credit_cents": 2000,
+	},
 	Teaches: "Outbox event {@event} awards {award_cents} cents to {@account}. The lesson calls it outbox row 42: " +
 		"outbox_events is keyed by its event id, so row 42 is the row WHERE event_id = '{@event}' (the lab's relay table " +
 		"has no integer id). {@stale_relay} claims it (token {stale_token}) and sends it to the lab's broker, then stalls " +

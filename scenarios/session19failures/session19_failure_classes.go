@@ -129,6 +129,7 @@ var Lesson = lesson.Scenario{
 	FileTag: "Failure-Classes",
 	Title:   "Session 19: six failure classes, judged on durable state",
 	Design:  lab.Safe,
+	Figures: map[string]float64{"rows_passed": 6},
 	Teaches: "Each of {rows} injected event orders runs against its own fresh database and is judged only on what the " +
 		"database holds afterwards: a crash after the send and a resend after the lease expiry; a stale completion after a takeover; a lost " +
 		"broker acknowledgement and a resend; a consumer that dies after its effect and before its ack; the same event applied " +

@@ -46,6 +46,10 @@ var Lesson = lesson.Scenario{
 	FileTag: "Inbox-Retention",
 	Title:   "Session 20: deduplication lasts only as long as its window",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"credit_short_retention_cents": 2000, "credit_long_retention_cents": 1000, "broker_dropped_within_window": 1,
+		"broker_passed_after_window": 1,
+	},
 	Teaches: "Part 1, inbox retention: event {@event} ({award_cents} cents) is consumed at {consume_clock} ({consume_at} into the part), but the " +
 		"consumer's acks never reach the broker, which redelivers it every {visibility_timeout} (the inbox absorbs those " +
 		"duplicates) and dead-letters it after {max_deliveries} deliveries. The dead-letter queue keeps it for its retention " +

@@ -42,6 +42,8 @@ var Lesson = lesson.Scenario{
 	FileTag: "Batch-Completion",
 	Title:   "Session 21: a completer that batches completions must fence each row",
 	Design:  lab.Safe,
+	NoFigures: "the course's catalogue states no figure for this lesson, which came after its figures were " +
+		"fixed: its checks alone decide a run",
 	Teaches: "River's shape in the lab: each process runs one fetcher that claims as many messages as it has " +
 		"free workers in one statement, each message with its own fencing token and lease; its workers take them one at " +
 		"a time; a completer marks the finished ones Processed in one statement, each row only while it is Processing " +

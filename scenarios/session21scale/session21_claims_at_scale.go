@@ -47,6 +47,7 @@ var Lesson = lesson.Scenario{
 	FileTag: "Claims-At-Scale",
 	Title:   "Session 21: the lesson's claim scans the backlog; an indexed claim of the same semantics stays flat",
 	Design:  lab.Safe,
+	Figures: map[string]float64{"duplicates": 0, "lost": 0},
 	Teaches: "The lesson's claim (Pending, or Processing with an expired lease, oldest first) is correct and instant on " +
 		"six rows. Its OR matches no index, so SQLite reads the whole table, processed history included, on every " +
 		"claim: the cost of a message grows with the backlog and a drain costs its square. The indexed claim keeps " +

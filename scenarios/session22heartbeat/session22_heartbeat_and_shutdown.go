@@ -53,6 +53,10 @@ var Lesson = lesson.Scenario{
 	FileTag: "Heartbeat-And-Shutdown",
 	Title:   "Session 22: a heartbeat that stops the work when the lease is lost, and a shutdown that loses nothing",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"stale_sends": 0, "zero_row_renewals": 1, "cancelled_on_lease_loss": 1, "completed_by_new_owner": 1,
+		"deadline_refusals": 1, "lost_events": 0, "completed_without_send": 0, "recovered_after_restart": 2,
+	},
 	Teaches: "Renewal helps only if a relay renews while it works and stops working when a renewal changes no row. " +
 		"On the scenario clock, with a {lease} lease, each relay's heartbeat renews under its token when the lease has " +
 		"{margin} left (the safety margin, the constant heartbeatMargin), each beat {beat_delay} late.\n\n" +

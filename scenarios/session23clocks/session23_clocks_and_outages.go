@@ -38,6 +38,11 @@ var Lesson = lesson.Scenario{
 	FileTag: "Clocks-And-Outages",
 	Title:   "Session 23: whose clock is it? Skewed workers, a database outage at the ack, and renewal racing a reclaim",
 	Design:  lab.Safe,
+	Figures: map[string]float64{
+		"live_lease_claims": 0, "work_after_lease_end_ms": 0, "e1_processing_attempts": 1,
+		"ack_failures_database_error": 1, "ack_failures_lease_lost": 2, "expired_ack_rows": 0,
+		"acks_retried_after_outage": 1, "duplicate_sends": 0, "race_trials": 200, "race_both_won": 0,
+	},
 	Teaches: "Three things a lease's tests leave out, on the database's clock (UTC from {clock_start}; each time in the " +
 		"report has its tick, ms from then, beside it), lease {lease}. " +
 		"Part 1: {@slow_worker}'s clock reads {skew_slow} behind the database's, {@fast_worker}'s {skew_fast} ahead " +
