@@ -69,6 +69,9 @@ func lessonProblems(sc *lesson.Scenario, registry []*lesson.Scenario) []string {
 			miss("check %s is broken by no variant, no breaker (lesson.Breaker), no guard's removal and no named test (BrokenByTest)", c.Name)
 		}
 	}
+	if len(sc.Figures) == 0 && strings.TrimSpace(sc.NoFigures) == "" {
+		miss("the course fixes no figure for it (lesson.Scenario.Figures), and NoFigures does not say why")
+	}
 	if sc.Processes.Children == nil && sc.Processes.Elsewhere == "" {
 		miss("it names no children a run with processes starts (lesson.Processes.Children), nor the test that runs it with processes (Elsewhere)")
 	}
@@ -152,8 +155,9 @@ func TestACopiedLessonStandsAlone(t *testing.T) {
 			}
 			stripped := copied
 			stripped.Breakers, stripped.Guards, stripped.Processes, stripped.BrokenByTest, stripped.Set = nil, nil, lesson.Processes{}, nil, nil
+			stripped.Figures, stripped.NoFigures = nil, ""
 			problems := lessonProblems(&stripped, append(All(), &stripped))
-			want := []string{"lesson.Processes.Children"}
+			want := []string{"lesson.Processes.Children", "lesson.Scenario.Figures"}
 			if slices.ContainsFunc(sc.Checks, func(c lesson.CheckDoc) bool { return !brokenByAVariant(sc, c.Name) }) {
 				want = append(want, "no breaker (lesson.Breaker)")
 			}
