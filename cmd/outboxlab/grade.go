@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,10 +40,11 @@ func gradeCommand(s *settings) *cli.Command {
 			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
 			"role's password login, and what killed grades left is removed first.\n" +
 			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
-			"interrupted.\n\n" + gradeExitCodes,
+			"interrupted.\n\n" + studentUsage + " Reports go under --out, in EXERCISE/STUDENT/.\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "exercise", Value: "claim", Usage: "grade the files as answers to exercise `NAME` (outboxlab exercise list)"},
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
+			&cli.StringFlag{Name: "student-from", Value: studentAuto, Usage: "name each file's student by its `WAY`: auto, folder or file (see above)"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
@@ -71,8 +70,10 @@ const gradeExitCodes = `Exit code:
        the verdicts reached are printed all the same
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): the verdicts reached so far are printed first`
 
-// grade is the judgement of one claim file.
+// grade is the judgement of one student's file.
 type grade struct {
+	Student      string   `json:"student"`
+	Exercise     string   `json:"exercise"`
 	File         string   `json:"file"`
 	Passed       bool     `json:"passed"`
 	FailedChecks []string `json:"failed_checks"`
@@ -115,6 +116,7 @@ type gradePlan struct {
 	exercise *scenarios.Exercise
 	scenario *lesson.Scenario // the exercise's lesson
 	files    []string
+	students []string // each file's student (studentNames)
 	out      string
 	jobs     int
 	timeout  time.Duration
@@ -144,7 +146,13 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	}
 	p.scenario = p.exercise.Scenario()
 	if len(p.files) == 0 {
-		return nil, usagef("name the files to grade (e.g. outboxlab grade --exercise %s submissions/*.sql)", p.exercise.Name)
+		return nil, usagef("name the files to grade (e.g. outboxlab grade --exercise %s submissions/*/%s.sql)", p.exercise.Name, p.exercise.Name)
+	}
+	switch how := c.String("student-from"); how {
+	case studentAuto, studentFolder, studentFile:
+		p.students = studentNames(p.files, p.exercise.Name, how)
+	default:
+		return nil, usagef("--student-from must be auto, folder or file, not %q", how)
 	}
 	if p.jobs < 1 {
 		return nil, usagef("--jobs must be at least 1, not %d", p.jobs)
@@ -166,10 +174,10 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 		}
 	}
 	paths := []string{filepath.Join(p.out, "Grade", "Grade-Summary-"+p.now().UTC().Format("20060102T150405Z")+".txt")}
-	for _, f := range p.files {
+	for i, f := range p.files {
 		for _, sc := range p.graders() {
 			r := &lab.Result{Session: sc.Session, FileTag: sc.FileTag, CustomSQL: f}
-			paths = append(paths, reports.Path(filepath.Join(p.out, reportFolder(f)), r, p.now()))
+			paths = append(paths, reports.Path(p.reportFolder(i), r, p.now()))
 		}
 	}
 	if err := checkOut(p.out, paths...); err != nil {
@@ -271,7 +279,7 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 	grades := make([]grade, len(p.files))
 	sem := make(chan struct{}, p.jobs)
 	var wg sync.WaitGroup
-	for i, file := range p.files {
+	for i := range p.files {
 		if ctx.Err() == nil {
 			select {
 			case sem <- struct{}{}:
@@ -279,14 +287,15 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 			}
 		}
 		if ctx.Err() != nil {
-			grades[i] = grade{File: file, FailedChecks: []string{}, Error: "interrupted", fault: interrupted}
+			grades[i] = p.newGrade(i)
+			grades[i].Error, grades[i].fault = "interrupted", interrupted
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			grades[i] = gradeFile(ctx, file, p)
+			grades[i] = gradeFile(ctx, i, p)
 		}()
 	}
 	wg.Wait()
@@ -314,19 +323,33 @@ func (p *gradePlan) graderNames() []string {
 	return names
 }
 
-// load reads and checks file as an answer to p's exercise and returns the
-// options of the runs that judge it.
-func (p *gradePlan) load(ctx context.Context, file string) (lesson.Options, error) {
+// load reads and checks file i as its student's answer to p's exercise
+// and returns the options of the runs that judge it.
+func (p *gradePlan) load(ctx context.Context, i int) (lesson.Options, error) {
 	opts := p.options
 	var err error
-	opts.Submission, err = loadSubmission(ctx, p.exercise, file, p.options.Database != "")
+	opts.Submission, err = loadSubmission(ctx, p.exercise, p.files[i], p.options.Database != "")
+	if opts.Submission != nil {
+		opts.Submission.Student = p.students[i]
+	}
 	return opts, err
 }
 
-// gradeFile judges one file; any failure to judge it is its Error, with
+// newGrade is file i's grade before it is judged.
+func (p *gradePlan) newGrade(i int) grade {
+	return grade{Student: p.students[i], Exercise: p.exercise.Name, File: p.files[i], FailedChecks: []string{}}
+}
+
+// reportFolder is the folder of file i's reports: --out, the exercise,
+// then the student, so each student's reports are easy to find.
+func (p *gradePlan) reportFolder(i int) string {
+	return filepath.Join(p.out, p.exercise.Name, p.students[i])
+}
+
+// gradeFile judges p.files[file]; any failure to judge it is its Error, with
 // whose fault it is.
-func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
-	g := grade{File: file, FailedChecks: []string{}}
+func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
+	g := p.newGrade(file)
 	notJudged := func(f fault, msg string) grade {
 		g.Error, g.fault = msg, f
 		if ctx.Err() != nil {
@@ -395,7 +418,7 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 		path := ""
 		err = reports.Text(&buf, res, info)
 		if err == nil {
-			path, err = p.fileReport(reports.Path(filepath.Join(p.out, reportFolder(file)), res, started), buf.Bytes())
+			path, err = p.fileReport(reports.Path(p.reportFolder(file), res, started), buf.Bytes())
 		}
 		if err != nil {
 			// The verdict stands; only its report is lost (exit 3).
@@ -410,41 +433,25 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 	return g
 }
 
-// reportFolder is the folder under --out for a file's report: its name
-// without extension, so each student's report is easy to find.
-func reportFolder(file string) string {
-	stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	stem = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			return '_'
-		}
-		return r
-	}, stem)
-	if stem == "" || stem == "." || stem == ".." {
-		stem = "claim"
-	}
-	return stem
-}
-
 // writeGradeTable prints one row per failed check (or one per file that
 // passed or could not be judged).
 func writeGradeTable(w io.Writer, grades []grade) error {
-	t := lab.Table{Columns: []string{"File", "Verdict", "Failed check", "Reason"}}
+	t := lab.Table{Columns: []string{"Student", "File", "Verdict", "Failed check", "Reason"}}
 	for _, g := range grades {
 		// A file's name and an error quoting its SQL are the student's
 		// data: escaped, they cannot act on the terminal or break a row.
-		file := reports.Printable(g.File)
+		student, file := reports.Printable(g.Student), reports.Printable(g.File)
 		switch {
 		case g.Error != "":
-			t.AddRow(file, g.verdict(), "-", reports.Printable(g.Error))
+			t.AddRow(student, file, g.verdict(), "-", reports.Printable(g.Error))
 		case len(g.FailedChecks) == 0:
-			t.AddRow(file, g.verdict(), "-", "every check passed")
+			t.AddRow(student, file, g.verdict(), "-", "every check passed")
 		}
 		for i, name := range g.FailedChecks {
-			t.AddRow(file, g.verdict(), name, g.reasons[i])
+			t.AddRow(student, file, g.verdict(), name, g.reasons[i])
 		}
 		if g.ReportError != "" {
-			t.AddRow(file, g.verdict(), "-", "its report could not be written: "+reports.Printable(g.ReportError))
+			t.AddRow(student, file, g.verdict(), "-", "its report could not be written: "+reports.Printable(g.ReportError))
 		}
 	}
 	if err := reports.WriteTable(w, t); err != nil {

@@ -154,7 +154,7 @@ func TestGradeExamples(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, o.stdout)
 		}
 	}
-	reportsWritten, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*YourSQL*.txt"))
+	reportsWritten, _ := filepath.Glob(filepath.Join(out, "claim", "*", "Session-15", "*YourSQL*.txt"))
 	if len(reportsWritten) != 2 {
 		t.Errorf("reports: %v, want one per file", reportsWritten)
 	}
@@ -311,7 +311,7 @@ func TestGradeEscapesNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reportFiles, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*.txt"))
+	reportFiles, _ := filepath.Glob(filepath.Join(out, "claim", "*", "Session-15", "*.txt"))
 	if len(reportFiles) != len(names) {
 		t.Fatalf("reports %v, want %d", reportFiles, len(names))
 	}
@@ -519,7 +519,8 @@ func TestGradeInterruptPrintsVerdicts(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	for first := filepath.Join(out, "claim-lesson", "Session-15"); ; time.Sleep(20 * time.Millisecond) {
+	// The files are in two folders: each is named by its folder.
+	for first := filepath.Join(out, "claim", "examples", "Session-15"); ; time.Sleep(20 * time.Millisecond) {
 		if reps, _ := filepath.Glob(filepath.Join(first, "*.txt")); len(reps) > 0 {
 			break
 		}
@@ -619,25 +620,33 @@ func TestGradeBoundsStatements(t *testing.T) {
 	}
 }
 
-// unwrapCells joins each cell a table wrapped over several lines back into
+// unwrapCells joins each row a table wrapped over several lines back into
 // one, so a long file name reads as one string whatever the length of the
-// folder it is in: a table row whose cells past the first are all empty
-// continues the row above it. Lines that are not table rows stay as they
-// are.
+// folder it is in: a table row whose Verdict cell (the third) is empty
+// continues the row above it. The Student and File cells join without a
+// space (a name wraps anywhere), the others with one (text wraps at
+// spaces). Lines that are not table rows stay as they are.
 func unwrapCells(text string) string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
 		cells := strings.Split(line, "|")
-		continued := len(cells) > 2 && strings.HasPrefix(line, "|") && len(out) > 0 && strings.HasPrefix(out[len(out)-1], "|")
-		for _, c := range cells[min(2, len(cells)):] {
-			continued = continued && strings.TrimSpace(c) == ""
-		}
+		continued := len(cells) > 4 && strings.HasPrefix(line, "|") && len(out) > 0 && strings.HasPrefix(out[len(out)-1], "|") &&
+			strings.TrimSpace(cells[3]) == ""
 		if !continued {
 			out = append(out, line)
 			continue
 		}
 		prev := strings.Split(out[len(out)-1], "|")
-		prev[1] = strings.TrimRight(prev[1], " ") + strings.TrimSpace(cells[1]) + " "
+		for k := 1; k < min(len(cells), len(prev)); k++ {
+			if strings.TrimSpace(cells[k]) == "" {
+				continue
+			}
+			sep := " "
+			if k <= 2 {
+				sep = ""
+			}
+			prev[k] = " " + strings.TrimSpace(prev[k]) + sep + strings.TrimSpace(cells[k]) + " "
+		}
 		out[len(out)-1] = strings.Join(prev, "|")
 	}
 	return strings.Join(out, "\n")

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ackAnswer is the ack exercise's key, as a student who got it right
+// hands it in; ackByID drops the token guard and fails.
+const (
+	ackAnswer = "UPDATE outbox_events\nSET delivered = 1, delivered_at = :now\nWHERE event_id = :id\n  AND claim_token = :token\n  AND delivered = 0\n"
+	ackByID   = "UPDATE outbox_events SET delivered = 1, delivered_at = :now WHERE event_id = :id\n"
+)
+
+func TestStudentNames(t *testing.T) {
+	t.Parallel()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		how   string
+		files []string
+		want  []string
+	}{
+		{"CourseSiteDownload", studentAuto, []string{"submissions/alice/ack.sql", "submissions/bob/ack.sql"}, []string{"alice", "bob"}},
+		{"FoldersWithOtherNames", studentAuto, []string{"submissions/alice/ack.sql", "submissions/bob/answer.sql"}, []string{"alice", "bob"}},
+		{"TwoFilesOfOneStudent", studentAuto, []string{"s/alice/ack.sql", "s/alice/ack-v2.sql", "s/bob/ack.sql"}, []string{"alice", "alice", "bob"}},
+		{"OneStudentRegraded", studentAuto, []string{"submissions/alice/ack.sql"}, []string{"alice"}},
+		{"FlatFolder", studentAuto, []string{"submissions/alice.sql", "submissions/bob.sql"}, []string{"alice", "bob"}},
+		{"OneFileNotNamedAfterExercise", studentAuto, []string{"examples/claim-lesson.sql"}, []string{"claim-lesson"}},
+		{"InTheWorkingFolder", studentAuto, []string{"ack.sql"}, []string{filepath.Base(cwd)}},
+		{"ForcedFolder", studentFolder, []string{"submissions/alice.sql", "submissions/bob.sql"}, []string{"submissions", "submissions"}},
+		{"ForcedFile", studentFile, []string{"submissions/alice/ack.sql", "submissions/bob/ack.sql"}, []string{"ack", "ack"}},
+		{"RootFolderFallsBackToFile", studentFolder, []string{"/ack.sql"}, []string{"ack"}},
+		{"ControlCharactersEscaped", studentAuto, []string{"s/al\x1b[2Jice/ack.sql", "s/b\xffob/ack.sql", "s/../ack.sql"}, []string{"al_[2Jice", "b_ob", filepath.Base(cwd)}},
+		{"EmptyStemFallsBackToExercise", studentFile, []string{"s/.sql"}, []string{"ack"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := studentNames(tt.files, "ack", tt.how); !slices.Equal(got, tt.want) {
+				t.Errorf("studentNames(%q, %s) = %q, want %q", tt.files, tt.how, got, tt.want)
+			}
+		})
+	}
+}
+
+// writeSubmissions writes each "student/file" of files under a fresh
+// submissions folder and returns the paths, in the order given.
+func writeSubmissions(t *testing.T, files [][2]string) []string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "submissions")
+	var paths []string
+	for _, f := range files {
+		p := filepath.Join(root, f[0])
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// TestGradeStudentFolders: submissions/*/ack.sql is graded by student:
+// the table, the JSON and each report name the student, the reports go
+// under --out/ack/STUDENT/, and a second grade into the same --out files
+// new reports beside the first, overwriting none.
+func TestGradeStudentFolders(t *testing.T) {
+	t.Parallel()
+	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}, {"bob/ack.sql", ackByID}})
+	out := filepath.Join(t.TempDir(), "reports")
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--out", out}, paths...)...)
+	if o.code != exitCheckFailed {
+		t.Fatalf("exit %d, want 1; stdout %s stderr %s", o.code, o.stdout, o.stderr)
+	}
+	for _, want := range []string{"| Student", "| alice", "| bob", "stale_ack_rows"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("the table lacks %q:\n%s", want, o.stdout)
+		}
+	}
+	o = runCLI(t, append([]string{"grade", "--exercise", "ack", "--format", "json", "--out", out}, paths...)...)
+	got := map[string]grade{}
+	for _, g := range gradesOf(t, o.stdout) {
+		got[g.Student] = g
+	}
+	for student, verdict := range map[string]string{"alice": "HELD", "bob": "FAILED"} {
+		g, ok := got[student]
+		if !ok {
+			t.Errorf("no JSON line for %s:\n%s", student, o.stdout)
+			continue
+		}
+		if g.Exercise != "ack" {
+			t.Errorf("%s: exercise %q", student, g.Exercise)
+		}
+		folder := filepath.Join(out, "ack", student, "Session-16")
+		reps, _ := filepath.Glob(filepath.Join(folder, "*YourSQL*.txt"))
+		if len(reps) != 2 || filepath.Dir(g.Report) != folder {
+			t.Errorf("%s: reports %v, latest %s; want two in %s", student, reps, g.Report, folder)
+		}
+		explored, _ := filepath.Glob(filepath.Join(out, "ack", student, "Explore", "*.txt"))
+		if len(explored) != 2 {
+			t.Errorf("%s: explorer's reports %v, want two", student, explored)
+		}
+		b, err := os.ReadFile(g.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "YOUR ACK " + verdict + " (" + student + ", from ack.sql)"; !strings.Contains(string(b), want) {
+			t.Errorf("%s's report does not say %q", student, want)
+		}
+	}
+}
