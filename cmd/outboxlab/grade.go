@@ -40,7 +40,7 @@ func gradeCommand(s *settings) *cli.Command {
 			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
 			"role's password login, and what killed grades left is removed first.\n" +
 			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
-			"interrupted.\n\n" + studentUsage + " Reports go under --out, in EXERCISE/STUDENT/.\n\n" + gradeExitCodes,
+			"interrupted.\n\n" + studentUsage + " Reports go under --out, in EXERCISE/STUDENT/.\n\n" + gradeFormatUsage + "\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "exercise", Value: "claim", Usage: "grade the files as answers to exercise `NAME` (outboxlab exercise list)"},
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
@@ -48,7 +48,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
-			formatFlag,
+			gradeFormatFlag,
 			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT; where the explorer grades too, each of its orderings starts its relays as child processes, which takes longer (raise --timeout)"},
 		},
 		OnUsageError: onUsageError,
@@ -72,12 +72,17 @@ const gradeExitCodes = `Exit code:
 
 // grade is the judgement of one student's file.
 type grade struct {
-	Student      string   `json:"student"`
-	Exercise     string   `json:"exercise"`
-	File         string   `json:"file"`
-	Passed       bool     `json:"passed"`
-	FailedChecks []string `json:"failed_checks"`
-	Report       string   `json:"report"`
+	Student  string `json:"student"`
+	Exercise string `json:"exercise"`
+	File     string `json:"file"`
+	// Verdict is the gradebook's word: passed, failed, refused or not
+	// judged (see settle); Reason says why, in the student's words.
+	Verdict      string       `json:"verdict"`
+	Passed       bool         `json:"passed"`
+	Reason       string       `json:"reason"`
+	Checks       []gradeCheck `json:"checks"` // every check of every run that judged it
+	FailedChecks []string     `json:"failed_checks"`
+	Report       string       `json:"report"`
 	// ExploreReport is the explorer's report, for an exercise whose
 	// statement the explorer runs.
 	ExploreReport string `json:"explore_report,omitempty"`
@@ -138,7 +143,7 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	if p.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err
 	}
-	if p.format, err = checkFormat(c); err != nil {
+	if p.format, err = checkGradeFormat(c); err != nil {
 		return nil, err
 	}
 	if p.exercise, err = scenarios.LookupExercise(c.String("exercise")); err != nil {
@@ -211,10 +216,13 @@ func gradeAction(c *cli.Context, s *settings) error {
 	return gradeOutcome(grades, summaryErr)
 }
 
-// printGrades prints every grade: one JSON line each, or the table and
-// where the summary is (when it was written).
+// printGrades prints every grade: a gradebook (csv), one JSON line each,
+// or the table and where the summary is (when it was written).
 func printGrades(w io.Writer, format string, grades []grade, table []byte, summary string) error {
-	if format == "json" {
+	switch format {
+	case "csv":
+		return writeGradebook(w, grades)
+	case "json":
 		for _, g := range grades {
 			if err := reports.JSONLine(w, g); err != nil {
 				return err
@@ -265,7 +273,7 @@ func gradeOutcome(grades []grade, summaryErr error) error {
 		}
 		return fmt.Errorf("grade: %s (every verdict reached is printed above)", strings.Join(what, "; "))
 	case notJudged > 0:
-		return usagef("grade: %d of %d files could not be judged (see the table)", notJudged, len(grades))
+		return usagef("grade: %d of %d files could not be judged (each reason is printed with its verdict)", notJudged, len(grades))
 	case failed > 0:
 		return errChecksFailed
 	}
@@ -299,6 +307,9 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 		}()
 	}
 	wg.Wait()
+	for i := range grades {
+		grades[i].settle()
+	}
 	return grades
 }
 
@@ -404,6 +415,7 @@ func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
 			prefix = judge.Name + ": "
 		}
 		for _, ch := range res.Checks {
+			g.Checks = append(g.Checks, gradeCheck{Name: prefix + ch.Name, Expected: ch.Expected, Observed: ch.Observed, Passed: ch.Passed, Counterexample: ch.Counterexample})
 			if !ch.Passed {
 				reason := fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed)
 				if ch.Counterexample != "" {
