@@ -131,6 +131,7 @@ type gradePlan struct {
 	// fileReport files a report's bytes as [reports.WriteNew] does;
 	// tests make it fail as a full disk would.
 	fileReport func(path string, data []byte) (string, error)
+	ownRuns    sync.Map // the graders whose own run completed (ownRunCompletes)
 }
 
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
@@ -303,6 +304,14 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer func() {
+				// A bug of the lab's costs one file its verdict, not the class.
+				if r := recover(); r != nil {
+					grades[i] = p.newGrade(i)
+					grades[i].Error = fmt.Sprintf("the lab failed while judging it (a bug in outboxlab; please report it): %v", r)
+					grades[i].fault = labFault
+				}
+			}()
 			grades[i] = gradeFile(ctx, i, p)
 		}()
 	}
@@ -357,6 +366,26 @@ func (p *gradePlan) reportFolder(i int) string {
 	return filepath.Join(p.out, p.exercise.Name, p.students[i])
 }
 
+// ownRunCompletes says whether judge's run completes with the lesson's
+// own statements in p's options, within --timeout: when a run with a
+// file's statements fails for no reason the sandbox or the engine names,
+// this tells the file's fault from the lab's. A run that completed once
+// is not run again.
+func (p *gradePlan) ownRunCompletes(ctx context.Context, judge *lesson.Scenario) bool {
+	if _, ok := p.ownRuns.Load(judge.Name); ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	opts := p.options
+	opts.Submission = nil
+	if _, err := lesson.Execute(ctx, judge, "", opts, false); err != nil {
+		return false
+	}
+	p.ownRuns.Store(judge.Name, true)
+	return true
+}
+
 // gradeFile judges p.files[file]; any failure to judge it is its Error, with
 // whose fault it is.
 func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
@@ -405,7 +434,17 @@ func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
 			// own database, before the lesson starts.
 			return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
 		case errors.As(err, &stmtErr):
-			return notJudged(fileFault, fmt.Sprintf("its %s failed %s: %s", stmtErr.Statement, inRun, oneLine(stmtErr.Err.Error())))
+			which := stmtErr.Statement // "first statement", or "the statement" of a file of one
+			if !strings.HasPrefix(which, "the ") {
+				which = "its " + which
+			}
+			return notJudged(fileFault, fmt.Sprintf("%s failed %s: %s", which, inRun, oneLine(stmtErr.Err.Error())))
+		case err != nil && p.ownRunCompletes(ctx, judge):
+			// The file's statements ran, but what they did (a value of the
+			// wrong type, an event never marked delivered) stopped the
+			// lesson, which completes with its own: the file's fault.
+			return notJudged(fileFault, fmt.Sprintf("the file's statements stopped the %s (the lesson's own statements complete it): %s",
+				strings.TrimPrefix(inRun, "in the "), oneLine(err.Error())))
 		case err != nil:
 			return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
 		}

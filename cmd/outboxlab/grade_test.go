@@ -170,7 +170,8 @@ func TestGradeOnlyPassing(t *testing.T) {
 
 func TestGradeUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"grade"}, {"grade", "--jobs", "0", "x.sql"}, {"grade", "--format", "xml", "x.sql"}} {
+	for _, args := range [][]string{{"grade"}, {"grade", "--jobs", "0", "x.sql"}, {"grade", "--format", "xml", "x.sql"},
+		{"grade", "--student-from", "email", "x.sql"}, {"grade", "--exercise", "ack", "--out", t.TempDir(), ""}} {
 		if o := runCLI(t, args...); o.code != exitUsage {
 			t.Errorf("%v: exit %d, want 2", args, o.code)
 		}
