@@ -62,11 +62,12 @@ const gradeExitCodes = `Exit code:
   1    every file was judged, and some failed a check
   2    some file could not be judged for its own sake: refused (not a regular file, over 1 MiB, not the
        exercise's statements: for the claim a read-only SELECT and an UPDATE of OutboxMessages), a statement
-       that failed or ran too long in the run, or no verdict within --timeout; also bad input before any
+       that failed or ran too long in the run, a run its statements stopped that the lesson's own complete
+       (a value of the wrong type, an event never delivered), or no verdict within --timeout; also bad input before any
        file: an unknown exercise, a flag, an --out that cannot take reports, a --db server that cannot
        host a grade
   3    the lab's own failure, not a file's: a report or the summary could not be written (a full disk),
-       or a run could not complete (no temporary folder under TMPDIR, a lost database connection);
+       or a run could not complete (no temporary folder under TMPDIR, a lost database connection, a bug);
        the verdicts reached are printed all the same
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): the verdicts reached so far are printed first`
 
