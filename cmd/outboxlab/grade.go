@@ -49,6 +49,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			gradeFormatFlag,
+			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it, one per student to hand back"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT; where the explorer grades too, each of its orderings starts its relays as child processes, which takes longer (raise --timeout)"},
 		},
 		OnUsageError: onUsageError,
@@ -87,7 +88,10 @@ type grade struct {
 	// ExploreReport is the explorer's report, for an exercise whose
 	// statement the explorer runs.
 	ExploreReport string `json:"explore_report,omitempty"`
-	Error         string `json:"error"`
+	// Page and ExplorePage are the reports' HTML pages, with --html.
+	Page        string `json:"page,omitempty"`
+	ExplorePage string `json:"explore_page,omitempty"`
+	Error       string `json:"error"`
 	// ReportError says why the report of a file that was judged could
 	// not be written (a full disk); the verdict stands.
 	ReportError string `json:"report_error,omitempty"`
@@ -127,6 +131,7 @@ type gradePlan struct {
 	jobs     int
 	timeout  time.Duration
 	format   string
+	html     bool           // also write each report's HTML page beside it
 	options  lesson.Options // each file's run sets its Claim
 	now      func() time.Time
 	// fileReport files a report's bytes as [reports.WriteNew] does;
@@ -138,6 +143,7 @@ type gradePlan struct {
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now, fileReport: s.fileReport}
 	p.options.Processes = c.Bool("processes")
+	p.html = c.Bool("html")
 	if p.fileReport == nil {
 		p.fileReport = reports.WriteNew
 	}
@@ -472,14 +478,21 @@ func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
 		if err == nil {
 			path, err = p.fileReport(reports.Path(p.reportFolder(file), res, started), buf.Bytes())
 		}
+		page := ""
+		if err == nil && p.html {
+			buf.Reset()
+			if err = reports.HTML(&buf, res, info); err == nil {
+				page, err = p.fileReport(reports.HTMLPath(path), buf.Bytes())
+			}
+		}
 		if err != nil {
 			// The verdict stands; only its report is lost (exit 3).
 			g.ReportError = oneLine(err.Error())
 		}
 		if i == 0 {
-			g.Report = path
+			g.Report, g.Page = path, page
 		} else {
-			g.ExploreReport = path
+			g.ExploreReport, g.ExplorePage = path, page
 		}
 	}
 	return g

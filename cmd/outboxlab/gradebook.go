@@ -20,13 +20,13 @@ const gradeFormatUsage = `Output (--format):
   csv   a gradebook, one row per file under a header row: student, exercise, file, verdict (passed, failed,
         refused, or not judged when the lab failed or the grade was interrupted), failed_checks (their names,
         separated by "; "), reason (why the file was refused, in the sandbox's words, or each failed check
-        as "name: expected X, observed Y"), report (the lesson's report of the file). A cell that a
-        spreadsheet would read as a formula (=, +, -, @) starts with a quote (').
+        as "name: expected X, observed Y"), report (the lesson's report of the file), page (its HTML page,
+        with --html). A cell that a spreadsheet would read as a formula (=, +, -, @) starts with a quote (').
   json  one JSON object per line and file: student, exercise, file, verdict (as in csv), passed, reason,
         checks (every check of the lesson, and of the explorer as "explore: NAME", each with name,
         expected, observed, passed and, where the explorer found one, counterexample), failed_checks,
-        report, explore_report, error (why it was not judged) and report_error (why its report could not
-        be written)`
+        report, explore_report, page and explore_page (with --html), error (why it was not judged) and
+        report_error (why its report could not be written)`
 
 // checkGradeFormat is grade's --format, which also takes csv.
 func checkGradeFormat(c *cli.Context) (string, error) {
@@ -80,11 +80,11 @@ func (g *grade) settle() {
 // writeGradebook writes grades as CSV: a header row, then one row per file.
 func writeGradebook(w io.Writer, grades []grade) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"student", "exercise", "file", "verdict", "failed_checks", "reason", "report"}); err != nil {
+	if err := cw.Write([]string{"student", "exercise", "file", "verdict", "failed_checks", "reason", "report", "page"}); err != nil {
 		return err
 	}
 	for _, g := range grades {
-		row := []string{cell(g.Student), g.Exercise, cell(g.File), g.Verdict, strings.Join(g.FailedChecks, "; "), cell(g.Reason), cell(g.Report)}
+		row := []string{cell(g.Student), g.Exercise, cell(g.File), g.Verdict, strings.Join(g.FailedChecks, "; "), cell(g.Reason), cell(g.Report), cell(g.Page)}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

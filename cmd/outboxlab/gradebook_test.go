@@ -45,7 +45,7 @@ func TestGradeGradebook(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, o.stdout)
 	}
-	if want := []string{"student", "exercise", "file", "verdict", "failed_checks", "reason", "report"}; len(rows) == 0 || !slices.Equal(rows[0], want) {
+	if want := []string{"student", "exercise", "file", "verdict", "failed_checks", "reason", "report", "page"}; len(rows) == 0 || !slices.Equal(rows[0], want) {
 		t.Fatalf("header %q, want %q", rows[0], want)
 	}
 	if len(rows) != 4 {

@@ -117,3 +117,31 @@ func TestGradeStudentFolders(t *testing.T) {
 		}
 	}
 }
+
+// TestGradeHTML: grade --html writes each student's pages beside their
+// reports, under --out/ack/STUDENT/, each naming its student only.
+func TestGradeHTML(t *testing.T) {
+	t.Parallel()
+	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}, {"bob/ack.sql", ackByID}})
+	out := filepath.Join(t.TempDir(), "reports")
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--html", "--format", "json", "--out", out}, paths...)...)
+	if o.code != exitCheckFailed {
+		t.Fatalf("exit %d, want 1; stderr %s", o.code, o.stderr)
+	}
+	for _, g := range gradesOf(t, o.stdout) {
+		other := map[string]string{"alice": "bob", "bob": "alice"}[g.Student]
+		for report, page := range map[string]string{g.Report: g.Page, g.ExploreReport: g.ExplorePage} {
+			if page == "" || filepath.Dir(page) != filepath.Dir(report) || !strings.HasPrefix(page, filepath.Join(out, "ack", g.Student)+string(filepath.Separator)) {
+				t.Errorf("%s: page %q beside report %q", g.Student, page, report)
+				continue
+			}
+			b, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), "("+g.Student+", from ack.sql)") || strings.Contains(string(b), other) {
+				t.Errorf("%s: page %s does not name its student alone", g.Student, page)
+			}
+		}
+	}
+}
