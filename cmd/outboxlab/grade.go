@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -27,20 +28,20 @@ func gradeCommand(s *settings) *cli.Command {
 		Name:      "grade",
 		Usage:     "judge students' files, one per student, by the lesson's checks, several at once",
 		ArgsUsage: "FILE...",
-		Description: "Runs the exercise's lesson (--exercise, default claim: session-15-outbox-leasing) with each FILE's\n" +
-			"statements in place of the lesson's, up to --jobs at once, and where the interleaving explorer runs\n" +
-			"that statement, the explorer too; prints one table: file, verdict, and each failed check with its\n" +
-			"reason (an explorer's check with its shortest breaking ordering). Writes the reports of each file\n" +
-			"and a summary under --out; outboxlab exercise list names the exercises. A file is untrusted input:\n" +
-			"it must be a regular file of at most 1 MiB whose statements the engine that runs it reads as the\n" +
-			"exercise's (the claim: a read-only SELECT, then an UPDATE of OutboxMessages), writing only the\n" +
-			"exercise's table and calling nothing that changes anything: SQLite's authorizer judges it, or with\n" +
-			"--db PostgreSQL's own parser. With --db each file runs as a throwaway login role, in a throwaway database,\n" +
-			"the lab creates for it (rights: CONNECT to it, USAGE, CREATE on the run's schema only) and drops\n" +
-			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
-			"role's password login, and what killed grades left is removed first.\n" +
-			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
-			"interrupted.\n\n" + studentUsage + " Reports go under --out, in EXERCISE/STUDENT/.\n\n" + gradeFormatUsage + "\n\n" + gradeExitCodes,
+		Description: "Runs the exercise's lesson (--exercise, default claim: session-15-outbox-leasing) with each\n" +
+			"FILE's statements in place of the lesson's, up to --jobs at once, and where the interleaving explorer\n" +
+			"runs that statement, the explorer too; prints one table: student, file, verdict, and each failed check\n" +
+			"with its reason (an explorer's check with its shortest breaking ordering). Writes the reports of each\n" +
+			"file and a summary under --out; outboxlab exercise list names the exercises. A file is untrusted\n" +
+			"input: it must be a regular file (not a symbolic link) of at most 1 MiB whose statements the engine\n" +
+			"that runs it reads as the exercise's (the claim: a read-only SELECT, then an UPDATE of\n" +
+			"OutboxMessages), writing only the exercise's table and calling nothing that changes anything:\n" +
+			"SQLite's authorizer judges it, or with --db PostgreSQL's own parser. With --db each file runs as a\n" +
+			"throwaway login role, in a throwaway database, the lab creates for it (rights: CONNECT to it, USAGE,\n" +
+			"CREATE on the run's schema only) and drops afterwards; the URL's login needs CREATEROLE and CREATEDB\n" +
+			"(or SUPERUSER), pg_hba.conf must accept the role's password login, and what killed grades left is\n" +
+			"removed first. Every verdict reached is printed, even when a report or the summary cannot be written\n" +
+			"or the grade is interrupted.\n\n" + studentUsage + "\n\n" + gradeFormatUsage + "\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "exercise", Value: "claim", Usage: "grade the files as answers to exercise `NAME` (outboxlab exercise list)"},
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
@@ -49,7 +50,7 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			gradeFormatFlag,
-			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it, one per student to hand back"},
+			&cli.BoolFlag{Name: "html", Usage: "also write each report's self-contained HTML page beside it, to hand back to its student"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT; where the explorer grades too, each of its orderings starts its relays as child processes, which takes longer (raise --timeout)"},
 		},
 		OnUsageError: onUsageError,
@@ -61,12 +62,12 @@ func gradeCommand(s *settings) *cli.Command {
 const gradeExitCodes = `Exit code:
   0    every file passed
   1    every file was judged, and some failed a check
-  2    some file could not be judged for its own sake: refused (not a regular file, over 1 MiB, not the
-       exercise's statements: for the claim a read-only SELECT and an UPDATE of OutboxMessages), a statement
-       that failed or ran too long in the run, a run its statements stopped that the lesson's own complete
-       (a value of the wrong type, an event never delivered), or no verdict within --timeout; also bad input before any
-       file: an unknown exercise, a flag, an --out that cannot take reports, a --db server that cannot
-       host a grade
+  2    some file could not be judged for its own sake: refused (a link or not a regular file, over
+       1 MiB, not the exercise's statements: for the claim a read-only SELECT and an UPDATE of
+       OutboxMessages), a statement that failed or ran too long in the run, a run its statements stopped
+       that the lesson's own complete (a value of the wrong type, an event never delivered), or no verdict
+       within --timeout; also bad input before any file: an unknown exercise, a flag, an --out that cannot
+       take reports, a --db server that cannot host a grade
   3    the lab's own failure, not a file's: a report or the summary could not be written (a full disk),
        or a run could not complete (no temporary folder under TMPDIR, a lost database connection, a bug);
        the verdicts reached are printed all the same
@@ -354,6 +355,12 @@ func (p *gradePlan) graderNames() []string {
 // and returns the options of the runs that judge it.
 func (p *gradePlan) load(ctx context.Context, i int) (lesson.Options, error) {
 	opts := p.options
+	// A student's file is handed in, not linked: a link in a downloaded
+	// folder could make the grade read, and its report and the reason of
+	// a refusal quote, any file this machine lets the grader read.
+	if st, err := os.Lstat(p.files[i]); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		return opts, fmt.Errorf("%w: it is a symbolic link; hand in the file itself", errUnreadable)
+	}
 	var err error
 	opts.Submission, err = loadSubmission(ctx, p.exercise, p.files[i], p.options.Database != "")
 	if opts.Submission != nil {

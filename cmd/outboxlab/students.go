@@ -15,11 +15,13 @@ const (
 )
 
 // studentUsage is grade's help on how it names students.
-const studentUsage = "Each file is one student's. By default (--student-from auto) the student is the file's folder when the\n" +
-	"files given are in two or more folders or all named after the exercise (submissions/alice/ack.sql and\n" +
-	"submissions/bob/ack.sql are alice's and bob's, the usual download from a course site), else the file's name\n" +
-	"without its extension (submissions/alice.sql is alice's); --student-from folder or file decides for every\n" +
-	"file. Two files of one student are graded as two rows, and their reports never overwrite each other."
+const studentUsage = "Each file is one student's. By default (--student-from auto) the student is the file's\n" +
+	"folder when the files given are in two or more folders or all named after the exercise\n" +
+	"(submissions/alice/ack.sql and submissions/bob/ack.sql are alice's and bob's, the usual download from a\n" +
+	"course site), else the file's name without its extension (submissions/alice.sql is alice's);\n" +
+	"--student-from folder or file decides for every file. A student's reports go under\n" +
+	"--out/EXERCISE/STUDENT/; two files of one student are two rows, and a report never overwrites another\n" +
+	"(a second grade into the same --out files new ones beside the first)."
 
 // studentNames names the student of each of files, answers to exercise,
 // by how (studentAuto, studentFolder or studentFile). A folder that has no

@@ -145,3 +145,36 @@ func TestGradeHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestGradeRefusesLinks: a symbolic link among the files (a download can
+// hold one) is refused, so the grade never reads, quotes or reports the
+// file it points to.
+func TestGradeRefusesLinks(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("UPDATE outbox_events SET delivered = 1 WHERE event_id = 'TOPSECRET'"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}})
+	link := filepath.Join(filepath.Dir(filepath.Dir(paths[0])), "mallory", "ack.sql")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "reports")
+	o := runCLI(t, "grade", "--exercise", "ack", "--format", "csv", "--out", out, paths[0], link)
+	if o.code != exitUsage {
+		t.Errorf("exit %d, want 2; stderr %s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stdout, "mallory,ack,") || !strings.Contains(o.stdout, "refused") || !strings.Contains(o.stdout, "symbolic link") {
+		t.Errorf("the gradebook does not refuse mallory's link:\n%s", o.stdout)
+	}
+	if strings.Contains(o.stdout+o.stderr, "TOPSECRET") {
+		t.Errorf("the grade quoted the linked file:\n%s", o.stdout)
+	}
+	if reps, _ := filepath.Glob(filepath.Join(out, "ack", "mallory", "*", "*")); len(reps) > 0 {
+		t.Errorf("reports were filed for the link: %v", reps)
+	}
+}
