@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/reports"
 )
 
@@ -107,6 +108,37 @@ func TestGradeStudentFiles(t *testing.T) {
 	}
 }
 
+// TestGradeStudentFilesOnPostgres grades the same class with --db, all at
+// once: PostgreSQL's parser words some refusals otherwise (an ATTACH is a
+// syntax error there), but every file is refused or judged, never the
+// lab's failure, and the right answer passes.
+func TestGradeStudentFilesOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	var files [][2]string
+	for _, f := range badAcks {
+		files = append(files, [2]string{f.name + "/ack.sql", f.text})
+	}
+	paths := writeSubmissions(t, append(files, [2]string{"alice/ack.sql", ackAnswer}))
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--db", url, "--timeout", "30s", "--format", "json", "--out", t.TempDir()}, paths...)...)
+	if o.code != exitUsage {
+		t.Errorf("exit %d, want 2 (some files refused); stderr %s", o.code, o.stderr)
+	}
+	got := map[string]grade{}
+	for _, g := range gradesOf(t, o.stdout) {
+		got[g.Student] = g
+	}
+	for _, f := range badAcks {
+		g := got[f.name]
+		if g.Verdict != f.verdict || g.Reason == "" || g.Verdict == "not judged" || strings.HasPrefix(g.Error, "the run could not complete") {
+			t.Errorf("%s: verdict %q (want %s), reason %q, error %q", f.name, g.Verdict, f.verdict, g.Reason, g.Error)
+		}
+	}
+	if g := got["alice"]; g.Verdict != "passed" {
+		t.Errorf("alice: verdict %q, error %q", g.Verdict, g.Error)
+	}
+}
+
 // checkStudentGrade checks that g, f's grade, has f's verdict and a
 // reason that names the problem.
 func checkStudentGrade(t *testing.T, g grade, f badAck) {
@@ -117,7 +149,7 @@ func checkStudentGrade(t *testing.T, g grade, f badAck) {
 	if !regexp.MustCompile(f.reason).MatchString(g.Reason) {
 		t.Errorf("%s: reason %q does not match %q", f.name, g.Reason, f.reason)
 	}
-	if g.fault == labFault || strings.HasPrefix(g.Error, "the run could not complete") || strings.HasPrefix(g.Error, "the lab") {
+	if g.Verdict == "not judged" || strings.HasPrefix(g.Error, "the run could not complete") || strings.HasPrefix(g.Error, "the lab") {
 		t.Errorf("%s: the lab blames itself: %q", f.name, g.Error)
 	}
 }
