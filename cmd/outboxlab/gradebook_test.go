@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/csv"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -93,5 +94,42 @@ func TestGradeGradebook(t *testing.T) {
 	}
 	if c := byName["explore: violations_stale_completion"]; !strings.Contains(c.Counterexample, "B claim, A complete") {
 		t.Errorf("the explorer's check has no counterexample: %+v", c)
+	}
+}
+
+// TestGradebookGolden: the gradebook's shape, for grades of each verdict
+// and a hostile student name, is testdata/gradebook.csv (-update rewrites
+// it).
+func TestGradebookGolden(t *testing.T) {
+	t.Parallel()
+	grades := []grade{
+		{Student: "alice", Exercise: "ack", File: "submissions/alice/ack.sql", Passed: true,
+			Report: "r/ack/alice/Session-16/Session-16-Stale-Ack-Fencing-YourSQL-RunReport-20260115T090000Z.txt"},
+		{Student: "bob", Exercise: "ack", File: "submissions/bob/ack.sql", FailedChecks: []string{"stale_ack_rows", "explore: violations_stale_completion"},
+			reasons: []string{"expected 0, observed 1", "expected 0, observed 3; the shortest ordering that breaks it, 5 actions: A claim, A send, expire, B claim, A complete"},
+			Report:  "r/ack/bob/Session-16/Session-16-Stale-Ack-Fencing-YourSQL-RunReport-20260115T090000Z.txt"},
+		{Student: "carol", Exercise: "ack", File: "submissions/carol/ack.sql", Error: `refused: the statement: SQLite could not run it: near "WHER": syntax error (1)`, fault: fileFault},
+		{Student: "=cmd|'/C calc'!A0", Exercise: "ack", File: "submissions/=cmd|'/C calc'!A0/ack.sql", Error: "the run could not complete: no temporary folder", fault: labFault},
+		{Student: "dave\x1b[2J", Exercise: "ack", File: "submissions/dave\x1b[2J/ack.sql", Error: "interrupted", fault: interrupted},
+	}
+	for i := range grades {
+		grades[i].settle()
+	}
+	var b strings.Builder
+	if err := writeGradebook(&b, grades); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "gradebook.csv")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestGradebookGolden -update)", err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("the gradebook differs from %s (-update rewrites it):\n%s", golden, b.String())
 	}
 }
