@@ -68,13 +68,14 @@ func writeSubmissions(t *testing.T, files [][2]string) []string {
 	return paths
 }
 
-// TestGradeStudentFolders: submissions/*/ack.sql is graded by student:
+// TestGradeStudentFolders: submissions/*/*.sql is graded by student:
 // the table, the JSON and each report name the student, the reports go
-// under --out/ack/STUDENT/, and a second grade into the same --out files
-// new reports beside the first, overwriting none.
+// under --out/ack/STUDENT/, two files of one student get a report each,
+// and a second grade into the same --out files new reports beside the
+// first, overwriting none.
 func TestGradeStudentFolders(t *testing.T) {
 	t.Parallel()
-	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}, {"bob/ack.sql", ackByID}})
+	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}, {"alice/ack-late.sql", ackAnswer}, {"bob/ack.sql", ackByID}})
 	out := filepath.Join(t.TempDir(), "reports")
 	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--out", out}, paths...)...)
 	if o.code != exitCheckFailed {
@@ -86,34 +87,36 @@ func TestGradeStudentFolders(t *testing.T) {
 		}
 	}
 	o = runCLI(t, append([]string{"grade", "--exercise", "ack", "--format", "json", "--out", out}, paths...)...)
-	got := map[string]grade{}
-	for _, g := range gradesOf(t, o.stdout) {
-		got[g.Student] = g
+	gs := gradesOf(t, o.stdout)
+	if len(gs) != len(paths) {
+		t.Fatalf("%d JSON lines, want %d:\n%s", len(gs), len(paths), o.stdout)
 	}
-	for student, verdict := range map[string]string{"alice": "HELD", "bob": "FAILED"} {
-		g, ok := got[student]
-		if !ok {
-			t.Errorf("no JSON line for %s:\n%s", student, o.stdout)
+	for i, want := range []struct{ student, source, verdict string }{
+		{"alice", "ack.sql", "HELD"}, {"alice", "ack-late.sql", "HELD"}, {"bob", "ack.sql", "FAILED"},
+	} {
+		g := gs[i]
+		if g.Student != want.student || g.Exercise != "ack" || g.File != paths[i] {
+			t.Errorf("line %d: student %q, exercise %q, file %q; want %s, ack, %s", i, g.Student, g.Exercise, g.File, want.student, paths[i])
 			continue
 		}
-		if g.Exercise != "ack" {
-			t.Errorf("%s: exercise %q", student, g.Exercise)
-		}
-		folder := filepath.Join(out, "ack", student, "Session-16")
-		reps, _ := filepath.Glob(filepath.Join(folder, "*YourSQL*.txt"))
-		if len(reps) != 2 || filepath.Dir(g.Report) != folder {
-			t.Errorf("%s: reports %v, latest %s; want two in %s", student, reps, g.Report, folder)
-		}
-		explored, _ := filepath.Glob(filepath.Join(out, "ack", student, "Explore", "*.txt"))
-		if len(explored) != 2 {
-			t.Errorf("%s: explorer's reports %v, want two", student, explored)
+		if folder := filepath.Join(out, "ack", want.student, "Session-16"); filepath.Dir(g.Report) != folder {
+			t.Errorf("%s: report %s, want it in %s", paths[i], g.Report, folder)
 		}
 		b, err := os.ReadFile(g.Report)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "YOUR ACK " + verdict + " (" + student + ", from ack.sql)"; !strings.Contains(string(b), want) {
-			t.Errorf("%s's report does not say %q", student, want)
+		if w := "YOUR ACK " + want.verdict + " (" + want.student + ", from " + want.source + ")"; !strings.Contains(string(b), w) {
+			t.Errorf("%s's report does not say %q", paths[i], w)
+		}
+	}
+	// Two grades of alice's two files and bob's one: every report kept.
+	for student, n := range map[string]int{"alice": 4, "bob": 2} {
+		for _, lesson := range []string{"Session-16", "Explore"} {
+			reps, _ := filepath.Glob(filepath.Join(out, "ack", student, lesson, "*YourSQL*.txt"))
+			if len(reps) != n {
+				t.Errorf("%s: %d %s reports, want %d: %v", student, len(reps), lesson, n, reps)
+			}
 		}
 	}
 }
