@@ -24,8 +24,21 @@ type Submission struct {
 	// GradedBy are the scenarios that may run the file: its lesson, and
 	// the interleaving explorer where its actions run the key statements.
 	GradedBy []string
-	Source   string         // where it came from: the file's name
-	File     store.SlotFile // its statements, comments left out
+	Source   string // where it came from: the file's name
+	// Student is whose file it is, when a grade of a class names it (the
+	// file's folder, as submissions/alice/ack.sql is alice's); "" names
+	// no one, as for run --claim-sql.
+	Student string
+	File    store.SlotFile // its statements, comments left out
+}
+
+// origin says where the file came from, for a statement's name and the
+// verdict: "from ack.sql", or "alice, from ack.sql" with a student.
+func (s *Submission) origin() string {
+	if s.Student == "" {
+		return "from " + s.Source
+	}
+	return s.Student + ", from " + s.Source
 }
 
 // Stmts are the file's statements, each named for the report and
@@ -37,7 +50,7 @@ func (s *Submission) Stmts() []store.Stmt {
 		if len(s.File.Texts) > 1 {
 			name += ": " + strings.ToLower(s.Kinds[i])
 		}
-		out[i] = store.Stmt{Name: name + " (from " + s.Source + ")", SQL: text, Replaces: &s.Key[i]}
+		out[i] = store.Stmt{Name: name + " (" + s.origin() + ")", SQL: text, Replaces: &s.Key[i]}
 	}
 	return out
 }
@@ -81,17 +94,20 @@ func checkSubmission(sc *Scenario, variant string, opts Options) error {
 // speaks of its design or a variant, never of a file.
 func judgeSubmission(res *lab.Result, sub *Submission) {
 	res.CustomSQL, res.CustomSlot = sub.Exercise+" from "+sub.Source, sub.Exercise
+	if sub.Student != "" {
+		res.CustomSQL = sub.Exercise + " by " + sub.Student + ", from " + sub.Source
+	}
 	keys := make([]string, len(sub.Key))
 	for i, k := range sub.Key {
 		keys[i] = "\"" + k.Name + "\""
 	}
 	in := "with your statement in place of the lesson's " + strings.Join(keys, " and ")
 	if res.Passed() {
-		res.Verdict = fmt.Sprintf("YOUR %s HELD (from %s): every check passed %s. %s",
-			strings.ToUpper(sub.Exercise), sub.Source, in, res.Verdict)
+		res.Verdict = fmt.Sprintf("YOUR %s HELD (%s): every check passed %s. %s",
+			strings.ToUpper(sub.Exercise), sub.origin(), in, res.Verdict)
 		return
 	}
-	res.Verdict = fmt.Sprintf("YOUR %s FAILED (from %s): failed checks %s, %s. Read the ledgers and the timeline "+
+	res.Verdict = fmt.Sprintf("YOUR %s FAILED (%s): failed checks %s, %s. Read the ledgers and the timeline "+
 		"for what your statement changed; `outboxlab exercise show %s` restates the task.",
-		strings.ToUpper(sub.Exercise), sub.Source, strings.Join(res.FailedChecks(), ", "), in, sub.Exercise)
+		strings.ToUpper(sub.Exercise), sub.origin(), strings.Join(res.FailedChecks(), ", "), in, sub.Exercise)
 }

@@ -53,7 +53,7 @@ func loadSubmission(ctx context.Context, x *scenarios.Exercise, path string, onP
 // engine judges what it will run with its own parser.
 func loadSlotFile(ctx context.Context, slot store.Slot, path string, onPostgres bool) (store.SlotFile, error) {
 	if path == "" {
-		return store.SlotFile{}, fmt.Errorf("name a %s file", slot.Name)
+		return store.SlotFile{}, fmt.Errorf("%w: the file's name is empty; name the file that holds your %s", errUnreadable, slot.Name)
 	}
 	b, err := readRegularFile(path, store.MaxSlotFileSize)
 	if err != nil {

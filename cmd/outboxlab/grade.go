@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -29,27 +28,29 @@ func gradeCommand(s *settings) *cli.Command {
 		Name:      "grade",
 		Usage:     "judge students' files, one per student, by the lesson's checks, several at once",
 		ArgsUsage: "FILE...",
-		Description: "Runs the exercise's lesson (--exercise, default claim: session-15-outbox-leasing) with each FILE's\n" +
-			"statements in place of the lesson's, up to --jobs at once, and where the interleaving explorer runs\n" +
-			"that statement, the explorer too; prints one table: file, verdict, and each failed check with its\n" +
-			"reason (an explorer's check with its shortest breaking ordering). Writes the reports of each file\n" +
-			"and a summary under --out; outboxlab exercise list names the exercises. A file is untrusted input:\n" +
-			"it must be a regular file of at most 1 MiB whose statements the engine that runs it reads as the\n" +
-			"exercise's (the claim: a read-only SELECT, then an UPDATE of OutboxMessages), writing only the\n" +
-			"exercise's table and calling nothing that changes anything: SQLite's authorizer judges it, or with\n" +
-			"--db PostgreSQL's own parser. With --db each file runs as a throwaway login role, in a throwaway database,\n" +
-			"the lab creates for it (rights: CONNECT to it, USAGE, CREATE on the run's schema only) and drops\n" +
-			"afterwards; the URL's login needs CREATEROLE and CREATEDB (or SUPERUSER), pg_hba.conf must accept the\n" +
-			"role's password login, and what killed grades left is removed first.\n" +
-			"Every verdict reached is printed, even when a report or the summary cannot be written or the grade is\n" +
-			"interrupted.\n\n" + gradeExitCodes,
+		Description: "Runs the exercise's lesson (--exercise, default claim: session-15-outbox-leasing) with each\n" +
+			"FILE's statements in place of the lesson's, up to --jobs at once, and where the interleaving explorer\n" +
+			"runs that statement, the explorer too; prints one table: student, file, verdict, and each failed check\n" +
+			"with its reason (an explorer's check with its shortest breaking ordering). Writes the reports of each\n" +
+			"file and a summary under --out; outboxlab exercise list names the exercises. A file is untrusted\n" +
+			"input: it must be a regular file (not a symbolic link) of at most 1 MiB whose statements the engine\n" +
+			"that runs it reads as the exercise's (the claim: a read-only SELECT, then an UPDATE of\n" +
+			"OutboxMessages), writing only the exercise's table and calling nothing that changes anything:\n" +
+			"SQLite's authorizer judges it, or with --db PostgreSQL's own parser. With --db each file runs as a\n" +
+			"throwaway login role, in a throwaway database, the lab creates for it (rights: CONNECT to it, USAGE,\n" +
+			"CREATE on the run's schema only) and drops afterwards; the URL's login needs CREATEROLE and CREATEDB\n" +
+			"(or SUPERUSER), pg_hba.conf must accept the role's password login, and what killed grades left is\n" +
+			"removed first. Every verdict reached is printed, even when a report or the summary cannot be written\n" +
+			"or the grade is interrupted.\n\n" + studentUsage + "\n\n" + gradeFormatUsage + "\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "exercise", Value: "claim", Usage: "grade the files as answers to exercise `NAME` (outboxlab exercise list)"},
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
+			&cli.StringFlag{Name: "student-from", Value: studentAuto, Usage: "name each file's student by its `WAY`: auto, folder or file (see above)"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
-			formatFlag,
+			gradeFormatFlag,
+			&cli.BoolFlag{Name: "html", Usage: "also write each report's self-contained HTML page beside it, to hand back to its student"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lesson's workers, relays and consumers as child processes, as run --processes does: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT; where the explorer grades too, each of its orderings starts its relays as child processes, which takes longer (raise --timeout)"},
 		},
 		OnUsageError: onUsageError,
@@ -61,26 +62,37 @@ func gradeCommand(s *settings) *cli.Command {
 const gradeExitCodes = `Exit code:
   0    every file passed
   1    every file was judged, and some failed a check
-  2    some file could not be judged for its own sake: refused (not a regular file, over 1 MiB, not the
-       exercise's statements: for the claim a read-only SELECT and an UPDATE of OutboxMessages), a statement
-       that failed or ran too long in the run, or no verdict within --timeout; also bad input before any
-       file: an unknown exercise, a flag, an --out that cannot take reports, a --db server that cannot
-       host a grade
+  2    some file could not be judged for its own sake: refused (a link or not a regular file, over
+       1 MiB, not the exercise's statements: for the claim a read-only SELECT and an UPDATE of
+       OutboxMessages), a statement that failed or ran too long in the run, a run its statements stopped
+       that the lesson's own complete (a value of the wrong type, an event never delivered), or no verdict
+       within --timeout; also bad input before any file: an unknown exercise, a flag, an --out that cannot
+       take reports, a --db server that cannot host a grade
   3    the lab's own failure, not a file's: a report or the summary could not be written (a full disk),
-       or a run could not complete (no temporary folder under TMPDIR, a lost database connection);
+       or a run could not complete (no temporary folder under TMPDIR, a lost database connection, a bug);
        the verdicts reached are printed all the same
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): the verdicts reached so far are printed first`
 
-// grade is the judgement of one claim file.
+// grade is the judgement of one student's file.
 type grade struct {
-	File         string   `json:"file"`
-	Passed       bool     `json:"passed"`
-	FailedChecks []string `json:"failed_checks"`
-	Report       string   `json:"report"`
+	Student  string `json:"student"`
+	Exercise string `json:"exercise"`
+	File     string `json:"file"`
+	// Verdict is the gradebook's word: passed, failed, refused or not
+	// judged (see settle); Reason says why, in the student's words.
+	Verdict      string       `json:"verdict"`
+	Passed       bool         `json:"passed"`
+	Reason       string       `json:"reason"`
+	Checks       []gradeCheck `json:"checks"` // every check of every run that judged it
+	FailedChecks []string     `json:"failed_checks"`
+	Report       string       `json:"report"`
 	// ExploreReport is the explorer's report, for an exercise whose
 	// statement the explorer runs.
 	ExploreReport string `json:"explore_report,omitempty"`
-	Error         string `json:"error"`
+	// Page and ExplorePage are the reports' HTML pages, with --html.
+	Page        string `json:"page,omitempty"`
+	ExplorePage string `json:"explore_page,omitempty"`
+	Error       string `json:"error"`
 	// ReportError says why the report of a file that was judged could
 	// not be written (a full disk); the verdict stands.
 	ReportError string `json:"report_error,omitempty"`
@@ -115,20 +127,24 @@ type gradePlan struct {
 	exercise *scenarios.Exercise
 	scenario *lesson.Scenario // the exercise's lesson
 	files    []string
+	students []string // each file's student (studentNames)
 	out      string
 	jobs     int
 	timeout  time.Duration
 	format   string
+	html     bool           // also write each report's HTML page beside it
 	options  lesson.Options // each file's run sets its Claim
 	now      func() time.Time
 	// fileReport files a report's bytes as [reports.WriteNew] does;
 	// tests make it fail as a full disk would.
 	fileReport func(path string, data []byte) (string, error)
+	ownRuns    sync.Map // the graders whose own run completed (ownRunCompletes)
 }
 
 func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	p := &gradePlan{files: c.Args().Slice(), out: c.String("out"), options: s.options(), now: s.now, fileReport: s.fileReport}
 	p.options.Processes = c.Bool("processes")
+	p.html = c.Bool("html")
 	if p.fileReport == nil {
 		p.fileReport = reports.WriteNew
 	}
@@ -136,7 +152,7 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	if p.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err
 	}
-	if p.format, err = checkFormat(c); err != nil {
+	if p.format, err = checkGradeFormat(c); err != nil {
 		return nil, err
 	}
 	if p.exercise, err = scenarios.LookupExercise(c.String("exercise")); err != nil {
@@ -144,7 +160,13 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	}
 	p.scenario = p.exercise.Scenario()
 	if len(p.files) == 0 {
-		return nil, usagef("name the files to grade (e.g. outboxlab grade --exercise %s submissions/*.sql)", p.exercise.Name)
+		return nil, usagef("name the files to grade (e.g. outboxlab grade --exercise %s submissions/*/%s.sql)", p.exercise.Name, p.exercise.Name)
+	}
+	switch how := c.String("student-from"); how {
+	case studentAuto, studentFolder, studentFile:
+		p.students = studentNames(p.files, p.exercise.Name, how)
+	default:
+		return nil, usagef("--student-from must be auto, folder or file, not %q", how)
 	}
 	if p.jobs < 1 {
 		return nil, usagef("--jobs must be at least 1, not %d", p.jobs)
@@ -166,10 +188,10 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 		}
 	}
 	paths := []string{filepath.Join(p.out, "Grade", "Grade-Summary-"+p.now().UTC().Format("20060102T150405Z")+".txt")}
-	for _, f := range p.files {
+	for i, f := range p.files {
 		for _, sc := range p.graders() {
 			r := &lab.Result{Session: sc.Session, FileTag: sc.FileTag, CustomSQL: f}
-			paths = append(paths, reports.Path(filepath.Join(p.out, reportFolder(f)), r, p.now()))
+			paths = append(paths, reports.Path(p.reportFolder(i), r, p.now()))
 		}
 	}
 	if err := checkOut(p.out, paths...); err != nil {
@@ -203,10 +225,13 @@ func gradeAction(c *cli.Context, s *settings) error {
 	return gradeOutcome(grades, summaryErr)
 }
 
-// printGrades prints every grade: one JSON line each, or the table and
-// where the summary is (when it was written).
+// printGrades prints every grade: a gradebook (csv), one JSON line each,
+// or the table and where the summary is (when it was written).
 func printGrades(w io.Writer, format string, grades []grade, table []byte, summary string) error {
-	if format == "json" {
+	switch format {
+	case "csv":
+		return writeGradebook(w, grades)
+	case "json":
 		for _, g := range grades {
 			if err := reports.JSONLine(w, g); err != nil {
 				return err
@@ -257,7 +282,7 @@ func gradeOutcome(grades []grade, summaryErr error) error {
 		}
 		return fmt.Errorf("grade: %s (every verdict reached is printed above)", strings.Join(what, "; "))
 	case notJudged > 0:
-		return usagef("grade: %d of %d files could not be judged (see the table)", notJudged, len(grades))
+		return usagef("grade: %d of %d files could not be judged (each reason is printed with its verdict)", notJudged, len(grades))
 	case failed > 0:
 		return errChecksFailed
 	}
@@ -271,7 +296,7 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 	grades := make([]grade, len(p.files))
 	sem := make(chan struct{}, p.jobs)
 	var wg sync.WaitGroup
-	for i, file := range p.files {
+	for i := range p.files {
 		if ctx.Err() == nil {
 			select {
 			case sem <- struct{}{}:
@@ -279,17 +304,29 @@ func gradeAll(ctx context.Context, p *gradePlan) []grade {
 			}
 		}
 		if ctx.Err() != nil {
-			grades[i] = grade{File: file, FailedChecks: []string{}, Error: "interrupted", fault: interrupted}
+			grades[i] = p.newGrade(i)
+			grades[i].Error, grades[i].fault = "interrupted", interrupted
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			grades[i] = gradeFile(ctx, file, p)
+			defer func() {
+				// A bug of the lab's costs one file its verdict, not the class.
+				if r := recover(); r != nil {
+					grades[i] = p.newGrade(i)
+					grades[i].Error = fmt.Sprintf("the lab failed while judging it (a bug in outboxlab; please report it): %v", r)
+					grades[i].fault = labFault
+				}
+			}()
+			grades[i] = gradeFile(ctx, i, p)
 		}()
 	}
 	wg.Wait()
+	for i := range grades {
+		grades[i].settle()
+	}
 	return grades
 }
 
@@ -314,19 +351,59 @@ func (p *gradePlan) graderNames() []string {
 	return names
 }
 
-// load reads and checks file as an answer to p's exercise and returns the
-// options of the runs that judge it.
-func (p *gradePlan) load(ctx context.Context, file string) (lesson.Options, error) {
+// load reads and checks file i as its student's answer to p's exercise
+// and returns the options of the runs that judge it.
+func (p *gradePlan) load(ctx context.Context, i int) (lesson.Options, error) {
 	opts := p.options
+	// A student's file is handed in, not linked: a link in a downloaded
+	// folder could make the grade read, and its report and the reason of
+	// a refusal quote, any file this machine lets the grader read.
+	if st, err := os.Lstat(p.files[i]); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		return opts, fmt.Errorf("%w: it is a symbolic link; hand in the file itself", errUnreadable)
+	}
 	var err error
-	opts.Submission, err = loadSubmission(ctx, p.exercise, file, p.options.Database != "")
+	opts.Submission, err = loadSubmission(ctx, p.exercise, p.files[i], p.options.Database != "")
+	if opts.Submission != nil {
+		opts.Submission.Student = p.students[i]
+	}
 	return opts, err
 }
 
-// gradeFile judges one file; any failure to judge it is its Error, with
+// newGrade is file i's grade before it is judged.
+func (p *gradePlan) newGrade(i int) grade {
+	return grade{Student: p.students[i], Exercise: p.exercise.Name, File: p.files[i], FailedChecks: []string{}}
+}
+
+// reportFolder is the folder of file i's reports: --out, the exercise,
+// then the student, so each student's reports are easy to find.
+func (p *gradePlan) reportFolder(i int) string {
+	return filepath.Join(p.out, p.exercise.Name, p.students[i])
+}
+
+// ownRunCompletes says whether judge's run completes with the lesson's
+// own statements in p's options, within --timeout: when a run with a
+// file's statements fails for no reason the sandbox or the engine names,
+// this tells the file's fault from the lab's. A run that completed once
+// is not run again.
+func (p *gradePlan) ownRunCompletes(ctx context.Context, judge *lesson.Scenario) bool {
+	if _, ok := p.ownRuns.Load(judge.Name); ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	opts := p.options
+	opts.Submission = nil
+	if _, err := lesson.Execute(ctx, judge, "", opts, false); err != nil {
+		return false
+	}
+	p.ownRuns.Store(judge.Name, true)
+	return true
+}
+
+// gradeFile judges p.files[file]; any failure to judge it is its Error, with
 // whose fault it is.
-func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
-	g := grade{File: file, FailedChecks: []string{}}
+func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
+	g := p.newGrade(file)
 	notJudged := func(f fault, msg string) grade {
 		g.Error, g.fault = msg, f
 		if ctx.Err() != nil {
@@ -371,7 +448,17 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 			// own database, before the lesson starts.
 			return notJudged(fileFault, "refused: "+oneLine(refusal.Error()))
 		case errors.As(err, &stmtErr):
-			return notJudged(fileFault, fmt.Sprintf("its %s failed %s: %s", stmtErr.Statement, inRun, oneLine(stmtErr.Err.Error())))
+			which := stmtErr.Statement // "first statement", or "the statement" of a file of one
+			if !strings.HasPrefix(which, "the ") {
+				which = "its " + which
+			}
+			return notJudged(fileFault, fmt.Sprintf("%s failed %s: %s", which, inRun, oneLine(stmtErr.Err.Error())))
+		case err != nil && p.ownRunCompletes(ctx, judge):
+			// The file's statements ran, but what they did (a value of the
+			// wrong type, an event never marked delivered) stopped the
+			// lesson, which completes with its own: the file's fault.
+			return notJudged(fileFault, fmt.Sprintf("the file's statements stopped the %s (the lesson's own statements complete it): %s",
+				strings.TrimPrefix(inRun, "in the "), oneLine(err.Error())))
 		case err != nil:
 			return notJudged(labFault, "the run could not complete: "+oneLine(err.Error()))
 		}
@@ -381,6 +468,7 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 			prefix = judge.Name + ": "
 		}
 		for _, ch := range res.Checks {
+			g.Checks = append(g.Checks, gradeCheck{Name: prefix + ch.Name, Expected: ch.Expected, Observed: ch.Observed, Passed: ch.Passed, Counterexample: ch.Counterexample})
 			if !ch.Passed {
 				reason := fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed)
 				if ch.Counterexample != "" {
@@ -395,56 +483,47 @@ func gradeFile(ctx context.Context, file string, p *gradePlan) grade {
 		path := ""
 		err = reports.Text(&buf, res, info)
 		if err == nil {
-			path, err = p.fileReport(reports.Path(filepath.Join(p.out, reportFolder(file)), res, started), buf.Bytes())
+			path, err = p.fileReport(reports.Path(p.reportFolder(file), res, started), buf.Bytes())
+		}
+		page := ""
+		if err == nil && p.html {
+			buf.Reset()
+			if err = reports.HTML(&buf, res, info); err == nil {
+				page, err = p.fileReport(reports.HTMLPath(path), buf.Bytes())
+			}
 		}
 		if err != nil {
 			// The verdict stands; only its report is lost (exit 3).
 			g.ReportError = oneLine(err.Error())
 		}
 		if i == 0 {
-			g.Report = path
+			g.Report, g.Page = path, page
 		} else {
-			g.ExploreReport = path
+			g.ExploreReport, g.ExplorePage = path, page
 		}
 	}
 	return g
 }
 
-// reportFolder is the folder under --out for a file's report: its name
-// without extension, so each student's report is easy to find.
-func reportFolder(file string) string {
-	stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	stem = strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			return '_'
-		}
-		return r
-	}, stem)
-	if stem == "" || stem == "." || stem == ".." {
-		stem = "claim"
-	}
-	return stem
-}
-
 // writeGradeTable prints one row per failed check (or one per file that
 // passed or could not be judged).
 func writeGradeTable(w io.Writer, grades []grade) error {
-	t := lab.Table{Columns: []string{"File", "Verdict", "Failed check", "Reason"}}
+	t := lab.Table{Columns: []string{"Student", "File", "Verdict", "Failed check", "Reason"}}
 	for _, g := range grades {
 		// A file's name and an error quoting its SQL are the student's
 		// data: escaped, they cannot act on the terminal or break a row.
-		file := reports.Printable(g.File)
+		student, file := reports.Printable(g.Student), reports.Printable(g.File)
 		switch {
 		case g.Error != "":
-			t.AddRow(file, g.verdict(), "-", reports.Printable(g.Error))
+			t.AddRow(student, file, g.verdict(), "-", reports.Printable(g.Error))
 		case len(g.FailedChecks) == 0:
-			t.AddRow(file, g.verdict(), "-", "every check passed")
+			t.AddRow(student, file, g.verdict(), "-", "every check passed")
 		}
 		for i, name := range g.FailedChecks {
-			t.AddRow(file, g.verdict(), name, g.reasons[i])
+			t.AddRow(student, file, g.verdict(), name, g.reasons[i])
 		}
 		if g.ReportError != "" {
-			t.AddRow(file, g.verdict(), "-", "its report could not be written: "+reports.Printable(g.ReportError))
+			t.AddRow(student, file, g.verdict(), "-", "its report could not be written: "+reports.Printable(g.ReportError))
 		}
 	}
 	if err := reports.WriteTable(w, t); err != nil {

@@ -154,7 +154,7 @@ func TestGradeExamples(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, o.stdout)
 		}
 	}
-	reportsWritten, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*YourSQL*.txt"))
+	reportsWritten, _ := filepath.Glob(filepath.Join(out, "claim", "*", "Session-15", "*YourSQL*.txt"))
 	if len(reportsWritten) != 2 {
 		t.Errorf("reports: %v, want one per file", reportsWritten)
 	}
@@ -170,7 +170,8 @@ func TestGradeOnlyPassing(t *testing.T) {
 
 func TestGradeUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"grade"}, {"grade", "--jobs", "0", "x.sql"}, {"grade", "--format", "xml", "x.sql"}} {
+	for _, args := range [][]string{{"grade"}, {"grade", "--jobs", "0", "x.sql"}, {"grade", "--format", "xml", "x.sql"},
+		{"grade", "--student-from", "email", "x.sql"}, {"grade", "--exercise", "ack", "--out", t.TempDir(), ""}} {
 		if o := runCLI(t, args...); o.code != exitUsage {
 			t.Errorf("%v: exit %d, want 2", args, o.code)
 		}
@@ -311,7 +312,7 @@ func TestGradeEscapesNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reportFiles, _ := filepath.Glob(filepath.Join(out, "*", "Session-15", "*.txt"))
+	reportFiles, _ := filepath.Glob(filepath.Join(out, "claim", "*", "Session-15", "*.txt"))
 	if len(reportFiles) != len(names) {
 		t.Fatalf("reports %v, want %d", reportFiles, len(names))
 	}
@@ -519,7 +520,8 @@ func TestGradeInterruptPrintsVerdicts(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	for first := filepath.Join(out, "claim-lesson", "Session-15"); ; time.Sleep(20 * time.Millisecond) {
+	// The files are in two folders: each is named by its folder.
+	for first := filepath.Join(out, "claim", "examples", "Session-15"); ; time.Sleep(20 * time.Millisecond) {
 		if reps, _ := filepath.Glob(filepath.Join(first, "*.txt")); len(reps) > 0 {
 			break
 		}
@@ -555,90 +557,4 @@ func TestGradeHelpExitCodes(t *testing.T) {
 			t.Errorf("grade --help does not document exit %s:\n%s", code, o.stdout)
 		}
 	}
-}
-
-// sort127SQL sorts 127 values of 8 MB: each value is within SQLite's
-// length limit, the whole needs a gigabyte.
-const sort127SQL = `WITH t(x) AS (VALUES (1),(2)), r AS (SELECT a.x FROM t a, t b, t c, t d, t e, t f, t g LIMIT 127)
-SELECT count(*) FROM (SELECT zeroblob(8000000) || x AS b FROM r GROUP BY b);
-` + okUpdate
-
-// slowOnRunRowsSQL is quick on the claim check's four messages and takes
-// minutes as soon as it meets message 5, which only the run has.
-const slowOnRunRowsSQL = `SELECT Id FROM OutboxMessages
-WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
-  AND (Id <> 5 OR (WITH t(x) AS (VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10))
-                   SELECT count(*) FROM t a, t b, t c, t d, t e, t f, t g, t h, t i) > 0)
-ORDER BY CreatedAtUtc, Id LIMIT 1;
-` + okUpdate
-
-// TestGradeBoundsStatements: a claim statement is bounded in memory and
-// time in total, not per value, and a statement slow only on the run's
-// rows is the file's fault, named, exit 2 (it was exit 3, "context
-// deadline exceeded"). The grade runs as a real process so its peak
-// memory is its own; the time bound asserted is generous.
-func TestGradeBoundsStatements(t *testing.T) {
-	t.Parallel()
-	bin := binary(t)
-	dir := t.TempDir()
-	sort127, slow := filepath.Join(dir, "sort127.sql"), filepath.Join(dir, "slow-on-run-rows.sql")
-	for p, text := range map[string]string{sort127: sort127SQL, slow: slowOnRunRowsSQL} {
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(bin, "grade", "--jobs", "2", "--format", "json", "--out", t.TempDir(), sort127, slow)
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	started := time.Now()
-	err := cmd.Run()
-	elapsed := time.Since(started)
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage {
-		t.Fatalf("%v, want exit %d; stdout %s stderr %s", err, exitUsage, stdout.String(), stderr.String())
-	}
-	got := byFileName(gradesOf(t, stdout.String()))
-	if g := got["sort127.sql"]; !strings.HasPrefix(g.Error, "refused: first statement: ") {
-		t.Errorf("sort127.sql: %q, want the first statement refused", g.Error)
-	}
-	if g := got["slow-on-run-rows.sql"]; !strings.HasPrefix(g.Error, "its first statement failed in the run: ran longer than 2s and was stopped") {
-		t.Errorf("slow-on-run-rows.sql: %q, want its first statement stopped in the run", g.Error)
-	}
-	peakMB := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // KiB on Linux
-	t.Logf("grade: %s, peak memory %d MB", elapsed.Round(time.Millisecond), peakMB)
-	if peakMB > 600 {
-		t.Errorf("the grade's peak memory was %d MB; a claim's statements may hold %d MiB in all", peakMB, 256)
-	}
-	if elapsed > time.Minute {
-		t.Errorf("the grade took %s", elapsed)
-	}
-
-	o := runCLI(t, "run", "session-15-outbox-leasing", "--claim-sql", slow, "--out", t.TempDir())
-	if o.code != exitUsage || !strings.Contains(o.stderr, "its first statement failed in the run: ran longer than 2s") {
-		t.Errorf("run --claim-sql: exit %d, stderr %q; want 2 naming the first statement", o.code, o.stderr)
-	}
-}
-
-// unwrapCells joins each cell a table wrapped over several lines back into
-// one, so a long file name reads as one string whatever the length of the
-// folder it is in: a table row whose cells past the first are all empty
-// continues the row above it. Lines that are not table rows stay as they
-// are.
-func unwrapCells(text string) string {
-	var out []string
-	for _, line := range strings.Split(text, "\n") {
-		cells := strings.Split(line, "|")
-		continued := len(cells) > 2 && strings.HasPrefix(line, "|") && len(out) > 0 && strings.HasPrefix(out[len(out)-1], "|")
-		for _, c := range cells[min(2, len(cells)):] {
-			continued = continued && strings.TrimSpace(c) == ""
-		}
-		if !continued {
-			out = append(out, line)
-			continue
-		}
-		prev := strings.Split(out[len(out)-1], "|")
-		prev[1] = strings.TrimRight(prev[1], " ") + strings.TrimSpace(cells[1]) + " "
-		out[len(out)-1] = strings.Join(prev, "|")
-	}
-	return strings.Join(out, "\n")
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// How grade names the student of each file (--student-from).
+const (
+	studentAuto   = "auto"   // by folder when the files are in several folders or all named after the exercise
+	studentFolder = "folder" // the file's folder: submissions/alice/ack.sql is alice's
+	studentFile   = "file"   // the file's name without its extension: submissions/alice.sql is alice's
+)
+
+// studentUsage is grade's help on how it names students.
+const studentUsage = "Each file is one student's. By default (--student-from auto) the student is the file's\n" +
+	"folder when the files given are in two or more folders or all named after the exercise\n" +
+	"(submissions/alice/ack.sql and submissions/bob/ack.sql are alice's and bob's, the usual download from a\n" +
+	"course site), else the file's name without its extension (submissions/alice.sql is alice's);\n" +
+	"--student-from folder or file decides for every file. A student's reports go under\n" +
+	"--out/EXERCISE/STUDENT/; two files of one student are two rows, and a report never overwrites another\n" +
+	"(a second grade into the same --out files new ones beside the first)."
+
+// studentNames names the student of each of files, answers to exercise,
+// by how (studentAuto, studentFolder or studentFile). A folder that has no
+// name of its own (the root) names the student by the file instead.
+func studentNames(files []string, exercise, how string) []string {
+	byFolder := how == studentFolder
+	if how == studentAuto {
+		folders := map[string]bool{}
+		named := true // every file named after the exercise
+		for _, f := range files {
+			folders[folderOf(f)] = true
+			named = named && fileStem(f) == exercise
+		}
+		byFolder = len(folders) > 1 || named
+	}
+	out := make([]string, len(files))
+	for i, f := range files {
+		name := fileStem(f)
+		if byFolder {
+			if folder := filepath.Base(folderOf(f)); folder != string(filepath.Separator) && folder != "." {
+				name = folder
+			}
+		}
+		out[i] = safeName(name, exercise)
+	}
+	return out
+}
+
+// folderOf is the absolute folder of file (as given, if it has none), so
+// that ack.sql given from inside submissions/alice is alice's.
+func folderOf(file string) string {
+	if abs, err := filepath.Abs(file); err == nil {
+		return filepath.Dir(abs)
+	}
+	return filepath.Dir(filepath.Clean(file))
+}
+
+// fileStem is file's name without its extension.
+func fileStem(file string) string {
+	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+}
+
+// safeName makes name a folder name that is one line of text: a separator,
+// a control or format character or a byte that is not UTF-8 becomes '_';
+// a name that would be empty or a relative folder becomes fallback.
+func safeName(name, fallback string) string {
+	name = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(name, "\uFFFD"))
+	if name == "" || name == "." || name == ".." {
+		return fallback
+	}
+	return name
+}
