@@ -21,8 +21,8 @@ import (
 
 // The two packs' folders under `exercise pack --out`.
 const (
-	studentFolder    = "student"
-	instructorFolder = "instructor"
+	studentPackFolder    = "student"
+	instructorPackFolder = "instructor"
 )
 
 func exercisePackCommand() *cli.Command {
@@ -57,7 +57,7 @@ func exercisePackAction(c *cli.Context) error {
 		"  %-*s  for the students: each exercise's handout (NAME.txt), its starter (NAME.sql) and README.txt\n"+
 		"  %-*s  keep it: each exercise's answer key (NAME.answer.sql), its classic wrong answers "+
 		"(NAME.wrong-VARIANT.sql) and README.txt, the checks each wrong answer fails\n",
-		len(files), out, len(instructorFolder)+1, studentFolder+"/", len(instructorFolder)+1, instructorFolder+"/")
+		len(files), out, len(instructorPackFolder)+1, studentPackFolder+"/", len(instructorPackFolder)+1, instructorPackFolder+"/")
 	_, err := io.WriteString(c.App.Writer, fitLines(text, reports.MaxLine))
 	return err
 }
@@ -120,8 +120,8 @@ func studentPack() []packFile {
 		var text strings.Builder
 		_ = writeHandout(&text, h) // a strings.Builder does not fail
 		files = append(files,
-			packFile{Path: filepath.Join(studentFolder, x.Name+".txt"), Text: text.String()},
-			packFile{Path: filepath.Join(studentFolder, x.Name+".sql"), Text: h.Starter})
+			packFile{Path: filepath.Join(studentPackFolder, x.Name+".txt"), Text: text.String()},
+			packFile{Path: filepath.Join(studentPackFolder, x.Name+".sql"), Text: h.Starter})
 		t.AddRow(i+1, x.Name, x.Lesson, statementWords(x), x.Name+".txt, "+x.Name+".sql")
 	}
 	var readme strings.Builder
@@ -132,7 +132,7 @@ func studentPack() []packFile {
 		"Grade your file with `outboxlab grade --exercise NAME NAME.sql`; `outboxlab exercise show NAME` prints the handout again.")
 	readme.WriteString("\n")
 	_ = reports.WriteTable(&readme, t)
-	files = append(files, packFile{Path: filepath.Join(studentFolder, "README.txt"), Text: readme.String()})
+	files = append(files, packFile{Path: filepath.Join(studentPackFolder, "README.txt"), Text: readme.String()})
 	return files
 }
 
@@ -184,11 +184,11 @@ func instructorPack() []packFile {
 		grade := func(file, db string) string {
 			return fmt.Sprintf(" Grade it: outboxlab grade --exercise %s%s %s", x.Name, db, file)
 		}
-		files = append(files, packFile{Path: filepath.Join(instructorFolder, name),
+		files = append(files, packFile{Path: filepath.Join(instructorPackFolder, name),
 			Text: sqlFile(head+grade(name, ""), stmts, store.SQLite)})
 		if differsOnPostgres(stmts) {
 			pg := strings.TrimSuffix(name, ".sql") + ".postgres.sql"
-			files = append(files, packFile{Path: filepath.Join(instructorFolder, pg),
+			files = append(files, packFile{Path: filepath.Join(instructorPackFolder, pg),
 				Text: sqlFile(head+" This is its PostgreSQL text."+grade(pg, " --db URL"), stmts, store.Postgres)})
 		}
 	}
@@ -220,7 +220,7 @@ func instructorPack() []packFile {
 		"A file NAME.*.postgres.sql is the same answer in PostgreSQL's text, for `grade --db URL`.")
 	readme.WriteString("\n")
 	_ = reports.WriteTable(&readme, t)
-	files = append(files, packFile{Path: filepath.Join(instructorFolder, "README.txt"), Text: readme.String()})
+	files = append(files, packFile{Path: filepath.Join(instructorPackFolder, "README.txt"), Text: readme.String()})
 	return files
 }
 

@@ -52,7 +52,7 @@ func answerTexts() map[string]string {
 // answer key's statement or a wrong answer's, whitespace collapsed.
 func TestPackStudentHoldsNoAnswer(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(writtenPack(t), studentFolder)
+	dir := filepath.Join(writtenPack(t), studentPackFolder)
 	answers := answerTexts()
 	if len(answers) < len(scenarios.Exercises()) {
 		t.Fatalf("only %d answer texts", len(answers))
@@ -81,7 +81,7 @@ func TestPackStudentHoldsNoAnswer(t *testing.T) {
 // exercises in course order.
 func TestPackStudentIsTheHandouts(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(writtenPack(t), studentFolder)
+	dir := filepath.Join(writtenPack(t), studentPackFolder)
 	starters := t.TempDir()
 	readme, err := os.ReadFile(filepath.Join(dir, "README.txt"))
 	if err != nil {
@@ -241,7 +241,7 @@ func readmeTable(text string) []map[string]string {
 // --db.
 func TestPackInstructorGrades(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(writtenPack(t), instructorFolder)
+	dir := filepath.Join(writtenPack(t), instructorPackFolder)
 	readme, err := os.ReadFile(filepath.Join(dir, "README.txt"))
 	if err != nil {
 		t.Fatal(err)
