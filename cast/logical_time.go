@@ -21,6 +21,9 @@ var LessonTicks = TickOrigin(LessonStart)
 // DatabaseTicks is the tick origin of session 23's database clock.
 var DatabaseTicks = TickOrigin(ClockStart)
 
+// ClockStart is t=0 of session 23's database clock, 10:00:00.000Z.
+var ClockStart = LessonStart.Add(time.Hour)
+
 // Instant is tick t on o's clock.
 func (o TickOrigin) Instant(t int64) time.Time { return time.Time(o).Add(TickSpan(t)) }
 

@@ -71,7 +71,10 @@ type Pipeline struct {
 
 	// NewBroker, when set, is the broker as the connection db reaches it:
 	// the broker seam ([store.Broker]). nil is the lab's own broker
-	// ([store.NewBroker]) running SQL's broker statements.
+	// ([store.NewBroker]) running SQL's broker statements. It reaches the
+	// instances in the lab's process only: [Pipeline.Settings], what a
+	// child process's instances are given, cannot carry it yet, and
+	// refuses to.
 	NewBroker func(db *store.DB) store.Broker
 
 	BrokerWindow   int64 // the broker's dedup window in ticks; 0: none
@@ -487,6 +490,11 @@ type Settings struct {
 // Settings is p as another process's pipeline needs it, with rules armed
 // there.
 func (p *Pipeline) Settings(rules ...failpoint.Rule) Settings {
+	if p.NewBroker != nil {
+		// A programming error: the children would offer to the lab's own
+		// broker while the lab's checks read the dropped-in one.
+		panic("cast: a dropped-in broker (Pipeline.NewBroker) cannot reach a child process's instances")
+	}
 	return Settings{Label: p.Label, Path: p.Path, Tick: p.Now(), SQL: p.sql(), BrokerWindow: p.BrokerWindow,
 		EventIDPerSend: p.EventIDPerSend, Rules: rules}
 }

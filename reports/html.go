@@ -60,10 +60,17 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		page.Revived = page.Revived || l.Revived
 	}
 	page.Leases = len(rc.Leases) > 0
+	lanes := map[string]bool{}
+	for _, a := range rc.Actors {
+		lanes[a] = true
+	}
 	for _, e := range rc.Events {
 		page.Renewals = page.Renewals || e.Kind == lab.KindRenew
 		page.Offers = page.Offers || e.Kind == lab.KindOffer
-		page.Deliveries = page.Deliveries || e.Kind == lab.KindDeliver || (isConsumer(e.Actor) && e.Offer != 0) // as svgArrows draws them
+		// As svgArrows draws them: a delivery to a lane, or a consumer's
+		// event that implies one.
+		page.Deliveries = page.Deliveries || (e.Kind == lab.KindDeliver && lanes[e.To]) ||
+			(isConsumer(e.Actor) && e.Offer != 0 && e.Kind != lab.KindCrash)
 	}
 	return pageTemplate.Execute(w, page)
 }

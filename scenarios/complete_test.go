@@ -27,6 +27,11 @@ func lessonProblems(sc *lesson.Scenario, registry []*lesson.Scenario) []string {
 	if n := len(slices.DeleteFunc(slices.Clone(registry), func(o *lesson.Scenario) bool { return o.Name != sc.Name })); n != 1 {
 		miss("the registry holds %d lessons of this name: give the copy a Name of its own", n)
 	}
+	if n := len(slices.DeleteFunc(slices.Clone(registry), func(o *lesson.Scenario) bool {
+		return o.Session != sc.Session || o.FileTag != sc.FileTag
+	})); n != 1 {
+		miss("%d lessons file their reports as %s/%s-...: give the copy a FileTag of its own", n, sc.Session, sc.FileTag)
+	}
 	checks, facts := map[string]bool{}, map[string]bool{}
 	for _, c := range sc.Checks {
 		checks[c.Name] = true
@@ -144,7 +149,7 @@ func TestACopiedLessonStandsAlone(t *testing.T) {
 	for _, sc := range All() {
 		t.Run(sc.Name, func(t *testing.T) {
 			copied := *sc
-			copied.Name = "session-99-copy-of-" + sc.Name
+			copied.Name, copied.FileTag = "session-99-copy-of-"+sc.Name, "Copy-Of-"+sc.FileTag
 			registry := append(All(), &copied)
 			if problems := lessonProblems(&copied, registry); len(problems) > 0 {
 				t.Errorf("a copy under a new name fails:\n%s", strings.Join(problems, "\n"))
@@ -152,6 +157,11 @@ func TestACopiedLessonStandsAlone(t *testing.T) {
 			sameName := *sc
 			if !containsAll(lessonProblems(&sameName, append(All(), &sameName)), "the registry holds 2 lessons of this name") {
 				t.Error("a copy under the original's name is not refused by its name")
+			}
+			samePath := copied
+			samePath.FileTag = sc.FileTag
+			if !containsAll(lessonProblems(&samePath, append(All(), &samePath)), "file their reports as") {
+				t.Error("a copy that would file its reports over the original's is not refused")
 			}
 			stripped := copied
 			stripped.Breakers, stripped.Guards, stripped.Processes, stripped.BrokenByTest, stripped.Set = nil, nil, lesson.Processes{}, nil, nil

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
@@ -51,13 +52,29 @@ func lessonFolders(t *testing.T) map[string]map[string][]byte {
 	return folders
 }
 
-// TestLessonFilesStayReadable: no non-test file of a lesson is longer than
-// maxLessonFileLines, and no lesson folder's non-test code longer than
-// maxLessonFolderLines.
+// TestLessonFilesStayReadable: no non-test file of a lesson, of the
+// registry or of package lesson is longer than maxLessonFileLines, and no
+// lesson folder's non-test code longer than maxLessonFolderLines.
 func TestLessonFilesStayReadable(t *testing.T) {
 	folders := lessonFolders(t)
 	if len(folders) == 0 {
 		t.Fatal("no lesson folder found")
+	}
+	// The registry's files and the framing's are held to the file limit too.
+	for _, pattern := range []string{"*.go", filepath.Join("..", "lesson", "*.go")} {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			src, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := bytes.Count(src, []byte("\n")); n > maxLessonFileLines && !strings.HasSuffix(p, "_test.go") {
+				t.Errorf("%s has %d lines, more than %d: split it", p, n, maxLessonFileLines)
+			}
+		}
 	}
 	for folder, files := range folders {
 		total := 0
@@ -139,4 +156,42 @@ func packageSources(t *testing.T) map[string][]byte {
 		}
 	}
 	return sources
+}
+
+// TestNamedTestsExist: every test a lesson names on its value (the test
+// that breaks a check no swap can, the test that runs it with child
+// processes) is a test function of a lesson folder or of the registry.
+func TestNamedTestsExist(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := filepath.Glob(filepath.Join("*", "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, name := range append(files, more...) {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+				tests[fn.Name.Name] = true
+			}
+		}
+	}
+	for _, sc := range All() {
+		named := []string{sc.Processes.Elsewhere}
+		for _, test := range sc.BrokenByTest {
+			named = append(named, test)
+		}
+		for _, test := range named {
+			if test != "" && !tests[test] {
+				t.Errorf("%s names the test %s, which no test file holds", sc.Name, test)
+			}
+		}
+	}
 }

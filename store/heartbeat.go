@@ -26,8 +26,8 @@ func NewLeaseKeeper(db *DB, s HeartbeatSQL) *LeaseKeeper { return &LeaseKeeper{d
 // lease.Until <= claimed_at + maxProcessing; otherwise Rows is 0, an
 // expected value.
 func (k *LeaseKeeper) Renew(ctx context.Context, eventID string, now int64, lease EventLease, maxProcessing int64) (Fenced, error) {
-	f, err := k.db.execRows(ctx, k.sql.Renew.SQL, sql.Named("lease", lease.Until-now), sql.Named("id", eventID),
-		sql.Named("token", lease.Token), sql.Named("now", now), sql.Named("max_processing", maxProcessing))
+	f, err := k.db.execRows(ctx, k.sql.Renew.SQL, append(heartbeatArgs(now, lease), sql.Named("id", eventID),
+		sql.Named("max_processing", maxProcessing))...)
 	if err != nil {
 		return f, fmt.Errorf("store: heartbeat renewal of %s: %w", eventID, err)
 	}

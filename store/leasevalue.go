@@ -58,7 +58,16 @@ func (l Lease[T]) claimArgs(owner string) []any {
 }
 
 // renewalArgs binds a renewal's lease: the token it presents as :token and
-// the end it proposes as :proposed.
+// the end it proposes as :proposed. A token of 0 is bound as it is: a
+// renewal without the token is a lesson's step (session 17's second),
+// which the statement's guard refuses.
 func (l Lease[T]) renewalArgs() []any {
 	return []any{sql.Named("token", l.Token), sql.Named("proposed", l.until())}
+}
+
+// heartbeatArgs binds a heartbeat's renewal of lease at now: the token as
+// :token, and the end it proposes as the lease length :lease from :now,
+// which is how the heartbeat's statement writes it.
+func heartbeatArgs(now int64, lease EventLease) []any {
+	return []any{sql.Named("token", lease.Token), sql.Named("now", now), sql.Named("lease", lease.Until-now)}
 }

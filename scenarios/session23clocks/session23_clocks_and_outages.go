@@ -21,7 +21,7 @@ const (
 )
 
 // Session 23's cast and figures. Time is milliseconds on the database's
-// clock from cast.ClockStart (10:00:00.000Z); every lease is 500 ms.
+// clock from ClockStart (10:00:00.000Z); every lease is 500 ms.
 const (
 	s23Lease    = 500
 	s23WorkerS  = "Worker-S" // its clock reads behind the database's
@@ -109,7 +109,7 @@ var Lesson = lesson.Scenario{
 				"{@skewed_event}: {e1_processing_attempts}; work past the lease its claim stored: {work_after_lease_end_ms} " +
 				"ms. Processes that share a lease must measure it on one clock."},
 		{Name: variantOutageAsLeaseLoss,
-			Changes: "the relay's ack policy (cast.EveryFailureIsLeaseLost): every failed ack, an error as well as 0 rows, " +
+			Changes: "the relay's ack policy (EveryFailureIsLeaseLost): every failed ack, an error as well as 0 rows, " +
 				"is recorded as lease-lost and its event given up; the statements are the lesson's",
 			Mistake: "the relay treats every failed ack as a lost lease: the database error at the outage's ack is recorded as " +
 				"lease-lost and its event is given up instead of retried",
@@ -149,10 +149,10 @@ type clockRun struct {
 	lab     *store.ClockRelay // the producer's and the lab's own statements
 	batch   *store.ClockRelay // the batch job's connection
 	broker  store.Broker
-	s, f, n *cast.SkewedWorker
+	s, f, n *SkewedWorker
 	relays  map[string]instance.ClockRelay
-	stage   *cast.ClockStage
-	race    cast.RaceTally
+	stage   *ClockStage
+	race    RaceTally
 	// expiredAckRows are the rows Worker-N's late ack of e5 changed.
 	expiredAckRows int64
 	// raceOwner, raceClaimer and raceEvent are who renewed and who claimed
@@ -218,16 +218,16 @@ func (run *clockRun) seed(ctx context.Context, workers *instance.Set) error {
 	}
 	run.lab, run.broker = store.NewClockRelay(run.setup, run.sqls), store.NewBroker(run.dbs[1], store.BrokerLesson)
 	run.batch = store.NewClockRelay(run.dbs[2], run.sqls)
-	policy := cast.RetryOnDatabaseError
+	policy := RetryOnDatabaseError
 	if run.env.Is(variantOutageAsLeaseLoss) {
-		policy = cast.EveryFailureIsLeaseLost
+		policy = EveryFailureIsLeaseLost
 	}
-	run.stage = cast.NewClockStage(run.lab, s23Lease, policy)
+	run.stage = NewClockStage(run.lab, s23Lease, policy)
 	run.stage.LockWait = store.DefaultConfig.BusyTimeout // every connection's, as lesson.Env.Open and the children open them
 	run.stage.AckStmt = run.sqls.Ack
 	o := run.env.Options
 	for _, w := range []struct {
-		into **cast.SkewedWorker
+		into **SkewedWorker
 		name string
 		skew int64
 	}{{&run.s, s23WorkerS, -o.SkewSlow.Milliseconds()}, {&run.f, s23WorkerF, o.SkewFast.Milliseconds()}, {&run.n, s23WorkerN, 0}} {
@@ -237,7 +237,7 @@ func (run *clockRun) seed(ctx context.Context, workers *instance.Set) error {
 		}
 		workers.Add(relay)
 		run.relays[w.name] = relay
-		*w.into = &cast.SkewedWorker{Name: w.name, Skew: w.skew, Relay: relay}
+		*w.into = &SkewedWorker{Name: w.name, Skew: w.skew, Relay: relay}
 	}
 	return nil
 }
@@ -258,7 +258,7 @@ func (run *clockRun) insert(ctx context.Context, id string) error {
 }
 
 // send has w send id to the broker now.
-func (run *clockRun) send(ctx context.Context, w *cast.SkewedWorker, id string) error {
+func (run *clockRun) send(ctx context.Context, w *SkewedWorker, id string) error {
 	o, err := run.broker.Offer(ctx, id, fmt.Sprintf(`{"event":%q}`, id), w.Name, cast.DatabaseTicks.Instant(run.stage.Now), 0)
 	if err != nil {
 		return err
@@ -273,8 +273,8 @@ func (run *clockRun) send(ctx context.Context, w *cast.SkewedWorker, id string) 
 // t=450. Each acks when its work ends, unless its own clock says its
 // lease is over.
 func (run *clockRun) skewedClocks(ctx context.Context) error {
-	sc := &cast.Script{}
-	work := func(w *cast.SkewedWorker, ends int64) error {
+	sc := &Script{}
+	work := func(w *SkewedWorker, ends int64) error {
 		c, err := run.stage.Claim(ctx, 1, w, "e1")
 		if err != nil || c.Outcome != store.Claimed {
 			return err
@@ -327,10 +327,10 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 	r.SetMetric("e1_processing_attempts", float64(onE1))
 	var dbErrors, lost int
 	for _, a := range st.Acks {
-		if a.Part == 2 && a.Reason == cast.AckDatabaseError {
+		if a.Part == 2 && a.Reason == AckDatabaseError {
 			dbErrors++
 		}
-		if a.Part == 2 && a.Reason == cast.AckLeaseLost {
+		if a.Part == 2 && a.Reason == AckLeaseLost {
 			lost++
 		}
 	}
@@ -371,7 +371,7 @@ func (run *clockRun) measure(ctx context.Context, r *lab.Result) error {
 // s23Sends is the broker's offers as a table, and the duplicate sends
 // among them: sends of an event after a relay gave it up while the
 // database still held it for that relay.
-func s23Sends(offers []store.BrokerOffer, gaveUp []cast.GiveUp) (lab.Table, int, error) {
+func s23Sends(offers []store.BrokerOffer, gaveUp []GiveUp) (lab.Table, int, error) {
 	t := lab.Table{Title: "Sends: the broker's offers (from the database)",
 		Note:    "A send after a relay gave up an event it still held is a duplicate only the ack policy caused.",
 		Columns: []string{"Offer", "Event", "Sent by", "At", "After its owner gave it up with a live lease"}}
@@ -401,7 +401,7 @@ func (run *clockRun) clocksTable() lab.Table {
 			fmt.Sprint(s23Lease) + " ms from the claim's answer), and no offset between clocks stretches or shortens a duration.",
 		Columns: []string{"Clock", "Offset", "At the database's t=0 it reads"}}
 	t.AddRow("the database's: db_now()", "0 ms", s23Time(0))
-	for _, w := range []*cast.SkewedWorker{run.s, run.f, run.n} {
+	for _, w := range []*SkewedWorker{run.s, run.f, run.n} {
 		t.AddRow(w.Name+"'s", fmt.Sprintf("%+d ms", w.Skew), w.Reads(0))
 	}
 	return t
@@ -464,7 +464,7 @@ func (run *clockRun) castRoles(r *lab.Result, offers []store.BrokerOffer) {
 	r.SetCast("race_owner", run.raceOwner)
 	r.SetCast("race_claimer", run.raceClaimer)
 	r.SetCast("race_event", run.raceEvent)
-	claimers := map[string][]cast.ClockClaim{} // each part 2 event's successful claims
+	claimers := map[string][]ClockClaim{} // each part 2 event's successful claims
 	for _, c := range st.Claims {
 		if c.Outcome != store.Claimed {
 			if c.Part == 1 && r.Cast["skewed_owner"] != "" && c.Worker != r.Cast["skewed_owner"] && r.Settings["fast_claim_at"] == "" {

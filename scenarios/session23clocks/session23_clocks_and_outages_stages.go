@@ -22,11 +22,11 @@ import (
 // again by Worker-F); Worker-N stalls after sending e3, Worker-F reclaims
 // and acks e3, and Worker-N's late ack changes 0 rows.
 func (run *clockRun) outage(ctx context.Context) error {
-	n, f, sc := run.n, run.f, &cast.Script{}
+	n, f, sc := run.n, run.f, &Script{}
 	var c2, c3 store.EventClaim
 	var held *store.Held
 	defer func() { held.Abandon() }() // a step that fails between the lock and its release
-	claimed := func(w *cast.SkewedWorker, id string, into *store.EventClaim) error {
+	claimed := func(w *SkewedWorker, id string, into *store.EventClaim) error {
 		c, err := run.stage.Claim(ctx, 2, w, id)
 		if err == nil && c.Outcome != store.Claimed {
 			err = fmt.Errorf("session 23: %s's claim of %s was %s, want claimed", w.Name, id, c.Outcome)
@@ -34,7 +34,7 @@ func (run *clockRun) outage(ctx context.Context) error {
 		*into = c
 		return err
 	}
-	deliver := func(w *cast.SkewedWorker, id string, c store.EventClaim, t int64) {
+	deliver := func(w *SkewedWorker, id string, c store.EventClaim, t int64) {
 		sc.At(t, func() error { return run.send(ctx, w, id) })
 		sc.At(t+50, func() error { _, err := run.stage.Ack(ctx, 2, w, id, c.Token); return err })
 	}
@@ -175,7 +175,7 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 		}
 		lead, gap := i%2, time.Duration(i/2)*s23Spread/(s23Trials/2)
 		waits := [2]time.Duration{gap, 0} // the renewal's, the claim's: the claim leads
-		if lead == cast.RenewalLeads {
+		if lead == RenewalLeads {
 			waits = [2]time.Duration{0, gap}
 		}
 		var renewed store.Fenced

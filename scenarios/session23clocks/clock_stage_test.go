@@ -1,4 +1,4 @@
-package cast
+package session23clocks
 
 import (
 	"context"

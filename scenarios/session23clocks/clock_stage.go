@@ -1,4 +1,4 @@
-package cast
+package session23clocks
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -13,12 +14,9 @@ import (
 // This file holds session 23's actors: relays whose clocks disagree with
 // the database's, on a stage that keeps the database's time, the timeline
 // and the ledgers of their claims, work and acks. Time is t, milliseconds
-// on the database's clock from [ClockStart]; a report prints it as clock
-// time with the tick beside it, 10:00:00.500 (t=500) ([DatabaseTicks]); a
+// on the database's clock from [cast.ClockStart]; a report prints it as clock
+// time with the tick beside it, 10:00:00.500 (t=500) ([cast.DatabaseTicks]); a
 // worker's clock reads t + its skew.
-
-// ClockStart is t=0 of session 23's database clock, 10:00:00.000Z.
-var ClockStart = LessonStart.Add(time.Hour)
 
 // ClockRelay is what a session-23 relay instance does on its own
 // connection; now is the database's time.
@@ -41,7 +39,7 @@ type SkewedWorker struct {
 func (w *SkewedWorker) Actor() string { return fmt.Sprintf("%s %+dms", w.Name, w.Skew) }
 
 // Reads is what the worker's clock reads at t on the database's.
-func (w *SkewedWorker) Reads(t int64) string { return DatabaseTicks.Time(t + w.Skew) }
+func (w *SkewedWorker) Reads(t int64) string { return cast.DatabaseTicks.Time(t + w.Skew) }
 
 // AckPolicy is what a relay does when an ack fails.
 type AckPolicy int
@@ -74,7 +72,7 @@ type ClockStage struct {
 	// PostgreSQL). It passes on the wall clock; the database's stands.
 	LockWait time.Duration
 	// AckStmt is the ack statement the workers run, whose guards alone can
-	// have refused an ack (see [EventRefusal]).
+	// have refused an ack (see [cast.EventRefusal]).
 	AckStmt  store.Stmt
 	Claims   []ClockClaim
 	Attempts []WorkAttempt
@@ -143,7 +141,7 @@ func (s *ClockStage) Event(kind lab.Kind, actor, action, detail string) int {
 // Add adds e to the timeline at the database's now and returns its
 // number.
 func (s *ClockStage) Add(e lab.Event) int {
-	e.At = DatabaseTicks.At(s.Now)
+	e.At = cast.DatabaseTicks.At(s.Now)
 	return s.Timeline.Add(e)
 }
 
@@ -206,15 +204,15 @@ func (s *ClockStage) Claim(ctx context.Context, part int, w *SkewedWorker, id st
 			whose = fmt.Sprintf("%+d ms off db_now() + lease", off)
 		}
 		action, detail = "claim claimed", fmt.Sprintf("%s claimed: 1 row, token %d, lease until %s (%s); %s, so it holds "+
-			"the lease until its own %s, %d ms from this answer", id, c.Token, DatabaseTicks.Time(c.LeaseUntil), whose, its, w.Reads(s.Now+s.Lease), s.Lease)
+			"the lease until its own %s, %d ms from this answer", id, c.Token, cast.DatabaseTicks.Time(c.LeaseUntil), whose, its, w.Reads(s.Now+s.Lease), s.Lease)
 	case store.Blocked:
-		action, detail = "claim blocked", fmt.Sprintf("%s is under %s's live lease until %s: 0 rows; %s", id, c.HeldBy, DatabaseTicks.Time(c.LeaseUntil), its)
+		action, detail = "claim blocked", fmt.Sprintf("%s is under %s's live lease until %s: 0 rows; %s", id, c.HeldBy, cast.DatabaseTicks.Time(c.LeaseUntil), its)
 	default:
 		action, detail = "claim "+string(c.Outcome), fmt.Sprintf("%s is %s: 0 rows; %s", id, c.Outcome, its)
 	}
 	e := lab.Event{Kind: s.claimKind(id, c), Subject: id, Actor: w.Actor(), Action: action, Detail: detail, Rows: lab.RowsOf(0)}
 	if c.Outcome == store.Claimed {
-		e.Rows, e.Until = lab.RowsOf(1), DatabaseTicks.At(c.LeaseUntil)
+		e.Rows, e.Until = lab.RowsOf(1), cast.DatabaseTicks.At(c.LeaseUntil)
 	}
 	seq := s.Add(e)
 	s.Claims = append(s.Claims, ClockClaim{Seq: seq, Part: part, At: s.Now, Worker: w.Name, Reads: s.Now + w.Skew, Event: id, Outcome: c.Outcome, Token: c.Token, LeaseUntil: c.LeaseUntil})
@@ -251,7 +249,7 @@ func (s *ClockStage) Ack(ctx context.Context, part int, w *SkewedWorker, id stri
 			return a, err
 		}
 		a.Reason, a.Why = zeroRowAckReason(ev, ok, token, s.Now)
-		refusal = EventRefusal(s.AckStmt, ev, ok, token, s.Now)
+		refusal = cast.EventRefusal(s.AckStmt, ev, ok, token, s.Now)
 	}
 	kind := s.ackKind(a) // from the database's answer, before the relay's policy names the failure
 	action := "ack"
@@ -295,7 +293,7 @@ func zeroRowAckReason(ev store.Event, found bool, token, now int64) (reason, why
 	case ev.Delivered:
 		return AckAlreadyDelivered, "our token is current, but the event is done"
 	case ev.LeaseUntil <= now:
-		return AckLeaseLost, "our lease ran out at " + DatabaseTicks.Time(ev.LeaseUntil) + " on the database's clock"
+		return AckLeaseLost, "our lease ran out at " + cast.DatabaseTicks.Time(ev.LeaseUntil) + " on the database's clock"
 	default:
 		return AckDatabaseError, "the token is current and the lease live, yet no row changed"
 	}
@@ -377,7 +375,7 @@ func (s *ClockStage) failedEarlier(done ClockAck) bool {
 func (s *ClockStage) Tables(part int) []lab.Table {
 	claims := lab.Table{Title: "Ledger: claims (parts 1 and 2)",
 		Note: "Every claim attempt at t on the database's clock and on the worker's own, its outcome and the lease end it " +
-			"stored (or the lease that blocked it), on the database's clock. " + DatabaseTicks.Note(),
+			"stored (or the lease that blocked it), on the database's clock. " + cast.DatabaseTicks.Note(),
 		Columns: []string{"#", "Part", "Clock", "Worker", "Its clock", "Outcome", "Token", "Lease until"}}
 	for _, c := range s.Claims {
 		token, until := "-", "-"
@@ -385,9 +383,9 @@ func (s *ClockStage) Tables(part int) []lab.Table {
 			token = fmt.Sprint(c.Token)
 		}
 		if c.LeaseUntil != 0 {
-			until = DatabaseTicks.Time(c.LeaseUntil)
+			until = cast.DatabaseTicks.Time(c.LeaseUntil)
 		}
-		claims.AddRow(c.Seq, c.Part, DatabaseTicks.Time(c.At), c.Worker, DatabaseTicks.Time(c.Reads), string(c.Outcome), token, until)
+		claims.AddRow(c.Seq, c.Part, cast.DatabaseTicks.Time(c.At), c.Worker, cast.DatabaseTicks.Time(c.Reads), string(c.Outcome), token, until)
 	}
 	work := lab.Table{Title: "Ledger: processing attempts (part 1)",
 		Note: "Each attempt on the database's clock, against the lease end its claim stored. The worker's own deadline is on " +
@@ -395,8 +393,8 @@ func (s *ClockStage) Tables(part int) []lab.Table {
 			"worker may already own.",
 		Columns: []string{"Worker", "Event", "Token", "Began", "Ended", "Stored lease end", "Own deadline", "Work past it (ms)"}}
 	for _, a := range s.Attempts {
-		work.AddRow(a.Worker, a.Event, a.Token, DatabaseTicks.Time(a.Began), DatabaseTicks.Time(a.Ended), DatabaseTicks.Time(a.LeaseEnd),
-			DatabaseTicks.Time(a.Deadline), max(0, a.Ended-a.LeaseEnd))
+		work.AddRow(a.Worker, a.Event, a.Token, cast.DatabaseTicks.Time(a.Began), cast.DatabaseTicks.Time(a.Ended), cast.DatabaseTicks.Time(a.LeaseEnd),
+			cast.DatabaseTicks.Time(a.Deadline), max(0, a.Ended-a.LeaseEnd))
 	}
 	acks := lab.Table{Title: "Ledger: acks (parts 1 and 2)",
 		Note: "Every ack attempt: the rows it changed, or none when the statement failed (no answer: the timeline quotes the " +
@@ -414,7 +412,7 @@ func (s *ClockStage) Tables(part int) []lab.Table {
 		case a.Reason != "":
 			then = "gives it up"
 		}
-		acks.AddRow(a.Seq, a.Part, DatabaseTicks.Time(a.At), a.Worker, a.Event, a.Token, rows, a.Reason, then)
+		acks.AddRow(a.Seq, a.Part, cast.DatabaseTicks.Time(a.At), a.Worker, a.Event, a.Token, rows, a.Reason, then)
 	}
 	return []lab.Table{claims, work, acks, s.operationalView(part)}
 }
