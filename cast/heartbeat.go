@@ -429,7 +429,7 @@ func (r *HeartbeatRelay) frozenAt(t int64) bool {
 	return r.frozen && t >= r.frozen0
 }
 
-// shortClock prints a tick as the clock's time of day, e.g. 09:00:31.
+// ShortClock prints a tick as the clock's time of day, e.g. 09:00:31.
 func ShortClock(t int64) string { return TickClock(t)[11:19] }
 
 // LeaseExpired adds the timeline line of the lease of event, which holder

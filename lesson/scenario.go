@@ -192,7 +192,9 @@ func (s *Scenario) VariantNames() []string {
 	return names
 }
 
-// Options are settings a user may change from the command line.
+// Options are a run's settings: those a user may change from the command
+// line (each a lesson's [Option]), where its databases and children are,
+// and the hooks a caller or a test gives it (Warn, Progress, Swap).
 type Options struct {
 	InboxRetention time.Duration // session 20: how long dedup records live
 	DLQRetention   time.Duration // session 20: how long the dead-letter queue keeps messages

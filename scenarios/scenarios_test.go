@@ -20,8 +20,8 @@ import (
 // with each of its variants. As designed, every check passes and the checks
 // are exactly the documented ones, in order. Each variant fails at least the
 // checks it documents. For both, the report's SQL is the statement ledger's
-// (see checkSQLTruth), and a variant's SQL differs from the lesson's exactly
-// where its mistake lies (see checkMistakeDiff).
+// (see lessontest.CheckSQLTruth), and a variant's SQL differs from the lesson's exactly
+// where its mistake lies (see lessontest.CheckMistakeDiff).
 func TestScenariosAndVariants(t *testing.T) { testScenariosAndVariants(t, "") }
 
 // TestScenariosAndVariantsOnPostgres is the same on PostgreSQL, the

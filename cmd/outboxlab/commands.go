@@ -236,8 +236,8 @@ type runPlan struct {
 }
 
 // parseRun validates a `run` command line, part by part: the scenario
-// names, the variant, the session 20 periods, the explorer's bound and the
-// claim file.
+// names, the variant, the lessons' options (parseOptions) and the claim
+// file.
 func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 	p := &runPlan{variant: c.String("variant"), out: c.String("out"), keepDB: c.Bool("keep-db"), now: s.now,
 		html: c.Bool("html"), all: c.Bool("all"), options: s.options()}

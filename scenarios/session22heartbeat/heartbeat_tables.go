@@ -15,7 +15,7 @@ import (
 // stands for.
 const laneSlot = 3 * cast.TickSecond
 
-// Tables are the stage's ledgers and the heartbeat lanes, for the report.
+// stageTables are the stage's ledgers and the heartbeat lanes, for the report.
 func stageTables(s *cast.HeartbeatStage) []lab.Table {
 	claims := lab.Table{Title: "Ledger: claims (polls)", Note: "Every poll and what it claimed; a successful claim increments " +
 		"claim_token and stamps claimed_at, from which the processing deadline is measured.",
@@ -167,7 +167,7 @@ func clockOrDash(t int64) any {
 	return cast.TickClock(t)
 }
 
-// StaleSends counts the broker's offers made at or after the end of the
+// staleSends counts the broker's offers made at or after the end of the
 // sender's last lease on the event, from the claim and renewal ledgers.
 func staleSends(s *cast.HeartbeatStage, offers []store.BrokerOffer) (int, error) {
 	leaseEnd := map[[2]string]int64{}
@@ -193,7 +193,7 @@ func staleSends(s *cast.HeartbeatStage, offers []store.BrokerOffer) (int, error)
 	return n, nil
 }
 
-// LostEvents counts the committed events no accepted broker offer carries
+// lostEvents counts the committed events no accepted broker offer carries
 // when the run ends, whether or not a relay marked them delivered: no
 // consumer will ever see them.
 func lostEvents(events []store.Event, offers []store.BrokerOffer) int {
@@ -212,7 +212,7 @@ func lostEvents(events []store.Event, offers []store.BrokerOffer) int {
 	return n
 }
 
-// Table prints p, every relay's heartbeat policy, beside relayA's margin
+// policyTable prints p, every relay's heartbeat policy, beside relayA's margin
 // and reaction to a lost lease (which a variant may change) and the grace
 // period after the stop signal.
 func policyTable(p, relayA cast.HeartbeatPolicy, grace int64) lab.Table {
@@ -244,7 +244,7 @@ type renewalTally struct {
 	Delivered                               int // 0 rows: delivered under the relay's own token, already done
 }
 
-// TallyRenewals counts the stage's renewals by outcome.
+// tallyRenewals counts the stage's renewals by outcome.
 func tallyRenewals(s *cast.HeartbeatStage) renewalTally {
 	var t renewalTally
 	for _, e := range s.Renewals {
@@ -266,7 +266,7 @@ func tallyRenewals(s *cast.HeartbeatStage) renewalTally {
 	return t
 }
 
-// Cancelled counts the works cancelled with cause (e.g. cast.ErrLeaseLost, a
+// cancelled counts the works cancelled with cause (e.g. cast.ErrLeaseLost, a
 // renewal that found the event reclaimed), by whether the send had
 // happened.
 func cancelled(s *cast.HeartbeatStage, cause error) (beforeSend, afterSend int) {
@@ -282,7 +282,7 @@ func cancelled(s *cast.HeartbeatStage, cause error) (beforeSend, afterSend int) 
 	return beforeSend, afterSend
 }
 
-// RenewalsToDeadline are the renewals of event whose proposed lease ends
+// renewalsToDeadline are the renewals of event whose proposed lease ends
 // exactly at its claim's claimed_at + maxProcessing, whatever rows they
 // changed.
 func renewalsToDeadline(s *cast.HeartbeatStage, event string, maxProcessing int64) []cast.RenewalEntry {
@@ -300,7 +300,7 @@ func renewalsToDeadline(s *cast.HeartbeatStage, event string, maxProcessing int6
 	return out
 }
 
-// RowsAfterCompletion sums the rows changed by the renewals that ran
+// rowsAfterCompletion sums the rows changed by the renewals that ran
 // after a completion of their event had committed (a completion's
 // timeline line before the renewal's), and counts those renewals.
 func rowsAfterCompletion(s *cast.HeartbeatStage) (rows int64, renewals int) {
@@ -319,7 +319,7 @@ func rowsAfterCompletion(s *cast.HeartbeatStage) (rows int64, renewals int) {
 	return rows, renewals
 }
 
-// AcceptedOffers counts the broker's accepted offers of event.
+// acceptedOffers counts the broker's accepted offers of event.
 func acceptedOffers(offers []store.BrokerOffer, event string) int {
 	n := 0
 	for _, o := range offers {
@@ -330,7 +330,7 @@ func acceptedOffers(offers []store.BrokerOffer, event string) int {
 	return n
 }
 
-// CompletedOnceBy counts every committed completion of event, and returns
+// completedOnceBy counts every committed completion of event, and returns
 // it with the figure a check compares: 1 only when there was exactly one,
 // by relay; 0 when the only one was another relay's; the count when there
 // were several.
