@@ -1,3 +1,6 @@
+// Package explorer is the lesson explore: its Lesson (the sequence, the
+// checks, the variants and what the registry's tests read to prove it), the
+// stages and actors only it uses, its proofs (proofs.go) and its tests.
 package explorer
 
 import (
@@ -22,6 +25,8 @@ const MaxExploreBound = explore.MaxBound
 // DefaultExploreBound is the bound `explore` uses when none is given.
 const DefaultExploreBound = explore.DefaultBound
 
+// Lesson is explore, as the registry lists it: "The interleaving explorer:
+// every ordering up to a bound, judged on durable state".
 var Lesson = lesson.Scenario{
 	Name:    "explore",
 	Session: "Explore",

@@ -1,3 +1,7 @@
+// Package session14outbox is the lesson session-14-transactional-outbox: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session14outbox
 
 import (
@@ -22,6 +26,9 @@ const crashPhaseCount = 2
 // crashedPayment is the payment the checkout is writing when it dies.
 var crashedPayment = cast.PaymentCreated(cast.SeedPayments[0])
 
+// Lesson is session-14-transactional-outbox, as the registry lists it:
+// "Session 14 (prequel): the payment and its outbox message commit together,
+// or not at all".
 var Lesson = lesson.Scenario{
 	Name:    "session-14-transactional-outbox",
 	Session: "Session-14",

@@ -1,3 +1,7 @@
+// Package session15latefinalize is the lesson session-15-late-finalize: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session15latefinalize
 
 import (
@@ -34,6 +38,8 @@ const (
 	heldRetry      = 1500 * time.Millisecond
 )
 
+// Lesson is session-15-late-finalize, as the registry lists it: "Day 15: the
+// guard that finalization needs (a worker that outlives its lease)".
 var Lesson = lesson.Scenario{
 	Name:    "session-15-late-finalize",
 	Session: "Session-15",

@@ -1,3 +1,7 @@
+// Package session15leasing is the lesson session-15-outbox-leasing: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session15leasing
 
 import (
@@ -40,6 +44,8 @@ const claimBound = 8 * 6
 // leaseLength is the lease every Day 15 claim takes.
 const leaseLength = 500 * time.Millisecond
 
+// Lesson is session-15-outbox-leasing, as the registry lists it: "Day 15
+// after: lease claims and owner-guarded finalization".
 var Lesson = lesson.Scenario{
 	Name:    "session-15-outbox-leasing",
 	Session: "Session-15",

@@ -1,3 +1,7 @@
+// Package session15noclaim is the lesson session-15-competing-workers-no-
+// claim: its Lesson (the sequence, the checks, the variants and what the
+// registry's tests read to prove it), the stages and actors only it uses,
+// its proofs (proofs.go) and its tests.
 package session15noclaim
 
 import (
@@ -13,6 +17,8 @@ import (
 
 const variantSequential = "sequential-workers"
 
+// Lesson is session-15-competing-workers-no-claim, as the registry lists it:
+// "Day 15 before: two workers, no claim".
 var Lesson = lesson.Scenario{
 	Name:    "session-15-competing-workers-no-claim",
 	Session: "Session-15",

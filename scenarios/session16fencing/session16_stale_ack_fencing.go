@@ -1,3 +1,7 @@
+// Package session16fencing is the lesson session-16-stale-ack-fencing: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session16fencing
 
 import (
@@ -47,6 +51,8 @@ const (
 	s16EventPayload = `{"paymentKey":"PAY-041","amountCents":4100}`
 )
 
+// Lesson is session-16-stale-ack-fencing, as the registry lists it: "Session
+// 16: a fencing token turns a stale owner's ack into 0 rows".
 var Lesson = lesson.Scenario{
 	Name:    "session-16-stale-ack-fencing",
 	Session: "Session-16",

@@ -1,3 +1,7 @@
+// Package session17renewal is the lesson session-17-lease-renewal: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session17renewal
 
 import (
@@ -106,6 +110,8 @@ const (
 	s17LateRenewTo = 320
 )
 
+// Lesson is session-17-lease-renewal, as the registry lists it: "Session 17:
+// renewing a lease under a fencing token".
 var Lesson = lesson.Scenario{
 	Name:    "session-17-lease-renewal",
 	Session: "Session-17",

@@ -1,3 +1,7 @@
+// Package session18expiry is the lesson session-18-lease-expiry-after-send:
+// its Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session18expiry
 
 import (
@@ -31,6 +35,8 @@ const (
 	s18InboxSecond = "Inbox-Consumer-2"
 )
 
+// Lesson is session-18-lease-expiry-after-send, as the registry lists it:
+// "Session 18: the lease expires after the send".
 var Lesson = lesson.Scenario{
 	Name:    "session-18-lease-expiry-after-send",
 	Session: "Session-18",

@@ -1,3 +1,7 @@
+// Package session19failures is the lesson session-19-failure-classes: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session19failures
 
 import (
@@ -123,6 +127,8 @@ func failureClassChecks() []lesson.CheckDoc {
 		"state, read back from each row's own database after the row ran"})
 }
 
+// Lesson is session-19-failure-classes, as the registry lists it: "Session
+// 19: six failure classes, judged on durable state".
 var Lesson = lesson.Scenario{
 	Name:    "session-19-failure-classes",
 	Session: "Session-19",

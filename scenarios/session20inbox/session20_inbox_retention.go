@@ -1,3 +1,7 @@
+// Package session20inbox is the lesson session-20-inbox-retention: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session20inbox
 
 import (
@@ -40,6 +44,8 @@ const (
 // relay's choice of a message id per send.
 const s20EventIDPerSend = "event-id-per-send"
 
+// Lesson is session-20-inbox-retention, as the registry lists it: "Session
+// 20: deduplication lasts only as long as its window".
 var Lesson = lesson.Scenario{
 	Name:    "session-20-inbox-retention",
 	Session: "Session-20",

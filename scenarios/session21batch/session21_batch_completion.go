@@ -1,3 +1,7 @@
+// Package session21batch is the lesson session-21-batch-completion: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session21batch
 
 import (
@@ -36,6 +40,8 @@ const (
 // batch completion.
 var bcLesson = store.FetchAheadConfig{SQL: store.FetchAhead, Retry: store.DefaultRetry}
 
+// Lesson is session-21-batch-completion, as the registry lists it: "Session
+// 21: a completer that batches completions must fence each row".
 var Lesson = lesson.Scenario{
 	Name:    "session-21-batch-completion",
 	Session: "Session-21",

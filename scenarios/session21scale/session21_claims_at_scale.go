@@ -1,3 +1,7 @@
+// Package session21scale is the lesson session-21-claims-at-scale: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session21scale
 
 import (
@@ -41,6 +45,9 @@ const (
 // s21Drainers drain each backlog concurrently, each on its own connection.
 var s21Drainers = []string{"Worker-C", "Worker-D"}
 
+// Lesson is session-21-claims-at-scale, as the registry lists it: "Session
+// 21: the lesson's claim scans the backlog; an indexed claim of the same
+// semantics stays flat".
 var Lesson = lesson.Scenario{
 	Name:    "session-21-claims-at-scale",
 	Session: "Session-21",

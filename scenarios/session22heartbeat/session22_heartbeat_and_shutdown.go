@@ -1,3 +1,7 @@
+// Package session22heartbeat is the lesson session-22-heartbeat-and-
+// shutdown: its Lesson (the sequence, the checks, the variants and what the
+// registry's tests read to prove it), the stages and actors only it uses,
+// its proofs (proofs.go) and its tests.
 package session22heartbeat
 
 import (
@@ -47,6 +51,9 @@ const (
 	hbDone       = "e10" // the event whose completion a heartbeat tick races
 )
 
+// Lesson is session-22-heartbeat-and-shutdown, as the registry lists it:
+// "Session 22: a heartbeat that stops the work when the lease is lost, and a
+// shutdown that loses nothing".
 var Lesson = lesson.Scenario{
 	Name:    "session-22-heartbeat-and-shutdown",
 	Session: "Session-22",

@@ -1,3 +1,7 @@
+// Package session23clocks is the lesson session-23-clocks-and-outages: its
+// Lesson (the sequence, the checks, the variants and what the registry's
+// tests read to prove it), the stages and actors only it uses, its proofs
+// (proofs.go) and its tests.
 package session23clocks
 
 import (
@@ -32,6 +36,9 @@ const (
 	s23RaceAt   = 5000 // the race's instant: every trial's lease ends here
 )
 
+// Lesson is session-23-clocks-and-outages, as the registry lists it: "Session
+// 23: whose clock is it? Skewed workers, a database outage at the ack, and
+// renewal racing a reclaim".
 var Lesson = lesson.Scenario{
 	Name:    "session-23-clocks-and-outages",
 	Session: "Session-23",
