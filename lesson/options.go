@@ -2,8 +2,9 @@ package lesson
 
 import (
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/outboxlab/outboxlab/cast"
 )
 
 // Option is a field of [Options] that a lesson reads and a user may set
@@ -33,25 +34,7 @@ func (o Option) DefaultText() string {
 		return strconv.Itoa(o.Default)
 	}
 	defaults := DefaultOptions()
-	return DurationText(*o.Duration(&defaults))
-}
-
-// DurationText writes d as a user would give it on the command line:
-// two days or more, whole, as "7d", else Go's form without its zero units
-// ("24h", not "24h0m0s"; "2m", not "2m0s").
-func DurationText(d time.Duration) string {
-	const day = 24 * time.Hour
-	if d > day && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return cast.DurationText(o.Duration(&defaults).Milliseconds())
 }
 
 // BrokerWindowOption is the lab broker's deduplication window, which

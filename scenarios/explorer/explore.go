@@ -19,9 +19,6 @@ import (
 // relay's order of complete and send.
 const xCompleteBeforeSend = "complete-before-send"
 
-// MaxExploreBound is the largest bound `explore` accepts.
-const MaxExploreBound = explore.MaxBound
-
 // DefaultExploreBound is the bound `explore` uses when none is given.
 const DefaultExploreBound = explore.DefaultBound
 

@@ -10,13 +10,6 @@ import (
 // Day 15 statements no variant runs, each replacing one statement of the
 // lesson's set to show a check no variant breaks can fail.
 var (
-	// applyInverted stores every outcome the wrong way round.
-	applyInverted = store.Stmt{Name: "test: store the opposite outcome", SQL: `UPDATE Payments
-SET PaymentStatus = CASE :status WHEN 'Paid' THEN 'Failed' ELSE 'Paid' END, UpdatedAtUtc = :now
-WHERE IdempotencyKey = :key`}
-	// finalizeByCopy "finalizes" by inserting a Processed copy of the row.
-	finalizeByCopy = store.Stmt{Name: "test: finalize by inserting a Processed copy", SQL: `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
-SELECT MessageType, AggregateKey, Payload, 'Processed', :now FROM OutboxMessages WHERE Id = :id`}
 	// selectSkippingLast never selects PAY-006.
 	selectSkippingLast = store.Stmt{Name: "test: select the oldest claimable message but PAY-006", SQL: `SELECT Id FROM OutboxMessages
 WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
@@ -34,9 +27,9 @@ func breakers() []lesson.Breaker {
 		return lesson.SwapOf(func(s store.OutboxSQL) store.OutboxSQL { f(&s); return s })
 	}
 	return []lesson.Breaker{
-		{Name: applyInverted.Name, Swap: outbox(func(s *store.OutboxSQL) { s.ApplyOutcome = applyInverted }),
+		{Name: store.ApplyInverted.Name, Swap: outbox(func(s *store.OutboxSQL) { s.ApplyOutcome = store.ApplyInverted }),
 			Breaks: []string{"paid", "failed", "fake_successes"}},
-		{Name: finalizeByCopy.Name, Swap: outbox(func(s *store.OutboxSQL) { s.Finalize = finalizeByCopy }),
+		{Name: store.FinalizeByCopy.Name, Swap: outbox(func(s *store.OutboxSQL) { s.Finalize = store.FinalizeByCopy }),
 			Breaks: []string{"duplicate_rows", "outbox_processing"}},
 		{Name: selectSkippingLast.Name, Swap: outbox(func(s *store.OutboxSQL) { s.Claim.SelectNext = selectSkippingLast }),
 			Breaks: []string{"outbox_pending", "outbox_processed"}},

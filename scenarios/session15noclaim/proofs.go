@@ -15,13 +15,6 @@ FROM OutboxMessages
 WHERE Status = 'Pending'
 ORDER BY CreatedAtUtc, Id
 LIMIT 5`}
-	// applyInverted stores every outcome the wrong way round.
-	applyInverted = store.Stmt{Name: "test: store the opposite outcome", SQL: `UPDATE Payments
-SET PaymentStatus = CASE :status WHEN 'Paid' THEN 'Failed' ELSE 'Paid' END, UpdatedAtUtc = :now
-WHERE IdempotencyKey = :key`}
-	// finalizeByCopy "finalizes" by inserting a Processed copy of the row.
-	finalizeByCopy = store.Stmt{Name: "test: finalize by inserting a Processed copy", SQL: `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, Status, CreatedAtUtc)
-SELECT MessageType, AggregateKey, Payload, 'Processed', :now FROM OutboxMessages WHERE Id = :id`}
 )
 
 // breakers are the lesson's [lesson.Breaker]s: statements no variant runs,
@@ -33,9 +26,9 @@ func breakers() []lesson.Breaker {
 	return []lesson.Breaker{
 		{Name: loadFive.Name, Swap: outbox(func(s *store.OutboxSQL) { s.Load = loadFive }),
 			Breaks: []string{"loaded_a", "loaded_b", "unique_messages", "outbox_processed", "outbox_pending", "paid"}},
-		{Name: applyInverted.Name, Swap: outbox(func(s *store.OutboxSQL) { s.ApplyOutcome = applyInverted }),
+		{Name: store.ApplyInverted.Name, Swap: outbox(func(s *store.OutboxSQL) { s.ApplyOutcome = store.ApplyInverted }),
 			Breaks: []string{"paid", "failed"}},
-		{Name: finalizeByCopy.Name, Swap: outbox(func(s *store.OutboxSQL) { s.Finalize = finalizeByCopy }),
+		{Name: store.FinalizeByCopy.Name, Swap: outbox(func(s *store.OutboxSQL) { s.Finalize = store.FinalizeByCopy }),
 			Breaks: []string{"duplicate_rows", "outbox_pending"}},
 	}
 }

@@ -23,8 +23,9 @@ RETURNING offer_id, dropped`}
 func breakers() []lesson.Breaker {
 	return []lesson.Breaker{
 		{Name: offerWithEndlessWindow.Name, Swap: lesson.SwapOf(func(s cast.DeliverySQL) cast.DeliverySQL { s.Broker.Offer = offerWithEndlessWindow; return s }),
-			Breaks:// Part 1's replay is dropped as well: its inbox is never put to the test.
-			[]string{"broker_passed_after_window", "credit_short_retention_cents"}}}
+			// Part 1's replay is dropped as well: its inbox is never put to the test.
+			Breaks: []string{"broker_passed_after_window", "credit_short_retention_cents"}},
+	}
 }
 
 // guards are every guard of the statements the lesson runs that update

@@ -190,6 +190,7 @@ func (run *clockRun) raceAtLeaseEnd(ctx context.Context) error {
 		}
 		run.race.Add(lead, until == s23RaceAt, renewed.Rows == 1, claim.Outcome == store.Claimed)
 	}
+	line.Set(s23Trials)
 	all := run.race.All()
 	renewals := fmt.Sprintf("0 rows in all %d trials", s23Trials)
 	if won := all.RenewalOnly + all.Both; won > 0 {
