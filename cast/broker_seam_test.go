@@ -46,9 +46,10 @@ func (w watchedBroker) Offers(ctx context.Context) ([]store.BrokerOffer, error) 
 	return w.Broker.Offers(ctx)
 }
 
-// TestBrokerSeam: a pipeline whose NewBroker is set sends, delivers,
-// acknowledges and reads the broker's record through it alone, on each
-// instance's own connection, so a second broker is dropped in there.
+// TestBrokerSeam: a pipeline whose NewBroker is set sends (a relay's own
+// send), delivers, acknowledges and reads the broker's record through it
+// alone, on each instance's own connection, so a second broker is dropped
+// in there; and it refuses to hand the seam to a child process.
 func TestBrokerSeam(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -72,7 +73,18 @@ func TestBrokerSeam(t *testing.T) {
 	if err := p.OpenAccount(ctx, CreditService, "ACC-1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Broker().Offer(ctx, "e1", `{"account":"ACC-1","credit_cents":1000}`, RelayA, p.Clock.Now(), 0); err != nil {
+	if err := p.CommitCredit(ctx, "e1", "ACC-1", 1000); err != nil {
+		t.Fatal(err)
+	}
+	relay, err := p.OpenRelay(ctx, RelayA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close(ctx)
+	if outcome, err := relay.ClaimNext(ctx); err != nil || outcome != store.Claimed {
+		t.Fatalf("claim: %v, %v", outcome, err)
+	}
+	if _, err := relay.Send(ctx); err != nil { // the relay's own send, on its own connection
 		t.Fatal(err)
 	}
 	c, err := p.OpenConsumer(ctx, "Consumer-1", CreditService, InboxDesign)
@@ -94,4 +106,10 @@ func TestBrokerSeam(t *testing.T) {
 			t.Errorf("the dropped-in broker saw %s %d times, want 1 (calls: %v)", call, w.calls[call], w.calls)
 		}
 	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Settings handed a pipeline with a dropped-in broker to a child process")
+		}
+	}()
+	p.Settings()
 }
