@@ -111,9 +111,11 @@ const (
 	interrupted       // the grade was stopped before its verdict: exit 130
 )
 
-// verdict is the table's word for g.
+// verdict is the table's word for g, the gradebook's in capitals.
 func (g *grade) verdict() string {
 	switch {
+	case g.Error != "" && (g.fault == fileFault || g.Verdict == verdictRefused):
+		return "REFUSED" // the file's own fault: refused, or its statements failed or ran too long
 	case g.Error != "":
 		return "NOT JUDGED"
 	case g.Passed:
@@ -529,17 +531,19 @@ func writeGradeTable(w io.Writer, grades []grade) error {
 	if err := reports.WriteTable(w, t); err != nil {
 		return err
 	}
-	passed, failed, notJudged := 0, 0, 0
+	passed, failed, refused, notJudged := 0, 0, 0, 0
 	for _, g := range grades {
 		switch g.verdict() {
 		case "PASS":
 			passed++
 		case "FAIL":
 			failed++
+		case "REFUSED":
+			refused++
 		default:
 			notJudged++
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d files: %d passed, %d failed a check, %d not judged\n", len(grades), passed, failed, notJudged)
+	_, err := fmt.Fprintf(w, "%d files: %d passed, %d failed a check, %d refused, %d not judged\n", len(grades), passed, failed, refused, notJudged)
 	return err
 }

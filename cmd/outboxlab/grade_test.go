@@ -31,8 +31,8 @@ type hostileFile struct {
 	name    string
 	text    string // written as the file, unless make is set
 	make    func(path string) error
-	verdict string // PASS, FAIL or NOT JUDGED
-	reason  string // a substring of the error (NOT JUDGED) or a failed check (FAIL)
+	verdict string // PASS, FAIL or REFUSED
+	reason  string // a substring of the error (REFUSED) or a failed check (FAIL)
 }
 
 // hostileFiles are twenty-odd claim files a class might hand in, by
@@ -40,26 +40,26 @@ type hostileFile struct {
 // their targets under dir (and one relative name).
 func hostileFiles(dir string) []hostileFile {
 	return []hostileFile{
-		{name: "attach-absolute.sql", text: "ATTACH DATABASE '" + filepath.Join(dir, "evil-abs.db") + "' AS x;\n" + okUpdate, verdict: "NOT JUDGED", reason: "ATTACH"},
-		{name: "attach-relative.sql", text: okSelect + ";\nATTACH 'evil-grade-relative.db' AS x", verdict: "NOT JUDGED", reason: "ATTACH"},
-		{name: "attach-uri.sql", text: "ATTACH 'file:" + filepath.Join(dir, "evil-uri.db") + "?mode=rwc' AS x;\n" + okUpdate, verdict: "NOT JUDGED", reason: "ATTACH"},
-		{name: "vacuum-into.sql", text: "VACUUM INTO '" + filepath.Join(dir, "evil-vacuum.db") + "';\n" + okUpdate, verdict: "NOT JUDGED", reason: "first statement"},
-		{name: "drop-table.sql", text: "DROP TABLE Payments;\n" + okUpdate, verdict: "NOT JUDGED", reason: "schema change"},
-		{name: "drop-in-update.sql", text: okSelect + ";\nDROP TABLE OutboxMessages", verdict: "NOT JUDGED", reason: "schema change"},
-		{name: "pragma.sql", text: "PRAGMA writable_schema = ON;\n" + okUpdate, verdict: "NOT JUDGED", reason: "PRAGMA"},
-		{name: "update-payments.sql", text: okSelect + ";\nUPDATE Payments SET PaymentStatus = 'Paid' WHERE Id = :id", verdict: "NOT JUDGED", reason: "UPDATE of Payments"},
-		{name: "delete.sql", text: okSelect + ";\nDELETE FROM OutboxMessages WHERE Id = :id", verdict: "NOT JUDGED", reason: "DELETE"},
-		{name: "two-selects.sql", text: okSelect + ";\nSELECT Id FROM OutboxMessages WHERE Id = :id", verdict: "NOT JUDGED", reason: "no update"},
-		{name: "recursive.sql", text: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c;\n" + okUpdate, verdict: "NOT JUDGED", reason: "recursive"},
-		{name: "empty.sql", text: "", verdict: "NOT JUDGED", reason: "found 0"},
-		{name: "only-comments.sql", text: "-- SELECT Id FROM OutboxMessages;\n/* UPDATE OutboxMessages SET x = 1; */\n", verdict: "NOT JUDGED", reason: "found 0"},
-		{name: "three-statements.sql", text: okSelect + ";\n" + okUpdate + ";\nSELECT 1", verdict: "NOT JUDGED", reason: "found 3"},
-		{name: "unterminated.sql", text: okSelect + ";\nUPDATE OutboxMessages SET LockedBy = 'oops WHERE Id = :id", verdict: "NOT JUDGED", reason: "unterminated string"},
-		{name: "nul.sql", text: okSelect + ";\x00\n" + okUpdate, verdict: "NOT JUDGED", reason: "NUL"},
-		{name: "oversize.sql", text: okSelect + ";\n" + okUpdate + ";\n-- " + strings.Repeat("x", 1<<20), verdict: "NOT JUDGED", reason: "larger than 1024 KiB"},
-		{name: "fifo.sql", make: func(p string) error { return syscall.Mkfifo(p, 0o644) }, verdict: "NOT JUDGED", reason: "not a regular file"},
-		{name: "folder.sql", make: func(p string) error { return os.Mkdir(p, 0o755) }, verdict: "NOT JUDGED", reason: "a folder"},
-		{name: "missing.sql", make: func(string) error { return nil }, verdict: "NOT JUDGED", reason: "no such file"},
+		{name: "attach-absolute.sql", text: "ATTACH DATABASE '" + filepath.Join(dir, "evil-abs.db") + "' AS x;\n" + okUpdate, verdict: "REFUSED", reason: "ATTACH"},
+		{name: "attach-relative.sql", text: okSelect + ";\nATTACH 'evil-grade-relative.db' AS x", verdict: "REFUSED", reason: "ATTACH"},
+		{name: "attach-uri.sql", text: "ATTACH 'file:" + filepath.Join(dir, "evil-uri.db") + "?mode=rwc' AS x;\n" + okUpdate, verdict: "REFUSED", reason: "ATTACH"},
+		{name: "vacuum-into.sql", text: "VACUUM INTO '" + filepath.Join(dir, "evil-vacuum.db") + "';\n" + okUpdate, verdict: "REFUSED", reason: "first statement"},
+		{name: "drop-table.sql", text: "DROP TABLE Payments;\n" + okUpdate, verdict: "REFUSED", reason: "schema change"},
+		{name: "drop-in-update.sql", text: okSelect + ";\nDROP TABLE OutboxMessages", verdict: "REFUSED", reason: "schema change"},
+		{name: "pragma.sql", text: "PRAGMA writable_schema = ON;\n" + okUpdate, verdict: "REFUSED", reason: "PRAGMA"},
+		{name: "update-payments.sql", text: okSelect + ";\nUPDATE Payments SET PaymentStatus = 'Paid' WHERE Id = :id", verdict: "REFUSED", reason: "UPDATE of Payments"},
+		{name: "delete.sql", text: okSelect + ";\nDELETE FROM OutboxMessages WHERE Id = :id", verdict: "REFUSED", reason: "DELETE"},
+		{name: "two-selects.sql", text: okSelect + ";\nSELECT Id FROM OutboxMessages WHERE Id = :id", verdict: "REFUSED", reason: "no update"},
+		{name: "recursive.sql", text: "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c;\n" + okUpdate, verdict: "REFUSED", reason: "recursive"},
+		{name: "empty.sql", text: "", verdict: "REFUSED", reason: "found 0"},
+		{name: "only-comments.sql", text: "-- SELECT Id FROM OutboxMessages;\n/* UPDATE OutboxMessages SET x = 1; */\n", verdict: "REFUSED", reason: "found 0"},
+		{name: "three-statements.sql", text: okSelect + ";\n" + okUpdate + ";\nSELECT 1", verdict: "REFUSED", reason: "found 3"},
+		{name: "unterminated.sql", text: okSelect + ";\nUPDATE OutboxMessages SET LockedBy = 'oops WHERE Id = :id", verdict: "REFUSED", reason: "unterminated string"},
+		{name: "nul.sql", text: okSelect + ";\x00\n" + okUpdate, verdict: "REFUSED", reason: "NUL"},
+		{name: "oversize.sql", text: okSelect + ";\n" + okUpdate + ";\n-- " + strings.Repeat("x", 1<<20), verdict: "REFUSED", reason: "larger than 1024 KiB"},
+		{name: "fifo.sql", make: func(p string) error { return syscall.Mkfifo(p, 0o644) }, verdict: "REFUSED", reason: "not a regular file"},
+		{name: "folder.sql", make: func(p string) error { return os.Mkdir(p, 0o755) }, verdict: "REFUSED", reason: "a folder"},
+		{name: "missing.sql", make: func(string) error { return nil }, verdict: "REFUSED", reason: "no such file"},
 		{name: "self-assign.sql", text: okSelect + ";\nUPDATE OutboxMessages SET LockedBy = LockedBy WHERE Id = :id", verdict: "FAIL", reason: "claims_bounded"},
 		{name: "every-row.sql", text: okSelect + ";\nUPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE :id > 0", verdict: "FAIL", reason: "recovery_ok"},
 		{name: "semicolons-quoted.sql", text: "-- a comment; with a semicolon\n" + strings.Replace(okSelect, "LIMIT 1", "AND Payload <> 'a;b' /* ; */ LIMIT 1", 1) + ";\n" + okUpdate + ";\n", verdict: "PASS"},
@@ -118,7 +118,7 @@ func TestGradeHostileFiles(t *testing.T) {
 		if !strings.Contains(what, f.reason) {
 			t.Errorf("%s: %q does not say %q", f.name, what, f.reason)
 		}
-		if (g.Report != "") != (f.verdict != "NOT JUDGED") {
+		if (g.Report != "") != (f.verdict != "REFUSED") {
 			t.Errorf("%s: report %q with verdict %s", f.name, g.Report, f.verdict)
 		}
 		if g.Report != "" {
@@ -149,7 +149,7 @@ func TestGradeExamples(t *testing.T) {
 	if o.code != exitCheckFailed {
 		t.Fatalf("exit %d, want 1 (claim-pending-only fails a check); stderr %s", o.code, o.stderr)
 	}
-	for _, want := range []string{"claim-lesson.sql", "PASS", "claim-pending-only.sql", "FAIL", "recovery_ok", "expected 1, observed 0", "2 files: 1 passed, 1 failed a check, 0 not judged", "summary: "} {
+	for _, want := range []string{"claim-lesson.sql", "PASS", "claim-pending-only.sql", "FAIL", "recovery_ok", "expected 1, observed 0", "2 files: 1 passed, 1 failed a check, 0 refused, 0 not judged", "summary: "} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, o.stdout)
 		}
@@ -201,7 +201,7 @@ func TestGradeTimeout(t *testing.T) {
 	if err := json.Unmarshal([]byte(o.stdout), &g); err != nil {
 		t.Fatalf("exit %d, %q: %v; stderr %s", o.code, o.stdout, err, o.stderr)
 	}
-	if o.code != exitUsage || g.verdict() != "NOT JUDGED" || !strings.Contains(g.Error, "gave up after 1ms") || strings.Contains(g.Error, "refused") {
+	if o.code != exitUsage || g.verdict() != "REFUSED" || !strings.Contains(g.Error, "gave up after 1ms") || strings.Contains(g.Error, "refused") {
 		t.Errorf("exit %d, error %q; want 2, NOT JUDGED and a timeout", o.code, g.Error)
 	}
 }
@@ -395,7 +395,7 @@ func TestGradeFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := []string{filepath.Join("..", "..", "examples", "claim-lesson.sql"), filepath.Join("..", "..", "examples", "claim-pending-only.sql"), refused}
-	verdicts := map[string]string{"claim-lesson.sql": "PASS", "claim-pending-only.sql": "FAIL", "refused.sql": "NOT JUDGED"}
+	verdicts := map[string]string{"claim-lesson.sql": "PASS", "claim-pending-only.sql": "FAIL", "refused.sql": "REFUSED"}
 	full := func(path string, _ []byte) (string, error) {
 		return "", fmt.Errorf("reports: write %s: %w", path, syscall.ENOSPC)
 	}
@@ -428,7 +428,7 @@ func TestGradeFullDisk(t *testing.T) {
 			if tt.format == "text" {
 				// The table's cells may wrap; the line under it counts
 				// every verdict, and each unwritten report has a row.
-				if !strings.Contains(o.stdout, "3 files: 1 passed, 1 failed a check, 1 not judged") {
+				if !strings.Contains(o.stdout, "3 files: 1 passed, 1 failed a check, 1 refused, 0 not judged") {
 					t.Errorf("the table does not count the three verdicts:\n%s", o.stdout)
 				}
 				if n := strings.Count(o.stdout, "its report could not"); n != tt.unwritten {
@@ -492,7 +492,7 @@ func TestGradeLabFailure(t *testing.T) {
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailed {
 				t.Errorf("%s %s: %v, want exit %d; stdout %s stderr %s", name, args[0], err, exitFailed, stdout.String(), stderr.String())
 			}
-			if args[0] == "grade" && !strings.Contains(stdout.String(), "1 files: 0 passed, 0 failed a check, 1 not judged") {
+			if args[0] == "grade" && !strings.Contains(stdout.String(), "1 files: 0 passed, 0 failed a check, 0 refused, 1 not judged") {
 				t.Errorf("%s grade: the table is missing:\n%s", name, stdout.String())
 			}
 		}
@@ -539,7 +539,7 @@ func TestGradeInterruptPrintsVerdicts(t *testing.T) {
 		t.Fatalf("%v, want exit %d; stderr %s", err, exitInterrupted, stderr.String())
 	}
 	// The table's cells may wrap; the line under it counts the verdicts.
-	if !strings.Contains(stdout.String(), "3 files: 1 passed, 0 failed a check, 2 not judged") || strings.Count(stdout.String(), "| interrupted") != 2 {
+	if !strings.Contains(stdout.String(), "3 files: 1 passed, 0 failed a check, 0 refused, 2 not judged") || strings.Count(stdout.String(), "| interrupted") != 2 {
 		t.Errorf("stdout does not show the verdict reached and the files not reached:\n%s", stdout.String())
 	}
 	if !strings.Contains(stderr.String(), "interrupted") {
