@@ -202,7 +202,7 @@ func TestGradeTimeout(t *testing.T) {
 		t.Fatalf("exit %d, %q: %v; stderr %s", o.code, o.stdout, err, o.stderr)
 	}
 	if o.code != exitUsage || g.verdict() != "REFUSED" || !strings.Contains(g.Error, "gave up after 1ms") || strings.Contains(g.Error, "refused") {
-		t.Errorf("exit %d, error %q; want 2, NOT JUDGED and a timeout", o.code, g.Error)
+		t.Errorf("exit %d, error %q; want 2, REFUSED and a timeout", o.code, g.Error)
 	}
 }
 

@@ -136,23 +136,23 @@ func pgHostileFiles(victim string) []hostileFile {
 		return "SELECT Id FROM OutboxMessages WHERE " + where + " AND " + cond + " ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate
 	}
 	return []hostileFile{
-		{name: "pg-array-alias-nextval.sql", text: "SELECT m.Id FROM OutboxMessages m, (SELECT ARRAY [nextval('" + victim + ".s')] FROM (SELECT 1 AS ARRAY) a) b LIMIT 1;\n" + okUpdate, verdict: "NOT JUDGED", reason: "does not exist"},
-		{name: "pg-array-alias-own-sequence.sql", text: "SELECT m.Id FROM OutboxMessages m, (SELECT ARRAY [nextval('outboxmessages_id_seq')] FROM (SELECT 1 AS ARRAY) a) b LIMIT 1;\n" + okUpdate, verdict: "NOT JUDGED", reason: "calls nextval(regclass)"},
-		{name: "pg-regclass-cast.sql", text: sel("nextval(('outboxmessages' || '_id_seq')::regclass) > 0"), verdict: "NOT JUDGED", reason: "calls nextval(regclass)"},
-		{name: "pg-unicode-name.sql", text: sel(`U&"\006eextval"('outboxmessages_id_seq') > 0`), verdict: "NOT JUDGED", reason: "calls nextval(regclass)"},
-		{name: "pg-sleep.sql", text: sel("pg_sleep(5) IS NOT NULL"), verdict: "NOT JUDGED", reason: "calls pg_sleep(double precision)"},
-		{name: "pg-set-config.sql", text: sel("set_config('search_path', 'public', false) <> ''"), verdict: "NOT JUDGED", reason: "calls set_config"},
-		{name: "pg-lo-from-bytea.sql", text: sel("lo_from_bytea(0, 'x') > 0"), verdict: "NOT JUDGED", reason: "calls lo_from_bytea"},
-		{name: "pg-advisory-lock.sql", text: sel("pg_advisory_lock(42) IS NOT NULL"), verdict: "NOT JUDGED", reason: "calls pg_advisory_lock"},
-		{name: "pg-notify.sql", text: sel("pg_notify('outbox', 'x') IS NOT NULL"), verdict: "NOT JUDGED", reason: "calls pg_notify"},
-		{name: "pg-txid-current.sql", text: sel("txid_current() > 0"), verdict: "NOT JUDGED", reason: "calls txid_current()"},
-		{name: "pg-dollar-quoted.sql", text: sel("Payload <> $$ ;-- $$ AND lo_from_bytea(0, 'x') > 0"), verdict: "NOT JUDGED", reason: "unterminated dollar-quoted string"},
-		{name: "pg-copy-program.sql", text: "COPY (SELECT 1) TO PROGRAM 'touch /tmp/outboxlab-pwned';\n" + okUpdate, verdict: "NOT JUDGED", reason: "reads it as COPY"},
-		{name: "pg-do-block.sql", text: "DO 'BEGIN PERFORM lo_from_bytea(0, ''x''); END';\n" + okUpdate, verdict: "NOT JUDGED", reason: "reads it as DO"},
-		{name: "pg-set-role.sql", text: okSelect + ";\nSET ROLE postgres", verdict: "NOT JUDGED", reason: "reads it as SET"},
-		{name: "pg-writable-with.sql", text: okSelect + ";\nWITH paid AS (UPDATE Payments SET PaymentStatus = 'Paid' RETURNING Id) " + okUpdate, verdict: "NOT JUDGED", reason: "an UPDATE with UPDATE"},
-		{name: "pg-for-update-other-schema.sql", text: "SELECT m.Id FROM OutboxMessages m, " + victim + ".t v LIMIT 1 FOR UPDATE;\n" + okUpdate, verdict: "NOT JUDGED", reason: "does not exist"},
-		{name: "pg-catalog.sql", text: "SELECT count(*) FROM pg_stat_activity;\n" + okUpdate, verdict: "NOT JUDGED", reason: "names pg_stat_activity"},
+		{name: "pg-array-alias-nextval.sql", text: "SELECT m.Id FROM OutboxMessages m, (SELECT ARRAY [nextval('" + victim + ".s')] FROM (SELECT 1 AS ARRAY) a) b LIMIT 1;\n" + okUpdate, verdict: "REFUSED", reason: "does not exist"},
+		{name: "pg-array-alias-own-sequence.sql", text: "SELECT m.Id FROM OutboxMessages m, (SELECT ARRAY [nextval('outboxmessages_id_seq')] FROM (SELECT 1 AS ARRAY) a) b LIMIT 1;\n" + okUpdate, verdict: "REFUSED", reason: "calls nextval(regclass)"},
+		{name: "pg-regclass-cast.sql", text: sel("nextval(('outboxmessages' || '_id_seq')::regclass) > 0"), verdict: "REFUSED", reason: "calls nextval(regclass)"},
+		{name: "pg-unicode-name.sql", text: sel(`U&"\006eextval"('outboxmessages_id_seq') > 0`), verdict: "REFUSED", reason: "calls nextval(regclass)"},
+		{name: "pg-sleep.sql", text: sel("pg_sleep(5) IS NOT NULL"), verdict: "REFUSED", reason: "calls pg_sleep(double precision)"},
+		{name: "pg-set-config.sql", text: sel("set_config('search_path', 'public', false) <> ''"), verdict: "REFUSED", reason: "calls set_config"},
+		{name: "pg-lo-from-bytea.sql", text: sel("lo_from_bytea(0, 'x') > 0"), verdict: "REFUSED", reason: "calls lo_from_bytea"},
+		{name: "pg-advisory-lock.sql", text: sel("pg_advisory_lock(42) IS NOT NULL"), verdict: "REFUSED", reason: "calls pg_advisory_lock"},
+		{name: "pg-notify.sql", text: sel("pg_notify('outbox', 'x') IS NOT NULL"), verdict: "REFUSED", reason: "calls pg_notify"},
+		{name: "pg-txid-current.sql", text: sel("txid_current() > 0"), verdict: "REFUSED", reason: "calls txid_current()"},
+		{name: "pg-dollar-quoted.sql", text: sel("Payload <> $$ ;-- $$ AND lo_from_bytea(0, 'x') > 0"), verdict: "REFUSED", reason: "unterminated dollar-quoted string"},
+		{name: "pg-copy-program.sql", text: "COPY (SELECT 1) TO PROGRAM 'touch /tmp/outboxlab-pwned';\n" + okUpdate, verdict: "REFUSED", reason: "reads it as COPY"},
+		{name: "pg-do-block.sql", text: "DO 'BEGIN PERFORM lo_from_bytea(0, ''x''); END';\n" + okUpdate, verdict: "REFUSED", reason: "reads it as DO"},
+		{name: "pg-set-role.sql", text: okSelect + ";\nSET ROLE postgres", verdict: "REFUSED", reason: "reads it as SET"},
+		{name: "pg-writable-with.sql", text: okSelect + ";\nWITH paid AS (UPDATE Payments SET PaymentStatus = 'Paid' RETURNING Id) " + okUpdate, verdict: "REFUSED", reason: "an UPDATE with UPDATE"},
+		{name: "pg-for-update-other-schema.sql", text: "SELECT m.Id FROM OutboxMessages m, " + victim + ".t v LIMIT 1 FOR UPDATE;\n" + okUpdate, verdict: "REFUSED", reason: "does not exist"},
+		{name: "pg-catalog.sql", text: "SELECT count(*) FROM pg_stat_activity;\n" + okUpdate, verdict: "REFUSED", reason: "names pg_stat_activity"},
 		{name: "pg-for-update-skip-locked.sql", text: strings.Replace(okSelect, "LIMIT 1", "LIMIT 1 FOR UPDATE SKIP LOCKED", 1) + ";\n" + okUpdate, verdict: "PASS"},
 		{name: "pg-casts.sql", text: "SELECT Id FROM OutboxMessages WHERE Status = ANY(ARRAY['Pending']::text[]) OR (Status = 'Processing' AND LockedUntilUtc::text <= :now) ORDER BY CreatedAtUtc, Id LIMIT 1;\n" + okUpdate, verdict: "PASS"},
 	}
@@ -182,11 +182,11 @@ func TestGradeOnPostgres(t *testing.T) {
 	// AND a boolean, which SQLite computes and PostgreSQL refuses; the
 	// others are refused as on SQLite, in PostgreSQL's words.
 	onPostgres := map[string]hostileFile{
-		"semicolons-quoted.sql": {verdict: "NOT JUDGED", reason: "argument of AND must be type boolean"},
-		"drop-table.sql":        {verdict: "NOT JUDGED", reason: "reads it as DROP TABLE"},
-		"drop-in-update.sql":    {verdict: "NOT JUDGED", reason: "reads it as DROP TABLE"},
-		"update-payments.sql":   {verdict: "NOT JUDGED", reason: "an UPDATE of payments"},
-		"two-selects.sql":       {verdict: "NOT JUDGED", reason: "parses it as SELECT"},
+		"semicolons-quoted.sql": {verdict: "REFUSED", reason: "argument of AND must be type boolean"},
+		"drop-table.sql":        {verdict: "REFUSED", reason: "reads it as DROP TABLE"},
+		"drop-in-update.sql":    {verdict: "REFUSED", reason: "reads it as DROP TABLE"},
+		"update-payments.sql":   {verdict: "REFUSED", reason: "an UPDATE of payments"},
+		"two-selects.sql":       {verdict: "REFUSED", reason: "parses it as SELECT"},
 	}
 	for i, f := range files {
 		if pg, ok := onPostgres[f.name]; ok {
