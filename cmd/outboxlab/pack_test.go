@@ -136,9 +136,7 @@ func TestStarterIsTheHandout(t *testing.T) {
 			want = append(want, c.Name+": "+c.About)
 		}
 		for _, s := range h.Schema {
-			for _, line := range strings.Split(s.SQL, "\n") {
-				want = append(want, line)
-			}
+			want = append(want, strings.Split(s.SQL, "\n")...)
 		}
 		for _, w := range want {
 			if !strings.Contains(flat, collapsed(w)) {
