@@ -10,15 +10,66 @@ import (
 	"github.com/outboxlab/outboxlab/lab"
 )
 
-// Geometry of the picture, in pixels.
+// Geometry of the picture, in pixels. The picture is at most svgWidth
+// wide, so that a page fits a projector's 1,000 pixels without scrolling:
+// a run longer than one row wraps into bands, each a full set of lanes
+// showing the next stretch of the clock.
 const (
-	svgLabelW = 130 // the lane names
-	svgLaneH  = 52
-	svgTop    = 34 // the clock axis above the lanes
-	svgStep   = 20 // between two events at the same time
-	svgSegGap = 70 // between two clock segments
-	svgMaxGap = 150
+	svgLabelW   = 160 // the lane names
+	svgContentX = svgLabelW + 24
+	svgWidth    = 940
+	svgBandGap  = 18 // between two bands
+	svgLaneH    = 66
+	svgMarkY    = 28 // an event's mark, from its lane's top
+	svgTop      = 44 // the clock axis above the lanes: tick labels, then waits
+	svgStep     = 20 // between two events at the same time
+	svgSegGap   = 70 // between two clock segments
+	svgMaxGap   = 150
+	// svgCharW is the width of a character of the picture's 12 px text,
+	// roughly (digits, colons and most letters).
+	svgCharW = 7.5
 )
+
+// band is one row of the picture: the stretch [from, to) of the layout's
+// clock it shows, drawn shifted left by from - svgContentX, top pixels
+// down the picture.
+type band struct {
+	index    int
+	from, to float64
+	top      float64
+}
+
+// holds reports whether the layout's x falls in the band.
+func (bd band) holds(x float64) bool { return x >= bd.from && x < bd.to }
+
+// shift is how far left the band's content is drawn.
+func (bd band) shift() float64 { return bd.from - svgContentX }
+
+// bands cuts the layout into rows of at most svgWidth pixels, each
+// starting at a point of the clock (an event or a lease's end), so that no
+// point is cut off.
+func (lo layout) bands(blockH float64) []band {
+	var xs []float64
+	xs = append(xs, lo.evX...)
+	for _, x := range lo.atX {
+		xs = append(xs, x)
+	}
+	sort.Float64s(xs)
+	clock := float64(svgWidth - svgContentX - 36) // room for the last mark and its label
+	var out []band
+	for i, x := range xs {
+		if i == 0 || x-out[len(out)-1].from > clock {
+			out = append(out, band{index: len(out), from: x, to: math.Inf(1), top: float64(len(out)) * (blockH + svgBandGap)})
+			if len(out) > 1 {
+				out[len(out)-2].to = x
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, band{from: svgContentX, to: math.Inf(1)})
+	}
+	return out
+}
 
 // point is a place on the clock: an event, or a lease deadline no event marks.
 type point struct {
@@ -103,65 +154,108 @@ func (lo layout) laneY(actor string) float64 {
 	return float64(svgTop + lo.laneOf[actor]*svgLaneH)
 }
 
-// svgOf draws the run: lanes, the clock axis, leases, events and arrows.
+// svgOf draws the run: lanes, the clock axis, leases, events and arrows,
+// in as many bands as the run needs to fit svgWidth.
 func svgOf(rc race, statements []lab.Statement) string {
 	lo := newLayout(rc)
-	height := float64(svgTop + len(rc.Actors)*svgLaneH + 10)
+	blockH := float64(svgTop + len(rc.Actors)*svgLaneH + 24) // below the lanes, where the clock restarts
+	bands := lo.bands(blockH)
+	width := math.Min(lo.width, svgWidth)
+	if len(bands) > 1 {
+		width = svgWidth
+	}
+	height := float64(len(bands))*(blockH+svgBandGap) - svgBandGap
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="one swimlane per actor on the scenario clock">`, lo.width, height, lo.width, height)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="one swimlane per actor on the scenario clock">`, width, height, width, height)
 	b.WriteString(`<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#cfe2f5"/><line x1="0" y1="0" x2="0" y2="6" stroke="#7fb3e6" stroke-width="3"/></pattern>` +
 		`<marker id="arrowhead" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#4a5568"/></marker>` +
-		`<marker id="arrowhead-ok" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#1f7a3d"/></marker></defs>`)
-	b.WriteString(`<g class="lanes">`)
-	for _, a := range rc.Actors {
-		y := lo.laneY(a)
-		fmt.Fprintf(&b, `<g class="lane" data-actor="%s"><rect class="lane-bg" x="0" y="%.0f" width="%.0f" height="%d"/><text class="lane-label" x="10" y="%.0f">%s</text></g>`,
-			esc(a), y, lo.width, svgLaneH, y+svgLaneH/2+4, esc(a))
+		`<marker id="arrowhead-ok" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#1f7a3d"/></marker>`)
+	for _, bd := range bands {
+		fmt.Fprintf(&b, `<clipPath id="band-%d"><rect x="%d" y="0" width="%.0f" height="%.0f"/></clipPath>`, bd.index, svgLabelW, width-svgLabelW, blockH)
 	}
-	b.WriteString(`</g>`)
-	svgAxis(&b, rc, lo, height)
-	svgLeases(&b, rc, lo)
-	svgArrows(&b, rc, lo)
-	svgEvents(&b, rc, lo, statements)
+	b.WriteString(`</defs>`)
+	for _, bd := range bands {
+		fmt.Fprintf(&b, `<g class="band" data-band="%d" transform="translate(0,%.0f)">`, bd.index, bd.top)
+		repeat := ""
+		if bd.index > 0 {
+			repeat = " repeat" // the lanes again, for the next stretch of the clock
+		}
+		b.WriteString(`<g class="lanes">`)
+		for _, a := range rc.Actors {
+			y := lo.laneY(a)
+			fmt.Fprintf(&b, `<g class="lane%s" data-actor="%s"><rect class="lane-bg" x="0" y="%.0f" width="%.0f" height="%d"/><text class="lane-label" x="10" y="%.0f">%s</text></g>`,
+				repeat, esc(a), y, width, svgLaneH, y+svgLaneH/2+4, esc(a))
+		}
+		b.WriteString(`</g>`)
+		fmt.Fprintf(&b, `<g clip-path="url(#band-%d)"><g transform="translate(%.1f,0)">`, bd.index, -bd.shift())
+		svgAxis(&b, rc, lo, bd, blockH)
+		svgLeases(&b, rc, lo, bd)
+		svgArrows(&b, rc, lo, bd)
+		svgEvents(&b, rc, lo, bd, statements)
+		b.WriteString(`</g></g></g>`)
+	}
 	b.WriteString(`</svg>`)
 	return b.String()
 }
 
 // svgAxis draws a tick for every time on the clock, labelled where there
 // is room, and a rule where the lesson restarts its clock.
-func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
+func svgAxis(b *strings.Builder, rc race, lo layout, bd band, height float64) {
 	b.WriteString(`<g class="axis">`)
 	lastLabel, lastWidth := -1e9, 0.0
 	lastDay := int64(-1)
 	logical := len(rc.Events) > 0 && strings.Contains(rc.Events[0].At, "t=")
-	// labelWidth is a label's width in the axis's 11 px font, roughly.
-	labelWidth := func(label string) float64 { return 6.2 * float64(len(label)) }
+	labelWidth := func(label string) float64 { return svgCharW * float64(len(label)) }
 	for _, p := range lo.ticks {
-		x := lo.atX[[2]int64{int64(p.seg), p.t}]
-		label := ""
+		key := [2]int64{int64(p.seg), p.t}
+		x := lo.atX[key]
 		day := p.t / 86400000
-		// A tick on a new day always names its date: a lesson whose clock
-		// crosses a day (session 20's three days) shows where. Otherwise a
-		// tick is labelled only where its label clears the last one.
-		text := clockLabel(p.t, rc)
-		if newDay := !logical && day != lastDay; x-lastLabel >= (lastWidth+labelWidth(text))/2+8 || newDay {
-			label = text
-			if newDay {
-				label = time.UnixMilli(p.t).UTC().Format("Jan 2 ") + label
-				lastDay = day
-			}
-			lastLabel, lastWidth = x, labelWidth(label)
+		if end := lo.endX[key]; x < bd.from && end >= bd.from {
+			// An instant an earlier band began goes on here: say which.
+			label := clockLabel(p.t, rc) + ", the same instant"
+			fmt.Fprintf(b, `<g class="tick cont" data-seg="%d" data-t="%d"><text x="%.1f" y="16" text-anchor="start">%s</text>`+
+				`<path class="instant" d="M%.1f,%d v-3 H%.1f v3"/></g>`, p.seg, p.t, bd.from-4, esc(label), bd.from-8, svgTop-2, math.Min(end, bd.to))
+			lastLabel, lastWidth = bd.from-4+labelWidth(label)/2, labelWidth(label)
 		}
-		fmt.Fprintf(b, `<g class="tick" data-seg="%d" data-t="%d" data-x="%.1f"><line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`,
-			p.seg, p.t, x, x, svgTop-6, x, height-10, x, svgTop-12, esc(label))
-	}
-	svgCompressions(b, lo)
-	for seg, x := range lo.segX {
-		if seg == 0 {
+		if !bd.holds(x) {
+			if x < bd.from {
+				lastDay = day // named in an earlier band
+			}
 			continue
 		}
-		fmt.Fprintf(b, `<g class="segment"><line x1="%.1f" y1="4" x2="%.1f" y2="%.0f"/><text x="%.1f" y="12">%s</text></g>`,
-			x-svgSegGap/2, x-svgSegGap/2, height-4, x-svgSegGap/2+4, esc(segLabel(rc, seg)))
+		label := ""
+		// A tick on a new day always names its date: a lesson whose clock
+		// crosses a day (session 20's three days) shows where. Otherwise a
+		// tick is labelled only where its label clears the last one; a
+		// band's first tick always is, as a row's start.
+		text := clockLabel(p.t, rc)
+		newDay := !logical && day != lastDay
+		if newDay {
+			text = time.UnixMilli(p.t).UTC().Format("Jan 2 ") + text
+		}
+		// A row's first label starts at its tick rather than centring on it.
+		w := labelWidth(text)
+		anchor, lx, center := "middle", x, x
+		if x-w/2 < bd.from-8 {
+			anchor, lx, center = "start", x-4, x-4+w/2
+		}
+		if center-lastLabel >= (lastWidth+w)/2+8 || newDay {
+			label = text
+			if newDay {
+				lastDay = day
+			}
+			lastLabel, lastWidth = center, w
+		}
+		fmt.Fprintf(b, `<g class="tick" data-seg="%d" data-t="%d" data-x="%.1f"><line x1="%.1f" y1="%d" x2="%.1f" y2="%.0f"/><text x="%.1f" y="16" text-anchor="%s">%s</text></g>`,
+			p.seg, p.t, x, x, svgTop-6, x, height-24, lx, anchor, esc(label))
+	}
+	svgCompressions(b, lo, bd)
+	for seg, x := range lo.segX {
+		if seg == 0 || !bd.holds(x) {
+			continue
+		}
+		fmt.Fprintf(b, `<g class="segment"><line x1="%.1f" y1="20" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%.0f">%s</text></g>`,
+			x-svgSegGap/2, x-svgSegGap/2, height-4, x-svgSegGap/2+4, height-8, esc(segLabel(rc, seg)))
 	}
 	b.WriteString(`</g>`)
 }
@@ -171,10 +265,13 @@ func svgAxis(b *strings.Builder, rc race, lo layout, height float64) {
 // with how long it was ("+2.5s") where there is room (and in its title
 // always); events at one instant are drawn apart, in the order recorded,
 // under a bracket that says so.
-func svgCompressions(b *strings.Builder, lo layout) {
+func svgCompressions(b *strings.Builder, lo layout, bd band) {
 	for i, p := range lo.ticks {
 		key := [2]int64{int64(p.seg), p.t}
 		x, end := lo.atX[key], lo.endX[key]
+		if !bd.holds(x) {
+			continue
+		}
 		if end > x {
 			fmt.Fprintf(b, `<g class="instant"><title>one instant: the events drawn apart here happened at the same time, in this order</title>`+
 				`<path d="M%.1f,%d v-3 H%.1f v3"/></g>`, x, svgTop-2, end)
@@ -186,11 +283,11 @@ func svgCompressions(b *strings.Builder, lo layout) {
 		nx := lo.atX[[2]int64{int64(next.seg), next.t}]
 		wait := "+" + waitText(next.t-p.t)
 		label := ""
-		if nx-end >= 44 {
+		if nx-end >= svgCharW*float64(len(wait))+8 && bd.holds(nx) {
 			label = wait
 		}
 		fmt.Fprintf(b, `<g class="gap"><title>%s later (the axis is not to scale: a longer wait takes more room, on a log scale)</title>`+
-			`<text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`, waitText(next.t-p.t), (end+nx)/2, svgTop-3, label)
+			`<text x="%.1f" y="%d" text-anchor="middle">%s</text></g>`, waitText(next.t-p.t), (end+nx)/2, svgTop-9, label)
 	}
 }
 
@@ -243,8 +340,22 @@ func segLabel(rc race, seg int) string {
 // to its finalize, or hatched to the deadline where it ran out, with a
 // mark at each renewal; a lease a renewal revived after its end starts at
 // that renewal, edged red.
-func svgLeases(b *strings.Builder, rc race, lo layout) {
+func svgLeases(b *strings.Builder, rc race, lo layout, bd band) {
 	b.WriteString(`<g class="leases">`)
+	labelEnd := map[string]float64{} // by lane: where its last lease label ends
+	marks := map[string][]float64{}  // by lane: the x of each event's mark
+	for i, e := range rc.Events {
+		marks[e.Actor] = append(marks[e.Actor], lo.evX[i])
+	}
+	// clear reports whether a label from x, w wide, covers no mark in lane.
+	clear := func(lane string, x, w float64) bool {
+		for _, m := range marks[lane] {
+			if m+8 > x && m-8 < x+w {
+				return false
+			}
+		}
+		return true
+	}
 	for _, l := range rc.Leases {
 		x0 := lo.evX[l.Start]
 		x1 := lo.atX[[2]int64{int64(l.Seg), l.To}]
@@ -254,7 +365,10 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 		if x1 < x0+4 {
 			x1 = x0 + 4
 		}
-		y := lo.laneY(l.Owner) + svgLaneH/2 - 7
+		if x1 < bd.from || x0 >= bd.to {
+			continue // not in this band
+		}
+		y := lo.laneY(l.Owner) + svgMarkY - 8
 		cls := "lease"
 		if l.Expired() {
 			cls += " expired"
@@ -262,15 +376,32 @@ func svgLeases(b *strings.Builder, rc race, lo layout) {
 		if l.Revived {
 			cls += " revived"
 		}
-		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="14" rx="3"><title>%s</title></rect>`,
-			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, x0, y, x1-x0, esc(leaseTitle(rc, l)))
-		if l.Expired() {
-			fmt.Fprintf(b, `<line class="lease-end" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x1, y-6, x1, y+20)
+		start := x0
+		if x0 < bd.from {
+			cls += " cont" // the rest of a lease an earlier band began
+			start = bd.from - 14
 		}
-		fmt.Fprintf(b, `<text class="lease-label" x="%.1f" y="%.1f">%s</text>`, x0+3, y+11, esc(orDash(l.Subject)))
+		end := math.Min(x1, bd.to+14)
+		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="16" rx="3"><title>%s</title></rect>`,
+			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, start, y, end-start, esc(leaseTitle(rc, l)))
+		if l.Expired() && bd.holds(x1) {
+			fmt.Fprintf(b, `<line class="lease-end" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x1, y-6, x1, y+22)
+		}
+		// The label, at the first place on the bar where it covers no
+		// event's mark and clears the last label in the lane.
+		text := orDash(l.Subject)
+		w := svgCharW * float64(len(text))
+		for lx := math.Max(math.Max(x0, bd.from)+3, labelEnd[l.Owner]); lx+w <= math.Min(x1, bd.to); lx += 4 {
+			if clear(l.Owner, lx, w) {
+				fmt.Fprintf(b, `<text class="lease-label" x="%.1f" y="%.1f">%s</text>`, lx, y+12, esc(text))
+				labelEnd[l.Owner] = lx + w + 6
+				break
+			}
+		}
 		for _, ri := range l.Renewals {
-			rx := lo.evX[ri]
-			fmt.Fprintf(b, `<path class="renewal" d="M%.1f,%.1f l-5,-7 h10 z"/>`, rx, y)
+			if rx := lo.evX[ri]; bd.holds(rx) {
+				fmt.Fprintf(b, `<path class="renewal" d="M%.1f,%.1f l-5,-7 h10 z"/>`, rx, y)
+			}
 		}
 	}
 	b.WriteString(`</g>`)
@@ -311,14 +442,17 @@ func orDash(s string) string {
 // svgArrows draws offers (relay to broker) and deliveries (broker to
 // consumer). A consumer that names an offer's delivery the broker did not
 // record gets the delivery drawn at its first event about it.
-func svgArrows(b *strings.Builder, rc race, lo layout) {
+func svgArrows(b *strings.Builder, rc race, lo layout, bd band) {
 	broker, ok := lo.laneOf["broker"]
 	if !ok {
 		return
 	}
-	by := float64(svgTop+broker*svgLaneH) + svgLaneH/2
+	by := float64(svgTop+broker*svgLaneH) + svgMarkY
 	b.WriteString(`<g class="arrows">`)
 	arrow := func(cls string, x0, y0, x1, y1 float64, title string) {
+		if !bd.holds(x1) {
+			return // drawn in the band of its head
+		}
 		marker := "arrowhead"
 		if strings.Contains(cls, "deliver") {
 			marker = "arrowhead-ok"
@@ -331,11 +465,11 @@ func svgArrows(b *strings.Builder, rc race, lo layout) {
 		x := lo.evX[i]
 		switch {
 		case e.Kind == lab.KindOffer:
-			y := lo.laneY(e.Actor) + svgLaneH/2
+			y := lo.laneY(e.Actor) + svgMarkY
 			arrow("offer", x, y, x+10, shorten(y, by), fmt.Sprintf("#%d %s offers %s to the broker (offer %s)", e.Seq, e.Actor, orDash(e.Subject), offerText(e.Offer)))
 		case e.Kind == lab.KindDeliver && e.To != "":
 			if _, ok := lo.laneOf[e.To]; ok {
-				y := lo.laneY(e.To) + svgLaneH/2
+				y := lo.laneY(e.To) + svgMarkY
 				delivered[fmt.Sprintf("%s/%d", e.To, e.Offer)] = true
 				arrow("deliver", x, by, x+10, shorten(by, y), fmt.Sprintf("#%d broker delivers offer %s to %s", e.Seq, offerText(e.Offer), e.To))
 			}
@@ -345,7 +479,7 @@ func svgArrows(b *strings.Builder, rc race, lo layout) {
 				continue
 			}
 			delivered[key] = true
-			y := lo.laneY(e.Actor) + svgLaneH/2
+			y := lo.laneY(e.Actor) + svgMarkY
 			arrow("deliver implied", x-10, by, x, shorten(by, y), fmt.Sprintf("the broker delivers offer %d to %s (#%d)", e.Offer, e.Actor, e.Seq))
 		}
 	}
@@ -370,10 +504,16 @@ func shorten(from, to float64) float64 {
 
 // svgEvents draws each event in its actor's lane, focusable, carrying its
 // SQL and rows for the detail panel.
-func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statement) {
+func svgEvents(b *strings.Builder, rc race, lo layout, bd band, statements []lab.Statement) {
 	b.WriteString(`<g class="events">`)
+	// An event's number goes under its mark, on the first of two rows
+	// where it clears the numbers before it in its lane.
+	rowEnd := map[string]*[2]float64{}
 	for i, e := range rc.Events {
-		x, y := lo.evX[i], lo.laneY(e.Actor)+svgLaneH/2
+		x, y := lo.evX[i], lo.laneY(e.Actor)+svgMarkY
+		if !bd.holds(x) {
+			continue
+		}
 		cls := "ev k-" + string(e.Kind)
 		rows := ""
 		if e.Rows != nil {
@@ -392,7 +532,18 @@ func svgEvents(b *strings.Builder, rc race, lo layout, statements []lab.Statemen
 		default:
 			b.WriteString(glyph(e.Kind, x, y))
 		}
-		fmt.Fprintf(b, `<text class="seq" x="%.1f" y="%.1f" text-anchor="middle">%d</text></g>`, x, y+20, e.Seq)
+		ends := rowEnd[e.Actor]
+		if ends == nil {
+			ends = &[2]float64{math.Inf(-1), math.Inf(-1)}
+			rowEnd[e.Actor] = ends
+		}
+		w := svgCharW * float64(len(fmt.Sprint(e.Seq)))
+		row := 0
+		if x-w/2 < ends[0]+2 && x-w/2 >= ends[1]+2 {
+			row = 1
+		}
+		ends[row] = x + w/2
+		fmt.Fprintf(b, `<text class="seq" x="%.1f" y="%.1f" text-anchor="middle">%d</text></g>`, x, y+22+13*float64(row), e.Seq)
 	}
 	b.WriteString(`</g>`)
 }

@@ -106,8 +106,8 @@ const factsJS = `(() => {
   const first = document.querySelector('svg .ev.k-fenced');
   if (first) { first.dispatchEvent(new Event('focus')); }
   return {
-    lanes: q('svg .lane').map(l => l.dataset.actor),
-    leases: q('svg rect.lease').length,
+    lanes: q('svg .lane:not(.repeat)').map(l => l.dataset.actor),
+    leases: q('svg rect.lease:not(.cont)').length,
     claims: q('svg .ev.k-claim').length,
     crashes: crashes.map(c => c.dataset.at),
     crashInRun: crashInRun,
