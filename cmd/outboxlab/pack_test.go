@@ -266,7 +266,7 @@ func TestPackInstructorGrades(t *testing.T) {
 			t.Errorf("%s: the README lists %v", x.Name, files)
 			continue
 		}
-		o := runCLI(t, append([]string{"grade", "--exercise", x.Name, "--jobs", "1", "--format", "json", "--out", t.TempDir()}, files...)...)
+		o := runCLI(t, append([]string{"grade", "--exercise", x.Name, "--jobs", "2", "--format", "json", "--out", t.TempDir()}, files...)...)
 		if o.code != 0 && o.code != 1 {
 			t.Errorf("%s: grade exit %d: %s %s", x.Name, o.code, o.stdout, o.stderr)
 			continue

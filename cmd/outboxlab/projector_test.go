@@ -64,6 +64,14 @@ func TestPagesFitAProjector(t *testing.T) {
 		t.Fatalf("start %s: %v", chromium, err)
 	}
 	dir := t.TempDir()
+	// The pages load in parallel tabs; the group returns when all have,
+	// before the browser closes.
+	t.Run("pages", func(t *testing.T) { checkPagesFit(t, browser, dir) })
+}
+
+// checkPagesFit writes each lesson's page into dir and checks it at both
+// widths, each in a tab of browser of its own.
+func checkPagesFit(t *testing.T, browser context.Context, dir string) {
 	for _, sc := range scenarios.All() {
 		r := executeLesson(t, sc, "", 3)
 		page := filepath.Join(dir, sc.Name+".html")
@@ -79,6 +87,7 @@ func TestPagesFitAProjector(t *testing.T) {
 		}
 		for _, width := range []int64{1000, 1400} {
 			t.Run(fmt.Sprintf("%s/%d", sc.Name, width), func(t *testing.T) {
+				t.Parallel()
 				tab, cancel := chromedp.NewContext(browser)
 				defer cancel()
 				tab, cancelTimeout := context.WithTimeout(tab, 60*time.Second)
