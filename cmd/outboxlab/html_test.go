@@ -124,6 +124,7 @@ const factsJS = `(() => {
 // TestHTMLInBrowser loads the pages `run --html` writes in headless
 // Chromium, offline, and asserts from the DOM what a student must see.
 func TestHTMLInBrowser(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("browser test skipped: no Chromium (install Debian's chromium, or set OUTBOXLAB_CHROMIUM)")

@@ -50,6 +50,7 @@ type fit struct {
 // sideways, the picture's text is at least 12 px on screen, and no two of
 // its labels overlap.
 func TestPagesFitAProjector(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumPath()
 	if chromium == "" {
 		t.Skip("browser test skipped: no Chromium (install Debian's chromium, or set OUTBOXLAB_CHROMIUM)")
