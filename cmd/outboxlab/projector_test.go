@@ -16,7 +16,7 @@ import (
 )
 
 // fitJS reads, from a loaded page, what a projector shows badly: how far
-// the page scrolls sideways, the text of the picture smaller than 12 px on
+// the page, or the picture's own box, scrolls sideways, the text of the picture smaller than 12 px on
 // screen (a mark's own letter excepted), and every two texts of the
 // picture whose boxes overlap.
 const fitJS = `(() => {
@@ -34,7 +34,8 @@ const fitJS = `(() => {
       }
     }
   }
-  return {scroll: document.documentElement.scrollWidth - window.innerWidth, small: small.slice(0, 10), overlaps: overlaps, texts: texts.length};
+  const inner = Array.from(document.querySelectorAll('.scroll')).map(s => s.scrollWidth - s.clientWidth);
+  return {scroll: Math.max(document.documentElement.scrollWidth - window.innerWidth, ...inner, 0), small: small.slice(0, 10), overlaps: overlaps, texts: texts.length};
 })()`
 
 // fit is what fitJS reads.

@@ -54,6 +54,7 @@
       banner.textContent = "Step mode: \u2192 reveals the next event (\u2190 back, Page Down/Up by part, End shows all).";
       return;
     }
+    if (order[shown].scrollIntoView) { order[shown].scrollIntoView({block: "nearest"}); }
     var d = order[shown].dataset;
     banner.textContent = "#" + d.seq + " " + d.at + " \u00b7 " + d.actor + " " + d.action + ": " + d.detail + (d.refusal ? " (" + d.refusal + ")" : "");
     show(order[shown]);
@@ -85,6 +86,9 @@
   }
   document.addEventListener("keydown", function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey) { return; }
+    // Until → or Page Down starts it, step mode leaves every key to the
+    // page (the arrows and Home scroll as they always do).
+    if (!stepping && e.key !== "ArrowRight" && e.key !== "PageDown") { return; }
     switch (e.key) {
       case "ArrowRight": go(shown + 1); break;
       case "ArrowLeft": go(shown - 1); break;
