@@ -66,11 +66,11 @@ const gradeExitCodes = `Exit code:
        1 MiB, not the exercise's statements: for the claim a read-only SELECT and an UPDATE of
        OutboxMessages), a statement that failed or ran too long in the run, a run its statements stopped
        that the lesson's own complete (a value of the wrong type, an event never delivered), or no verdict
-       within a --timeout the lesson's own statements meet; also bad input before any file: an unknown
-       exercise, a flag, an --out that cannot take reports, a --db server that cannot host a grade
+       within --timeout; also bad input before any file: an unknown exercise, a flag, an --out that cannot
+       take reports, a --db server that cannot host a grade
   3    the lab's own failure, not a file's: a report or the summary could not be written (a full disk),
-       or a run could not complete (no temporary folder under TMPDIR, a lost database connection, a bug,
-       a --timeout too short for the lesson's own statements); the verdicts reached are printed all the same
+       or a run could not complete (no temporary folder under TMPDIR, a lost database connection, a bug);
+       the verdicts reached are printed all the same
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): the verdicts reached so far are printed first`
 
 // grade is the judgement of one student's file.
@@ -445,11 +445,6 @@ func gradeFile(ctx context.Context, file int, p *gradePlan) grade {
 			what := "the lesson"
 			if i > 0 {
 				what = "the explorer's orderings"
-			}
-			if !p.ownRunCompletes(ctx, judge) {
-				// The lesson's own statements do not finish in time either:
-				// the timeout is too short, not the file too slow.
-				return notJudged(labFault, fmt.Sprintf("gave up after %s, a --timeout too short for %s even with the lesson's own statements: raise it", p.timeout, what))
 			}
 			return notJudged(fileFault, fmt.Sprintf("gave up after %s: the file's statements did not finish %s in time", p.timeout, what))
 		case errors.As(err, &refusal):
