@@ -2,13 +2,10 @@ package cast
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/outboxlab/outboxlab/failpoint"
-	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -53,17 +50,7 @@ func (w watchedBroker) Offers(ctx context.Context) ([]store.BrokerOffer, error) 
 func TestBrokerSeam(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	open := func(ctx context.Context, path string) (*store.DB, error) {
-		cfg := store.DefaultConfig
-		cfg.Ledger = &store.Ledger{}
-		return store.Open(ctx, path, cfg)
-	}
-	var tl lab.Timeline
-	p, err := NewPipeline(ctx, open, filepath.Join(t.TempDir(), "seam.db"), "", &tl, failpoint.NewPlan())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testPipeline(t, "seam")
 	w := watchedBroker{mu: &sync.Mutex{}, calls: map[string]int{}}
 	p.NewBroker = func(db *store.DB) store.Broker {
 		w := w

@@ -45,17 +45,7 @@ func TestBrokerStateOf(t *testing.T) {
 func TestConsumerSteps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	open := func(ctx context.Context, path string) (*store.DB, error) {
-		cfg := store.DefaultConfig
-		cfg.Ledger = &store.Ledger{}
-		return store.Open(ctx, path, cfg)
-	}
-	var tl lab.Timeline
-	p, err := NewPipeline(ctx, open, filepath.Join(t.TempDir(), "steps.db"), "", &tl, failpoint.NewPlan())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testPipeline(t, "steps")
 	if err := p.OpenAccount(ctx, CreditService, "ACC-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -112,4 +102,22 @@ func TestConsumerSteps(t *testing.T) {
 	if p.Now() != VisibilityTimeout {
 		t.Fatalf("clock at %d after the redelivery, want %d", p.Now(), VisibilityTimeout)
 	}
+}
+
+// testPipeline is a fresh pipeline on a database named name in the test's
+// folder, recording into a ledger of its own, closed when the test ends.
+func testPipeline(t *testing.T, name string) *Pipeline {
+	t.Helper()
+	open := func(ctx context.Context, path string) (*store.DB, error) {
+		cfg := store.DefaultConfig
+		cfg.Ledger = &store.Ledger{}
+		return store.Open(ctx, path, cfg)
+	}
+	var tl lab.Timeline
+	p, err := NewPipeline(context.Background(), open, filepath.Join(t.TempDir(), name+".db"), "", &tl, failpoint.NewPlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
