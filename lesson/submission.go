@@ -42,15 +42,21 @@ func (s *Submission) origin() string {
 }
 
 // Stmts are the file's statements, each named for the report and
-// replacing its key statement.
+// replacing its key statement. A file in the slot's other form, with
+// fewer statements than the key (the claim's one statement), replaces the
+// first key statements and leaves the rest out ([store.Stmt.Omitted]).
 func (s *Submission) Stmts() []store.Stmt {
-	out := make([]store.Stmt, len(s.File.Texts))
+	out := make([]store.Stmt, len(s.Key))
 	for i, text := range s.File.Texts {
 		name := "your " + s.Exercise
 		if len(s.File.Texts) > 1 {
 			name += ": " + strings.ToLower(s.Kinds[i])
 		}
 		out[i] = store.Stmt{Name: name + " (" + s.origin() + ")", SQL: text, Replaces: &s.Key[i]}
+	}
+	for i := len(s.File.Texts); i < len(s.Key); i++ {
+		out[i] = store.Stmt{Name: fmt.Sprintf("your %s has no %s of its own: its one statement does it (%s)",
+			s.Exercise, strings.ToLower(s.Kinds[i]), s.origin()), Replaces: &s.Key[i]}
 	}
 	return out
 }
@@ -83,7 +89,7 @@ func checkSubmission(sc *Scenario, variant string, opts Options) error {
 		return fmt.Errorf("your file replaces the lesson's %s; it cannot be combined with --variant %s", sub.Exercise, variant)
 	case !slices.Contains(sub.GradedBy, sc.Name):
 		return fmt.Errorf("scenario %s does not run the %s exercise's statement (its lesson is %s)", sc.Name, sub.Exercise, sub.Lesson)
-	case len(sub.File.Texts) != len(sub.Key):
+	case len(sub.File.Texts) == 0 || len(sub.File.Texts) > len(sub.Key):
 		return fmt.Errorf("the %s exercise takes %d statements; the file holds %d", sub.Exercise, len(sub.Key), len(sub.File.Texts))
 	}
 	return nil

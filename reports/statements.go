@@ -40,9 +40,17 @@ func (p *printer) statements(all []lab.Statement, concurrent bool, engine string
 			continue
 		}
 		if s.Omitted {
-			p.line("-- " + mistakeName(s.Name) + "  [left out " + plural(s.Skipped, "time") + ", never ran]")
+			// A file in its slot's other form leaves a statement out by
+			// design (the claim's one statement): no mistake, no change.
+			name := s.Name
+			if s.Mistake != "" {
+				name = mistakeName(s.Name)
+			}
+			p.line("-- " + name + "  [left out " + plural(s.Skipped, "time") + ", never ran]")
 			p.line("--   left out: " + s.Replaces)
-			p.line("--   what changed: " + s.Mistake)
+			if s.Mistake != "" {
+				p.line("--   what changed: " + s.Mistake)
+			}
 			p.line("--   the lesson's statement, which this run never executed:")
 			for _, l := range trimmedLines(s.ReplacedSQL) {
 				p.line("--     " + l)

@@ -30,17 +30,20 @@ VALUES ('PaymentCreated', 'PAY-1', '{}', 'Processing', '2026-01-15T08:59:00.000Z
 var exercises = []Exercise{
 	{
 		Name: "claim", Lesson: "session-15-outbox-leasing",
-		Key:       []store.Stmt{store.ClaimSelectNext, store.ClaimUpdate},
-		Shapes:    store.ClaimSlot.Shapes,
-		Schema:    store.ClaimSlot.Schema,
-		CheckRows: store.ClaimSlot.CheckRows,
+		Key:         []store.Stmt{store.ClaimSelectNext, store.ClaimUpdate},
+		Shapes:      store.ClaimSlot.Shapes,
+		Alternative: store.ClaimSlot.Alternative,
+		Schema:      store.ClaimSlot.Schema,
+		CheckRows:   store.ClaimSlot.CheckRows,
 		Task: "Two workers drain one outbox concurrently, each on its own connection, and a worker may crash holding a " +
 			"message. Write the claim: a SELECT of the oldest claimable message's Id, then an UPDATE that takes message :id " +
 			"with a lease, so that no message is ever owned by two workers at once and a crashed worker's message is " +
 			"taken again once its lease has run out.",
 		Must: "The SELECT returns one integer column, the Id of the oldest claimable message (none when nothing is " +
 			"claimable). The UPDATE sets Status = 'Processing', LockedBy = :worker and LockedUntilUtc = :until on message " +
-			":id and changes exactly one row when the claim holds, 0 when another worker owns the message.",
+			":id and changes exactly one row when the claim holds, 0 when another worker owns the message. Or write the " +
+			"claim as one statement, as production outboxes do: an UPDATE that takes the oldest claimable message and " +
+			"returns its Id (RETURNING Id), no row when nothing is claimable.",
 		Params: []Param{pNowText, pWorker, pUntilText, {Name: "id", Holds: "the Id the SELECT returned", Sample: int64(1), Statement: 2}},
 	},
 	{

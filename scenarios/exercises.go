@@ -21,7 +21,11 @@ type Exercise struct {
 	Lesson string       // the scenario whose run grades the file
 	Key    []store.Stmt // the lesson's statements the file replaces, in file order: the answer key
 	Shapes []store.Shape
-	Schema []store.Migration // the tables in force when the statements run
+	// Alternative is the other form a file may take (see
+	// [store.Slot.Alternative]): its statements replace the first of Key
+	// and leave the rest out (the claim's one statement).
+	Alternative []store.Shape
+	Schema      []store.Migration // the tables in force when the statements run
 	// Task is the handout's task, in two or three sentences; Must says
 	// what the statement must return or change.
 	Task, Must string
@@ -45,7 +49,17 @@ type Param struct {
 // the schema its check compiles them on and the values it binds.
 func (x *Exercise) Slot() store.Slot {
 	samples := map[string]any{}
-	shapes := slices.Clone(x.Shapes)
+	for _, p := range x.Params {
+		samples[p.Name] = p.Sample
+	}
+	return store.Slot{Name: x.Name, Shapes: x.withParams(x.Shapes), Alternative: x.withParams(x.Alternative),
+		Schema: x.Schema, CheckRows: x.CheckRows, Samples: samples}
+}
+
+// withParams are shapes, each with the parameters x binds to its
+// statement.
+func (x *Exercise) withParams(shapes []store.Shape) []store.Shape {
+	shapes = slices.Clone(shapes)
 	for i := range shapes {
 		shapes[i].Params = nil
 		for _, p := range x.Params {
@@ -54,10 +68,7 @@ func (x *Exercise) Slot() store.Slot {
 			}
 		}
 	}
-	for _, p := range x.Params {
-		samples[p.Name] = p.Sample
-	}
-	return store.Slot{Name: x.Name, Shapes: shapes, Schema: x.Schema, CheckRows: x.CheckRows, Samples: samples}
+	return shapes
 }
 
 // Scenario is the lesson that grades x.

@@ -24,6 +24,13 @@ type ClaimSQL struct {
 // transactions (the unguarded mistake).
 func (c ClaimSQL) Split() bool { return c.Update.Separate }
 
+// OneStatement reports whether the claim is one statement: SelectNext is
+// an UPDATE that takes the oldest claimable message and returns its Id
+// (RETURNING Id, as [ProductionClaim] does), and Update is left out
+// ([Stmt.Omitted]). An engineer's or a student's claim file may take
+// this form.
+func (c ClaimSQL) OneStatement() bool { return c.Update.Omitted() }
+
 // The lesson's claim, in one BEGIN IMMEDIATE transaction.
 var (
 	// ClaimSelectNext selects the oldest claimable message. On PostgreSQL,
@@ -155,11 +162,20 @@ var (
 	ReadCommittedClaim = ClaimSQL{SelectNext: ClaimSelectNoLock, Update: ClaimUpdateTrustingRead}
 
 	// ProductionClaim is how production outboxes and job queues (River,
-	// MassTransit) claim on PostgreSQL: one statement that selects with
-	// FOR UPDATE SKIP LOCKED and updates what it locked, returning the
-	// rows. `describe` shows it beside the lesson's two statements; the
-	// bench runs its batched form (see [ScaleSQL]).
-	ProductionClaim = named("claim in one statement (production form, PostgreSQL)", `UPDATE OutboxMessages
+	// MassTransit) claim: one statement that takes the oldest claimable
+	// message and returns its Id. On PostgreSQL its subquery locks the row
+	// and skips rows another claim holds (FOR UPDATE SKIP LOCKED); on
+	// SQLite, BEGIN IMMEDIATE serializes the claims. `describe` shows it
+	// beside the lesson's two statements, examples/claim-one-statement.sql
+	// holds it for --claim-sql and the claim exercise, and the bench runs
+	// its batched form (see [ScaleSQL]).
+	ProductionClaim = namedOn("claim in one statement (the production form)", `UPDATE OutboxMessages
+SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
+WHERE Id = (SELECT Id FROM OutboxMessages
+            WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))
+            ORDER BY CreatedAtUtc, Id
+            LIMIT 1)
+RETURNING Id`, `UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
 WHERE Id = (SELECT Id FROM OutboxMessages
             WHERE (Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now))

@@ -144,6 +144,10 @@ func (o *Outbox) ClaimNext(ctx context.Context, now time.Time, lease OutboxLease
 	var claim Claim
 	stats, err := o.db.InTx(ctx, func(tx *sql.Tx) error {
 		claim = Claim{}
+		if o.sql.Claim.OneStatement() {
+			_, err := o.claimOne(ctx, tx, args, 0, between, &claim)
+			return err
+		}
 		id, found, err := o.selectNext(ctx, tx, args)
 		if err != nil || !found {
 			claim.Outcome = Empty
@@ -204,13 +208,20 @@ func (o *Outbox) selectNext(ctx context.Context, tx *sql.Tx, args []any) (id int
 
 // ClaimMessage claims one named message at now with lease (the recovery
 // demo's targeted claim). It reports Blocked with the holder when a live lease stands in the
-// way, and Done when the message was already processed.
+// way, and Done when the message was already processed. A one-statement
+// claim ([ClaimSQL.OneStatement]) names no message: it takes the oldest
+// claimable one, and when that is not message id its claim is rolled
+// back to a savepoint and the message's state decides the outcome.
 func (o *Outbox) ClaimMessage(ctx context.Context, id int64, now time.Time, lease OutboxLease) (Claim, error) {
 	args := claimArgs(now, lease)
 	var claim Claim
 	stats, err := o.db.InTx(ctx, func(tx *sql.Tx) error {
 		claim = Claim{}
-		if err := o.update(ctx, tx, id, args, &claim); err != nil || claim.Outcome == Claimed {
+		if o.sql.Claim.OneStatement() {
+			if took, err := o.claimOne(ctx, tx, args, id, nil, &claim); err != nil || took {
+				return err
+			}
+		} else if err := o.update(ctx, tx, id, args, &claim); err != nil || claim.Outcome == Claimed {
 			return err
 		}
 		m, err := messageByID(ctx, tx, id)

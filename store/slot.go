@@ -35,6 +35,14 @@ const (
 type Slot struct {
 	Name   string  // "claim", "finalize", "ack", ...
 	Shapes []Shape // one per statement, in file order (the claim has two, every other slot one)
+	// Alternative is the other form a file may take, with another number
+	// of statements: the claim's one statement that takes the message and
+	// returns its Id. A file of len(Alternative) statements is parsed and
+	// checked as one of Alternative's shapes (nil: no other form).
+	Alternative []Shape
+	// alternate says Shapes are the Alternative [ParseSlotFile] chose, so
+	// a refusal says which form it read the file as.
+	alternate bool
 	// Schema is the lesson's migrations, on which the checks compile and
 	// run the statements.
 	Schema []Migration
@@ -48,17 +56,19 @@ type Slot struct {
 
 // ClaimSlot is Day 15's claim: a SELECT of the oldest claimable message's
 // Id (:now, :worker, :until), then the UPDATE of OutboxMessages that takes
-// message :id, judged on the Day 15 tables holding one message in each
-// state a claim must tell apart.
+// message :id, or one UPDATE that takes the oldest claimable message and
+// returns its Id (the production form, [ProductionClaim]), judged on the
+// Day 15 tables holding one message in each state a claim must tell apart.
 var ClaimSlot = Slot{
 	Name: "claim",
 	Shapes: []Shape{
 		{Kind: KindSelect, Params: []string{"now", "worker", "until"}, ReturnsID: true},
 		{Kind: KindUpdate, Table: "OutboxMessages", Params: []string{"now", "worker", "until", "id"}},
 	},
-	Schema:    []Migration{PaymentsOutbox, OutboxLeasing},
-	CheckRows: claimCheckRows,
-	Samples:   map[string]any{"now": "2026-01-15T09:00:00.000Z", "worker": "Worker-A", "until": "2026-01-15T09:00:01.000Z", "id": int64(1)},
+	Alternative: []Shape{{Kind: KindUpdate, Table: "OutboxMessages", Params: []string{"now", "worker", "until"}, ReturnsID: true}},
+	Schema:      []Migration{PaymentsOutbox, OutboxLeasing},
+	CheckRows:   claimCheckRows,
+	Samples:     map[string]any{"now": "2026-01-15T09:00:00.000Z", "worker": "Worker-A", "until": "2026-01-15T09:00:01.000Z", "id": int64(1)},
 }
 
 // claimCheckRows gives the private copy a claim file is checked on one
@@ -130,6 +140,9 @@ func ParseSlotFile(slot Slot, text string) (SlotFile, error) {
 	if err != nil {
 		return SlotFile{}, &SlotFileError{"file", strings.TrimPrefix(err.Error(), "store: ")}
 	}
+	if alt := slot.Alternative; len(alt) > 0 && len(stmts) == len(alt) && len(stmts) != len(slot.Shapes) {
+		slot.Shapes, slot.Alternative, slot.alternate = alt, nil, true
+	}
 	if len(stmts) != len(slot.Shapes) {
 		return SlotFile{}, &SlotFileError{"file", fmt.Sprintf("must hold %s; found %d", slot.describe(), len(stmts))}
 	}
@@ -190,6 +203,8 @@ var ordinals = []string{"first", "second", "third", "fourth", "fifth"}
 // statement"... in a file of several.
 func (s Slot) statementName(i int) string {
 	switch {
+	case len(s.Shapes) == 1 && s.alternate:
+		return "the statement (a file of one statement is read as the " + s.Name + " in one statement)"
 	case len(s.Shapes) == 1:
 		return "the statement"
 	case i < len(ordinals):
@@ -200,8 +215,17 @@ func (s Slot) statementName(i int) string {
 
 // describe says what a file for the slot holds, for a refusal.
 func (s Slot) describe() string {
+	form := describeShapes(s.Shapes)
+	if len(s.Alternative) > 0 {
+		form += ", or " + describeShapes(s.Alternative)
+	}
+	return form
+}
+
+// describeShapes says what a file of shapes holds.
+func describeShapes(shapes []Shape) string {
 	var kinds []string
-	for _, sh := range s.Shapes {
+	for _, sh := range shapes {
 		kinds = append(kinds, sh.want())
 	}
 	if len(kinds) == 1 {
@@ -221,6 +245,9 @@ var counts = []string{"no", "one", "two", "three", "four", "five"}
 func (sh Shape) want() string {
 	switch sh.Kind {
 	case KindUpdate:
+		if sh.ReturnsID {
+			return "an UPDATE of " + sh.Table + " that writes nothing else and returns the Id of each row it changes (RETURNING Id)"
+		}
 		return "an UPDATE of " + sh.Table + " that writes nothing else"
 	case KindInsert:
 		return "an INSERT into " + sh.Table + " (or an upsert of it) that writes nothing else"

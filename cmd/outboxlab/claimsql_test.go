@@ -37,7 +37,8 @@ func TestClaimSQLUntrusted(t *testing.T) {
 		{"AttachURI", []string{"--claim-sql", write("uri.sql", "ATTACH 'file:"+uri+"?mode=rwc' AS x; "+okUpdate)}, "ATTACH"},
 		{"DropTable", []string{"--claim-sql", write("drop.sql", "DROP TABLE Payments; "+okUpdate)}, "schema change"},
 		{"Oversize", []string{"--claim-sql", write("big.sql", strings.Repeat("-", 1<<20+1))}, "larger than"},
-		{"SemicolonInCommentIsNotASplit", []string{"--claim-sql", write("one.sql", okSelect+" -- ; "+okUpdate)}, "found 1"},
+		{"SemicolonInCommentIsNotASplit", []string{"--claim-sql", write("one.sql", okSelect+" -- ; "+okUpdate)},
+			"the statement (a file of one statement is read as the claim in one statement): uses :id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -93,7 +93,11 @@ func statementWords(x *scenarios.Exercise) string {
 	for _, s := range x.Shapes {
 		parts = append(parts, shapeWords(s))
 	}
-	return strings.Join(parts, ", then ")
+	words := strings.Join(parts, ", then ")
+	if len(x.Alternative) == 1 {
+		words += "; or instead one statement, " + shapeWords(x.Alternative[0])
+	}
+	return words
 }
 
 // shapeWords says what one statement of a file is, in words.

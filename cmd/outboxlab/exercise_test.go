@@ -137,6 +137,8 @@ func TestExerciseBadInput(t *testing.T) {
 		{[]string{"exercise", "show", "ack", "--format", "yaml"}, "--format must be text or json"},
 		{[]string{"grade", "--exercise", "finalise", "x.sql"}, `did you mean finalize?`},
 		{[]string{"grade", "--exercise", "ack"}, "name the files to grade"},
+		{[]string{"grade", "--exercise", "finalize", "--bound", "3", "x.sql"}, "the explorer does not grade finalize"},
+		{[]string{"grade", "--exercise", "ack", "--bound", "99", "x.sql"}, "--bound must be from 1 to"},
 	} {
 		o := runCLI(t, tt.args...)
 		if o.code != 2 || !strings.Contains(o.stderr, tt.want) || strings.Count(strings.TrimSpace(o.stderr), "\n") > 0 {

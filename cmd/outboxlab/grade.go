@@ -16,10 +16,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/explore"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/scenarios"
+	"github.com/outboxlab/outboxlab/scenarios/explorer"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -48,6 +50,8 @@ func gradeCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "student-from", Value: studentAuto, Usage: "name each file's student by its `WAY`: auto, folder or file (see above)"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
 			&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "give up judging one file after this `DURATION` (such as 30s or 2m)"},
+			&cli.StringFlag{Name: "bound", Value: strconv.Itoa(explorer.DefaultExploreBound),
+				Usage: fmt.Sprintf("where the explorer grades too, its orderings hold at most `N` actions (1 to %d)", explore.MaxBound)},
 			&cli.StringFlag{Name: "db", Usage: "grade on the PostgreSQL server at `URL` (postgres://...), each file in a database of its own as a throwaway login role; the login needs CREATEROLE and CREATEDB"},
 			gradeFormatFlag,
 			&cli.BoolFlag{Name: "html", Usage: "also write each report's self-contained HTML page beside it, to hand back to its student"},
@@ -56,6 +60,27 @@ func gradeCommand(s *settings) *cli.Command {
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return gradeAction(c, s) },
 	}
+}
+
+// parseBound reads --bound, the explorer's bound for an exercise it
+// grades; set for one it does not grade, it is refused.
+func (p *gradePlan) parseBound(c *cli.Context) error {
+	if !c.IsSet("bound") {
+		return nil
+	}
+	if !p.exercise.Explored() {
+		return usagef("--bound sets the explorer's orderings, and the explorer does not grade %s (only its lesson, %s, does)",
+			p.exercise.Name, p.exercise.Lesson)
+	}
+	n, err := parseCount("bound", c.String("bound"))
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > explore.MaxBound {
+		return usagef("--bound must be from 1 to %d, not %d", explore.MaxBound, n)
+	}
+	p.options.ExploreBound = n
+	return nil
 }
 
 // gradeExitCodes is grade's exit codes, as its help prints them.
@@ -175,6 +200,9 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 	}
 	p.jobs = min(p.jobs, runtime.NumCPU(), len(p.files))
 	if p.timeout, err = parseDuration("timeout", c.String("timeout")); err != nil {
+		return nil, err
+	}
+	if err := p.parseBound(c); err != nil {
 		return nil, err
 	}
 	if p.options.Database, err = serverURL(c); err != nil {

@@ -77,7 +77,7 @@ func TestGradeStudentFiles(t *testing.T) {
 		}
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			o := runCLI(t, "grade", "--exercise", "ack", "--timeout", "5s", "--format", "json", "--out", out, paths[i])
+			o := runCLI(t, "grade", "--exercise", "ack", "--bound", "3", "--timeout", "5s", "--format", "json", "--out", out, paths[i])
 			if o.code != f.code {
 				t.Errorf("exit %d, want %d; stdout %s stderr %s", o.code, f.code, o.stdout, o.stderr)
 			}
@@ -94,7 +94,7 @@ func TestGradeStudentFiles(t *testing.T) {
 	t.Run("AllAtOnce", func(t *testing.T) {
 		t.Parallel()
 		started := time.Now()
-		o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--timeout", "5s", "--format", "json", "--out", out}, paths...)...)
+		o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--bound", "3", "--timeout", "5s", "--format", "json", "--out", out}, paths...)...)
 		t.Logf("%d files graded in %s", len(paths), time.Since(started).Round(time.Millisecond))
 		if o.code != exitUsage {
 			t.Errorf("exit %d, want 2 (some files refused); stderr %s", o.code, o.stderr)
@@ -128,7 +128,7 @@ func TestGradeStudentFilesOnPostgres(t *testing.T) {
 		files = append(files, [2]string{f.name + "/ack.sql", f.text})
 	}
 	paths := writeSubmissions(t, append(files, [2]string{"alice/ack.sql", ackAnswer}))
-	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--db", url, "--timeout", "30s", "--format", "json", "--out", t.TempDir()}, paths...)...)
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--bound", "3", "--db", url, "--timeout", "30s", "--format", "json", "--out", t.TempDir()}, paths...)...)
 	if o.code != exitUsage {
 		t.Errorf("exit %d, want 2 (some files refused); stderr %s", o.code, o.stderr)
 	}
@@ -174,7 +174,7 @@ func TestGradeLabBugCostsOneFile(t *testing.T) {
 		}
 		return reports.WriteNew(path, data)
 	}}
-	o := runCLIWith(t, s, append([]string{"grade", "--exercise", "ack", "--format", "csv", "--out", filepath.Join(t.TempDir(), "r")}, paths...)...)
+	o := runCLIWith(t, s, append([]string{"grade", "--exercise", "ack", "--bound", "3", "--format", "csv", "--out", filepath.Join(t.TempDir(), "r")}, paths...)...)
 	if o.code != exitFailed {
 		t.Errorf("exit %d, want %d; stderr %s", o.code, exitFailed, o.stderr)
 	}

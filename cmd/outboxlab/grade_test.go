@@ -149,13 +149,14 @@ func TestGradeExamples(t *testing.T) {
 	if o.code != exitCheckFailed {
 		t.Fatalf("exit %d, want 1 (claim-pending-only fails a check); stderr %s", o.code, o.stderr)
 	}
-	for _, want := range []string{"claim-lesson.sql", "PASS", "claim-pending-only.sql", "FAIL", "recovery_ok", "expected 1, observed 0", "2 files: 1 passed, 1 failed a check, 0 refused, 0 not judged", "summary: "} {
+	for _, want := range []string{"claim-lesson.sql", "PASS", "claim-pending-only.sql", "FAIL", "recovery_ok", "expected 1, observed", "claim-one-statement.sql",
+		"3 files: 2 passed, 1 failed a check, 0 refused, 0 not judged", "summary: "} {
 		if !strings.Contains(o.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, o.stdout)
 		}
 	}
 	reportsWritten, _ := filepath.Glob(filepath.Join(out, "claim", "*", "Session-15", "*YourSQL*.txt"))
-	if len(reportsWritten) != 2 {
+	if len(reportsWritten) != len(examples) {
 		t.Errorf("reports: %v, want one per file", reportsWritten)
 	}
 }
@@ -171,7 +172,7 @@ func TestGradeOnlyPassing(t *testing.T) {
 func TestGradeUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"grade"}, {"grade", "--jobs", "0", "x.sql"}, {"grade", "--format", "xml", "x.sql"},
-		{"grade", "--student-from", "email", "x.sql"}, {"grade", "--exercise", "ack", "--out", t.TempDir(), ""}} {
+		{"grade", "--student-from", "email", "x.sql"}, {"grade", "--exercise", "ack", "--bound", "3", "--out", t.TempDir(), ""}} {
 		if o := runCLI(t, args...); o.code != exitUsage {
 			t.Errorf("%v: exit %d, want 2", args, o.code)
 		}

@@ -77,7 +77,7 @@ func TestGradeStudentFolders(t *testing.T) {
 	t.Parallel()
 	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}, {"alice/ack-late.sql", ackAnswer}, {"bob/ack.sql", ackByID}})
 	out := filepath.Join(t.TempDir(), "reports")
-	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--out", out}, paths...)...)
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--bound", "3", "--out", out}, paths...)...)
 	if o.code != exitCheckFailed {
 		t.Fatalf("exit %d, want 1; stdout %s stderr %s", o.code, o.stdout, o.stderr)
 	}
@@ -86,7 +86,7 @@ func TestGradeStudentFolders(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", want, o.stdout)
 		}
 	}
-	o = runCLI(t, append([]string{"grade", "--exercise", "ack", "--format", "json", "--out", out}, paths...)...)
+	o = runCLI(t, append([]string{"grade", "--exercise", "ack", "--bound", "3", "--format", "json", "--out", out}, paths...)...)
 	gs := gradesOf(t, o.stdout)
 	if len(gs) != len(paths) {
 		t.Fatalf("%d JSON lines, want %d:\n%s", len(gs), len(paths), o.stdout)
@@ -127,7 +127,7 @@ func TestGradeHTML(t *testing.T) {
 	t.Parallel()
 	paths := writeSubmissions(t, [][2]string{{"alice/ack.sql", ackAnswer}, {"bob/ack.sql", ackByID}})
 	out := filepath.Join(t.TempDir(), "reports")
-	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--html", "--format", "json", "--out", out}, paths...)...)
+	o := runCLI(t, append([]string{"grade", "--exercise", "ack", "--bound", "3", "--html", "--format", "json", "--out", out}, paths...)...)
 	if o.code != exitCheckFailed {
 		t.Fatalf("exit %d, want 1; stderr %s", o.code, o.stderr)
 	}
@@ -167,7 +167,7 @@ func TestGradeRefusesLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "reports")
-	o := runCLI(t, "grade", "--exercise", "ack", "--format", "csv", "--out", out, paths[0], link)
+	o := runCLI(t, "grade", "--exercise", "ack", "--bound", "3", "--format", "csv", "--out", out, paths[0], link)
 	if o.code != exitUsage {
 		t.Errorf("exit %d, want 2; stderr %s", o.code, o.stderr)
 	}
