@@ -12,7 +12,9 @@ import (
 // as a two-statement claim's UPDATE of several rows is. between (if not
 // nil) runs after the statement, inside the transaction: the lesson's
 // pause between select and update has nothing to split here, so the
-// worker holds its claim's transaction instead.
+// worker holds its claim's transaction instead. On PostgreSQL it then
+// watches for claims waiting on its row lock, as the two-statement claim
+// does between its select and its update ([Outbox.WatchLockWaits]).
 //
 // With target > 0 (a targeted claim, [Outbox.ClaimMessage]) the statement
 // runs inside a savepoint, and when it took a message other than target
@@ -45,6 +47,9 @@ func (o *Outbox) claimOne(ctx context.Context, tx *sql.Tx, args []any, target in
 	}
 	if between != nil {
 		between()
+	}
+	if claim.LockWaiters, err = o.lockWaiters(ctx, tx); err != nil {
+		return false, err
 	}
 	m, err := messageByID(ctx, tx, ids[0])
 	if err != nil {
