@@ -383,10 +383,13 @@ func svgLeases(b *strings.Builder, rc race, lo layout, bd band) {
 			start = bd.from - 14
 		}
 		end := math.Min(x1, bd.to+14)
-		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="16" rx="3"><title>%s</title></rect>`,
-			cls, esc(l.Owner), esc(l.Subject), rc.Events[l.Start].Seq, start, y, end-start, esc(leaseTitle(rc, l)))
+		// data-seq is the claim's: step mode shows a lease with the
+		// event that took it, and each renewal with its own.
+		seq := rc.Events[l.Start].Seq
+		fmt.Fprintf(b, `<rect class="%s" data-owner="%s" data-subject="%s" data-claim-seq="%d" data-seq="%d" x="%.1f" y="%.1f" width="%.1f" height="16" rx="3"><title>%s</title></rect>`,
+			cls, esc(l.Owner), esc(l.Subject), seq, seq, start, y, end-start, esc(leaseTitle(rc, l)))
 		if l.Expired() && bd.holds(x1) {
-			fmt.Fprintf(b, `<line class="lease-end" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x1, y-6, x1, y+22)
+			fmt.Fprintf(b, `<line class="lease-end" data-seq="%d" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, seq, x1, y-6, x1, y+22)
 		}
 		// The label, at the first place on the bar where it covers no
 		// event's mark and clears the last label in the lane.
@@ -394,14 +397,14 @@ func svgLeases(b *strings.Builder, rc race, lo layout, bd band) {
 		w := svgCharW * float64(len(text))
 		for lx := math.Max(math.Max(x0, bd.from)+3, labelEnd[l.Owner]); lx+w <= math.Min(x1, bd.to); lx += 4 {
 			if clear(l.Owner, lx, w) {
-				fmt.Fprintf(b, `<text class="lease-label" x="%.1f" y="%.1f">%s</text>`, lx, y+12, esc(text))
+				fmt.Fprintf(b, `<text class="lease-label" data-seq="%d" x="%.1f" y="%.1f">%s</text>`, seq, lx, y+12, esc(text))
 				labelEnd[l.Owner] = lx + w + 6
 				break
 			}
 		}
 		for _, ri := range l.Renewals {
 			if rx := lo.evX[ri]; bd.holds(rx) {
-				fmt.Fprintf(b, `<path class="renewal" d="M%.1f,%.1f l-5,-7 h10 z"/>`, rx, y)
+				fmt.Fprintf(b, `<path class="renewal" data-seq="%d" d="M%.1f,%.1f l-5,-7 h10 z"/>`, rc.Events[ri].Seq, rx, y)
 			}
 		}
 	}
@@ -450,7 +453,9 @@ func svgArrows(b *strings.Builder, rc race, lo layout, bd band) {
 	}
 	by := float64(svgTop+broker*svgLaneH) + svgMarkY
 	b.WriteString(`<g class="arrows">`)
-	arrow := func(cls string, x0, y0, x1, y1 float64, title string) {
+	// seq is the event the arrow belongs to, so step mode shows it with
+	// that event.
+	arrow := func(cls string, seq int, x0, y0, x1, y1 float64, title string) {
 		if !bd.holds(x1) {
 			return // drawn in the band of its head
 		}
@@ -458,8 +463,8 @@ func svgArrows(b *strings.Builder, rc race, lo layout, bd band) {
 		if strings.Contains(cls, "deliver") {
 			marker = "arrowhead-ok"
 		}
-		fmt.Fprintf(b, `<line class="arrow %s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" marker-end="url(#%s)"><title>%s</title></line>`,
-			cls, x0, y0, x1, y1, marker, esc(title))
+		fmt.Fprintf(b, `<line class="arrow %s" data-seq="%d" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" marker-end="url(#%s)"><title>%s</title></line>`,
+			cls, seq, x0, y0, x1, y1, marker, esc(title))
 	}
 	delivered := map[string]bool{}
 	for i, e := range rc.Events {
@@ -467,12 +472,12 @@ func svgArrows(b *strings.Builder, rc race, lo layout, bd band) {
 		switch {
 		case e.Kind == lab.KindOffer:
 			y := lo.laneY(e.Actor) + svgMarkY
-			arrow("offer", x, y, x+10, shorten(y, by), fmt.Sprintf("#%d %s offers %s to the broker (offer %s)", e.Seq, e.Actor, orDash(e.Subject), offerText(e.Offer)))
+			arrow("offer", e.Seq, x, y, x+10, shorten(y, by), fmt.Sprintf("#%d %s offers %s to the broker (offer %s)", e.Seq, e.Actor, orDash(e.Subject), offerText(e.Offer)))
 		case e.Kind == lab.KindDeliver && e.To != "":
 			if _, ok := lo.laneOf[e.To]; ok {
 				y := lo.laneY(e.To) + svgMarkY
 				delivered[fmt.Sprintf("%s/%d", e.To, e.Offer)] = true
-				arrow("deliver", x, by, x+10, shorten(by, y), fmt.Sprintf("#%d broker delivers offer %s to %s", e.Seq, offerText(e.Offer), e.To))
+				arrow("deliver", e.Seq, x, by, x+10, shorten(by, y), fmt.Sprintf("#%d broker delivers offer %s to %s", e.Seq, offerText(e.Offer), e.To))
 			}
 		case isConsumer(e.Actor) && e.Offer != 0 && e.Kind != lab.KindCrash:
 			key := fmt.Sprintf("%s/%d", e.Actor, e.Offer)
@@ -481,7 +486,7 @@ func svgArrows(b *strings.Builder, rc race, lo layout, bd band) {
 			}
 			delivered[key] = true
 			y := lo.laneY(e.Actor) + svgMarkY
-			arrow("deliver implied", x-10, by, x, shorten(by, y), fmt.Sprintf("the broker delivers offer %d to %s (#%d)", e.Offer, e.Actor, e.Seq))
+			arrow("deliver implied", e.Seq, x-10, by, x, shorten(by, y), fmt.Sprintf("the broker delivers offer %d to %s (#%d)", e.Offer, e.Actor, e.Seq))
 		}
 	}
 	b.WriteString(`</g>`)

@@ -157,7 +157,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot: %s", png)
 			assertFacts(t, pg, facts)
-			checkStepMode(t, browser, path)
+			checkStepMode(t, browser, path, pg.name == "session-18")
 			if pg.name == "session-18" && *updateScreenshot {
 				if err := os.WriteFile(filepath.Join("..", "..", "docs", "session-18.png"), shot, 0o644); err != nil {
 					t.Fatal(err)
@@ -284,9 +284,11 @@ func assertFacts(t *testing.T, pg browserPage, f pageFacts) {
 }
 
 // checkStepMode drives the page's step mode with the keyboard, as a
-// lecturer would: the first → reveals event #1 alone, in large type; the
-// next reveals #2; End shows every event again.
-func checkStepMode(t *testing.T, browser context.Context, path string) {
+// lecturer would: the first → reveals event #1 alone, in large type, the
+// leases, renewals and arrows of later events dimmed with them; the next
+// reveals #2; End shows everything again.
+// With parts, the page must have leases or arrows after event #2.
+func checkStepMode(t *testing.T, browser context.Context, path string, parts bool) {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(browser)
 	defer cancel()
@@ -297,11 +299,22 @@ func checkStepMode(t *testing.T, browser context.Context, path string) {
 		Hidden bool   `json:"hidden"`
 		Future int    `json:"future"`
 		Events int    `json:"events"`
+		// Parts are the leases, renewals and arrows; LaterParts those
+		// of events after the one shown, DimParts those dimmed.
+		Parts, LaterParts, DimParts int
 	}
-	read := chromedp.Evaluate[step](`({banner: document.getElementById('step').textContent,
-		hidden: document.getElementById('step').hidden,
-		future: document.querySelectorAll('svg .ev.future').length,
-		events: document.querySelectorAll('svg .ev').length})`)
+	read := chromedp.Evaluate[step](`(function () {
+		var parts = Array.prototype.slice.call(document.querySelectorAll('.leases [data-seq], .arrows [data-seq]'));
+		var m = /^#(\d+) /.exec(document.getElementById('step').textContent);
+		var shown = m ? Number(m[1]) : Infinity;
+		return {banner: document.getElementById('step').textContent,
+			hidden: document.getElementById('step').hidden,
+			future: document.querySelectorAll('svg .ev.future').length,
+			events: document.querySelectorAll('svg .ev').length,
+			Parts: parts.length,
+			LaterParts: parts.filter(function (el) { return Number(el.dataset.seq) > shown; }).length,
+			DimParts: parts.filter(function (el) { return el.classList.contains('future'); }).length};
+	})()`)
 	if err := chromedp.Do(tab, chromedp.Navigate("file://"+path), chromedp.WaitVisible("#timeline")); err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
@@ -323,7 +336,14 @@ func checkStepMode(t *testing.T, browser context.Context, path string) {
 	if second := got[1]; !strings.HasPrefix(second.Banner, "#2 ") || second.Future != second.Events-2 {
 		t.Errorf("after → →: banner %q, %d of %d events dimmed; want #2", second.Banner, second.Future, second.Events)
 	}
-	if end := got[2]; !end.Hidden || end.Future != 0 {
-		t.Errorf("after End: banner hidden %v, %d events dimmed; want every event shown", end.Hidden, end.Future)
+	for i, s := range got[:2] {
+		if (parts && s.LaterParts == 0) || s.DimParts != s.LaterParts {
+			t.Errorf("step %d: %d of %d leases, renewals and arrows dimmed; want the %d of events after the one shown",
+				i+1, s.DimParts, s.Parts, s.LaterParts)
+		}
+	}
+	if end := got[2]; !end.Hidden || end.Future != 0 || end.DimParts != 0 {
+		t.Errorf("after End: banner hidden %v, %d events and %d leases or arrows dimmed; want everything shown",
+			end.Hidden, end.Future, end.DimParts)
 	}
 }

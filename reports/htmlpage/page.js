@@ -47,8 +47,16 @@
   if (!banner || order.length === 0) { return; }
   var shown = -1; // index of the last event revealed; -1: none
   var stepping = false;
+  // What belongs to an event (a lease from its claim, a renewal's mark,
+  // an offer's or a delivery's arrow) carries its data-seq, and is shown
+  // with it.
+  var parts = document.querySelectorAll(".leases [data-seq], .arrows [data-seq]");
   function draw() {
     order.forEach(function (ev, i) { ev.classList.toggle("future", stepping && i > shown); });
+    var last = shown < 0 ? -1 : Number(order[shown].dataset.seq);
+    Array.prototype.forEach.call(parts, function (el) {
+      el.classList.toggle("future", stepping && Number(el.dataset.seq) > last);
+    });
     if (!stepping) { return; }
     if (shown < 0) {
       banner.textContent = "Step mode: \u2192 reveals the next event (\u2190 back, Page Down/Up by part, End shows all).";
