@@ -90,55 +90,32 @@ func testExerciseAnswerKeys(t *testing.T, db string, processes bool) {
 // lab cannot show grades nothing.
 func TestEveryExerciseHasAWrongAnswer(t *testing.T) {
 	for _, x := range Exercises() {
-		if len(x.Mistakes()) == 0 && !slices.Contains(wrongAnswersOfTheTests, x.Name) {
-			t.Errorf("exercise %s: no mistake variant replaces its statements", x.Name)
+		if len(x.Mistakes()) == 0 && len(x.WrongAnswers()) == 0 {
+			t.Errorf("exercise %s: no mistake variant replaces its statements, and the catalogue holds no wrong answer", x.Name)
 		}
 	}
 }
 
-// wrongAnswersOfTheTests are exercises whose wrong answer in the lesson
-// is no variant's statement (the lesson's variant is a whole design, or
-// changes more than the slot), so this file holds one (see
-// TestExerciseWrongAnswers).
-var wrongAnswersOfTheTests = []string{"inbox-insert", "scale-finalize"}
-
-// TestExerciseWrongAnswers grades classic wrong answers no variant runs
-// as it stands: each fails the lesson's checks named.
+// TestExerciseWrongAnswers grades the catalogue's classic wrong answers
+// no variant runs as it stands ([Exercise.WrongAnswers]): each fails
+// exactly the lesson's checks it names, and its tag is unique.
 func TestExerciseWrongAnswers(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		exercise, name string
-		text           string
-		fails          []string
-	}{
-		{"inbox-insert", "keyed per delivery", `INSERT INTO consumed_events (consumer, event_id, consumed_at)
-VALUES (:consumer, :event_id || '@' || :now, :now)
-ON CONFLICT (consumer, event_id) DO NOTHING`, []string{"row_4_lost_consumer_ack_no_second_effect", "rows_passed"}},
-		{"finalize", "status only", strings.Replace(store.FinalizeOwned.SQL, "\n  AND LockedBy = :worker", "", 1),
-			[]string{"ownership_violations", "owner_result_kept", "rejected_while_owner_holds"}},
-		{"finalize", "owner only", strings.Replace(store.FinalizeOwned.SQL, "\n  AND Status = 'Processing'", "", 1),
-			[]string{"retried_finalize_rows"}},
-		{"ack", "token, not delivered", strings.Replace(store.CompleteWithToken.SQL, "\n  AND delivered = 0", "", 1),
-			[]string{"retried_ack_rows"}},
-		{"scale-finalize", "by id alone", store.ScaleFinalizeByID.SQL, []string{"duplicates", "stale_finalizes_refused",
-			"retake_stale_refused", "retake_retried_finalize_rows"}},
-		{"scale-finalize", "owner and token, not status", strings.Replace(store.ScaleFinalize.SQL, "\n  AND Status = 'Processing'", "", 1),
-			[]string{"retake_retried_finalize_rows"}},
-		{"batch-complete", "owner and token, not status",
-			strings.Replace(store.FetchAheadComplete.SQL, "\n  AND OutboxMessages.Status = 'Processing'", "", 1), []string{"retried_flush_rows"}},
-		{"projection", "last write wins", store.ProjectLastWriteWins.SQL, []string{"row_6_projection_never_moves_backward", "rows_passed"}},
-	} {
-		t.Run(tt.exercise+"/"+tt.name, func(t *testing.T) {
-			t.Parallel()
-			x, err := LookupExercise(tt.exercise)
-			if err != nil {
-				t.Fatal(err)
+	for _, x := range Exercises() {
+		tags := map[string]bool{}
+		for _, w := range x.WrongAnswers() {
+			if tags[w.Tag] || w.What == "" || len(w.Stmts) != len(x.Key) {
+				t.Errorf("%s: wrong answer %q is a repeated tag, says nothing, or holds %d statements for %d", x.Name, w.Tag, len(w.Stmts), len(x.Key))
 			}
-			r := grade(t, "", x.Scenario(), x, []string{tt.text})
-			if got := r.FailedChecks(); !sameSet(got, tt.fails) {
-				t.Errorf("failed %v, want %v", got, tt.fails)
-			}
-		})
+			tags[w.Tag] = true
+			t.Run(x.Name+"/"+w.Tag, func(t *testing.T) {
+				t.Parallel()
+				r := grade(t, "", x.Scenario(), x, w.Texts())
+				if got := r.FailedChecks(); !sameSet(got, w.Fails) {
+					t.Errorf("failed %v, want %v", got, w.Fails)
+				}
+			})
+		}
 	}
 }
 

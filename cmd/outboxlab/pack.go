@@ -139,20 +139,24 @@ func studentPack() []packFile {
 // wrongAnswer is one of an exercise's classic wrong answers as the
 // instructor's pack files it.
 type wrongAnswer struct {
-	File    string // its file name under instructor/
-	Mistake scenarios.Mistake
+	File   string       // its file name under instructor/
+	Stmts  []store.Stmt // what the file holds, in file order
+	Engine store.Engine // the one engine that shows it wrong, "" for both
 	// Fails are the checks it fails, as grade names them: the variant's
 	// Breaks, the explorer's with "explore: " before them.
 	Fails []string
+	Head  string // the comment atop its file: where it comes from, what it changed
 }
 
-// wrongAnswers are x's classic wrong answers ([scenarios.Exercise.Mistakes]),
-// each named for its variant: NAME.wrong-VARIANT.sql, the explorer's
-// NAME.wrong-explore-VARIANT.sql.
+// wrongAnswers are x's classic wrong answers: its variants'
+// ([scenarios.Exercise.Mistakes]), each named for its variant,
+// NAME.wrong-VARIANT.sql (the explorer's NAME.wrong-explore-VARIANT.sql),
+// then the catalogue's ([scenarios.Exercise.WrongAnswers]),
+// NAME.wrong-TAG.sql.
 func wrongAnswers(x *scenarios.Exercise) []wrongAnswer {
 	var out []wrongAnswer
 	for _, m := range x.Mistakes() {
-		w := wrongAnswer{File: x.Name + ".wrong-" + m.Variant + ".sql", Mistake: m}
+		w := wrongAnswer{File: x.Name + ".wrong-" + m.Variant + ".sql", Stmts: m.Stmts, Engine: m.Engine}
 		for _, b := range m.Breaks {
 			switch {
 			case b == "mistake_exposed":
@@ -166,7 +170,13 @@ func wrongAnswers(x *scenarios.Exercise) []wrongAnswer {
 		if m.Scenario == explorer.Lesson.Name {
 			w.File = x.Name + ".wrong-explore-" + m.Variant + ".sql"
 		}
+		w.Head = variantHead(x, m, w.Fails)
 		out = append(out, w)
+	}
+	for _, c := range x.WrongAnswers() {
+		out = append(out, wrongAnswer{File: x.Name + ".wrong-" + c.Tag + ".sql", Stmts: c.Stmts, Fails: c.Fails,
+			Head: fmt.Sprintf("A classic wrong answer to exercise %s (lesson %s), which no variant runs as it stands: it %s. "+
+				"It fails: %s.", x.Name, x.Lesson, c.What, strings.Join(c.Fails, ", "))})
 	}
 	return out
 }
@@ -192,7 +202,9 @@ func instructorPack() []packFile {
 				Text: sqlFile(head+" This is its PostgreSQL text."+grade(pg, " --db URL"), stmts, store.Postgres)})
 		}
 	}
-	t := lab.Table{Columns: []string{"Exercise", "File", "Fails (at least these checks)"}}
+	// A file's name starts with its exercise's: no column of its own, so
+	// that no name wraps.
+	t := lab.Table{Columns: []string{"File", "Fails (at least these checks)"}}
 	for _, x := range scenarios.Exercises() {
 		answer := x.Name + ".answer.sql"
 		own := "the lesson's own statement"
@@ -201,21 +213,22 @@ func instructorPack() []packFile {
 		}
 		add(x, answer, fmt.Sprintf("The answer key to exercise %s (lesson %s): %s. It passes every check.",
 			x.Name, x.Lesson, own), x.Key)
-		t.AddRow(x.Name, answer, "none: it passes every check")
+		t.AddRow(answer, "none: it passes every check")
 		wrong := wrongAnswers(x)
 		for _, w := range wrong {
-			add(x, w.File, wrongHead(x, w), w.Mistake.Stmts)
-			t.AddRow(x.Name, w.File, engineNote(w.Mistake.Engine)+strings.Join(w.Fails, ", "))
+			add(x, w.File, w.Head, w.Stmts)
+			t.AddRow(w.File, engineNote(w.Engine)+strings.Join(w.Fails, ", "))
 		}
 		if len(wrong) == 0 {
-			t.AddRow(x.Name, "-", "no variant of the lab's holds a wrong answer to this exercise alone")
+			t.AddRow(x.Name+": -", "the lab holds no wrong answer to this exercise alone")
 		}
 	}
 	var readme strings.Builder
 	readme.WriteString("outboxlab exercises: the instructor's pack (keep it from the students)\n\n")
 	hanging(&readme, "", "", reports.MaxLine, "For each exercise, in course order: NAME.answer.sql, the answer key, which "+
 		"passes; and NAME.wrong-VARIANT.sql, each classic wrong answer the lessons' mistake variants hold "+
-		"(wrong-explore-VARIANT: the interleaving explorer's), with the checks it fails when graded with `outboxlab grade "+
+		"(wrong-explore-VARIANT: the interleaving explorer's) or the catalogue holds as text (wrong-TAG), with the checks "+
+		"it fails when graded with `outboxlab grade "+
 		"--exercise NAME FILE` (grading runs the explorer too where it runs the statement, so a file may fail more). "+
 		"A file NAME.*.postgres.sql is the same answer in PostgreSQL's text, for `grade --db URL`.")
 	readme.WriteString("\n")
@@ -224,18 +237,18 @@ func instructorPack() []packFile {
 	return files
 }
 
-// wrongHead is the comment atop a wrong answer's file: where it comes
-// from, what it changed and the checks it fails.
-func wrongHead(x *scenarios.Exercise, w wrongAnswer) string {
+// variantHead is the comment atop a variant's wrong answer: where it
+// comes from, what it changed and the checks it fails.
+func variantHead(x *scenarios.Exercise, m scenarios.Mistake, fails []string) string {
 	var changed []string
-	for _, s := range w.Mistake.Stmts {
+	for _, s := range m.Stmts {
 		if s.Mistake != "" && !slices.Contains(changed, s.Mistake) {
 			changed = append(changed, s.Mistake)
 		}
 	}
 	return fmt.Sprintf("A classic wrong answer to exercise %s: variant %s of %s (outboxlab run %s --variant %s). "+
-		"What changed: %s. %sIt fails: %s.", x.Name, w.Mistake.Variant, w.Mistake.Scenario, w.Mistake.Scenario,
-		w.Mistake.Variant, strings.Join(changed, "; "), engineNote(w.Mistake.Engine), strings.Join(w.Fails, ", "))
+		"What changed: %s. %sIt fails: %s.", x.Name, m.Variant, m.Scenario, m.Scenario,
+		m.Variant, strings.Join(changed, "; "), engineNote(m.Engine), strings.Join(fails, ", "))
 }
 
 // engineNote says where a wrong answer fails, when only one engine shows it.
