@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/outboxlab/outboxlab/internal/newfolder"
+
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/scenarios"
@@ -20,12 +22,9 @@ import (
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// File is one page of the catalogue: its name inside the catalogue's
-// folder and its Markdown.
-type File struct {
-	Name string
-	Text string
-}
+// File is one page of the catalogue, named as it is written under the
+// folder.
+type File = newfolder.File
 
 // Overview is the name of the catalogue's overview page.
 const Overview = "README.md"

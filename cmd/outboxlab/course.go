@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/internal/newfolder"
+
 	"github.com/outboxlab/outboxlab/course"
 )
 
@@ -30,17 +32,30 @@ func courseCommand() *cli.Command {
 			if dir == "" {
 				return usagef("course needs --out DIR: the folder to write the catalogue into (new or empty)")
 			}
-			written, err := course.Write(dir, course.Files())
+			written, err := writeNewFolder(dir, "the course", course.Files())
 			if err != nil {
-				var notEmpty *course.NotEmptyError
-				var notFolder *course.NotAFolderError
-				if errors.As(err, &notEmpty) || errors.As(err, &notFolder) || len(written) == 0 {
-					return &usageError{err} // the folder was refused or could not be made: bad input, exit 2
-				}
-				return fmt.Errorf("%w (%d of the pages were written)", err, len(written))
+				return err
 			}
 			fmt.Fprintf(c.App.Writer, "wrote the course catalogue: %d pages in %s (start at %s)\n", len(written), dir, written[0])
 			return nil
 		},
 	}
+}
+
+// writeNewFolder writes files into dir, new or empty, as
+// [newfolder.Write] does (what names the output in a refusal). A folder
+// refused, or one that cannot be made, is bad input (exit 2); a write that
+// fails partway is the lab's failure (exit 3), and says how many files it
+// wrote.
+func writeNewFolder(dir, what string, files []newfolder.File) ([]string, error) {
+	written, err := newfolder.Write(dir, what, files)
+	if err == nil {
+		return written, nil
+	}
+	var notEmpty *newfolder.NotEmptyError
+	var notFolder *newfolder.NotAFolderError
+	if errors.As(err, &notEmpty) || errors.As(err, &notFolder) || len(written) == 0 {
+		return nil, &usageError{err}
+	}
+	return written, fmt.Errorf("%w (%d of the %d files were written)", err, len(written), len(files))
 }

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/outboxlab/outboxlab/internal/newfolder"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
 	"github.com/outboxlab/outboxlab/scenarios"
@@ -46,12 +44,9 @@ func exercisePackAction(c *cli.Context) error {
 	if out == "" {
 		return usagef("exercise pack needs --out FOLDER: a new or empty folder for the student's and the instructor's packs")
 	}
-	if err := checkEmptyOut(out); err != nil {
-		return err
-	}
 	files := append(studentPack(), instructorPack()...)
-	if err := writePack(out, files); err != nil {
-		return fmt.Errorf("exercise pack: %w", err)
+	if _, err := writeNewFolder(out, "exercise pack", files); err != nil {
+		return err
 	}
 	text := fmt.Sprintf("Wrote %d files under %s:\n"+
 		"  %-*s  for the students: each exercise's handout (NAME.txt), its starter (NAME.sql) and README.txt\n"+
@@ -62,51 +57,8 @@ func exercisePackAction(c *cli.Context) error {
 	return err
 }
 
-// checkEmptyOut refuses an --out that holds anything (a pack never
-// overwrites a file, nor mixes with one) or is a file, and one that cannot
-// be created or written.
-func checkEmptyOut(out string) error {
-	entries, err := os.ReadDir(out)
-	switch {
-	case err == nil && len(entries) > 0:
-		return usagef("--out %s is not empty: exercise pack writes only into a new or empty folder and never overwrites a file", out)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		if info, statErr := os.Stat(out); statErr == nil && !info.IsDir() {
-			return usagef("--out %s is a file, not a folder", out)
-		}
-		return usagef("--out %s cannot be read: %v", out, unwrapPathError(err))
-	}
-	return checkOut(out)
-}
-
 // packFile is one file of a pack: its path under --out and its text.
-type packFile struct {
-	Path string
-	Text string
-}
-
-// writePack writes files under out, creating each (and its folder) anew:
-// a file already there is an error, never overwritten.
-func writePack(out string, files []packFile) error {
-	for _, f := range files {
-		path := filepath.Join(out, f.Path)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Dir(path), pathReason(err))
-		}
-		w, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, pathReason(err))
-		}
-		_, err = w.WriteString(f.Text)
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, pathReason(err))
-		}
-	}
-	return nil
-}
+type packFile = newfolder.File
 
 // studentPack is what a student receives: for every exercise its handout
 // (NAME.txt, as `exercise show NAME` prints it) and its starter (NAME.sql,
@@ -120,8 +72,8 @@ func studentPack() []packFile {
 		var text strings.Builder
 		_ = writeHandout(&text, h) // a strings.Builder does not fail
 		files = append(files,
-			packFile{Path: filepath.Join(studentPackFolder, x.Name+".txt"), Text: text.String()},
-			packFile{Path: filepath.Join(studentPackFolder, x.Name+".sql"), Text: h.Starter})
+			packFile{Name: filepath.Join(studentPackFolder, x.Name+".txt"), Text: text.String()},
+			packFile{Name: filepath.Join(studentPackFolder, x.Name+".sql"), Text: h.Starter})
 		t.AddRow(i+1, x.Name, x.Lesson, statementWords(x), x.Name+".txt, "+x.Name+".sql")
 	}
 	var readme strings.Builder
@@ -132,7 +84,7 @@ func studentPack() []packFile {
 		"Grade your file with `outboxlab grade --exercise NAME NAME.sql`; `outboxlab exercise show NAME` prints the handout again.")
 	readme.WriteString("\n")
 	_ = reports.WriteTable(&readme, t)
-	files = append(files, packFile{Path: filepath.Join(studentPackFolder, "README.txt"), Text: readme.String()})
+	files = append(files, packFile{Name: filepath.Join(studentPackFolder, "README.txt"), Text: readme.String()})
 	return files
 }
 
@@ -194,11 +146,11 @@ func instructorPack() []packFile {
 		grade := func(file, db string) string {
 			return fmt.Sprintf(" Grade it: outboxlab grade --exercise %s%s %s", x.Name, db, file)
 		}
-		files = append(files, packFile{Path: filepath.Join(instructorPackFolder, name),
+		files = append(files, packFile{Name: filepath.Join(instructorPackFolder, name),
 			Text: sqlFile(head+grade(name, ""), stmts, store.SQLite)})
 		if differsOnPostgres(stmts) {
 			pg := strings.TrimSuffix(name, ".sql") + ".postgres.sql"
-			files = append(files, packFile{Path: filepath.Join(instructorPackFolder, pg),
+			files = append(files, packFile{Name: filepath.Join(instructorPackFolder, pg),
 				Text: sqlFile(head+" This is its PostgreSQL text."+grade(pg, " --db URL"), stmts, store.Postgres)})
 		}
 	}
@@ -233,7 +185,7 @@ func instructorPack() []packFile {
 		"A file NAME.*.postgres.sql is the same answer in PostgreSQL's text, for `grade --db URL`.")
 	readme.WriteString("\n")
 	_ = reports.WriteTable(&readme, t)
-	files = append(files, packFile{Path: filepath.Join(instructorPackFolder, "README.txt"), Text: readme.String()})
+	files = append(files, packFile{Name: filepath.Join(instructorPackFolder, "README.txt"), Text: readme.String()})
 	return files
 }
 

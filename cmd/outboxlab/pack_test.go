@@ -407,7 +407,7 @@ func TestPackPostgresFilesParse(t *testing.T) {
 	}
 	parsed := 0
 	for _, f := range instructorPack() {
-		name := filepath.Base(f.Path)
+		name := filepath.Base(f.Name)
 		x, err := scenarios.LookupExercise(name[:strings.Index(name, ".")])
 		if name == "README.txt" {
 			continue

@@ -1,4 +1,7 @@
-package course
+// Package newfolder writes a set of files into a new or empty folder and
+// never overwrites one: what `outboxlab course` and `exercise pack` write
+// their output with.
+package newfolder
 
 import (
 	"errors"
@@ -8,14 +11,24 @@ import (
 	"path/filepath"
 )
 
+// File is one file to write: its path under the folder (it may name
+// subfolders) and its text.
+type File struct {
+	Name string
+	Text string
+}
+
 // NotEmptyError is [Write]'s refusal of a folder that holds something:
-// the catalogue never overwrites a file, nor mixes with other files.
-type NotEmptyError struct{ Dir string }
+// the output never overwrites a file, nor mixes with other files.
+type NotEmptyError struct {
+	Dir  string
+	What string // what was to be written there, e.g. "the course"
+}
 
 // Error says the folder holds files and what to do instead.
 func (e *NotEmptyError) Error() string {
-	return fmt.Sprintf("--out %s exists and is not empty: the course is written only into a new or empty folder "+
-		"(nothing was written; name another folder, or remove that one first)", e.Dir)
+	return fmt.Sprintf("--out %s exists and is not empty: %s is written only into a new or empty folder "+
+		"(nothing was written; name another folder, or remove that one first)", e.Dir, e.What)
 }
 
 // NotAFolderError is [Write]'s refusal of a path that is a file.
@@ -27,10 +40,11 @@ func (e *NotAFolderError) Error() string {
 }
 
 // Write writes files into dir, which it creates (with its parents) unless
-// it exists empty. It refuses a dir that exists and is not empty
-// ([NotEmptyError]) or is a file ([NotAFolderError]), and never
-// overwrites a file. It returns the paths it wrote.
-func Write(dir string, files []File) ([]string, error) {
+// it exists empty, and each file's subfolders. It refuses a dir that
+// exists and is not empty ([NotEmptyError], what names the output) or is
+// a file ([NotAFolderError]), and never overwrites a file. It returns the
+// paths it wrote.
+func Write(dir, what string, files []File) ([]string, error) {
 	info, err := os.Stat(dir)
 	switch {
 	case err == nil && !info.IsDir():
@@ -41,7 +55,7 @@ func Write(dir string, files []File) ([]string, error) {
 			return nil, fmt.Errorf("--out %s cannot be read: %w", dir, reason(err))
 		}
 		if len(entries) > 0 {
-			return nil, &NotEmptyError{dir}
+			return nil, &NotEmptyError{dir, what}
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -53,6 +67,9 @@ func Write(dir string, files []File) ([]string, error) {
 	var written []string
 	for _, f := range files {
 		path := filepath.Join(dir, f.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return written, fmt.Errorf("--out %s: %s cannot be made: %w", dir, filepath.Dir(f.Name), reason(err))
+		}
 		if err := writeNew(path, f.Text); err != nil {
 			return written, fmt.Errorf("--out %s: %s cannot be written: %w", dir, f.Name, reason(err))
 		}
