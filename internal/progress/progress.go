@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // Line keeps one status line on w (meant for stderr) up to date with
@@ -37,15 +39,15 @@ const plainEvery = 5 * time.Second
 // New is a status line on w whose lines start with prefix.
 func New(w io.Writer, prefix string) *Line { return &Line{w: w, prefix: prefix, tty: IsTerminal(w)} }
 
-// IsTerminal reports whether w is a terminal: an *os.File on a character
-// device. A regular file, a pipe or a buffer is not.
+// IsTerminal reports whether w is a terminal: an *os.File whose
+// descriptor a terminal holds (golang.org/x/term). A regular file, a
+// pipe, a buffer or another character device (2>/dev/null) is not.
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok || f == nil {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // SetCell names the cell of the matrix now running.

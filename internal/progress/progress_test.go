@@ -70,3 +70,23 @@ func TestProgressWithoutTotal(t *testing.T) {
 	none.Set(1)
 	none.Finish()
 }
+
+// TestIsTerminal: neither a regular file nor /dev/null, a character
+// device that is no terminal, gets the status line.
+func TestIsTerminal(t *testing.T) {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for name, w := range map[string]*os.File{"/dev/null": devNull, "a regular file": file} {
+		if IsTerminal(w) {
+			t.Errorf("%s is taken for a terminal", name)
+		}
+	}
+}
