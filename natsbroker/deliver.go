@@ -67,7 +67,10 @@ func (b *Broker) fetchOne(cs *consumerState) (jetstream.Msg, error) {
 	if !b.nc.IsConnected() {
 		return nil, b.outage("fetch for "+cs.durable, fmt.Errorf("connection %s", b.nc.Status()))
 	}
-	batch, err := cs.cons.FetchNoWait(1)
+	b.mu.Lock()
+	cons := cs.cons // reconfigure may replace it
+	b.mu.Unlock()
+	batch, err := cons.FetchNoWait(1)
 	if err != nil {
 		return nil, b.outage("fetch for "+cs.durable, err)
 	}
@@ -145,7 +148,9 @@ func (b *Broker) recordDelivery(cs *consumerState, msg jetstream.Msg, now, realA
 // latest. Rows is 1 when JetStream reports the ack taken by its ack
 // metric, which it sends only for an ack that removed a pending message,
 // and 0 otherwise: no delivery with that receipt (nothing is sent), the
-// message already acknowledged, or no metric within AnswerWait. JetStream
+// message already acknowledged or given up on, or no metric within
+// AnswerWait. The server's reply to the double ack is an empty message
+// whether the ack took or not (measured), so it cannot tell. JetStream
 // does not compare the ack's delivery count with the latest (measured: a
 // late ack of delivery 1 after redelivery 2 takes), unlike the lab's
 // broker, which refuses it.
@@ -157,10 +162,15 @@ func (b *Broker) Ack(ctx context.Context, consumer string, offerID, receipt int6
 	b.mu.Lock()
 	r := b.deliveryOfLocked(consumer, offerID)
 	var msg jetstream.Msg
-	var alreadyAcked bool
+	// JetStream answers an ack that takes with an ack metric, at most once
+	// per message: none is awaited for a message it already reported
+	// acknowledged, or gave up on (its max-deliveries advisory).
+	var answered bool
 	if r != nil {
 		ans.Latest, msg = r.DeliveryCount, r.msgs[receipt]
-		_, alreadyAcked = b.acked[r.key]
+		_, acked := b.acked[r.key]
+		_, gaveUp := b.maxedOut[r.key]
+		answered = acked || gaveUp || r.State == "dead_lettered"
 	}
 	if msg == nil {
 		b.ackAns = append(b.ackAns, ans)
@@ -183,7 +193,7 @@ func (b *Broker) Ack(ctx context.Context, consumer string, offerID, receipt int6
 		return store.Fenced{}, err
 	}
 	ans.Reply = string(reply.Data)
-	if !alreadyAcked {
+	if !answered {
 		ans.Took = b.awaitAnswer(ctx, func() bool { _, ok := b.acked[key]; return ok })
 	}
 	b.mu.Lock()

@@ -87,6 +87,11 @@ func TestDeliverAckRedeliver(t *testing.T) {
 		if len(acks) != 3 || acks[0].Sent || !acks[1].Sent || !acks[1].Took || !acks[2].Sent || acks[2].Took {
 			t.Fatalf("ack answers %+v: want nothing sent for the future receipt, then one ack taken and one sent but not taken", acks)
 		}
+		// Measured: the server replies to a double ack with an empty
+		// message whether the ack took or not.
+		if acks[1].Reply != "" || acks[2].Reply != "" {
+			t.Fatalf("double-ack replies %q and %q, measured empty", acks[1].Reply, acks[2].Reply)
+		}
 	})
 	t.Run("RedeliverAfterTheAckWait", func(t *testing.T) {
 		// Offer 2 was delivered at 3 s: its ack wait runs out at 23 s.
@@ -111,6 +116,21 @@ func TestDeliverAckRedeliver(t *testing.T) {
 		if rows := c.ack("inbox-consumer", 2, 2, 35*second); rows != 0 {
 			t.Fatalf("ack of the redelivery after the late ack changed %d rows, want 0", rows)
 		}
+		// JetStream's ack metrics for offer 2 (stream sequence 2): one, for
+		// the late ack, naming delivery 1; none for the refused one, waited
+		// for here for 200 ms.
+		metrics := func() (n int, deliveries uint64) {
+			for _, a := range b.Answers().Advisories {
+				if a.Kind == "ack" && a.Consumer == "inbox-consumer" && a.StreamSeq == 2 {
+					n, deliveries = n+1, a.Deliveries
+				}
+			}
+			return n, deliveries
+		}
+		time.Sleep(200 * time.Millisecond)
+		if n, deliveries := metrics(); n != 1 || deliveries != 1 {
+			t.Fatalf("ack metrics for offer 2: %d, the last naming delivery %d; want 1 naming delivery 1", n, deliveries)
+		}
 		if d := c.deliver("inbox-consumer", 100*second); d.Found {
 			t.Fatalf("acked offers delivered again: %+v", d)
 		}
@@ -118,25 +138,41 @@ func TestDeliverAckRedeliver(t *testing.T) {
 			t.Fatalf("delivery of offer 2: %+v %v, want acked after 2 deliveries", got, ok)
 		}
 	})
+	t.Run("AckAfterTheAckWaitBeforeTheRedeliveryTakes", func(t *testing.T) {
+		if d := c.deliver("late-consumer", 110*second); !d.Found || d.OfferID != 1 {
+			t.Fatalf("delivery %+v", d)
+		}
+		if r := c.redeliver("late-consumer", 140*second, 0); r.Ready != 1 {
+			t.Fatalf("redelivery %+v, want offer 1 ready", r)
+		}
+		// Measured: the ack wait ran out, but the message is still pending
+		// until redelivered, and the ack takes.
+		if rows := c.ack("late-consumer", 1, 1, 141*second); rows != 1 {
+			t.Fatalf("ack after the ack wait changed %d rows; JetStream was measured to take it", rows)
+		}
+		if got := deliverAll(t, b, "late-consumer", 142*second); len(got) != 1 || got[0] != 2 {
+			t.Fatalf("deliveries after the ack %v, want offer 2 only", got)
+		}
+	})
 	t.Run("CurrentAckStopsRedelivery", func(t *testing.T) {
-		d := c.deliver("audit-consumer", 100*second)
+		d := c.deliver("audit-consumer", 200*second)
 		if !d.Found || d.Receipt != 1 {
 			t.Fatalf("delivery %+v", d)
 		}
-		if r := c.redeliver("audit-consumer", 130*second, 0); r.Ready != 1 {
+		if r := c.redeliver("audit-consumer", 230*second, 0); r.Ready != 1 {
 			t.Fatalf("redelivery %+v, want 1 ready", r)
 		}
-		d = c.deliver("audit-consumer", 131*second)
+		d = c.deliver("audit-consumer", 231*second)
 		if !d.Found || d.Receipt != 2 {
 			t.Fatalf("redelivery %+v, want receipt 2", d)
 		}
-		if rows := c.ack("audit-consumer", d.OfferID, 2, 132*second); rows != 1 {
+		if rows := c.ack("audit-consumer", d.OfferID, 2, 232*second); rows != 1 {
 			t.Fatalf("current ack changed %d rows, want 1", rows)
 		}
-		if r := c.redeliver("audit-consumer", 200*second, 0); r.Ready != 0 {
+		if r := c.redeliver("audit-consumer", 300*second, 0); r.Ready != 0 {
 			t.Fatalf("redelivery after the ack %+v, want none", r)
 		}
-		for _, id := range deliverAll(t, b, "audit-consumer", 201*second) {
+		for _, id := range deliverAll(t, b, "audit-consumer", 301*second) {
 			if id == d.OfferID {
 				t.Fatalf("acked offer %d delivered again", id)
 			}
