@@ -43,10 +43,15 @@ type Config struct {
 	// RunID names the run's streams, OUTBOXLAB_<RunID> and
 	// OUTBOXLAB_<RunID>_DLQ, and their subjects outboxlab.<RunID>.events and
 	// outboxlab.<RunID>.dlq, so runs sharing one server do not collide.
-	// Letters, digits, '-' and '_' only.
+	// Letters, digits, '-' and '_' only. A run id used before on the same
+	// server finds that run's messages (their offers unknown to this
+	// ledger, OfferID 0): use a fresh one, or [Broker.Remove] the old run.
 	RunID string
 	// Window is the lesson's dedup window (scenario time), the stream's
 	// duplicate window from the start; each Offer's window rules after.
+	// Pass the longest window the lesson will use: [Timing]'s threshold
+	// covers it from the first call (a longer one met later raises the
+	// threshold from then on only).
 	Window time.Duration
 	// Visibility is the lesson's visibility timeout (scenario time), each
 	// consumer's AckWait. 0 means 30 scenario seconds.

@@ -95,13 +95,14 @@ func TestDeliverAckRedeliver(t *testing.T) {
 	})
 	t.Run("RedeliverAfterTheAckWait", func(t *testing.T) {
 		// Offer 2 was delivered at 3 s: its ack wait runs out at 23 s.
-		if r := c.redeliver("inbox-consumer", 13*second, 0); r.Ready != 0 {
+		// The checks keep 20 s (100 ms real) from that boundary.
+		if r := c.redeliver("inbox-consumer", 4*second, 0); r.Ready != 0 {
 			t.Fatalf("%d deliveries ready before the ack wait ran out", r.Ready)
 		}
-		if r := c.redeliver("inbox-consumer", 33*second, 0); r.Ready != 1 || r.DeadLettered != 0 {
+		if r := c.redeliver("inbox-consumer", 43*second, 0); r.Ready != 1 || r.DeadLettered != 0 {
 			t.Fatalf("redelivery %+v, want offer 2 ready", r)
 		}
-		d := c.deliver("inbox-consumer", 34*second)
+		d := c.deliver("inbox-consumer", 44*second)
 		if !d.Found || d.OfferID != 2 || d.Receipt != 2 {
 			t.Fatalf("redelivery %+v, want offer 2 receipt 2", d)
 		}
@@ -110,10 +111,10 @@ func TestDeliverAckRedeliver(t *testing.T) {
 		// sequence and does not compare the delivery count), where the lab's
 		// broker refuses it; the current ack that follows then finds
 		// nothing pending.
-		if rows := c.ack("inbox-consumer", 2, 1, 35*second); rows != 1 {
+		if rows := c.ack("inbox-consumer", 2, 1, 45*second); rows != 1 {
 			t.Fatalf("late ack of the first delivery changed %d rows; JetStream was measured to take it", rows)
 		}
-		if rows := c.ack("inbox-consumer", 2, 2, 35*second); rows != 0 {
+		if rows := c.ack("inbox-consumer", 2, 2, 45*second); rows != 0 {
 			t.Fatalf("ack of the redelivery after the late ack changed %d rows, want 0", rows)
 		}
 		// JetStream's ack metrics for offer 2 (stream sequence 2): one, for
@@ -142,15 +143,15 @@ func TestDeliverAckRedeliver(t *testing.T) {
 		if d := c.deliver("late-consumer", 110*second); !d.Found || d.OfferID != 1 {
 			t.Fatalf("delivery %+v", d)
 		}
-		if r := c.redeliver("late-consumer", 140*second, 0); r.Ready != 1 {
+		if r := c.redeliver("late-consumer", 150*second, 0); r.Ready != 1 {
 			t.Fatalf("redelivery %+v, want offer 1 ready", r)
 		}
 		// Measured: the ack wait ran out, but the message is still pending
 		// until redelivered, and the ack takes.
-		if rows := c.ack("late-consumer", 1, 1, 141*second); rows != 1 {
+		if rows := c.ack("late-consumer", 1, 1, 151*second); rows != 1 {
 			t.Fatalf("ack after the ack wait changed %d rows; JetStream was measured to take it", rows)
 		}
-		if got := deliverAll(t, b, "late-consumer", 142*second); len(got) != 1 || got[0] != 2 {
+		if got := deliverAll(t, b, "late-consumer", 152*second); len(got) != 1 || got[0] != 2 {
 			t.Fatalf("deliveries after the ack %v, want offer 2 only", got)
 		}
 	})
@@ -159,14 +160,14 @@ func TestDeliverAckRedeliver(t *testing.T) {
 		if !d.Found || d.Receipt != 1 {
 			t.Fatalf("delivery %+v", d)
 		}
-		if r := c.redeliver("audit-consumer", 230*second, 0); r.Ready != 1 {
+		if r := c.redeliver("audit-consumer", 240*second, 0); r.Ready != 1 {
 			t.Fatalf("redelivery %+v, want 1 ready", r)
 		}
-		d = c.deliver("audit-consumer", 231*second)
+		d = c.deliver("audit-consumer", 241*second)
 		if !d.Found || d.Receipt != 2 {
 			t.Fatalf("redelivery %+v, want receipt 2", d)
 		}
-		if rows := c.ack("audit-consumer", d.OfferID, 2, 232*second); rows != 1 {
+		if rows := c.ack("audit-consumer", d.OfferID, 2, 242*second); rows != 1 {
 			t.Fatalf("current ack changed %d rows, want 1", rows)
 		}
 		if r := c.redeliver("audit-consumer", 300*second, 0); r.Ready != 0 {
@@ -220,6 +221,40 @@ func TestTwoInstancesNeverShareADelivery(t *testing.T) {
 	for id, n := range got {
 		if n != 1 {
 			t.Fatalf("offer %d delivered %d times", id, n)
+		}
+	}
+}
+
+// TestRecordTimesAreScenarioClockText (store.TestBrokerTimesAreClockText):
+// the ledger's times are the scenario instants in clock.Layout, as the
+// lab's broker stores them, never the real times JetStream ran at.
+func TestRecordTimesAreScenarioClockText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := startBroker(t, Config{Visibility: visibility})
+	c := brokerCalls{t, b}
+	mustOffer(t, b, "e42", 1*second, 0)
+	d := c.deliver("inbox-consumer", 40*second)
+	if rows := c.ack("inbox-consumer", d.OfferID, d.Receipt, 41*second); rows != 1 {
+		t.Fatalf("ack changed %d rows", rows)
+	}
+	offers, _ := b.Offers(ctx)
+	deliveries, _ := b.Deliveries(ctx)
+	if len(offers) != 1 || len(deliveries) != 1 {
+		t.Fatalf("offers %+v, deliveries %+v", offers, deliveries)
+	}
+	tests := []struct {
+		what, got, want string
+	}{
+		{"delivery's OfferedAt", d.OfferedAt, "2026-01-15T09:00:01.000Z"},
+		{"offer's OfferedAt", offers[0].OfferedAt, "2026-01-15T09:00:01.000Z"},
+		{"DeliveredAt", deliveries[0].DeliveredAt, "2026-01-15T09:00:40.000Z"},
+		{"AckedAt", deliveries[0].AckedAt, "2026-01-15T09:00:41.000Z"},
+		{"State", deliveries[0].State, "acked"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.what, tt.got, tt.want)
 		}
 	}
 }

@@ -80,7 +80,9 @@
 //   - A server restarted on its store folder rebuilds its duplicate records
 //     from the stored messages: a resend inside the window after the
 //     restart is still dropped.
-//   - With the server down, calls fail at once with [ErrUnavailable] (the
-//     connection buffers nothing while reconnecting) and at the latest
-//     after the request timeout.
+//   - With the server down, calls fail with [ErrUnavailable]: at once when
+//     the connection has seen the server go (it buffers nothing while
+//     reconnecting), else after the request timeout (measured both ways in
+//     the outage test). The real time an outage costs runs JetStream's
+//     window and ack waits on while the scenario clock stands still.
 package natsbroker

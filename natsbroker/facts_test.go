@@ -76,7 +76,7 @@ func TestMaxDeliveriesAdvisoryNeedsAPull(t *testing.T) {
 				if d := c.deliver("inbox-consumer", now); !d.Found || d.Receipt != i {
 					t.Fatalf("delivery %d: %+v", i, d)
 				}
-				now += visibility + 5*second
+				now += visibility + 20*second
 			}
 			cs, err := b.consumerFor(context.Background(), "inbox-consumer")
 			if err != nil {

@@ -20,7 +20,9 @@ func TestOutageAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	window := 2 * minute
+	// A long window: the real time the outage costs (up to the request
+	// timeout) runs JetStream's window on.
+	window := 10 * minute
 	const requestTimeout = time.Second
 	b := newBroker(t, s, Config{Window: window, RequestTimeout: requestTimeout})
 	mustOffer(t, b, "e1", 1*second, window)
