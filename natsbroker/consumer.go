@@ -3,6 +3,7 @@ package natsbroker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ func (b *Broker) consumerFor(ctx context.Context, consumer string) (*consumerSta
 	b.mu.Unlock()
 	if cs != nil {
 		return cs, nil
+	}
+	if consumer == "" {
+		return nil, errors.New("natsbroker: no consumer name")
 	}
 	durable := durableName(consumer)
 	b.mu.Lock()

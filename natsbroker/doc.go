@@ -45,7 +45,8 @@
 // longest such duration (three days for a replay) to a fixed real step,
 // which keeps every comparison against the window and the ack wait on the
 // same side ([Timing] says why). Outcomes within an operation's latency of
-// a boundary are not exact: lessons keep whole scenario seconds from one.
+// a boundary are not exact: keep about 100 ms real from one (10 scenario
+// seconds at the default scale).
 //
 // # What differs from the lab's broker (measured, see the tests)
 //

@@ -3,6 +3,9 @@ package natsbroker
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -85,4 +88,31 @@ func TestOutageAndRestart(t *testing.T) {
 	if failed != 1 {
 		t.Fatalf("failed offers in the answers: %d, want 1", failed)
 	}
+}
+
+// TestServerLogs: the embedded server logs nothing unless asked, and to
+// the writer it is given when asked.
+func TestServerLogs(t *testing.T) {
+	t.Parallel()
+	var log strings.Builder
+	s, err := StartWith(t.TempDir(), ServerOptions{Log: &syncWriter{w: &log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	if !strings.Contains(log.String(), "nats-server notice: ") {
+		t.Fatalf("server log %q, want its notices", log.String())
+	}
+}
+
+// syncWriter serialises writes to w (the server logs from goroutines).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -3,8 +3,10 @@ package natsbroker
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,15 +24,30 @@ type Server struct {
 	dir string
 }
 
+// ServerOptions are the embedded server's options beyond its folder.
+type ServerOptions struct {
+	// Port is the port on 127.0.0.1; 0 lets the system pick one.
+	Port int
+	// Log receives the server's notices, warnings and errors, one a line;
+	// nil logs nothing.
+	Log io.Writer
+}
+
 // Start starts an embedded nats-server with JetStream on 127.0.0.1 and a
 // port the system picks, its file store under dir (created if missing),
 // logging nothing. A second process reaches it at [Server.URL].
-func Start(dir string) (*Server, error) { return StartOnPort(dir, 0) }
+func Start(dir string) (*Server, error) { return StartWith(dir, ServerOptions{}) }
 
 // StartOnPort is [Start] on a given port (0: the system picks one): a
 // server stopped mid-run is started again on its port and its store, and
 // the clients connected to it reconnect.
 func StartOnPort(dir string, port int) (*Server, error) {
+	return StartWith(dir, ServerOptions{Port: port})
+}
+
+// StartWith is [Start] with options.
+func StartWith(dir string, o ServerOptions) (*Server, error) {
+	port := o.Port
 	if dir == "" {
 		return nil, errors.New("natsbroker: start: no store folder")
 	}
@@ -46,7 +63,7 @@ func StartOnPort(dir string, port int) (*Server, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   dir,
-		NoLog:      true,
+		NoLog:      o.Log == nil,
 		NoSigs:     true,
 		// No HTTP monitoring, cluster, gateway or leaf ports.
 		HTTPPort: 0,
@@ -54,6 +71,9 @@ func StartOnPort(dir string, port int) (*Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("natsbroker: start the embedded server: %w", err)
+	}
+	if o.Log != nil {
+		ns.SetLogger(&lineLogger{w: o.Log}, false, false)
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(serverReadyWait) {
@@ -109,3 +129,23 @@ func Connect(url string) (*nats.Conn, error) {
 	}
 	return nc, nil
 }
+
+// lineLogger writes the server's log lines to w. Fatalf only logs: the
+// server, not this logger, decides what a fatal error stops.
+type lineLogger struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineLogger) line(level, format string, v []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "nats-server %s: %s\n", level, fmt.Sprintf(format, v...))
+}
+
+func (l *lineLogger) Noticef(format string, v ...any) { l.line("notice", format, v) }
+func (l *lineLogger) Warnf(format string, v ...any)   { l.line("warning", format, v) }
+func (l *lineLogger) Fatalf(format string, v ...any)  { l.line("fatal", format, v) }
+func (l *lineLogger) Errorf(format string, v ...any)  { l.line("error", format, v) }
+func (l *lineLogger) Debugf(format string, v ...any)  { l.line("debug", format, v) }
+func (l *lineLogger) Tracef(format string, v ...any)  { l.line("trace", format, v) }

@@ -36,8 +36,10 @@ import (
 // operations can differ from the mapped one by an operation's latency
 // (milliseconds): an interval within that of the window's boundary may
 // fall on either side. JetStream also drops its duplicate records on a
-// timer (measured: up to 50 ms late), so a resend just past the window can
-// still be dropped. Lessons keep whole scenario seconds from a boundary.
+// timer (nats-server's purge timer fires at least 50 ms apart), so a
+// resend just past the window can still be dropped. Keep a boundary well
+// clear of that: the tests keep 100 ms real (20 scenario seconds at 5 ms
+// a second) from each; 25 ms margins failed under -race on two cores.
 //
 // A zero Timing is not usable; [DefaultTiming] is, and [Config] fills a
 // zero Scale or Jump from it. Scenario time going backwards is not
