@@ -1,6 +1,7 @@
 package natsbroker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -90,4 +91,19 @@ func TestTimingKeepsWindowComparisons(t *testing.T) {
 			t.Errorf("%s: over the window in scenario time %v, in real time %v (%s real)", tt.name, scenarioOver, realOver, real.Sub(origin))
 		}
 	}
+}
+
+// ExampleTiming: what the default timing makes of a lesson's 2-minute
+// window, 30-second visibility timeout and a three-day jump.
+func ExampleTiming() {
+	timing := DefaultTiming.Cover(2 * time.Minute).Cover(30 * time.Second)
+	fmt.Println("window:", timing.Real(2*time.Minute))
+	fmt.Println("ack wait:", timing.Real(30*time.Second))
+	fmt.Println("threshold:", timing.Threshold, "as", timing.Real(timing.Threshold))
+	fmt.Println("three days:", timing.step(72*time.Hour))
+	// Output:
+	// window: 1.2s
+	// ack wait: 300ms
+	// threshold: 4m0s as 2.4s
+	// three days: 2.5s
 }
