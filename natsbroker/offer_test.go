@@ -65,3 +65,36 @@ func TestOfferDedupWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowChangeUpdatesTheStream: an offer with another window than the
+// stream's makes the stream's duplicate window that window's real
+// duration (JetStream's own config, read back), and the change is noted.
+func TestWindowChangeUpdatesTheStream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := startBroker(t, Config{Window: minute})
+	tests := []struct {
+		window time.Duration
+		want   time.Duration // the stream's duplicate window
+	}{
+		{window: minute, want: 300 * time.Millisecond},
+		{window: 2 * minute, want: 600 * time.Millisecond},
+		{window: 10 * time.Second, want: minDuplicateWindow}, // 50 ms real is under JetStream's minimum
+	}
+	for i, tt := range tests {
+		mustOffer(t, b, "e"+string(rune('1'+i)), time.Duration(i)*second, tt.window)
+		s, err := b.js.Stream(ctx, b.StreamName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Duplicates; got != tt.want {
+			t.Fatalf("window %s: the stream's duplicate window is %s, want %s", tt.window, got, tt.want)
+		}
+		if got := b.Timings().WindowReal; got != tt.want {
+			t.Fatalf("window %s: Timings().WindowReal %s, want %s", tt.window, got, tt.want)
+		}
+	}
+	if notes := b.Answers().Notes; len(notes) != 2 {
+		t.Fatalf("notes %q, want the two changes", notes)
+	}
+}
