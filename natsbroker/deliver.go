@@ -35,6 +35,9 @@ func (b *Broker) DeliverNext(ctx context.Context, consumer string, now time.Time
 	if err != nil {
 		return store.Delivery{}, err
 	}
+	if err := b.catchUpAckWaits(ctx, cs, now); err != nil {
+		return store.Delivery{}, fmt.Errorf("natsbroker: deliver next to %s: %w", consumer, err)
+	}
 	b.mu.Lock()
 	msg, realAt := cs.held, cs.heldAt
 	cs.held = nil
@@ -131,7 +134,7 @@ func (b *Broker) recordDelivery(cs *consumerState, msg jetstream.Msg, now, realA
 	}
 	r.State, r.DeliveryCount, r.DeliveredAt = "in_flight", receipt, clock.Format(now)
 	r.msgs[receipt] = msg
-	r.realAt, r.ackWaitReal = realAt, cs.ackWait
+	r.realAt, r.scenAt, r.ackWaitReal, r.earlyNoted = realAt, now, cs.ackWait, false
 	b.deliverAns = append(b.deliverAns, DeliveryAnswer{
 		Consumer: cs.name, OfferID: offerID, StreamSeq: key.seq, ConsumerSeq: meta.Sequence.Consumer, NumDelivered: meta.NumDelivered,
 	})
@@ -225,6 +228,9 @@ func (b *Broker) RedeliverUnacked(ctx context.Context, consumer string, now time
 	}
 	if err := b.reconfigure(ctx, cs, visibility, maxDeliveries); err != nil {
 		return out, err
+	}
+	if err := b.catchUpAckWaits(ctx, cs, now); err != nil {
+		return out, fmt.Errorf("natsbroker: redeliver to %s: %w", consumer, err)
 	}
 	realNow := time.Now()
 	b.mu.Lock()

@@ -44,8 +44,12 @@
 // scenario instant's image, and compresses a step longer than twice the
 // longest such duration (three days for a replay) to a fixed real step,
 // which keeps every comparison against the window and the ack wait on the
-// same side ([Timing] says why). Outcomes within an operation's latency of
-// a boundary are not exact: keep about 100 ms real from one (10 scenario
+// same side ([Timing] says why). An operation that ran late is made up
+// for: before the next one the broker waits until every window or ack
+// wait the scenario says has run out has run out on the real clock too,
+// so those outcomes hold on a busy machine. The other way round (a real
+// duration run out while the scenario's has not) is noted in
+// [Answers.Notes]; keep about 100 ms real from a boundary (10 scenario
 // seconds at the default scale).
 //
 // # What differs from the lab's broker (measured, see the tests)

@@ -63,7 +63,7 @@ type Advisory struct {
 // ledger is the adapter's record of JetStream's answers, under Broker.mu.
 type ledger struct {
 	offers      []store.BrokerOffer
-	offerSeq    []uint64         // by OfferID-1: the PubAck's stream sequence
+	offerMeta   []offerMeta      // by OfferID-1
 	offerBySeq  map[uint64]int64 // stream sequence → the accepted offer
 	deliveries  []*deliveryRecord
 	byDelivery  map[deliveryKey]*deliveryRecord
@@ -84,6 +84,14 @@ func newLedger() ledger {
 	}
 }
 
+// offerMeta is what the ledger keeps of an offer beside its row.
+type offerMeta struct {
+	seq    uint64    // the PubAck's stream sequence
+	realAt time.Time // when the PubAck came
+	scenAt time.Time // the offer's scenario instant
+	msgID  bool      // it carried Nats-Msg-Id
+}
+
 // deliveryKey names one message of one durable consumer.
 type deliveryKey struct {
 	durable string
@@ -98,7 +106,9 @@ type deliveryRecord struct {
 	key         deliveryKey
 	msgs        map[int64]jetstream.Msg // by delivery count
 	realAt      time.Time               // when the latest delivery arrived
+	scenAt      time.Time               // its scenario instant
 	ackWaitReal time.Duration           // the consumer's AckWait then
+	earlyNoted  bool                    // its ack wait ran out early, noted
 }
 
 // deadLetterRecord is a dead letter and where it sits in the DLQ stream.
@@ -223,8 +233,8 @@ func (b *Broker) DeliveryOf(_ context.Context, consumer string, offerID int64) (
 
 // deliveryOfLocked finds consumer's delivery of offerID. b.mu held.
 func (b *Broker) deliveryOfLocked(consumer string, offerID int64) *deliveryRecord {
-	if offerID < 1 || offerID > int64(len(b.offerSeq)) || b.offers[offerID-1].Dropped {
+	if offerID < 1 || offerID > int64(len(b.offerMeta)) || b.offers[offerID-1].Dropped {
 		return nil
 	}
-	return b.byDelivery[deliveryKey{durable: durableName(consumer), seq: b.offerSeq[offerID-1]}]
+	return b.byDelivery[deliveryKey{durable: durableName(consumer), seq: b.offerMeta[offerID-1].seq}]
 }

@@ -45,6 +45,9 @@ func (b *Broker) offer(ctx context.Context, eventID, payload, offeredBy string, 
 		if err := b.setWindow(ctx, window); err != nil {
 			return o, err
 		}
+		if err := b.catchUpWindow(ctx, eventID, now, window); err != nil {
+			return o, fmt.Errorf("natsbroker: %s: %w", what, err)
+		}
 	}
 	msg := nats.NewMsg(b.subject)
 	msg.Data = []byte(payload)
@@ -68,7 +71,7 @@ func (b *Broker) offer(ctx context.Context, eventID, payload, offeredBy string, 
 		OfferID: o.OfferID, EventID: eventID, Payload: payload, OfferedBy: offeredBy,
 		OfferedAt: clock.Format(now), Dropped: ack.Duplicate,
 	})
-	b.offerSeq = append(b.offerSeq, ack.Sequence)
+	b.offerMeta = append(b.offerMeta, offerMeta{seq: ack.Sequence, realAt: time.Now(), scenAt: now, msgID: window > 0})
 	if !ack.Duplicate {
 		b.offerBySeq[ack.Sequence] = o.OfferID
 	}

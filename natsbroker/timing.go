@@ -34,8 +34,11 @@ import (
 //
 // The mapping only delays operations, so the real interval between two
 // operations can differ from the mapped one by an operation's latency
-// (milliseconds): an interval within that of the window's boundary may
-// fall on either side. JetStream also drops its duplicate records on a
+// (milliseconds, 100 ms and more on a busy machine). The broker makes up
+// for a late start: before an operation it also waits until each window
+// or ack wait the scenario says has run out has run out on the real clock
+// from when JetStream started it (catchup.go). A real duration that ran
+// out early cannot be made up; it is noted in [Answers.Notes]. JetStream also drops its duplicate records on a
 // timer (nats-server's purge timer fires at least 50 ms apart), so a
 // resend just past the window can still be dropped. Keep a boundary well
 // clear of that: the tests keep 100 ms real (20 scenario seconds at 5 ms
