@@ -177,6 +177,14 @@ func DeliveryState(ctx context.Context, ps []*Pipeline) ([]lab.Table, error) {
 		Columns: l.columns("offer_id", "consumer", "state", "delivery_count", "delivered_at", "acked_at")}
 	dead := lab.Table{Title: "Final state: broker_dead_letters", Note: "The dead-letter queue, after its retention purge.",
 		Columns: l.columns("dead_letter_id", "offer_id", "consumer", "event_id", "delivery_count", "dead_lettered_at")}
+	if name := ps[0].BrokerName; name != "" {
+		// A real broker keeps no broker tables: these are its answers, as
+		// the lab's adapter recorded them (dropped: the publish ack's
+		// duplicate flag; delivery_count: the delivery count it reported).
+		offers.Title, offers.Note = "Ledger: broker offers ("+name+"'s answers)", "Every send and "+name+"'s answer: accepted, or dropped as a duplicate by its own window."
+		deliveries.Title, deliveries.Note = "Final state: deliveries ("+name+"'s answers)", "Per consumer: how often "+name+" delivered each offer and whether an ack took."
+		dead.Title, dead.Note = "Final state: dead letters ("+name+")", "The dead-letter stream, after its retention purge."
+	}
 	inbox := lab.Table{Title: "Final state: consumed_events (the inbox)", Note: "One row per (consumer, event_id) whose effect committed, after any retention purge.",
 		Columns: l.columns("consumer", "event_id", "consumed_at")}
 	accounts := lab.Table{Title: "Final state: accounts", Note: "Each consumer credits its own row, so the designs can be compared.",

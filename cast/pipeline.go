@@ -76,6 +76,9 @@ type Pipeline struct {
 	// child process's instances are given, cannot carry it yet, and
 	// refuses to.
 	NewBroker func(db *store.DB) store.Broker
+	// BrokerName, with NewBroker, names the broker dropped in, as the
+	// report's broker tables say whose record they are ("NATS JetStream").
+	BrokerName string
 
 	BrokerWindow   int64 // the broker's dedup window in ticks; 0: none
 	EventIDPerSend bool  // mistake: the relay mints a new message id per send

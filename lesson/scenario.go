@@ -88,6 +88,9 @@ type Scenario struct {
 	// (cmd's TestGoldenReports keeps the report of the design, and of each
 	// variant marked Golden, as a file): a shorter exploration, say.
 	GoldenFlags []string
+	// RealBroker says the lesson can run on a real broker (--broker nats,
+	// [Options.Broker]): its pipeline takes the broker [Env.RealBroker] gives.
+	RealBroker bool
 	// GuardsJudgedBy, when set, says why the lesson's guards are not
 	// accounted for one by one: what judges its statements instead (the
 	// explorer's invariants, whatever ordering breaks them).
@@ -238,6 +241,11 @@ type Options struct {
 	// the report's processes table names them, or says why a scenario
 	// started none.
 	Processes bool
+
+	// Broker is the broker of a lesson that can use a real one
+	// ([Scenario.RealBroker]): "" or "lab" the lab's own, "nats" an
+	// embedded NATS JetStream, "nats://HOST:PORT" that server's.
+	Broker string
 
 	// ChildTimeout bounds, with Processes, each wait for a child's report,
 	// answer or exit; 0 is [proc.DefaultTimeout]. Tests shorten it, so
@@ -394,6 +402,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		return nil, &EngineVariantError{Scenario: sc.Name, Variant: variant, Engine: v.Engine}
 	}
 	if err := checkSubmission(sc, variant, opts); err != nil {
+		return nil, err
+	}
+	if err := checkBroker(sc, opts); err != nil {
 		return nil, err
 	}
 	// The folder carries its owner's pid, so a later start can sweep it if

@@ -149,3 +149,6 @@ func (l *lineLogger) Fatalf(format string, v ...any)  { l.line("fatal", format, 
 func (l *lineLogger) Errorf(format string, v ...any)  { l.line("error", format, v) }
 func (l *lineLogger) Debugf(format string, v ...any)  { l.line("debug", format, v) }
 func (l *lineLogger) Tracef(format string, v ...any)  { l.line("trace", format, v) }
+
+// ServerVersion is the version of the embedded nats-server.
+const ServerVersion = server.VERSION

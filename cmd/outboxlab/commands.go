@@ -206,6 +206,8 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell (with --db: its schema on the server)"},
 			dbFlag,
+			&cli.StringFlag{Name: "broker", Value: "lab", Usage: "session 18's broker: `lab` (its own, a few tables on the scenario clock), " +
+				"nats (an embedded NATS JetStream) or nats://HOST:PORT (that server)"},
 			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
@@ -254,7 +256,7 @@ func parseRun(c *cli.Context, s *settings) (*runPlan, error) {
 		// is on a terminal; a log or a pipe gets only the results.
 		p.options.Progress = c.App.ErrWriter
 	}
-	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parseOptions, p.parseClaim, func(c *cli.Context) error { return p.parseDB(c, s) }} {
+	for _, part := range []func(*cli.Context) error{p.parseNames, p.parseVariant, p.parseRepeat, p.parseOptions, p.parseClaim, p.parseBroker, func(c *cli.Context) error { return p.parseDB(c, s) }} {
 		if err := part(c); err != nil {
 			return nil, err
 		}
@@ -376,6 +378,27 @@ func (p *runPlan) setOption(c *cli.Context, o scenarios.LessonOption) error {
 		return usagef("--%s must be from 1 to %d, not %d", o.Flag, o.Max, n)
 	}
 	*o.Count(&p.options) = n
+	return nil
+}
+
+// parseBroker reads --broker: lab, nats or a nats:// URL, for lessons
+// that can run on a real broker, in the lab's process.
+func (p *runPlan) parseBroker(c *cli.Context) error {
+	kind := c.String("broker")
+	switch {
+	case kind == "lab":
+		return nil
+	case kind != "nats" && !strings.HasPrefix(kind, "nats://"):
+		return usagef("--broker must be lab, nats or nats://HOST:PORT, not %q", kind)
+	case p.options.Processes:
+		return usagef("--broker %s runs the relays and consumers in the lab's process; it cannot be combined with --processes yet", kind)
+	}
+	for _, sc := range p.scenarios {
+		if !sc.RealBroker {
+			return usagef("--broker %s: scenario %s runs on the lab's broker only; session-18-lease-expiry-after-send takes a real one", kind, sc.Name)
+		}
+	}
+	p.options.Broker = kind
 	return nil
 }
 

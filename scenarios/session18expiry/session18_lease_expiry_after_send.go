@@ -15,6 +15,7 @@ import (
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/natsbroker"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -49,7 +50,7 @@ var Lesson = lesson.Scenario{
 	},
 	Teaches: "Outbox event {@event} awards {award_cents} cents to {@account}. The lesson calls it outbox row 42: " +
 		"outbox_events is keyed by its event id, so row 42 is the row WHERE event_id = '{@event}' (the lab's relay table " +
-		"has no integer id). {@stale_relay} claims it (token {stale_token}) and sends it to the lab's broker, then stalls " +
+		"has no integer id). {@stale_relay} claims it (token {stale_token}) and sends it to {broker_name}, then stalls " +
 		"until its {lease} lease has expired. {@current_relay} claims it (token {current_token}) and sends it again. " +
 		"{@stale_relay}'s completion presents token {stale_token}, and the completion's guard claim_token = :token fences " +
 		"it out; only the current token's completion may publish the row. The broker then holds both sends as offers of " +
@@ -74,6 +75,7 @@ var Lesson = lesson.Scenario{
 	Statements: cast.PipelineSQL(),
 	Set:        cast.DeliveryLesson,
 	Options:    []lesson.Option{lesson.BrokerWindowOption}, // its broker-dedup-window variant's window
+	RealBroker: true,
 	Checks: []lesson.CheckDoc{
 		{Name: "broker_offers", Measure: true, About: "offers of {@event} the broker accepted out of the relays' {sends} sends, " +
 			"one of them the resend after {@stale_relay}'s lease expired: a real duplicate the design must survive"},
@@ -143,6 +145,14 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *lesson.Env, plan *failpo
 	if env.Is(variantBrokerDedupWindow) {
 		p.BrokerWindow = cast.TicksOf(env.Options.BrokerWindow)
 	}
+	nb, where, stop, err := env.RealBroker(ctx, natsbroker.Config{Window: cast.TickSpan(p.BrokerWindow), Visibility: cast.TickSpan(cast.VisibilityTimeout)})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	if nb != nil {
+		p.NewBroker, p.BrokerName = func(*store.DB) store.Broker { return nb }, "NATS JetStream"
+	}
 	if err := seedLeaseExpiryAfterSend(ctx, p); err != nil {
 		return nil, err
 	}
@@ -168,6 +178,11 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *lesson.Env, plan *failpo
 	})
 	if err := cast.FinishDelivery(ctx, r, []*cast.Pipeline{p}, map[string]*failpoint.Plan{"session 18": plan}); err != nil {
 		return nil, err
+	}
+	if nb != nil {
+		r.SetSetting("broker", where)
+		r.Tables = append(r.Tables, cast.JetStreamTables(nb, where)...)
+		differsOnJetStream(r)
 	}
 	r.Verdict = leaseExpiryAfterSendVerdict(r, env)
 	return r, nil
@@ -391,7 +406,17 @@ func leaseExpiryAfterSendSettings(opts lesson.Options) map[string]string {
 		"lease": cast.DurationText(cast.RelayLease), "visibility_timeout": cast.DurationText(cast.VisibilityTimeout),
 		"broker_window": cast.WindowText(cast.TicksOf(opts.BrokerWindow)),
 		"tick_epoch":    cast.LessonStart.Format("2006-01-02T15:04:05.000Z"),
+		"broker_name":   brokerName(opts),
 	}
+}
+
+// brokerName is the broker a run's texts name: the lab's own, or NATS
+// JetStream (--broker nats).
+func brokerName(opts lesson.Options) string {
+	if opts.Broker == "" || opts.Broker == "lab" {
+		return "the lab's broker"
+	}
+	return "NATS JetStream"
 }
 
 // castLeaseExpiryAfterSend records who played session 18's roles and the

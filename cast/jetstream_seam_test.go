@@ -1,44 +1,54 @@
-package natsbroker
+package cast
 
 import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
-	"github.com/outboxlab/outboxlab/cast"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/natsbroker"
 	"github.com/outboxlab/outboxlab/store"
 )
 
-// TestPipelineSeam drops the JetStream broker into a lesson's pipeline
+// TestJetStreamSeam drops the JetStream broker (package natsbroker) into a lesson's pipeline
 // as cast's TestBrokerSeam drops a watched lab broker: a relay's own send
 // reaches JetStream, a consumer instance takes the delivery and its ack
 // takes, and the pipeline reads JetStream's record back. One Broker
 // serves every instance's connection.
-func TestPipelineSeam(t *testing.T) {
+func TestJetStreamSeam(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := startBroker(t, Config{Window: 2 * minute, Visibility: 30 * second, MaxDeliveries: 3})
+	srv, err := natsbroker.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	b, err := natsbroker.Dial(ctx, srv.URL(), natsbroker.Config{RunID: "seam", Window: 2 * time.Minute, Visibility: 30 * time.Second, MaxDeliveries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
 	open := func(ctx context.Context, path string) (*store.DB, error) {
 		cfg := store.DefaultConfig
 		cfg.Ledger = &store.Ledger{}
 		return store.Open(ctx, path, cfg)
 	}
 	var tl lab.Timeline
-	p, err := cast.NewPipeline(ctx, open, filepath.Join(t.TempDir(), "seam.db"), "", &tl, failpoint.NewPlan())
+	p, err := NewPipeline(ctx, open, filepath.Join(t.TempDir(), "seam.db"), "", &tl, failpoint.NewPlan())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
 	p.NewBroker = func(*store.DB) store.Broker { return b }
-	if err := p.OpenAccount(ctx, cast.CreditService, "ACC-1"); err != nil {
+	if err := p.OpenAccount(ctx, CreditService, "ACC-1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.CommitCredit(ctx, "e1", "ACC-1", 1000); err != nil {
 		t.Fatal(err)
 	}
-	relay, err := p.OpenRelay(ctx, cast.RelayA)
+	relay, err := p.OpenRelay(ctx, RelayA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +59,7 @@ func TestPipelineSeam(t *testing.T) {
 	if _, err := relay.Send(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, err := p.OpenConsumer(ctx, "Consumer-1", cast.CreditService, cast.InboxDesign)
+	c, err := p.OpenConsumer(ctx, "Consumer-1", CreditService, InboxDesign)
 	if err != nil {
 		t.Fatal(err)
 	}
