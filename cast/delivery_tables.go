@@ -294,5 +294,6 @@ func FinishDelivery(ctx context.Context, r *lab.Result, ps []*Pipeline, plans ma
 	if ft := FaultTable(plans); len(ft.Rows) > 0 {
 		r.Tables = append(r.Tables, ft)
 	}
+	jetStreamReport(r, ps)
 	return nil
 }

@@ -42,7 +42,17 @@ func JetStreamTables(b *natsbroker.Broker, where string) []lab.Table {
 	for _, k := range a.Acks {
 		acks.AddRow(k.Consumer, k.OfferID, k.Receipt, k.Latest, k.Sent, k.Took, orNone(k.Err))
 	}
-	return []lab.Table{timing, pubs, dels, acks}
+	tables := []lab.Table{timing, pubs, dels, acks}
+	if len(a.Advisories) > 0 {
+		adv := lab.Table{Title: "JetStream: advisories", Note: "What JetStream announced on its advisory subjects: max_deliveries when a consumer " +
+			"gave up on a message after its MaxDeliver deliveries (the lab then copies it into the dead-letter stream).",
+			Columns: []string{"Advisory", "Consumer", "Stream seq", "Deliveries"}}
+		for _, v := range a.Advisories {
+			adv.AddRow(v.Kind, v.Consumer, v.StreamSeq, v.Deliveries)
+		}
+		tables = append(tables, adv)
+	}
+	return tables
 }
 
 // orNone is s, or "-" for nothing.

@@ -12,6 +12,7 @@ import (
 	"github.com/outboxlab/outboxlab/clock"
 	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/natsbroker"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -79,6 +80,11 @@ type Pipeline struct {
 	// BrokerName, with NewBroker, names the broker dropped in, as the
 	// report's broker tables say whose record they are ("NATS JetStream").
 	BrokerName string
+	// jetStream, set by [Pipeline.UseJetStream], is the real broker the
+	// pipeline runs on, and where its server is: [FinishDelivery] reports
+	// its answers.
+	jetStream      *natsbroker.Broker
+	jetStreamWhere string
 
 	BrokerWindow   int64 // the broker's dedup window in ticks; 0: none
 	EventIDPerSend bool  // mistake: the relay mints a new message id per send

@@ -89,8 +89,12 @@ type Scenario struct {
 	// variant marked Golden, as a file): a shorter exploration, say.
 	GoldenFlags []string
 	// RealBroker says the lesson can run on a real broker (--broker nats,
-	// [Options.Broker]): its pipeline takes the broker [Env.RealBroker] gives.
-	RealBroker bool
+	// [Options.Broker]): each pipeline takes the one [Env.UseRealBroker]
+	// gives. BrokerContract are its checks of the lab broker's own
+	// contract, not of the design: on a real broker they are measured in
+	// a table of what differed, not judged (see [Env.UseRealBroker]).
+	RealBroker     bool
+	BrokerContract []string
 	// GuardsJudgedBy, when set, says why the lesson's guards are not
 	// accounted for one by one: what judges its statements instead (the
 	// explorer's invariants, whatever ordering breaks them).
@@ -290,6 +294,7 @@ type Env struct {
 	Instances *instance.Opener
 
 	server *serverSchemas // with Options.Database: the run's schemas on the server
+	broker *jetStream     // with Options.Broker: the run's real broker, once a part asked for it
 }
 
 // Engine is the engine the options choose.
@@ -426,6 +431,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.Target, Ledger: env.Ledger,
 		Timeout: opts.ChildTimeout})
+	defer env.stopRealBroker(opts.Warn) // after the instances, which use it
 	defer env.Instances.Stop()
 	res, err := sc.Run(ctx, env)
 	if err != nil {
@@ -436,6 +442,9 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: dir, Err: err})
 		}
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
+	}
+	if env.broker != nil {
+		measureBrokerContract(res, sc.BrokerContract)
 	}
 	if t, ok := env.Instances.ProcessesTable(); ok {
 		res.Tables = append(res.Tables, t)

@@ -395,7 +395,7 @@ func (p *runPlan) parseBroker(c *cli.Context) error {
 	}
 	for _, sc := range p.scenarios {
 		if !sc.RealBroker {
-			return usagef("--broker %s: scenario %s runs on the lab's broker only; session-18-lease-expiry-after-send takes a real one", kind, sc.Name)
+			return usagef("--broker %s: scenario %s runs on the lab's broker only; sessions 18, 19 and 20 take a real one", kind, sc.Name)
 		}
 	}
 	p.options.Broker = kind

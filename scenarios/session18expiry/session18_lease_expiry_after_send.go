@@ -76,6 +76,9 @@ var Lesson = lesson.Scenario{
 	Set:        cast.DeliveryLesson,
 	Options:    []lesson.Option{lesson.BrokerWindowOption}, // its broker-dedup-window variant's window
 	RealBroker: true,
+	// The lab's broker fences an ack that names an earlier delivery (its
+	// receipt) and takes the current one; JetStream's is measured.
+	BrokerContract: []string{"stale_receipt_ack_rows", "redelivery_ack_rows"},
 	Checks: []lesson.CheckDoc{
 		{Name: "broker_offers", Measure: true, About: "offers of {@event} the broker accepted out of the relays' {sends} sends, " +
 			"one of them the resend after {@stale_relay}'s lease expired: a real duplicate the design must survive"},
@@ -145,13 +148,8 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *lesson.Env, plan *failpo
 	if env.Is(variantBrokerDedupWindow) {
 		p.BrokerWindow = cast.TicksOf(env.Options.BrokerWindow)
 	}
-	nb, where, stop, err := env.RealBroker(ctx, natsbroker.Config{Window: cast.TickSpan(p.BrokerWindow), Visibility: cast.TickSpan(cast.VisibilityTimeout)})
-	if err != nil {
+	if err := env.UseRealBroker(ctx, p, "session 18", natsbroker.Config{Window: cast.TickSpan(p.BrokerWindow), Visibility: cast.TickSpan(cast.VisibilityTimeout)}); err != nil {
 		return nil, err
-	}
-	defer stop()
-	if nb != nil {
-		p.NewBroker, p.BrokerName = func(*store.DB) store.Broker { return nb }, "NATS JetStream"
 	}
 	if err := seedLeaseExpiryAfterSend(ctx, p); err != nil {
 		return nil, err
@@ -178,11 +176,6 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *lesson.Env, plan *failpo
 	})
 	if err := cast.FinishDelivery(ctx, r, []*cast.Pipeline{p}, map[string]*failpoint.Plan{"session 18": plan}); err != nil {
 		return nil, err
-	}
-	if nb != nil {
-		r.SetSetting("broker", where)
-		r.Tables = append(r.Tables, cast.JetStreamTables(nb, where)...)
-		differsOnJetStream(r)
 	}
 	r.Verdict = leaseExpiryAfterSendVerdict(r, env)
 	return r, nil
@@ -406,17 +399,8 @@ func leaseExpiryAfterSendSettings(opts lesson.Options) map[string]string {
 		"lease": cast.DurationText(cast.RelayLease), "visibility_timeout": cast.DurationText(cast.VisibilityTimeout),
 		"broker_window": cast.WindowText(cast.TicksOf(opts.BrokerWindow)),
 		"tick_epoch":    cast.LessonStart.Format("2006-01-02T15:04:05.000Z"),
-		"broker_name":   brokerName(opts),
+		"broker_name":   lesson.BrokerName(opts),
 	}
-}
-
-// brokerName is the broker a run's texts name: the lab's own, or NATS
-// JetStream (--broker nats).
-func brokerName(opts lesson.Options) string {
-	if opts.Broker == "" || opts.Broker == "lab" {
-		return "the lab's broker"
-	}
-	return "NATS JetStream"
 }
 
 // castLeaseExpiryAfterSend records who played session 18's roles and the

@@ -16,6 +16,7 @@ import (
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/natsbroker"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -135,7 +136,9 @@ var Lesson = lesson.Scenario{
 	FileTag: "Failure-Classes",
 	Title:   "Session 19: six failure classes, judged on durable state",
 	Design:  lab.Safe,
-	Figures: map[string]float64{"rows_passed": 6},
+	// RealBroker: --broker nats runs each part on its own JetStream streams.
+	RealBroker: true,
+	Figures:    map[string]float64{"rows_passed": 6},
 	Teaches: "Each of {rows} injected event orders runs against its own fresh database and is judged only on what the " +
 		"database holds afterwards: a crash after the send and a resend after the lease expiry; a stale completion after a takeover; a lost " +
 		"broker acknowledgement and a resend; a consumer that dies after its effect and before its ack; the same event applied " +
@@ -227,6 +230,9 @@ func playFailureClasses(ctx context.Context, env *lesson.Env, rows []failureRow)
 		}
 		ps = append(ps, p)
 		plans[label] = plan
+		if err := env.UseRealBroker(ctx, p, label, natsbroker.Config{Visibility: cast.TickSpan(cast.VisibilityTimeout)}); err != nil {
+			return nil, err
+		}
 		p.SQL = lesson.StatementSet(env, p.SQL)
 		p.EventIDPerSend = env.Is(s19EventIDPerSend)
 		p.Event(lab.KindNote, "scenario", "row "+fmt.Sprint(row.n), row.order+" (fresh database "+filepath.Base(path)+")")

@@ -16,6 +16,7 @@ import (
 	"github.com/outboxlab/outboxlab/instance"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/natsbroker"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -52,6 +53,8 @@ var Lesson = lesson.Scenario{
 	FileTag: "Inbox-Retention",
 	Title:   "Session 20: deduplication lasts only as long as its window",
 	Design:  lab.Safe,
+	// RealBroker: --broker nats runs each part on its own JetStream streams.
+	RealBroker: true,
 	Figures: map[string]float64{
 		"credit_short_retention_cents": 2000, "credit_long_retention_cents": 1000, "broker_dropped_within_window": 1,
 		"broker_passed_after_window": 1,
@@ -63,7 +66,7 @@ var Lesson = lesson.Scenario{
 		"(--inbox-retention: {inbox_retention}). An operator replays it {replay_delay} after the dead-lettering: if the " +
 		"inbox has purged its record by then, the replay is applied again. With an inbox retention at least the longest " +
 		"redelivery interval (the DLQ retention plus the {max_deliveries} deliveries of {visibility_timeout} before it: " +
-		"{redelivery_span} here; the lab's second run of part 1 keeps records {long_inbox_retention}), the replay is a duplicate.\n\nPart 2, broker window: the lab's broker drops an " +
+		"{redelivery_span} here; the lab's second run of part 1 keeps records {long_inbox_retention}), the replay is a duplicate.\n\nPart 2, broker window: {broker_name} drops an " +
 		"offer whose event id it accepted within its window (--broker-window: {broker_window}); event {@window_event} is " +
 		"resent {resend_gap} after its first send, when the first relay's lease has expired, and replayed " +
 		"{replay_delay} after its dead-lettering. A window longer than the resend gap drops the resend, and one shorter " +
@@ -227,6 +230,10 @@ func runInboxRetention(ctx context.Context, env *lesson.Env) (*lab.Result, error
 		}
 		ps = append(ps, p)
 		plans[run.label] = plan
+		if err := env.UseRealBroker(ctx, p, run.label, natsbroker.Config{Window: cast.TickSpan(run.brokerWindow),
+			Visibility: cast.TickSpan(cast.VisibilityTimeout), MaxDeliveries: s20MaxDeliveries}); err != nil {
+			return nil, err
+		}
 		p.SQL = lesson.StatementSet(env, p.SQL)
 		p.EventIDPerSend = env.Is(s20EventIDPerSend)
 		p.Event(lab.KindNote, "scenario", run.label, fmt.Sprintf("inbox retention %s, DLQ retention %s, broker window %s (fresh database %s)",

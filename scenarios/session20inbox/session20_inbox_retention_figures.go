@@ -210,7 +210,7 @@ func lessonFiguresText() string {
 func retentionSettings(opts lesson.Options) map[string]string {
 	f := flagsOf(opts)
 	return map[string]string{
-		"inbox_retention": cast.DurationText(f.short), "dlq_retention": cast.DurationText(f.dlq),
+		"inbox_retention": cast.DurationText(f.short), "dlq_retention": cast.DurationText(f.dlq), "broker_name": lesson.BrokerName(opts),
 		"broker_window": cast.WindowText(f.window), "long_inbox_retention": cast.DurationText(f.long),
 		"redelivery_span": cast.DurationText(f.redeliverySpan()),
 		"replay_delay":    cast.DurationText(s20ReplayDelay), "resend_gap": cast.DurationText(s20ResendGap),

@@ -1,0 +1,38 @@
+package cast
+
+import (
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/natsbroker"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// UseJetStream runs p on the real broker b instead of the lab's: every
+// connection's instances offer to it, take deliveries from it and ack
+// there, and [FinishDelivery] reports JetStream's answers; where says
+// what and where its server is.
+func (p *Pipeline) UseJetStream(b *natsbroker.Broker, where string) {
+	p.jetStream, p.jetStreamWhere = b, where
+	p.NewBroker, p.BrokerName = func(*store.DB) store.Broker { return b }, "NATS JetStream"
+}
+
+// JetStream is the real broker p runs on, or nil on the lab's.
+func (p *Pipeline) JetStream() *natsbroker.Broker { return p.jetStream }
+
+// jetStreamReport adds what JetStream answered in each pipeline that ran
+// on it to r: its tables (titled by the pipeline's part where the run has
+// several) and the broker setting the texts quote.
+func jetStreamReport(r *lab.Result, ps []*Pipeline) {
+	for _, p := range ps {
+		if p.jetStream == nil {
+			continue
+		}
+		r.SetSetting("broker", p.jetStreamWhere)
+		tables := JetStreamTables(p.jetStream, p.jetStreamWhere)
+		if len(ps) > 1 && p.Label != "" {
+			for i := range tables {
+				tables[i].Title += " (" + p.Label + ")"
+			}
+		}
+		r.Tables = append(r.Tables, tables...)
+	}
+}
