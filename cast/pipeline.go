@@ -101,12 +101,13 @@ type Pipeline struct {
 	// moves the clock, and lets the child go on later (SIGCONT).
 	BeforeStall func(CrashReport) error
 
-	mu          sync.Mutex
-	claims      []pipeClaimEntry
-	sends       []pipeSendEntry
-	completions []pipeCompletionEntry
-	effects     []EffectEntry
-	acks        []AckEntry
+	mu            sync.Mutex
+	claims        []pipeClaimEntry
+	sends         []pipeSendEntry
+	outageRetries int // sends retried while the broker was unavailable (OutageRetries)
+	completions   []pipeCompletionEntry
+	effects       []EffectEntry
+	acks          []AckEntry
 }
 
 // DeliverySQL is the statements of the pipeline's relays and broker, one

@@ -176,7 +176,7 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 		// the instance alone knows: its name and its own sends.
 		sentAs = fmt.Sprintf("%s-%s-send-%d", r.Claim.EventID, r.name, r.sends)
 	}
-	o, err := r.p.brokerOn(r.db).Offer(ctx, sentAs, r.Claim.Payload, r.name, r.p.Clock.Now(), TickSpan(r.p.BrokerWindow))
+	o, err := r.offer(ctx, sentAs)
 	if err != nil {
 		return false, err
 	}

@@ -7,12 +7,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // ErrUnavailable means the broker could not be reached: the server is
 // down, the connection is reconnecting or closed, or JetStream did not
 // answer within the request timeout. Errors wrap it; test with errors.Is.
-var ErrUnavailable = errors.New("natsbroker: broker unavailable")
+// It is the broker seam's outage, [store.ErrBrokerUnavailable], which the
+// relays retry.
+var ErrUnavailable = store.ErrBrokerUnavailable
 
 // outage wraps err as [ErrUnavailable] when it, or the connection's state,
 // says the broker could not be reached; other errors pass through. what

@@ -2,8 +2,16 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrBrokerUnavailable is a broker outage: a [Broker]'s error wraps it
+// when the broker could not be reached (a real broker's server is down or
+// did not answer in time). It is a normal event: a relay retries its send
+// while it holds its claim, and counts the attempts. The lab's own broker,
+// tables in the run's database, never returns it.
+var ErrBrokerUnavailable = errors.New("the broker is unavailable")
 
 // Broker is a message broker as the lessons use it: the relays offer
 // events to it, the consumers take their deliveries from it and
