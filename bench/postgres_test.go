@@ -79,3 +79,22 @@ func TestServerActivityPerRow(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayBenchOnPostgres drains a small backlog end to end through an
+// embedded JetStream on the test server: every message finalized under
+// its token, the stream holding each, none lost.
+func TestRelayBenchOnPostgres(t *testing.T) {
+	cfg := bench.RelayConfig{Dir: t.TempDir(), Database: pgtest.URL(t), Messages: 200, Workers: []int{2}, Batch: 8, Broker: "nats"}
+	rep, err := bench.RunRelay(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Engine != "PostgreSQL" || len(rep.Rows) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range rep.Rows {
+		if r.Finalized != 200 || r.Refused != 0 || r.Lost != 0 || (r.Broker != "none" && r.Stored != 200) {
+			t.Errorf("%+v: want every message finalized once and stored, none lost", r)
+		}
+	}
+}
