@@ -9,9 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/outboxlab/outboxlab/bench"
-	"github.com/outboxlab/outboxlab/runfolder"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/runfolder"
 )
 
 // relayBenchAction is bench --broker: the end-to-end relay bench
