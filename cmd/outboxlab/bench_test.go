@@ -31,6 +31,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"Synchronous", []string{"--synchronous", "off"}, `--synchronous "off": want normal or full`},
 		{"Format", []string{"--format", "yaml"}, "--format must be text or json"},
 		{"Arguments", []string{"now"}, "bench takes no arguments"},
+		{"BrokerUnknown", []string{"--broker", "kafka"}, `--broker must be nats or nats://HOST:PORT, not "kafka"`},
+		{"BrokerJSON", []string{"--broker", "nats", "--format", "json"}, "bench --broker prints a text table only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,5 +77,21 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if left := o.leftovers(); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestBenchBroker runs the relay bench end to end on a small backlog: a
+// row without a broker and one through the embedded JetStream, every
+// message stored in the stream and none lost.
+func TestBenchBroker(t *testing.T) {
+	t.Parallel()
+	o := runCLI(t, "bench", "--broker", "nats", "--messages", "300", "--workers", "2", "--batch", "8")
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	for _, want := range []string{"| 2       | none ", "| 2       | NATS ", "| 300    | 0    |"} {
+		if !strings.Contains(o.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, o.stdout)
+		}
 	}
 }

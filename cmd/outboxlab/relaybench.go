@@ -22,7 +22,13 @@ func relayBenchAction(c *cli.Context, s *settings, broker string) error {
 	if broker != "nats" && !strings.HasPrefix(broker, "nats://") {
 		return usagef("--broker must be nats or nats://HOST:PORT, not %q", broker)
 	}
+	if c.String("format") != "text" {
+		return usagef("bench --broker prints a text table only; --format %s is for the claim bench", c.String("format"))
+	}
 	cfg := bench.RelayConfig{Broker: broker, Synchronous: c.String("synchronous")}
+	if cfg.Synchronous != "normal" && cfg.Synchronous != "full" {
+		return usagef("--synchronous %q: want normal or full", cfg.Synchronous)
+	}
 	messages, err := parseIntList("messages", c.String("messages"))
 	if err != nil {
 		return err
