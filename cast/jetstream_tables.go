@@ -52,6 +52,9 @@ func JetStreamTables(b *natsbroker.Broker, where string) []lab.Table {
 		}
 		tables = append(tables, adv)
 	}
+	for i := range tables {
+		tables[i].RealBroker = true // the HTML page shows them too
+	}
 	return tables
 }
 

@@ -180,9 +180,13 @@ func (r *RelayInstance) Send(ctx context.Context) (acked bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	answer := fmt.Sprintf("broker stored offer %d", o.OfferID)
+	who := "broker"
+	if r.p.BrokerName != "" {
+		who = r.p.BrokerName // a real broker's answer, as its publish acknowledgement said
+	}
+	answer := fmt.Sprintf("%s stored offer %d", who, o.OfferID)
 	if o.Dropped {
-		answer = fmt.Sprintf("broker dropped it as a duplicate within its %s window (offer %d recorded as dropped)", DurationText(r.p.BrokerWindow), o.OfferID)
+		answer = fmt.Sprintf("%s dropped it as a duplicate within its %s window (offer %d recorded as dropped)", who, DurationText(r.p.BrokerWindow), o.OfferID)
 	}
 	f, err := r.fire(failpoint.BrokerAck)
 	if err != nil {

@@ -286,6 +286,9 @@ type Table struct {
 	VaryingColumns []string
 	Columns        []string
 	Rows           [][]string
+	// RealBroker marks a real broker's own answers (--broker nats): the
+	// HTML page shows these tables too, under that name.
+	RealBroker bool `json:",omitempty"`
 }
 
 // AddRow appends one row, formatting each cell with [Cell].

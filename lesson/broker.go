@@ -122,7 +122,7 @@ func measureBrokerContract(r *lab.Result, contract []string) {
 		Note: "Checks of the lab broker's own ack contract, measured on JetStream instead of judged: JetStream matches an ack by " +
 			"the message's stream sequence, not by the delivery it names, so an ack of an earlier delivery may take and a later one " +
 			"find nothing left to ack. The design's checks do not depend on it.",
-		Columns: []string{"Check", "What it measures", "Lab broker", "JetStream", "Same"}}
+		Columns: []string{"Check", "What it measures", "Lab broker", "JetStream", "Same"}, RealBroker: true}
 	r.Checks = slices.DeleteFunc(r.Checks, func(c lab.Check) bool {
 		if !slices.Contains(contract, c.Name) {
 			return false

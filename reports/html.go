@@ -52,6 +52,11 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 		SVG: template.HTML(svgOf(rc, r.Statements)), Concurrent: r.Concurrent, Glyphs: template.HTML(glyphLegend(rc)),
 		Messages: byMessage(rc),
 	}
+	for _, t := range r.Tables {
+		if t.RealBroker {
+			page.Broker = append(page.Broker, t)
+		}
+	}
 	page.Parts = len(page.Messages) > 0 && page.Messages[0].Part != ""
 	for _, l := range rc.Leases {
 		page.Revived = page.Revived || l.Revived
@@ -91,6 +96,8 @@ type htmlPage struct {
 	SVG, Glyphs                          template.HTML
 	Messages                             []messageRow
 	Parts                                bool // the messages' rows name their part of the run
+	// Broker are a real broker's own answers (--broker nats).
+	Broker []lab.Table
 }
 
 // messageRow is one message of the page's per-message view: what each
@@ -389,7 +396,11 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 <tbody>{{range .Facts}}<tr><td>{{.Name}}</td><td>{{.About}}</td><td>{{.Value}}</td><td>{{.Why}}</td></tr>
 {{end}}</tbody>
 </table>
-{{end}}<h2>Verdict</h2>
+{{end}}{{if .Broker}}<h2>What the real broker answered</h2>
+{{range .Broker}}<h3>{{.Title}}</h3><p class="note">{{.Note}}</p>
+<table><thead><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>
+{{end}}{{end}}<h2>Verdict</h2>
 <div class="verdict" id="verdict"><p>{{.Verdict}}</p>{{range .Broken}}<p>{{.}}</p>{{end}}</div>
 {{if .Variant}}<h2>The mistake</h2>
 <p class="verdict">{{.Mistake}}</p>

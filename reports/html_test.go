@@ -333,3 +333,27 @@ func TestWaitText(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLShowsTheRealBrokersAnswers: a run on a real broker shows the
+// tables of its own answers on the page, and only those of the report's
+// tables.
+func TestHTMLShowsTheRealBrokersAnswers(t *testing.T) {
+	r := &lab.Result{Scenario: "s", Title: "T"}
+	r.Tables = []lab.Table{
+		{Title: "JetStream: acks", Note: "what it answered", Columns: []string{"Consumer", "Took"}, Rows: [][]string{{"C-1", "true"}}, RealBroker: true},
+		{Title: "Ledger: claims", Columns: []string{"Relay"}, Rows: [][]string{{"Relay-A"}}},
+	}
+	var b strings.Builder
+	if err := HTML(&b, r, RunInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"What the real broker answered", "<h3>JetStream: acks</h3>", "<td>C-1</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "Ledger: claims") {
+		t.Error("the page shows a table of the lab's own")
+	}
+}
