@@ -45,9 +45,9 @@ func benchCommand(s *settings) *cli.Command {
 			&cli.BoolFlag{Name: "goqite", Usage: "SQLite: also drain each backlog with goqite (maragu.dev/goqite), for each worker count"},
 			formatFlag,
 			&cli.StringFlag{Name: "out", Usage: "also file the output under this `FOLDER` (never overwriting)"},
-			&cli.StringFlag{Name: "broker", Usage: "the end-to-end relay bench instead: claim, publish to NATS JetStream (`nats`, " +
-				"embedded, or nats://HOST:PORT), fenced completion once acknowledged, beside the same design without a broker, " +
-				"for the first --messages and --batch and each --workers count"},
+			&cli.StringFlag{Name: "broker", Usage: "the end-to-end relay bench instead, through the `BROKER` nats (an embedded NATS " +
+				"JetStream) or nats://HOST:PORT: claim, publish, fenced completion once acknowledged, beside the same design " +
+				"without a broker, for the first --messages and --batch and each --workers count"},
 		},
 		OnUsageError: onUsageError,
 		Action:       func(c *cli.Context) error { return benchAction(c, s) },

@@ -206,8 +206,8 @@ func runCommand(s *settings) *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.BoolFlag{Name: "keep-db", Usage: "keep each run's SQLite database for the sqlite3 shell (with --db: its schema on the server)"},
 			dbFlag,
-			&cli.StringFlag{Name: "broker", Value: "lab", Usage: "session 18's broker: `lab` (its own, a few tables on the scenario clock), " +
-				"nats (an embedded NATS JetStream) or nats://HOST:PORT (that server)"},
+			&cli.StringFlag{Name: "broker", Value: "lab", Usage: "the `BROKER` of sessions 18, 19 and 20: lab (its own, a few tables on the " +
+				"scenario clock), nats (an embedded NATS JetStream) or nats://HOST:PORT (that server)"},
 			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
