@@ -196,6 +196,9 @@ func page(sc *lesson.Scenario, graded, explored []*scenarios.Exercise, prev, nex
 	if sc.OnPostgres != "" {
 		b.WriteString("\n" + prose("On PostgreSQL (--db): "+sc.Described(sc.OnPostgres), MaxLine, "") + "\n")
 	}
+	if sc.RealBroker {
+		b.WriteString("\n" + prose(onRealBroker(sc), MaxLine, "") + "\n")
+	}
 
 	section(&b, "The statements it runs")
 	if len(sc.Statements) == 0 {
@@ -316,4 +319,21 @@ func optionLine(o lesson.Option) (flag, usage string) {
 		flag += " " + m[1]
 	}
 	return flag, placeholder.ReplaceAllString(o.Usage, "$1")
+}
+
+// onRealBroker says what a lesson that takes a real broker does on NATS
+// JetStream: its checks and figures hold as on the lab's broker, but the
+// checks of the lab broker's own ack contract, which are measured there.
+func onRealBroker(sc *lesson.Scenario) string {
+	text := "On NATS JetStream (--broker nats, or nats://HOST:PORT): the relays publish with the event id as Nats-Msg-Id " +
+		"and the consumers are durable pull consumers with explicit acks; JetStream's duplicate window and ack wait run " +
+		"short on the wall clock, scaled from the scenario clock, and the report says the real durations. Its checks and " +
+		"figures are the same"
+	if len(sc.BrokerContract) == 0 {
+		return text + "."
+	}
+	return text + ", but for " + strings.Join(sc.BrokerContract, " and ") + ", checks of the lab broker's own ack contract: " +
+		"JetStream matches an ack by the message's stream sequence, not by the delivery it names, so the consumer's late " +
+		"ack of the first delivery takes and the ack of the redelivery finds nothing to ack. The report measures them in " +
+		"a table of what differed, and does not judge them."
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
 	"github.com/outboxlab/outboxlab/lesson/lessontest"
@@ -16,6 +17,9 @@ import (
 // but for its broker-contract checks, which the table of what differed
 // measures instead; and its report names the broker and holds JetStream's
 // publish acknowledgements, one per offer the broker's own record holds.
+// As designed, it shows the course's figures (TestCourseFigures' on the
+// lab's broker), on SQLite and, where pgtest gives a server, on
+// PostgreSQL.
 func TestLessonsOnJetStream(t *testing.T) {
 	t.Parallel()
 	for _, sc := range All() {
@@ -46,11 +50,41 @@ func TestLessonsOnJetStream(t *testing.T) {
 				if !strings.Contains(r.Settings["broker"], "NATS JetStream") {
 					t.Errorf("the report names the broker %q", r.Settings["broker"])
 				}
+				if variant == "" {
+					for _, d := range figureDiffs(sc.Figures, r) {
+						t.Error(d)
+					}
+				}
 				if acks, offers := rowsTitled(r, "JetStream: publish acknowledgements"), rowsTitled(r, "Ledger: broker offers (NATS JetStream's answers)"); acks == 0 || acks != offers {
 					t.Errorf("%d publish acknowledgements for %d offers", acks, offers)
 				}
 			})
 		}
+	}
+}
+
+// TestLessonsOnJetStreamOnPostgres runs every lesson that takes a real
+// broker, as designed, on an embedded NATS JetStream and PostgreSQL: it
+// passes and shows the course's figures.
+func TestLessonsOnJetStreamOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	for _, sc := range All() {
+		if !sc.RealBroker {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			opts := lesson.DefaultOptions()
+			opts.Broker, opts.Database = "nats", db
+			r := lessontest.Execute(t, sc, "", opts)
+			if !r.Passed() {
+				t.Errorf("failed %v", r.FailedChecks())
+			}
+			for _, d := range figureDiffs(sc.Figures, r) {
+				t.Error(d)
+			}
+		})
 	}
 }
 
