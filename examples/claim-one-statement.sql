@@ -5,7 +5,9 @@
 -- claimable; more than one is rolled back).
 -- Parameters: :now, :worker and :until (the lease's end); there is no :id.
 -- On PostgreSQL add FOR UPDATE SKIP LOCKED after LIMIT 1: without a row
--- lock, two workers' subqueries can pick the same message.
+-- lock, the second of two concurrent claims waits on the first's row and
+-- then takes the same message (run it with --db: claims_of_owned_messages
+-- fails).
 UPDATE OutboxMessages
 SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until
 WHERE Id = (SELECT Id FROM OutboxMessages

@@ -54,7 +54,7 @@ func (o *Outbox) lockWaiters(ctx context.Context, tx *sql.Tx) (int, error) {
 		return 0, nil
 	}
 	deadline := time.Now().Add(o.watch)
-	claim := sql.Named("claim", translate(o.sql.Claim.SelectNext.SQL).text)
+	claim := sql.Named("claim", runsOnPostgres(o.sql.Claim.SelectNext))
 	for {
 		var n int
 		if _, err := tx.ExecContext(ctx, watchRefreshSQL.SQL); err != nil {

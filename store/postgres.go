@@ -108,7 +108,7 @@ func openPostgres(ctx context.Context, dsn string, connector driver.Connector, c
 	if cfg.Ledger != nil {
 		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
 	}
-	connector = &dialectConnector{base: connector}
+	connector = &dialectConnector{base: connector, file: cfg.SlotFile}
 	if cfg.SlotFile != nil {
 		// The server's privileges confine a slot file (see [GraderRole]);
 		// this wrapper only bounds its statements' time and names their
@@ -314,15 +314,21 @@ func (db *DB) postgresSchema(ctx context.Context) ([]string, error) {
 // text the catalogue knows runs as its PostgreSQL form ([Stmt.Text]), any
 // other text with its parameters numbered; :name arguments are bound in
 // the order the numbers want. It sits outside the ledger's connector, so
-// the ledger records the text the server ran.
-type dialectConnector struct{ base driver.Connector }
+// the ledger records the text the server ran. A slot file's statement
+// runs as written, even where its text is a lesson statement's whose
+// PostgreSQL form differs (a file that copies the lesson's SQLite claim
+// runs without the lesson's row lock): what the file says is what runs.
+type dialectConnector struct {
+	base driver.Connector
+	file *SlotFile // the run's slot file, or nil
+}
 
 func (c *dialectConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.base.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &dialectConn{connBase{conn}}, nil
+	return &dialectConn{connBase{conn}, c.file}, nil
 }
 
 func (c *dialectConnector) Driver() driver.Driver { return c.base.Driver() }
@@ -333,7 +339,7 @@ type translation struct {
 	params []string
 }
 
-var translations sync.Map // text -> translation
+var translations, verbatims sync.Map // text -> translation
 
 // translate returns text as PostgreSQL runs it.
 func translate(text string) translation {
@@ -350,14 +356,47 @@ func translate(text string) translation {
 	return t
 }
 
-type dialectConn struct{ connBase }
+// runsOnPostgres is the text PostgreSQL runs for s: the catalogue's
+// PostgreSQL form of a lesson statement, a slot file's statement (one the
+// catalogue does not name so) as written.
+func runsOnPostgres(s Stmt) string {
+	if c, ok := catalogue[s.SQL]; ok && c.Name == s.Name {
+		return translate(s.SQL).text
+	}
+	return translateVerbatim(s.SQL).text
+}
+
+// translateVerbatim returns text as PostgreSQL runs it when it is a slot
+// file's: as written, its parameters numbered.
+func translateVerbatim(text string) translation {
+	if t, ok := verbatims.Load(text); ok {
+		return t.(translation)
+	}
+	out, params := numberParams(text)
+	t := translation{text: out, params: params}
+	verbatims.Store(text, t)
+	return t
+}
+
+type dialectConn struct {
+	connBase
+	file *SlotFile
+}
+
+// translate is query as this connection runs it (see [dialectConnector]).
+func (c *dialectConn) translate(query string) translation {
+	if c.file != nil && c.file.statement(query) >= 0 {
+		return translateVerbatim(query)
+	}
+	return translate(query)
+}
 
 func (c *dialectConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
 }
 
 func (c *dialectConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	t := translate(query)
+	t := c.translate(query)
 	s, err := c.base.(driver.ConnPrepareContext).PrepareContext(ctx, t.text)
 	if err != nil {
 		return nil, err
@@ -376,7 +415,7 @@ func (c *dialectConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 }
 
 func (c *dialectConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	t := translate(query)
+	t := c.translate(query)
 	bound, err := bindArgs(t.params, args)
 	if err != nil {
 		return nil, err
@@ -385,7 +424,7 @@ func (c *dialectConn) ExecContext(ctx context.Context, query string, args []driv
 }
 
 func (c *dialectConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	t := translate(query)
+	t := c.translate(query)
 	bound, err := bindArgs(t.params, args)
 	if err != nil {
 		return nil, err

@@ -416,7 +416,14 @@ func claimObserved(c store.Claim) string {
 // its transaction, until both have read.
 func concurrentPhase(ctx context.Context, d *cast.Day15, env *lesson.Env, statements store.OutboxSQL, readWindow bool) error {
 	var barrier *cast.Barrier
-	if statements.Claim.Split() || readWindow {
+	// A claim in one statement on PostgreSQL (a student's or an
+	// engineer's file) holds its transaction after its statement until the
+	// other worker's claim has run too: with SKIP LOCKED that one takes
+	// the next message; without it, it waits on this one's row lock and
+	// never arrives, so this one waits only for the lock watch, commits,
+	// and the other's UPDATE, re-checked, takes the same message.
+	oneStatement := statements.Claim.OneStatement() && env.Engine() == store.Postgres
+	if statements.Claim.Split() || readWindow || oneStatement {
 		// The mistake's window made deterministic: both workers have
 		// selected before either updates.
 		barrier = cast.NewBarrier(2)
@@ -439,6 +446,13 @@ func concurrentPhase(ctx context.Context, d *cast.Day15, env *lesson.Env, statem
 		if barrier != nil {
 			defer barrier.Leave()
 			between = func() { _ = barrier.Wait(ctx) }
+		}
+		if oneStatement {
+			between = func() {
+				wait, cancel := context.WithTimeout(ctx, lockWatch)
+				defer cancel()
+				_ = barrier.Wait(wait)
+			}
 		}
 		workErr := d.WorkLeased(ctx, out, worker, leaseLength, between)
 		return errors.Join(workErr, out.Close(ctx))
