@@ -87,7 +87,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (*RelayReport, error) {
 		return nil, fmt.Errorf("bench: connect to %s: %w", url, err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +122,11 @@ func relayCell(ctx context.Context, cfg RelayConfig, js jetstream.JetStream, w i
 	}
 	defer setup.Close()
 	var stream jetstream.Stream
-	subject := "outboxlab.bench." + name
+	unique := strconv.FormatInt(time.Now().UnixNano(), 36) // a server may hold other benches' streams
+	subject := "outboxlab.bench." + name + "." + unique
 	if viaBroker {
 		row.Broker = "NATS JetStream"
-		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OUTBOXLAB_BENCH_" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OUTBOXLAB_BENCH_" + unique,
 			Subjects: []string{subject}, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute})
 		if err != nil {
 			return row, fmt.Errorf("bench: create the stream: %w", err)
@@ -217,10 +218,16 @@ func relayCell(ctx context.Context, cfg RelayConfig, js jetstream.JetStream, w i
 	return row, nil
 }
 
+// publishTimeout bounds the wait for one publish's acknowledgement.
+const publishTimeout = 10 * time.Second
+
 // publishBatch publishes each message of a claimed batch asynchronously
-// (the batch is the window's share), waits for every acknowledgement, and
-// sends a failed publish again, synchronously, until it is acknowledged:
-// the batch's completion may commit only after every publish of it was.
+// (the batch is the worker's window), waits for every acknowledgement (at
+// most publishTimeout each), and sends a failed publish again once,
+// synchronously; a second failure ends the bench: the batch's completion
+// may commit only after every publish of it was acknowledged. A latency is
+// read when the worker takes the acknowledgement, in publish order: at
+// most a later publish's wait behind an earlier one's, an upper bound.
 func publishBatch(ctx context.Context, js jetstream.JetStream, subject string, msgs []store.ClaimedMessage) (lat []time.Duration, dups, errs int64, err error) {
 	type pending struct {
 		msg  store.ClaimedMessage

@@ -21,7 +21,11 @@ func JetStreamTables(b *natsbroker.Broker, where string) []lab.Table {
 			"scenario step to real time, so each lesson period compares with them as it would. Every other step is on the scenario clock.",
 		Columns: []string{"What", "In the lesson (scenario clock)", "Ran as (real time)"}}
 	timing.AddRow("one scenario second", "1s", t.Scale.String())
-	timing.AddRow("duplicate window (the stream's Duplicates)", DurationText(TicksOf(t.Window)), t.WindowReal.String())
+	if t.Window > 0 {
+		timing.AddRow("duplicate window (the stream's Duplicates)", DurationText(TicksOf(t.Window)), t.WindowReal.String())
+	} else {
+		timing.AddRow("duplicate window (the stream's Duplicates)", "none", "not used: no Nats-Msg-Id sent")
+	}
 	timing.AddRow("visibility timeout (the consumers' AckWait)", DurationText(TicksOf(t.Visibility)), t.AckWaitReal.String())
 	timing.AddRow("longest step run to scale (a longer one is compressed)", DurationText(TicksOf(t.Threshold)), t.ThresholdReal.String())
 	timing.AddRow("steps compressed", "-", fmt.Sprint(t.CompressedJumps))
@@ -51,6 +55,19 @@ func JetStreamTables(b *natsbroker.Broker, where string) []lab.Table {
 			adv.AddRow(v.Kind, v.Consumer, v.StreamSeq, v.Deliveries)
 		}
 		tables = append(tables, adv)
+	}
+	if len(a.Notes) > 0 {
+		// What the adapter saw the wall clock do that the scenario clock
+		// would not have (a window or ack wait run out early on a busy
+		// machine, an answer JetStream never gave): an outcome it names may
+		// differ from the lesson's.
+		notes := lab.Table{Title: "JetStream: what the adapter noted", Note: "Where JetStream's wall clock ran ahead of the " +
+			"scenario clock, or JetStream gave no answer the adapter waited for: an outcome named here may differ from the lesson's.",
+			Columns: []string{"Note"}}
+		for _, n := range a.Notes {
+			notes.AddRow(n)
+		}
+		tables = append(tables, notes)
 	}
 	for i := range tables {
 		tables[i].RealBroker = true // the HTML page shows them too

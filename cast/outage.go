@@ -13,7 +13,7 @@ import (
 // Broker outages: a real broker's server may be down when a relay sends.
 // The relay still holds its claim, so it retries the send, every
 // OutageRetryEvery of real time, for at most OutageRetryFor; each failed
-// attempt is an event of the run and a row of the sends ledger, never a
+// attempt is an event of the run (the timeline's "send failed"), never a
 // lost message. The lab's own broker never has one.
 const (
 	OutageRetryEvery = 100 * time.Millisecond

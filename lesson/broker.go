@@ -107,10 +107,22 @@ func BrokerName(opts Options) string {
 	return "NATS JetStream"
 }
 
+// MeasureBrokerContract moves, in a run on a real broker, the lesson's
+// BrokerContract checks out of r's checks and into the table of what
+// differed ([measureBrokerContract]). A lesson calls it before it words
+// its verdict, which must not count them; on the lab's broker it does
+// nothing.
+func (e *Env) MeasureBrokerContract(r *lab.Result) {
+	if e.broker != nil {
+		measureBrokerContract(r, e.Scenario.BrokerContract)
+	}
+}
+
 // measureBrokerContract moves the checks named contract, a lesson's
 // checks of the lab broker's own contract, out of a real broker's run's
 // verdict and into a table of what differed from the lab's broker, each
-// with the lab broker's figure and the real broker's, read off the run:
+// with the figure the lab's broker is expected to give and the real
+// broker's, read off the run:
 // JetStream matches an ack by the message's stream sequence, not by the
 // delivery it names, so what it did is measured, not judged. The
 // lesson's own point stays checked.
@@ -122,7 +134,7 @@ func measureBrokerContract(r *lab.Result, contract []string) {
 		Note: "Checks of the lab broker's own ack contract, measured on JetStream instead of judged: JetStream matches an ack by " +
 			"the message's stream sequence, not by the delivery it names, so an ack of an earlier delivery may take and a later one " +
 			"find nothing left to ack. The design's checks do not depend on it.",
-		Columns: []string{"Check", "What it measures", "Lab broker", "JetStream", "Same"}, RealBroker: true}
+		Columns: []string{"Check", "What it measures", "Expected (lab broker)", "JetStream", "Same"}, RealBroker: true}
 	r.Checks = slices.DeleteFunc(r.Checks, func(c lab.Check) bool {
 		if !slices.Contains(contract, c.Name) {
 			return false

@@ -92,7 +92,8 @@ type Scenario struct {
 	// [Options.Broker]): each pipeline takes the one [Env.UseRealBroker]
 	// gives. BrokerContract are its checks of the lab broker's own
 	// contract, not of the design: on a real broker they are measured in
-	// a table of what differed, not judged (see [Env.UseRealBroker]).
+	// a table of what differed, not judged: the lesson calls
+	// [Env.MeasureBrokerContract] before it words its verdict.
 	RealBroker     bool
 	BrokerContract []string
 	// GuardsJudgedBy, when set, says why the lesson's guards are not
@@ -442,9 +443,6 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 			return nil, fmt.Errorf("%s: %w", sc.Name, &runfolder.Kept{Dir: dir, Err: err})
 		}
 		return nil, fmt.Errorf("%s: %w", sc.Name, err)
-	}
-	if env.broker != nil {
-		measureBrokerContract(res, sc.BrokerContract)
 	}
 	if t, ok := env.Instances.ProcessesTable(); ok {
 		res.Tables = append(res.Tables, t)

@@ -67,12 +67,22 @@ func (b *Broker) offer(ctx context.Context, eventID, payload, offeredBy string, 
 	defer b.mu.Unlock()
 	o.OfferID = int64(len(b.offers)) + 1
 	o.Dropped = ack.Duplicate
+	if _, known := b.offerBySeq[ack.Sequence]; ack.Duplicate && !known {
+		// JetStream answers a duplicate with the sequence of the copy it
+		// holds; no offer of this ledger stored it, so an earlier attempt
+		// of this send did, and its acknowledgement was lost (an outage
+		// the relay retried). That copy is this offer's.
+		o.Dropped = false
+		b.ledger.note(fmt.Sprintf("offer %d of %s: JetStream answered Duplicate with sequence %d, which no recorded offer "+
+			"stored: an earlier attempt of this send stored it and its acknowledgement was lost; the copy is this offer's",
+			o.OfferID, eventID, ack.Sequence))
+	}
 	b.offers = append(b.offers, store.BrokerOffer{
 		OfferID: o.OfferID, EventID: eventID, Payload: payload, OfferedBy: offeredBy,
-		OfferedAt: clock.Format(now), Dropped: ack.Duplicate,
+		OfferedAt: clock.Format(now), Dropped: o.Dropped,
 	})
 	b.offerMeta = append(b.offerMeta, offerMeta{seq: ack.Sequence, realAt: time.Now(), scenAt: now, msgID: window > 0})
-	if !ack.Duplicate {
+	if !o.Dropped {
 		b.offerBySeq[ack.Sequence] = o.OfferID
 	}
 	b.offerAns = append(b.offerAns, OfferAnswer{

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestOutageAndRestart stops the embedded server mid-run: Offer and
@@ -115,4 +118,34 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestOfferAfterALostAcknowledgement: a send whose first attempt JetStream
+// stored but whose acknowledgement never reached the relay (an outage the
+// relay retried) is answered Duplicate on the retry; the stored copy is
+// that offer's, so the consumer's delivery names it and its ack takes.
+func TestOfferAfterALostAcknowledgement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := startBroker(t, Config{Window: 2 * minute, Timing: testTiming})
+	first := nats.NewMsg(b.subject) // the first attempt, stored, its ack lost
+	first.Data = []byte(testPayload)
+	first.Header.Set(jetstream.MsgIDHeader, "e1")
+	if _, err := b.js.PublishMsg(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	o, err := b.Offer(ctx, "e1", testPayload, "Relay-A", at(second), 2*minute)
+	if err != nil || o.Dropped || o.OfferID != 1 {
+		t.Fatalf("the retried offer: %+v, %v; want offer 1, not dropped", o, err)
+	}
+	d, err := b.DeliverNext(ctx, "Consumer-1", at(2*second))
+	if err != nil || !d.Found || d.OfferID != 1 {
+		t.Fatalf("delivery: %+v, %v; want offer 1", d, err)
+	}
+	if f, err := b.Ack(ctx, "Consumer-1", d.OfferID, d.Receipt, at(3*second)); err != nil || f.Rows != 1 {
+		t.Fatalf("ack: %+v, %v; want it taken", f, err)
+	}
+	if a := b.Answers(); len(a.Notes) == 0 || !strings.Contains(a.Notes[0], "acknowledgement was lost") {
+		t.Errorf("notes %q: want the lost acknowledgement said", a.Notes)
+	}
 }

@@ -54,6 +54,9 @@ func TestLessonsOnJetStream(t *testing.T) {
 					for _, d := range figureDiffs(sc.Figures, r) {
 						t.Error(d)
 					}
+					if !r.Passed() || strings.Contains(r.Verdict, "NOT SHOWN") || strings.Contains(r.Verdict, "FAILED") {
+						t.Errorf("as designed: passed %v, verdict %q", r.Passed(), r.Verdict)
+					}
 				}
 				if acks, offers := rowsTitled(r, "JetStream: publish acknowledgements"), rowsTitled(r, "Ledger: broker offers (NATS JetStream's answers)"); acks == 0 || acks != offers {
 					t.Errorf("%d publish acknowledgements for %d offers", acks, offers)

@@ -20,7 +20,9 @@ import (
 // runs inside a savepoint, and when it took a message other than target
 // that is rolled back: a one-statement claim cannot name its message, so
 // the recovery demo's "can Worker-B take PAY-001 now?" keeps only a claim
-// of PAY-001. took is false then and the caller reads target's state.
+// of PAY-001. took is false then and the caller reads target's state. An
+// error inside the savepoint is returned, never swallowed: on PostgreSQL
+// it has aborted the whole transaction, which the caller rolls back.
 func (o *Outbox) claimOne(ctx context.Context, tx *sql.Tx, args []any, target int64, between func(), claim *Claim) (took bool, err error) {
 	o.db.ledger.omit(o.sql.Claim.Update)
 	if target > 0 {
@@ -42,7 +44,10 @@ func (o *Outbox) claimOne(ctx context.Context, tx *sql.Tx, args []any, target in
 		return false, errOverreach
 	case target > 0 && ids[0] != target:
 		claim.Rows = 0
-		_, err := tx.ExecContext(ctx, targetedClaimRollback.SQL)
+		if _, err := tx.ExecContext(ctx, targetedClaimRollback.SQL); err != nil {
+			return false, err
+		}
+		_, err := tx.ExecContext(ctx, targetedClaimRelease.SQL)
 		return false, err
 	}
 	if between != nil {
@@ -65,6 +70,7 @@ var (
 	targetedClaimSavepoint = audit("lab: a savepoint before a one-statement claim of a named message", `SAVEPOINT targeted_claim`)
 	targetedClaimRollback  = audit("lab: undo a one-statement claim that took another message than the one named",
 		`ROLLBACK TO SAVEPOINT targeted_claim`)
+	targetedClaimRelease = audit("lab: end the targeted claim's savepoint", `RELEASE SAVEPOINT targeted_claim`)
 )
 
 // returnedIDs runs query and reads the one integer column each row it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -186,7 +187,8 @@ func describe(w io.Writer, sc *lesson.Scenario) error {
 
 // claimSQLConfinement says how a claim file, untrusted input, is confined
 // on each engine.
-const claimSQLConfinement = "A claim file replaces the lesson's claim: a SELECT of the next claimable Id, then an UPDATE of :id. " +
+const claimSQLConfinement = "A claim file replaces the lesson's claim: a SELECT of the next claimable Id, then an UPDATE of :id; " +
+	"or one UPDATE that takes the oldest claimable message and returns its Id (RETURNING Id). " +
 	"It is untrusted input, judged by the engine that runs it. On SQLite the authorizer requires a read-only SELECT and an " +
 	"UPDATE of OutboxMessages, on a private copy and on every connection of the run, and SQLite may hold 256 MiB in all. " +
 	"With --db it runs on PostgreSQL as a throwaway login role, in a throwaway database made from template0, that the lab " +
@@ -211,7 +213,7 @@ func runCommand(s *settings) *cli.Command {
 			&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it (and index.html in --out with --all)"},
 			&cli.StringFlag{Name: "repeat", Value: "1", Usage: "run each scenario `N` times; fails if any run breaks an invariant"},
 			formatFlag,
-			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id; an UPDATE of :id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
+			&cli.StringFlag{Name: "claim-sql", Usage: "judge your own claim `FILE` (a SELECT of the next claimable Id, then an UPDATE of :id; or one UPDATE ... RETURNING Id) by session 15's checks; with --db as a throwaway login role in a throwaway database"},
 			&cli.BoolFlag{Name: "processes", Usage: "run the lessons' workers, relays and consumers as child processes: each crash a real SIGKILL, each stall a real SIGSTOP and SIGCONT, session 22's shutdown a real SIGTERM"},
 		}, lessonFlags()...),
 		OnUsageError: onUsageError,
@@ -388,7 +390,7 @@ func (p *runPlan) parseBroker(c *cli.Context) error {
 	switch {
 	case kind == "lab":
 		return nil
-	case kind != "nats" && !strings.HasPrefix(kind, "nats://"):
+	case kind != "nats" && !natsURL.MatchString(kind):
 		return usagef("--broker must be lab, nats or nats://HOST:PORT, not %q", kind)
 	case p.options.Processes:
 		return usagef("--broker %s runs the relays and consumers in the lab's process; it cannot be combined with --processes yet", kind)
@@ -401,6 +403,10 @@ func (p *runPlan) parseBroker(c *cli.Context) error {
 	p.options.Broker = kind
 	return nil
 }
+
+// natsURL is a NATS server's URL as --broker takes it: nats://HOST:PORT,
+// with an optional user:password@.
+var natsURL = regexp.MustCompile(`^nats://([^@/\s]+@)?[^:/@\s]+:[0-9]{1,5}$`)
 
 // runs reports whether the command runs the scenario named name.
 func (p *runPlan) runs(name string) bool {

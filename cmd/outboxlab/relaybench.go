@@ -19,8 +19,13 @@ import (
 // the design let through, or a finalization the fence refused fails it
 // (exit 1).
 func relayBenchAction(c *cli.Context, s *settings, broker string) error {
-	if broker != "nats" && !strings.HasPrefix(broker, "nats://") {
+	if broker != "nats" && !natsURL.MatchString(broker) {
 		return usagef("--broker must be nats or nats://HOST:PORT, not %q", broker)
+	}
+	for _, f := range []string{"claim", "retry", "river", "goqite", "checkpoint", "complete-batch", "complete-interval"} {
+		if c.IsSet(f) {
+			return usagef("--%s is for the claim bench; bench --broker runs the indexed claim with its batch", f)
+		}
 	}
 	if c.String("format") != "text" {
 		return usagef("bench --broker prints a text table only; --format %s is for the claim bench", c.String("format"))
@@ -103,9 +108,10 @@ func relayBenchAction(c *cli.Context, s *settings, broker string) error {
 		fmt.Fprintf(c.App.ErrWriter, "bench report: %s\n", path)
 	}
 	for _, r := range rep.Rows {
-		if r.Lost > 0 || r.Refused > 0 || r.Finalized != int64(r.Messages) {
-			fmt.Fprintf(c.App.ErrWriter, "bench: %d workers, %s: %d of %d finalized, %d refused, %d lost\n",
-				r.Workers, r.Broker, r.Finalized, r.Messages, r.Refused, r.Lost)
+		stored := r.Broker == "none" || r.Stored == int64(r.Messages)
+		if r.Lost > 0 || r.Refused > 0 || r.Duplicates > 0 || r.Finalized != int64(r.Messages) || !stored {
+			fmt.Fprintf(c.App.ErrWriter, "bench: %d workers, %s: %d of %d finalized, %d refused, %d duplicates, %d stored, %d lost\n",
+				r.Workers, r.Broker, r.Finalized, r.Messages, r.Refused, r.Duplicates, r.Stored, r.Lost)
 			return errChecksFailed
 		}
 	}

@@ -62,9 +62,8 @@ var Lesson = lesson.Scenario{
 		"{stale_receipt}, the delivery_count the broker gives it) and pauses before its effect past the broker's " +
 		"{visibility_timeout} visibility timeout; the broker redelivers the offer to {@redelivery_receiver} (receipt " +
 		"{redelivery_receipt}), held in flight. {@stale_receiver} goes on: its credit commits with the inbox row, and its " +
-		"ack with receipt {stale_receipt} is refused by delivery_count = :receipt alone (the delivery is still in flight, " +
-		"for the same consumer group). {@redelivery_receiver} then finds {@event} in the inbox (no credit) and acks with " +
-		"receipt {redelivery_receipt}.\n\n" +
+		"ack with receipt {stale_receipt} {stale_ack_result}. {@redelivery_receiver} then finds {@event} in the inbox (no " +
+		"credit) and acks with receipt {redelivery_receipt}: {redelivery_ack_result}.\n\n" +
 		"The broker and inbox tables store UTC clock text; outbox_events keeps " +
 		"logical ticks (milliseconds since {tick_epoch}), shown beside their clock time.",
 	DoesNotSolve: "Fencing keeps the database honest (only the current token's completion counts) but cannot unsend: " +
@@ -177,6 +176,7 @@ func playLeaseExpiryAfterSend(ctx context.Context, env *lesson.Env, plan *failpo
 	if err := cast.FinishDelivery(ctx, r, []*cast.Pipeline{p}, map[string]*failpoint.Plan{"session 18": plan}); err != nil {
 		return nil, err
 	}
+	env.MeasureBrokerContract(r)
 	r.Verdict = leaseExpiryAfterSendVerdict(r, env)
 	return r, nil
 }
@@ -400,7 +400,29 @@ func leaseExpiryAfterSendSettings(opts lesson.Options) map[string]string {
 		"broker_window": cast.WindowText(cast.TicksOf(opts.BrokerWindow)),
 		"tick_epoch":    cast.LessonStart.Format("2006-01-02T15:04:05.000Z"),
 		"broker_name":   lesson.BrokerName(opts),
+		// What the lab's broker does with the two acks, as the lesson is
+		// designed; a run says what its broker did (ackResults).
+		"stale_ack_result":      staleAckRefused,
+		"redelivery_ack_result": "it takes (1 row)",
 	}
+}
+
+// staleAckRefused is the lab broker's answer to the late ack.
+const staleAckRefused = "is refused by delivery_count = :receipt alone (the delivery is still in flight, for the same consumer group)"
+
+// ackResults say what the broker did with the late ack of the first
+// delivery and with the redelivery's ack, from the rows each changed at
+// the broker.
+func ackResults(staleRows, redeliveryRows int64, broker string) (stale, redelivery string) {
+	stale = staleAckRefused
+	if staleRows > 0 {
+		stale = fmt.Sprintf("is taken by %s (%s): it matches an ack by the message, not by the delivery it names", broker, lab.Rows(staleRows))
+	}
+	redelivery = fmt.Sprintf("it takes (%s)", lab.Rows(redeliveryRows))
+	if redeliveryRows == 0 {
+		redelivery = "it finds nothing left to ack (0 rows)"
+	}
+	return stale, redelivery
 }
 
 // castLeaseExpiryAfterSend records who played session 18's roles and the
@@ -418,6 +440,11 @@ func castLeaseExpiryAfterSend(ctx context.Context, p *cast.Pipeline, late staleR
 		r.SetSetting(k, v)
 	}
 	r.SetSetting("broker_window", cast.WindowText(p.BrokerWindow))
+	staleRows, _ := r.Metric("stale_receipt_ack_rows")
+	redeliveryRows, _ := r.Metric("redelivery_ack_rows")
+	stale, redelivery := ackResults(int64(staleRows), int64(redeliveryRows), lesson.BrokerName(opts))
+	r.SetSetting("stale_ack_result", stale)
+	r.SetSetting("redelivery_ack_result", redelivery)
 	rec := p.Record()
 	row, err := readBackEvent(ctx, p, e42)
 	if err != nil {
