@@ -175,6 +175,7 @@ func (b *Broker) onAdvisory(kind string, data []byte) {
 	switch kind {
 	case "ack":
 		b.acked[key] = a.Deliveries
+		b.lateAckLocked(key)
 	case "max_deliveries":
 		b.maxedOut[key] = a.Deliveries
 	}
@@ -201,5 +202,33 @@ func (b *Broker) awaitAnswer(ctx context.Context, done func() bool) bool {
 		case <-ctx.Done():
 			return false
 		}
+	}
+}
+
+// lateAckLocked corrects the ledger when JetStream's ack metric for key
+// arrives after the adapter stopped waiting for it: the latest ack sent
+// for that message, recorded as not taken, took after all, and its
+// delivery is acked. The caller was already answered 0 rows, so the
+// adapter notes it (b.mu held).
+func (b *Broker) lateAckLocked(key deliveryKey) {
+	offerID, ok := b.offerBySeq[key.seq]
+	if !ok {
+		return
+	}
+	for i := len(b.ackAns) - 1; i >= 0; i-- {
+		a := &b.ackAns[i]
+		if a.OfferID != offerID || durableName(a.Consumer) != key.durable || !a.Sent || a.Err != "" {
+			continue
+		}
+		if a.Took {
+			return
+		}
+		a.Took = true
+		if r := b.deliveryOfLocked(a.Consumer, offerID); r != nil && r.State != "acked" {
+			r.State = "acked"
+		}
+		b.ledger.note(fmt.Sprintf("%s's ack of offer %d (receipt %d) took, but JetStream's ack metric came after the adapter's "+
+			"%s wait: the ack was answered 0 rows", a.Consumer, offerID, a.Receipt, b.cfg.AnswerWait))
+		return
 	}
 }

@@ -258,3 +258,35 @@ func TestRecordTimesAreScenarioClockText(t *testing.T) {
 		}
 	}
 }
+
+// TestAckMetricAfterTheWait: with a wait of a microsecond, JetStream's
+// ack metric mostly arrives after the adapter stopped waiting (the ack is
+// answered 0 rows); whenever it comes, the ledger ends right: the ack
+// took and the delivery is acked (a note says when the answer was 0 rows).
+func TestAckMetricAfterTheWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := startBroker(t, Config{Timing: testTiming, AnswerWait: time.Microsecond})
+	mustOffer(t, b, "e1", second, 0)
+	d, err := b.DeliverNext(ctx, "Consumer-1", at(2*second))
+	if err != nil || !d.Found {
+		t.Fatalf("delivery: %+v, %v", d, err)
+	}
+	if _, err := b.Ack(ctx, "Consumer-1", d.OfferID, d.Receipt, at(3*second)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a := b.Answers()
+		if len(a.Acks) == 1 && a.Acks[0].Took {
+			if bd, ok, err := b.DeliveryOf(ctx, "Consumer-1", d.OfferID); err != nil || !ok || bd.State != "acked" {
+				t.Errorf("delivery %+v (%v, %v), want acked", bd, ok, err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ack metric never corrected the ledger: %+v", a.Acks)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
