@@ -73,7 +73,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (*RelayReport, error) {
 	if cfg.Messages < 1 || len(cfg.Workers) == 0 || cfg.Batch < 1 {
 		return nil, fmt.Errorf("bench: relay: messages %d, workers %v, batch %d: want each positive", cfg.Messages, cfg.Workers, cfg.Batch)
 	}
-	url, where := cfg.Broker, "the NATS JetStream server at "+cfg.Broker
+	url, where := cfg.Broker, "the NATS JetStream server at "+natsbroker.Redacted(cfg.Broker)
 	if cfg.Broker == "nats" {
 		srv, err := natsbroker.Start(filepath.Join(cfg.Dir, "jetstream"))
 		if err != nil {
@@ -84,7 +84,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (*RelayReport, error) {
 	}
 	nc, err := nats.Connect(url)
 	if err != nil {
-		return nil, fmt.Errorf("bench: connect to %s: %w", url, err)
+		return nil, fmt.Errorf("bench: connect to %s: %w", natsbroker.Redacted(url), err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishTimeout))

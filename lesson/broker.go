@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/outboxlab/outboxlab/lab"
-
 	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/natsbroker"
 )
 
@@ -36,7 +35,7 @@ func (e *Env) UseRealBroker(ctx context.Context, p *cast.Pipeline, part string, 
 		return nil
 	}
 	if e.broker == nil {
-		js := &jetStream{url: kind, where: "the NATS JetStream server at " + kind + " (the run's streams removed after it)"}
+		js := &jetStream{url: kind, where: "the NATS JetStream server at " + natsbroker.Redacted(kind) + " (the run's streams removed after it)"}
 		if kind == "nats" {
 			srv, err := natsbroker.Start(filepath.Join(e.Dir, "jetstream"))
 			if err != nil {
@@ -50,7 +49,7 @@ func (e *Env) UseRealBroker(ctx context.Context, p *cast.Pipeline, part string, 
 	cfg.RunID = runID(filepath.Base(e.Dir) + "_" + part)
 	b, err := natsbroker.Dial(ctx, e.broker.url, cfg)
 	if err != nil {
-		return fmt.Errorf("--broker %s: %w", kind, err)
+		return fmt.Errorf("--broker %s: %w", natsbroker.Redacted(kind), err)
 	}
 	e.broker.brokers = append(e.broker.brokers, b)
 	p.UseJetStream(b, e.broker.where)
@@ -72,7 +71,7 @@ func (e *Env) stopRealBroker(warn func(error)) {
 	for _, b := range e.broker.brokers {
 		if e.broker.server == nil {
 			if err := b.Remove(context.Background()); err != nil && warn != nil {
-				warn(fmt.Errorf("remove the run's streams from %s: %w", e.broker.url, err))
+				warn(fmt.Errorf("remove the run's streams from %s: %w", natsbroker.Redacted(e.broker.url), err))
 			}
 		}
 		b.Close()

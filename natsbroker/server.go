@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -152,3 +153,14 @@ func (l *lineLogger) Tracef(format string, v ...any)  { l.line("trace", format, 
 
 // ServerVersion is the version of the embedded nats-server.
 const ServerVersion = server.VERSION
+
+// Redacted is a server's URL as a report may print it: its user's
+// password left out.
+func Redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}

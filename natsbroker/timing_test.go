@@ -107,3 +107,15 @@ func ExampleTiming() {
 	// threshold: 4m0s as 2.4s
 	// three days: 2.5s
 }
+
+// TestRedacted: a report names a NATS server without its user's password.
+func TestRedacted(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://alice:secret@host:4222": "nats://alice@host:4222",
+		"nats://host:4222":              "nats://host:4222",
+	} {
+		if got := Redacted(in); got != want {
+			t.Errorf("Redacted(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
