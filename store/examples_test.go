@@ -40,15 +40,15 @@ func TestExamplesCopyTheStore(t *testing.T) {
 			}
 			got := exampleStatements(string(b))
 			want, names := []string{claim.SelectNext.SQL, claim.Update.SQL}, []string{claim.SelectNext.Name, claim.Update.Name}
-			if claim.Update.SQL == "" {
-				want, names = want[:1], names[:1]
+			if claim.Update.SQL == "" { // a claim in one statement
+				want = want[:1]
 			}
 			if len(got) != len(want) {
 				t.Fatalf("%d statements, want %d", len(got), len(want))
 			}
 			for i := range want {
 				if got[i] != strings.TrimSpace(want[i]) {
-					t.Errorf("statement %d:\n%s\nwant (%s):\n%s", i+1, got[i], []string{claim.SelectNext.Name, claim.Update.Name}[i], want[i])
+					t.Errorf("statement %d:\n%s\nwant (%s):\n%s", i+1, got[i], names[i], want[i])
 				}
 			}
 		})
