@@ -1,9 +1,13 @@
 package course
 
 import (
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/scenarios"
 )
 
 // TestCourseProse: prose is escaped so that it stays text, wrapped within the
@@ -61,3 +65,81 @@ func TestCourseLongLines(t *testing.T) {
 		}
 	}
 }
+
+// TestCourseCoversEveryLesson: the overview lists every lesson in
+// course order by session, the explorer last, linking its page; each page
+// carries the lesson's checks, figures, variants, options and exercises;
+// no line outside a fenced block is wider than MaxLine (a fenced SQL line
+// is logged, never wrapped).
+func TestCourseCoversEveryLesson(t *testing.T) {
+	t.Parallel()
+	files := Files()
+	lessons := scenarios.All()
+	if len(files) != len(lessons)+1 || files[0].Name != Overview {
+		t.Fatalf("%d files (first %q), want the overview and %d pages", len(files), files[0].Name, len(lessons))
+	}
+	overview := files[0].Text
+	at := 0
+	for i, sc := range lessons {
+		n := strings.Index(overview, "### ["+sc.Name+"]("+PageName(sc)+")")
+		if n < at {
+			t.Errorf("overview: %s is not listed after the lesson before it", sc.Name)
+		}
+		at = n
+		if files[i+1].Name != PageName(sc) {
+			t.Errorf("page %d is %s, want %s", i+1, files[i+1].Name, PageName(sc))
+		}
+	}
+	for n := 15; n <= 23; n++ {
+		if !strings.Contains(overview, "\n## Session "+itoa(n)+"\n") {
+			t.Errorf("overview has no heading for session %d", n)
+		}
+	}
+	if last := strings.LastIndex(overview, "\n## "); !strings.Contains(overview[last:], "explorer") {
+		t.Errorf("the explorer's session is not the last heading: %q", overview[last:last+60])
+	}
+	for i, sc := range lessons {
+		page := files[i+1].Text
+		var want []string
+		for _, c := range sc.Checks {
+			want = append(want, "- `"+c.Name+"`")
+		}
+		for _, key := range slices.Sorted(maps.Keys(sc.Figures)) {
+			want = append(want, "| `"+key+"` | "+figureText(sc.Figures[key])+" |")
+		}
+		for _, v := range sc.Variants {
+			want = append(want, "- `"+v.Name+"`")
+		}
+		for _, o := range sc.Options {
+			flag, _ := optionLine(o)
+			want = append(want, "- `"+flag+"` (default `"+o.DefaultText()+"`)")
+		}
+		for _, x := range scenarios.Exercises() {
+			if x.Lesson == sc.Name {
+				want = append(want, "- `"+x.Name+"`")
+			}
+		}
+		for _, s := range sc.Statements {
+			want = append(want, "```sql\n"+strings.TrimSpace(s.SQL)+"\n```")
+		}
+		for _, w := range want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s: the page has no %q", sc.Name, w)
+			}
+		}
+	}
+	for _, f := range files {
+		if strings.Contains(f.Text, "\n\n\n") || !strings.HasSuffix(f.Text, "\n") || strings.HasSuffix(f.Text, "\n\n") {
+			t.Errorf("%s: two blank lines in a row, or it does not end in one newline", f.Name)
+		}
+		for _, l := range LongLines(f.Text) {
+			if l.Fenced {
+				t.Logf("%s:%d: a statement's line of %d columns, printed as the lab runs it: %s", f.Name, l.Number, l.Width, l.Text)
+				continue
+			}
+			t.Errorf("%s:%d is %d columns (at most %d outside SQL): %s", f.Name, l.Number, l.Width, MaxLine, l.Text)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
