@@ -82,9 +82,9 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (*RelayReport, error) {
 		defer srv.Shutdown()
 		url, where = srv.URL(), "an embedded NATS JetStream server (nats-server "+natsbroker.ServerVersion+", file storage)"
 	}
-	nc, err := nats.Connect(url)
+	nc, err := natsbroker.Connect(url)
 	if err != nil {
-		return nil, fmt.Errorf("bench: connect to %s: %w", natsbroker.Redacted(url), err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(publishTimeout))

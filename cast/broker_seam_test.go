@@ -43,20 +43,12 @@ func (w watchedBroker) Offers(ctx context.Context) ([]store.BrokerOffer, error) 
 	return w.Broker.Offers(ctx)
 }
 
-// TestBrokerSeam: a pipeline whose NewBroker is set sends (a relay's own
-// send), delivers, acknowledges and reads the broker's record through it
-// alone, on each instance's own connection, so a second broker is dropped
-// in there; and it refuses to hand the seam to a child process.
-func TestBrokerSeam(t *testing.T) {
-	t.Parallel()
+// sendAndConsume plays one event through p's broker: e1 committed,
+// Relay-A's claim and its own send, then Consumer-1's delivery and its ack,
+// which must take.
+func sendAndConsume(t *testing.T, p *Pipeline) {
+	t.Helper()
 	ctx := context.Background()
-	p := testPipeline(t, "seam")
-	w := watchedBroker{mu: &sync.Mutex{}, calls: map[string]int{}}
-	p.NewBroker = func(db *store.DB) store.Broker {
-		w := w
-		w.Broker = store.NewBroker(db, p.sql().Broker)
-		return w
-	}
 	if err := p.OpenAccount(ctx, CreditService, "ACC-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +77,23 @@ func TestBrokerSeam(t *testing.T) {
 	if rows, err := c.Ack(ctx); err != nil || rows != 1 {
 		t.Fatalf("ack: %d rows, %v", rows, err)
 	}
+}
+
+// TestBrokerSeam: a pipeline whose NewBroker is set sends (a relay's own
+// send), delivers, acknowledges and reads the broker's record through it
+// alone, on each instance's own connection, so a second broker is dropped
+// in there; and it refuses to hand the seam to a child process.
+func TestBrokerSeam(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := testPipeline(t, "seam")
+	w := watchedBroker{mu: &sync.Mutex{}, calls: map[string]int{}}
+	p.NewBroker = func(db *store.DB) store.Broker {
+		w := w
+		w.Broker = store.NewBroker(db, p.sql().Broker)
+		return w
+	}
+	sendAndConsume(t, p)
 	if offers, err := p.Broker().Offers(ctx); err != nil || len(offers) != 1 {
 		t.Fatalf("offers %v, %v", offers, err)
 	}

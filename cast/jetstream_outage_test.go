@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outboxlab/outboxlab/failpoint"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/natsbroker"
 	"github.com/outboxlab/outboxlab/store"
@@ -39,17 +38,7 @@ func TestJetStreamOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	open := func(ctx context.Context, path string) (*store.DB, error) {
-		cfg := store.DefaultConfig
-		cfg.Ledger = &store.Ledger{}
-		return store.Open(ctx, path, cfg)
-	}
-	var tl lab.Timeline
-	p, err := NewPipeline(ctx, open, filepath.Join(dir, "outage.db"), "", &tl, failpoint.NewPlan())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := testPipeline(t, "outage")
 	p.UseJetStream(b, "a test's embedded server")
 	for _, e := range []string{"e1", "e2"} {
 		if err := p.CommitCredit(ctx, e, "ACC-1", 1000); err != nil {
@@ -93,10 +82,12 @@ func TestJetStreamOutage(t *testing.T) {
 		t.Fatal(again.err)
 	}
 	t.Cleanup(again.srv.Shutdown)
-	if p.OutageRetries() == 0 {
-		t.Error("no send was retried: the server's stop went unseen")
+	var r lab.Result
+	jetStreamReport(&r, []*Pipeline{p})
+	if p.OutageRetries() == 0 || rowsOf(r, "JetStream: sends retried during an outage") != 1 {
+		t.Errorf("%d sends retried, reported %v: the server's stop went unseen or unsaid", p.OutageRetries(), r.Tables)
 	}
-	if !slices.ContainsFunc(tl.Events(), func(e lab.Event) bool { return e.Action == "send failed" && strings.Contains(e.Detail, "unavailable") }) {
+	if !slices.ContainsFunc(p.Timeline.Events(), func(e lab.Event) bool { return e.Action == "send failed" && strings.Contains(e.Detail, "unavailable") }) {
 		t.Error("the run's events record no failed send")
 	}
 	offers, err := p.Broker().Offers(ctx)
@@ -115,4 +106,14 @@ func TestJetStreamOutage(t *testing.T) {
 	if a := b.Answers(); len(a.Offers) < 2 || a.Offers[len(a.Offers)-1].StreamSeq != 2 {
 		t.Errorf("the stream's sequences: %+v, want e2 stored second", a.Offers)
 	}
+}
+
+// rowsOf counts the rows of r's table titled title.
+func rowsOf(r lab.Result, title string) int {
+	for _, t := range r.Tables {
+		if t.Title == title {
+			return len(t.Rows)
+		}
+	}
+	return 0
 }

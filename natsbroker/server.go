@@ -126,7 +126,7 @@ func Connect(url string) (*nats.Conn, error) {
 		nats.ReconnectBufSize(-1),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("natsbroker: connect to %s: %w: %w", url, ErrUnavailable, err)
+		return nil, fmt.Errorf("natsbroker: connect to %s: %w: %w", Redacted(url), ErrUnavailable, err)
 	}
 	return nc, nil
 }

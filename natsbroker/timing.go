@@ -149,18 +149,10 @@ func (c *scenarioClock) target(now time.Time) time.Time {
 // wait blocks until the real clock reaches now's mapped instant, or ctx
 // ends.
 func (c *scenarioClock) wait(ctx context.Context, now time.Time) error {
-	d := time.Until(c.target(now))
-	if d <= 0 {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleepUntil(ctx, c.target(now))
 }
 
 // compressedJumps is how many scenario steps were compressed so far.

@@ -30,7 +30,7 @@ func (o *Outbox) claimOne(ctx context.Context, tx *sql.Tx, args []any, target in
 			return false, err
 		}
 	}
-	ids, err := returnedIDs(ctx, tx, o.sql.Claim.SelectNext.SQL, args)
+	ids, err := scanIDs(tx.QueryContext(ctx, o.sql.Claim.SelectNext.SQL, args...))
 	if err != nil {
 		return false, err
 	}
@@ -72,22 +72,3 @@ var (
 		`ROLLBACK TO SAVEPOINT targeted_claim`)
 	targetedClaimRelease = audit("lab: end the targeted claim's savepoint", `RELEASE SAVEPOINT targeted_claim`)
 )
-
-// returnedIDs runs query and reads the one integer column each row it
-// returns holds.
-func returnedIDs(ctx context.Context, tx *sql.Tx, query string, args []any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}

@@ -8,18 +8,5 @@ var processedIDs = audit("audit: the Ids of the processed messages", `SELECT Id 
 
 // ProcessedIDs are the Ids of the Processed messages, in order.
 func (db *DB) ProcessedIDs(ctx context.Context) ([]int64, error) {
-	rows, err := db.sql.QueryContext(ctx, processedIDs.SQL)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return scanIDs(db.sql.QueryContext(ctx, processedIDs.SQL))
 }

@@ -287,8 +287,9 @@ func scanClaimed(rows *sql.Rows, err error) ([]ClaimedMessage, error) {
 	return msgs, rows.Close()
 }
 
-// scanIDs reads the Ids a batch finalization's RETURNING gave: the rows
-// its guard let it change.
+// scanIDs reads the one integer column of each row a query returned: the
+// Ids a batch finalization's or a one-statement claim's RETURNING gave,
+// or the Ids a bench reads back.
 func scanIDs(rows *sql.Rows, err error) ([]int64, error) {
 	if err != nil {
 		return nil, err

@@ -92,16 +92,9 @@ func benchAction(c *cli.Context, s *settings) error {
 	if err := cfg.Validate(); err != nil {
 		return &usageError{err}
 	}
-	out := c.String("out")
-	if out != "" {
-		if err := reports.CheckWritable(out); err != nil {
-			return &usageError{err}
-		}
-	}
-	// Marked with this process's pid, so a start after a SIGKILL sweeps it.
-	dir, done, err := runfolder.New(s.tempRoot, runfolder.Prefix+"bench-", false, s.warn)
+	out, dir, done, err := benchFolders(c, s)
 	if err != nil {
-		return fmt.Errorf("bench: make temporary folder: %w", err)
+		return err
 	}
 	defer done()
 	cfg.Dir = dir
@@ -129,15 +122,8 @@ func benchAction(c *cli.Context, s *settings) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.App.Writer.Write(buf.Bytes()); err != nil {
+	if err := printBenchReport(c, out, "Bench-RunReport-"+started.Format("20060102T150405Z")+ext, buf.Bytes()); err != nil {
 		return err
-	}
-	if out != "" {
-		path, err := reports.WriteNew(filepath.Join(out, "Bench", "Bench-RunReport-"+started.Format("20060102T150405Z")+ext), buf.Bytes())
-		if err != nil {
-			return err // the measurement ran; only filing it failed (exit 3)
-		}
-		fmt.Fprintf(c.App.ErrWriter, "bench report: %s\n", path)
 	}
 	for _, r := range rep.Rows {
 		if r.Errors > 0 || r.Duplicates > 0 || r.Lost > 0 || r.Rejected > 0 {
@@ -146,6 +132,41 @@ func benchAction(c *cli.Context, s *settings) error {
 			return errChecksFailed
 		}
 	}
+	return nil
+}
+
+// benchFolders checks that --out (if given) can take the report and
+// makes the bench's temporary folder, marked with this process's pid so
+// that a start after a SIGKILL sweeps it; done removes it.
+func benchFolders(c *cli.Context, s *settings) (out, dir string, done func(), err error) {
+	out = c.String("out")
+	if out != "" {
+		if err := reports.CheckWritable(out); err != nil {
+			return "", "", nil, &usageError{err}
+		}
+	}
+	dir, done, err = runfolder.New(s.tempRoot, runfolder.Prefix+"bench-", false, s.warn)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("bench: make temporary folder: %w", err)
+	}
+	return out, dir, done, nil
+}
+
+// printBenchReport prints a bench's report and, with --out, files it
+// there as name, never overwriting: the measurement ran, so a filing that
+// fails is the lab's failure (exit 3).
+func printBenchReport(c *cli.Context, out, name string, report []byte) error {
+	if _, err := c.App.Writer.Write(report); err != nil {
+		return err
+	}
+	if out == "" {
+		return nil
+	}
+	path, err := reports.WriteNew(filepath.Join(out, "Bench", name), report)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "bench report: %s\n", path)
 	return nil
 }
 

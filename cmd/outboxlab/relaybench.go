@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -11,7 +10,6 @@ import (
 	"github.com/outboxlab/outboxlab/bench"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
-	"github.com/outboxlab/outboxlab/runfolder"
 )
 
 // relayBenchAction is bench --broker: the end-to-end relay bench
@@ -49,15 +47,9 @@ func relayBenchAction(c *cli.Context, s *settings, broker string) error {
 	if cfg.Database, err = serverURL(c); err != nil {
 		return err
 	}
-	out := c.String("out")
-	if out != "" {
-		if err := reports.CheckWritable(out); err != nil {
-			return &usageError{err}
-		}
-	}
-	dir, done, err := runfolder.New(s.tempRoot, runfolder.Prefix+"bench-", false, s.warn)
+	out, dir, done, err := benchFolders(c, s)
 	if err != nil {
-		return fmt.Errorf("bench: make temporary folder: %w", err)
+		return err
 	}
 	defer done()
 	cfg.Dir = dir
@@ -97,15 +89,8 @@ func relayBenchAction(c *cli.Context, s *settings, broker string) error {
 	if err := reports.WriteTable(&buf, t); err != nil {
 		return err
 	}
-	if _, err := c.App.Writer.Write(buf.Bytes()); err != nil {
+	if err := printBenchReport(c, out, "Bench-Relay-RunReport-"+started.Format("20060102T150405Z")+".txt", buf.Bytes()); err != nil {
 		return err
-	}
-	if out != "" {
-		path, err := reports.WriteNew(filepath.Join(out, "Bench", "Bench-Relay-RunReport-"+started.Format("20060102T150405Z")+".txt"), buf.Bytes())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.App.ErrWriter, "bench report: %s\n", path)
 	}
 	for _, r := range rep.Rows {
 		stored := r.Broker == "none" || r.Stored == int64(r.Messages)

@@ -302,9 +302,9 @@ func playStaleReceipt(ctx context.Context, p *cast.Pipeline, first, second cast.
 		}
 		late.redelivery, late.redeliveryHolder = d.DeliveryCount, second.Name()
 		p.Add(lab.Event{Kind: lab.KindNote, Subject: event, Offer: d.OfferID, Actor: second.Name(), Action: "held",
-			Detail: fmt.Sprintf("took offer %d of %s: broker_deliveries reads %s, delivery_count %d (its receipt); the lab holds it "+
+			Detail: fmt.Sprintf("took offer %d of %s: %s reads %s, delivery_count %d (its receipt); the lab holds it "+
 				"before its effect until %s has acked, so this delivery is in flight when that ack arrives",
-				d.OfferID, event, d.State, d.DeliveryCount, first.Name())})
+				d.OfferID, event, p.DeliveriesRecord(), d.State, d.DeliveryCount, first.Name())})
 		close(held)
 		select {
 		case <-release:
@@ -322,8 +322,8 @@ func playStaleReceipt(ctx context.Context, p *cast.Pipeline, first, second cast.
 		}
 		late.offer, late.stale, late.staleHolder = d.OfferID, d.DeliveryCount, first.Name()
 		p.Add(lab.Event{Kind: lab.KindStall, Subject: event, Offer: d.OfferID, Actor: first.Name(), Action: "stalls",
-			Detail: fmt.Sprintf("took offer %d of %s: broker_deliveries reads %s, delivery_count %d (its receipt); it pauses before "+
-				"its effect (a GC pause, a slow dependency)", d.OfferID, event, d.State, d.DeliveryCount)})
+			Detail: fmt.Sprintf("took offer %d of %s: %s reads %s, delivery_count %d (its receipt); it pauses before "+
+				"its effect (a GC pause, a slow dependency)", d.OfferID, event, p.DeliveriesRecord(), d.State, d.DeliveryCount)})
 		n, r, err := p.RedeliverInFlight(ctx, first.Group(), cast.VisibilityTimeout, 0)
 		if err != nil {
 			return err
