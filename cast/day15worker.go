@@ -857,3 +857,7 @@ func (d *Day15) SuccessfulClaims() int {
 	}
 	return n
 }
+
+// Events is the run's timeline so far, for a run that builds its own
+// report around Day 15's world (a relay challenge's).
+func (d *Day15) Events() []lab.Event { return d.timeline.Events() }

@@ -187,6 +187,9 @@ func (f SlotFile) valid() error {
 
 // statement returns the index of the file's statement query is, or -1.
 func (f *SlotFile) statement(query string) int {
+	if f == nil {
+		return -1
+	}
 	for i, t := range f.Texts {
 		if t == query {
 			return i

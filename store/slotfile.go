@@ -219,8 +219,9 @@ func returnVerb(shape Shape) string {
 // guardConnector opens connections that may run a slot file: each gets
 // the slot file authorizer and limits before it is used.
 type guardConnector struct {
-	base driver.Connector
-	file *SlotFile
+	base    driver.Connector
+	file    *SlotFile
+	program *ProgramSandbox
 }
 
 func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -229,7 +230,7 @@ func (c *guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, err
 	}
 	limitHeap()
-	g := &guardConn{connBase: connBase{conn}, file: c.file}
+	g := &guardConn{connBase: connBase{conn}, file: c.file, program: c.program}
 	if err := g.install(ctx); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("store: guard a slot file connection: %w", err)
@@ -246,6 +247,7 @@ const (
 	modeLab     guardMode = iota // the lab's own statements: everything but ATTACH and DETACH
 	modeSlot                     // a statement of the slot file: what its shape allows
 	modeUnknown                  // a text that is neither the file's nor the lab's: nothing
+	modeProgram                  // a user's program's statement: what its sandbox allows
 )
 
 // guardConn is one connection that may run a slot file. It applies the
@@ -254,8 +256,9 @@ const (
 // from one goroutine at a time, so the mode needs no lock.
 type guardConn struct {
 	connBase
-	file   *SlotFile
-	mode   guardMode
+	file    *SlotFile
+	program *ProgramSandbox // a user's program's sandbox, or nil
+	mode    guardMode
 	stmt   int                           // under modeSlot, the file's statement compiling
 	denied string                        // what the authorizer last refused, for the error
 	seen   []sqlite.AuthorizerActionCode // actions compiled under modeSlot since the last reset
@@ -276,10 +279,13 @@ func (g *guardConn) install(ctx context.Context) error {
 // enter sets the mode for query and returns the function that resets it.
 func (g *guardConn) enter(query string) func() {
 	g.mode = modeUnknown
-	if i := g.file.statement(query); i >= 0 {
+	switch i := g.file.statement(query); {
+	case i >= 0:
 		g.mode, g.stmt = modeSlot, i
-	} else if g.labOwn(query) {
+	case g.labOwn(query):
 		g.mode = modeLab
+	case g.program != nil:
+		g.mode = modeProgram
 	}
 	g.denied = ""
 	return func() { g.mode = modeLab }
@@ -291,6 +297,12 @@ func (g *guardConn) enter(query string) func() {
 func (g *guardConn) labOwn(query string) bool {
 	if _, ok := catalogue[query]; ok {
 		return true
+	}
+	if g.program != nil && g.program.labOwn(query) {
+		return true
+	}
+	if g.file == nil {
+		return false
 	}
 	if query == g.file.Slot.CheckRows {
 		return true
@@ -306,9 +318,16 @@ func (g *guardConn) labOwn(query string) bool {
 // authorize is SQLite's authorizer callback. For most actions arg1 names
 // the object (the table, the PRAGMA, the attached file); for
 // [sqlite.AuthFunction], arg1 is NULL and arg2 is the function's name.
-func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, _ string) sqlite.AuthorizerReturnCode {
+func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, trigger string) sqlite.AuthorizerReturnCode {
 	if action == sqlite.AuthFunction {
 		arg1 = arg2 // so the rules and the refusal name the function
+	}
+	if g.mode == modeProgram {
+		if reason := g.program.refuses(action, arg1, dbName, trigger); reason != "" {
+			g.denied = reason
+			return sqlite.AuthorizerDeny
+		}
+		return sqlite.AuthorizerOK
 	}
 	if g.mode == modeLab {
 		if action == sqlite.AuthAttach || action == sqlite.AuthDetach {
@@ -349,6 +368,9 @@ func (g *guardConn) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, db
 // statement names the file's statement compiling or running now, "" for
 // the lab's own.
 func (g *guardConn) statement() string {
+	if g.mode == modeProgram {
+		return "the program's statement"
+	}
 	if g.mode != modeSlot {
 		return ""
 	}
@@ -426,7 +448,7 @@ func (g *guardConn) PrepareContext(ctx context.Context, query string) (driver.St
 	defer g.enter(query)()
 	s, err := p.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, statementFault(g.statement(), err)
+		return nil, g.sandboxFault(statementFault(g.statement(), err))
 	}
 	return &guardStmt{base: s, conn: g, query: query}, nil
 }
@@ -458,7 +480,7 @@ func (g *guardConn) ExecContext(ctx context.Context, query string, args []driver
 	b := newTimeLimit(ctx)
 	defer b.cancel()
 	res, err := e.ExecContext(b.timed, query, args)
-	return res, b.fault(g.statement(), err)
+	return res, g.sandboxFault(b.fault(g.statement(), err))
 }
 
 func (g *guardConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -473,7 +495,8 @@ func (g *guardConn) QueryContext(ctx context.Context, query string, args []drive
 	}
 	b := newTimeLimit(ctx)
 	r, err := q.QueryContext(b.timed, query, args)
-	return g.rows(r, err, b)
+	r, err = g.rows(r, err, b)
+	return r, g.sandboxFault(err)
 }
 
 // timeLimit is a slot statement's time limit: timed ends
@@ -565,7 +588,7 @@ func (s *guardStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 	b := newTimeLimit(ctx)
 	defer b.cancel()
 	res, err := e.ExecContext(b.timed, args)
-	return res, b.fault(s.conn.statement(), err)
+	return res, s.conn.sandboxFault(b.fault(s.conn.statement(), err))
 }
 
 func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -580,7 +603,8 @@ func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 	}
 	b := newTimeLimit(ctx)
 	r, err := q.QueryContext(b.timed, args)
-	return s.conn.rows(r, err, b)
+	r, err = s.conn.rows(r, err, b)
+	return r, s.conn.sandboxFault(err)
 }
 
 // setSlotLimits sets, on a driver connection, no attached databases and

@@ -55,6 +55,10 @@ type Config struct {
 	// SQLite's authorizer with their shapes' policy, and no database can
 	// be attached; on PostgreSQL they run bounded, as a [GraderRole].
 	SlotFile *SlotFile
+	// Program, when set, guards the connection for a user's program's
+	// statements (see [ProgramSandbox]): any text the lab does not own
+	// compiles only under SQLite's authorizer with the sandbox's policy.
+	Program *ProgramSandbox
 }
 
 // DefaultConfig is what the scenarios use.
@@ -119,8 +123,8 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 	if clock != nil {
 		connector = clockConnector{driver: clock.sqliteDriver(), dsn: dsn}
 	}
-	if cfg.SlotFile != nil {
-		connector = &guardConnector{base: connector, file: cfg.SlotFile}
+	if cfg.SlotFile != nil || cfg.Program != nil {
+		connector = &guardConnector{base: connector, file: cfg.SlotFile, program: cfg.Program}
 	}
 	if cfg.Ledger != nil {
 		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}

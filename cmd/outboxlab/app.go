@@ -158,7 +158,7 @@ func newApp(s *settings, stdout, stderr io.Writer) *cli.App {
 		ErrWriter:   stderr,
 		HideVersion: true,
 		Suggest:     true,
-		Commands: []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), exerciseCommand(), courseCommand(),
+		Commands: []*cli.Command{listCommand(), describeCommand(), runCommand(s), inspectCommand(), benchCommand(s), gradeCommand(s), exerciseCommand(), challengeCommand(s), courseCommand(),
 			versionCommand(s), workerCommand()},
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print the lab's version and the SQLite and PostgreSQL versions it runs"}},
 		Action: func(c *cli.Context) error {

@@ -1,0 +1,141 @@
+// Package challenge runs a user's own relay (any program that speaks
+// relayproto) under the lab's faults and judges it on durable state: the
+// challenges (each built on a lesson's schema and invariants), their named
+// sequences of instances and faults, the world that serves the programs'
+// requests on the lab clock, and the report each sequence files.
+package challenge
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agnivade/levenshtein"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Challenge is one task a relay program can take.
+type Challenge struct {
+	Name  string // registry name, e.g. day15-worker
+	Title string
+	// Lesson is the lesson whose schema and invariants it uses.
+	Lesson string
+	// Brief is what the program must do, for `challenge show`: the
+	// tables, the settings hello carries and what the checks judge.
+	Brief string
+	// Tables are the tables the program's statements may use.
+	Tables []string
+	// Settings are what hello's reply carries (a lease, say), as numbers
+	// or texts.
+	Settings map[string]any
+	// Checks documents every check a sequence's report makes, in report
+	// order.
+	Checks []lesson.CheckDoc
+	// Sequences are the named runs the challenge makes, in order.
+	Sequences []Sequence
+	// Horizon is the most lab time a sequence may take: the lab stops
+	// the programs there, whatever is left undone.
+	Horizon time.Duration
+
+	// world builds a sequence's world: it seeds the database and returns
+	// what serves the challenge's requests and judges the run, and the
+	// timeline of the seed.
+	world func(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error)
+}
+
+// rules are what a challenge adds to the generic world: its operations
+// beyond SQL, when its work is done, and its judgement.
+type rules interface {
+	// provider answers OpProvider; nil where the challenge has no provider.
+	providerStatus(instance, key string) (status, txn string, ok bool)
+	// done says whether the durable state shows every task finished, so
+	// the lab may stop the programs.
+	done(ctx context.Context) (bool, error)
+	// describe says a commit's changes as timeline events.
+	describe(changes []store.AuditEntry) []lab.Event
+	// judge measures the run into r, from the database and the ledgers.
+	judge(ctx context.Context, w *world, r *lab.Result) error
+	// expected are the checks' expected values in seq.
+	expected(seq Sequence) map[string]float64
+	// close releases what world opened.
+	close() error
+}
+
+// Sequence is one named run of a challenge: the instances the lab starts
+// and the faults it injects at their request boundaries.
+type Sequence struct {
+	Name  string
+	About string // what it does to the programs, in one sentence
+	// Instances are the instances' names, started in this order.
+	Instances []string
+	Faults    []Fault
+	// Skews are instance -> how far its clock runs ahead (negative:
+	// behind) of the lab's.
+	Skews map[string]time.Duration
+	// AtLeastOnce says a message may be processed more than once in
+	// this sequence (a stall or a crash makes the lab take work over):
+	// only duplicates of its effects fail, not duplicate work.
+	AtLeastOnce bool
+}
+
+// Catalogue lists every challenge, in course order.
+func Catalogue() []*Challenge { return []*Challenge{&Day15Worker} }
+
+// Lookup finds a challenge by name; an unknown name's error suggests the
+// closest.
+func Lookup(name string) (*Challenge, error) {
+	var names []string
+	for _, c := range Catalogue() {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	best, bestD := "", 1<<30
+	for _, n := range names {
+		if d := levenshtein.ComputeDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	msg := fmt.Sprintf("unknown challenge %q; the challenges are %s", name, strings.Join(names, ", "))
+	if bestD <= len(name)/2+2 {
+		msg = fmt.Sprintf("unknown challenge %q: did you mean %s? (the challenges are %s)", name, best, strings.Join(names, ", "))
+	}
+	return nil, &UnknownError{msg}
+}
+
+// UnknownError is an unknown challenge or sequence name.
+type UnknownError struct{ msg string }
+
+func (e *UnknownError) Error() string { return e.msg }
+
+// Sequence finds the named sequence.
+func (c *Challenge) Sequence(name string) (Sequence, error) {
+	var names []string
+	for _, s := range c.Sequences {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return Sequence{}, &UnknownError{fmt.Sprintf("challenge %s has no sequence %q; its sequences are %s", c.Name, name, strings.Join(names, ", "))}
+}
+
+// SequenceNames lists the challenge's sequences.
+func (c *Challenge) SequenceNames() []string {
+	var out []string
+	for _, s := range c.Sequences {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// checked reports whether the check named is documented for the challenge.
+func (c *Challenge) checked(name string) bool {
+	return slices.ContainsFunc(c.Checks, func(d lesson.CheckDoc) bool { return d.Name == name })
+}

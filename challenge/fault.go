@@ -1,0 +1,151 @@
+package challenge
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/outboxlab/outboxlab/relayproto"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// Fault is what the lab does to one instance at one of its request
+// boundaries.
+type Fault struct {
+	Instance string
+	At       Boundary
+	Do       Action
+	// For, with Hold and Stop, is how long on the lab clock the reply
+	// waits.
+	For time.Duration
+}
+
+// Boundary names a request by what it is and, for a commit, by what it
+// committed: the Nth request of the instance that matches.
+type Boundary struct {
+	Op string // a relayproto op
+	// Commits, on a commit, is what it must have committed: "claim" (a
+	// message taken) or "completion" (a message marked Processed).
+	Commits string
+	// SQLContains, on query and exec, is text the statement must hold.
+	SQLContains string
+	Nth         int // 1 for the first match
+}
+
+// Action is a fault's kind.
+type Action string
+
+// The faults the lab injects.
+const (
+	// Kill: the request runs (a commit commits), then the lab kills the
+	// program's process group with SIGKILL; no reply.
+	Kill Action = "SIGKILL"
+	// Stop: the request runs, then the lab freezes the process group
+	// with SIGSTOP for For on the lab clock, sends SIGCONT and replies.
+	Stop Action = "SIGSTOP"
+	// Hold: the request runs and its reply waits For on the lab clock.
+	Hold Action = "hold the reply"
+	// FailStatement: the statement does not run; the reply is a
+	// database error.
+	FailStatement Action = "fail the statement"
+	// LoseReply: the request runs (a commit commits, a send is stored)
+	// and the reply says its outcome is unknown.
+	LoseReply Action = "lose the reply"
+)
+
+// String says the fault in words, for a report.
+func (f Fault) String() string {
+	at := f.At.String()
+	switch f.Do {
+	case Kill:
+		return fmt.Sprintf("%s is killed (SIGKILL) after %s", f.Instance, at)
+	case Stop:
+		return fmt.Sprintf("%s is frozen (SIGSTOP) for %s after %s", f.Instance, f.For, at)
+	case Hold:
+		return fmt.Sprintf("%s's reply to %s is held for %s", f.Instance, at, f.For)
+	case FailStatement:
+		return fmt.Sprintf("%s's %s fails with a database error", f.Instance, at)
+	case LoseReply:
+		return fmt.Sprintf("%s's reply to %s is lost (unknown outcome)", f.Instance, at)
+	}
+	return string(f.Do)
+}
+
+// String names the boundary, e.g. "its first commit of a claim".
+func (b Boundary) String() string {
+	what := b.Op
+	switch {
+	case b.Commits != "":
+		what = "commit of a " + b.Commits
+	case b.Op == relayproto.OpProvider:
+		what = "provider call"
+	case b.SQLContains != "":
+		what = fmt.Sprintf("%s of a statement with %q", b.Op, b.SQLContains)
+	}
+	return fmt.Sprintf("its %s %s", ordinal(b.Nth), what)
+}
+
+func ordinal(n int) string {
+	switch n {
+	case 1:
+		return "first"
+	case 2:
+		return "second"
+	case 3:
+		return "third"
+	}
+	return fmt.Sprintf("%dth", n)
+}
+
+// before reports whether the fault applies to req before it runs (only a
+// statement's failure does).
+func (b Boundary) before(req relayproto.Request) bool {
+	return b.Op == req.Op && b.Commits == "" && (b.SQLContains == "" || strings.Contains(req.SQL, b.SQLContains))
+}
+
+// after reports whether the request that committed changes matches.
+func (b Boundary) after(req relayproto.Request, changes []store.AuditEntry) bool {
+	if b.Op != req.Op || (b.SQLContains != "" && !strings.Contains(req.SQL, b.SQLContains)) {
+		return false
+	}
+	switch b.Commits {
+	case "":
+		return true
+	case "claim":
+		return committed(changes, "Processing")
+	case "completion":
+		return committed(changes, "Processed")
+	}
+	return false
+}
+
+// committed reports whether changes moved a message to state.
+func committed(changes []store.AuditEntry, state string) bool {
+	for _, c := range changes {
+		if c.Table == "OutboxMessages" && c.Op == "UPDATE" && c.NewState == state {
+			return true
+		}
+	}
+	return false
+}
+
+// armed is a fault of one instance with its count of matches so far.
+type armed struct {
+	Fault
+	seen  int
+	fired bool
+}
+
+// match counts a request the boundary matches and says whether this is
+// the one the fault fires at.
+func (a *armed) match(ok bool) bool {
+	if !ok || a.fired {
+		return false
+	}
+	a.seen++
+	if a.seen == max(a.At.Nth, 1) {
+		a.fired = true
+		return true
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package challenge
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/outboxlab/outboxlab/relayproto"
+)
+
+// stderrTail is how much of a program's stderr a report keeps: its last
+// bytes, enough for a traceback.
+const stderrTail = 4 << 10
+
+// program is one running instance of the user's relay: a shell command in
+// a process group of its own, its stdout read line by line as requests,
+// its stdin written with replies.
+type program struct {
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan programLine
+	done  chan struct{} // closed once the process is reaped
+
+	mu     sync.Mutex
+	stderr tail
+	state  *os.ProcessState
+}
+
+// programLine is one request line, or the error that ended the program's
+// output.
+type programLine struct {
+	b   []byte
+	err error
+}
+
+// errLineTooLong is a request line longer than [relayproto.MaxLine].
+var errLineTooLong = fmt.Errorf("wrote a line longer than %d bytes: a request is one short JSON line", relayproto.MaxLine)
+
+// startProgram starts command with sh -c in dir, named name, with env (the
+// lab's environment is not passed on: a program learns nothing of the
+// run's database from it).
+func startProgram(command, dir, name string, env []string) (*program, error) {
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := &program{name: name, cmd: cmd, lines: make(chan programLine, 1), done: make(chan struct{})}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = &p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", command, err)
+	}
+	p.stdin = stdin
+	go p.read(stdout)
+	return p, nil
+}
+
+// read hands over stdout's lines until it ends, then reaps the process.
+func (p *program) read(stdout io.Reader) {
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		b, err := readLine(r)
+		if err != nil {
+			// Stop reading: a flood is not drained, the process group is
+			// killed by whoever reads the error.
+			p.lines <- programLine{err: err}
+			break
+		}
+		p.lines <- programLine{b: b}
+	}
+	close(p.lines)
+	_ = p.cmd.Wait() // its error is the exit status, read from ProcessState
+	p.mu.Lock()
+	p.state = p.cmd.ProcessState
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// readLine reads one line of at most relayproto.MaxLine bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > relayproto.MaxLine {
+			return nil, errLineTooLong
+		}
+		switch {
+		case err == nil:
+			return bytes.TrimRight(line, "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case len(line) > 0 && err == io.EOF:
+			return bytes.TrimRight(line, "\r\n"), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// reply writes one reply line; a program that has gone makes it fail.
+func (p *program) reply(b []byte) error {
+	_, err := p.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// signal sends sig to the program's whole process group.
+func (p *program) signal(sig syscall.Signal) error {
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// kill kills the process group and waits for the program to be reaped.
+func (p *program) kill() {
+	_ = p.signal(syscall.SIGKILL)
+	_ = p.stdin.Close()
+	go func() {
+		for range p.lines { // what it wrote before it died goes unread
+		}
+	}()
+	<-p.done
+}
+
+// exited says how the program ended, "" while it runs.
+func (p *program) exited() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == nil {
+		return ""
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exited with status %d", p.state.ExitCode())
+}
+
+// stderrText is the last of what the program wrote to stderr.
+func (p *program) stderrText() string { return p.stderr.String() }
+
+// tail keeps the last stderrTail bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - stderrTail; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(b), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.buf), "?")
+}
+
+// programEnv is the environment a program runs with: the lab's own,
+// without anything that names a database or the lab's settings, and the
+// instance's name and the challenge's.
+func programEnv(instance, challenge string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "OUTBOXLAB_") || strings.HasPrefix(name, "PG") || strings.Contains(name, "DATABASE") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "OUTBOXLAB_INSTANCE="+instance, "OUTBOXLAB_CHALLENGE="+challenge)
+}

@@ -1,0 +1,254 @@
+package challenge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outboxlab/outboxlab/cast"
+	"github.com/outboxlab/outboxlab/clock"
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// DefaultTimeout bounds one sequence in real time.
+const DefaultTimeout = 2 * time.Minute
+
+// Options are how a challenge's sequences run.
+type Options struct {
+	// Relay is the user's program: a shell command line the lab starts
+	// once per instance, in Dir.
+	Relay string
+	Dir   string
+	// Timeout bounds one sequence in real time (0: [DefaultTimeout]).
+	Timeout  time.Duration
+	TempRoot string
+	Warn     func(error)
+	KeepDB   bool
+}
+
+// Run runs one sequence of ch with the user's relay and returns its
+// result, judged and filled as a lesson's run is.
+func Run(ctx context.Context, ch *Challenge, seq Sequence, o Options) (*lab.Result, error) {
+	if strings.TrimSpace(o.Relay) == "" {
+		return nil, fmt.Errorf("challenge %s: no relay command", ch.Name)
+	}
+	sc := ch.scenario(seq, o)
+	return lesson.Execute(ctx, sc, "", lesson.Options{TempRoot: o.TempRoot, Warn: o.Warn}, o.KeepDB)
+}
+
+// scenario is seq as a lesson the lab can execute: its run starts the
+// programs in a fresh folder and its checks are the challenge's.
+func (ch *Challenge) scenario(seq Sequence, o Options) *lesson.Scenario {
+	checks := slices.Clone(ch.Checks)
+	if seq.AtLeastOnce {
+		checks = slices.DeleteFunc(checks, func(c lesson.CheckDoc) bool { return c.Name == "processed_more_than_once" })
+	}
+	return &lesson.Scenario{
+		Name:    ch.Name + "." + seq.Name,
+		Session: "Challenges",
+		FileTag: fileTag(ch.Name + "-" + seq.Name),
+		Title:   ch.Title + " (" + seq.Name + ")",
+		Design:  lab.Safe,
+		Teaches: "Challenge " + ch.Name + ", sequence " + seq.Name + ": " + seq.About + ". " +
+			"The lab ran your relay (" + o.Relay + ") once per instance; every statement, provider call and wait was " +
+			"a request the lab served, on its clock, and the checks read the database and the lab's ledgers.",
+		DoesNotSolve: "A sequence tries the orderings its faults force, not every ordering of your requests; the other " +
+			"sequences of the challenge try others (`outboxlab challenge show " + ch.Name + "`).",
+		Checks: checks,
+		Run: func(ctx context.Context, env *lesson.Env) (*lab.Result, error) {
+			return ch.runSequence(ctx, env, seq, o, checks)
+		},
+	}
+}
+
+// fileTag is name with its words capitalized, for a report's file name.
+func fileTag(name string) string {
+	words := strings.FieldsFunc(name, func(r rune) bool { return r == '-' || r == '/' || r == '_' })
+	for i, w := range words {
+		words[i] = strings.ToUpper(w[:1]) + w[1:]
+	}
+	return strings.Join(words, "-")
+}
+
+// runSequence seeds the database, starts the instances, serves them until
+// the lab stops them, and judges what they left.
+func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Sequence, o Options, checks []lesson.CheckDoc) (*lab.Result, error) {
+	rl, seeded, err := ch.world(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	defer rl.close()
+	w := &world{ch: ch, seq: seq, rules: rl, start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
+		timeline: &lab.Timeline{}, stderr: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
+	w.cond = sync.NewCond(&w.mu)
+	for _, e := range seeded {
+		w.timeline.Add(e)
+	}
+	w.timeline.Add(lab.Event{At: w.now(), Kind: lab.KindNote, Actor: "lab", Action: "sequence " + seq.Name, Detail: seq.About})
+
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dir := o.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	sandbox := &store.ProgramSandbox{Tables: ch.Tables, Audit: store.AuditDay15}
+	for _, name := range seq.Instances {
+		cfg := store.DefaultConfig
+		cfg.Ledger, cfg.Program, cfg.BusyTimeout = env.Ledger, sandbox, time.Millisecond
+		db, err := store.Open(ctx, env.DatabasePath(), cfg)
+		if err != nil {
+			w.stopAll()
+			return nil, err
+		}
+		prog, err := startProgram(o.Relay, dir, name, programEnv(name, ch.Name))
+		if err != nil {
+			db.Close()
+			w.stopAll()
+			return nil, err
+		}
+		in := &inst{name: name, skew: seq.Skews[name], prog: prog, db: db}
+		for _, f := range seq.Faults {
+			if f.Instance == name {
+				in.faults = append(in.faults, &armed{Fault: f})
+			}
+		}
+		w.insts = append(w.insts, in)
+	}
+	var served sync.WaitGroup
+	for _, in := range w.insts {
+		served.Add(1)
+		go func() {
+			defer served.Done()
+			w.serve(runCtx, in)
+		}()
+	}
+	coordinated := make(chan struct{})
+	go func() {
+		defer close(coordinated)
+		w.coordinate(runCtx)
+	}()
+	served.Wait()
+	w.mu.Lock()
+	w.gen++
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	<-coordinated
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if runCtx.Err() != nil {
+		w.problems = append(w.problems, problem{instance: "all", kind: "hang",
+			detail: fmt.Sprintf("the sequence ran longer than %s (real time) and was stopped", timeout)})
+	}
+
+	r := &lab.Result{Concurrent: true}
+	if err := rl.judge(ctx, w, r); err != nil {
+		return nil, err
+	}
+	r.SetMetric("program_faults", float64(len(w.problems)))
+	r.SetMetric("busy_retries", float64(w.busy))
+	r.SetMetric("requests", float64(len(w.requests)))
+	schema, err := env.Open(ctx, env.DatabasePath())
+	if err != nil {
+		return nil, err
+	}
+	r.Schema, err = schema.Schema(ctx)
+	schema.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.Timeline = w.timeline.Events()
+	r.Tables = append(r.Tables, w.tables()...)
+	r.SetSetting("relay", o.Relay)
+	lesson.ExpectDocumented(r, checks, rl.expected(seq))
+	r.Verdict = verdict(ch, seq, w, r)
+	return r, nil
+}
+
+// stopAll kills every program started so far (a start that failed half
+// way).
+func (w *world) stopAll() {
+	for _, in := range w.insts {
+		in.prog.kill()
+		in.closeDB()
+	}
+}
+
+// tables are the sequence's own ledgers: faults, the program's faults,
+// its stderr, the requests.
+func (w *world) tables() []lab.Table {
+	var out []lab.Table
+	faults := lab.Table{Title: "Faults the lab injected", Note: "At the programs' request boundaries, as the sequence names them; fired says whether the run reached the boundary.",
+		Columns: []string{"Fault", "Fired"}}
+	for _, f := range w.seq.Faults {
+		faults.AddRow(f.String(), yesNo(slices.Contains(w.fired, f.String())))
+	}
+	if len(w.seq.Faults) > 0 {
+		out = append(out, faults)
+	}
+	if len(w.problems) > 0 {
+		t := lab.Table{Title: "The program's faults", Note: "What the lab saw the program do wrong outside the checks' invariants; each fails program_faults.",
+			Columns: []string{"Instance", "Kind", "What"}}
+		for _, p := range w.problems {
+			t.AddRow(p.instance, p.kind, p.detail)
+		}
+		out = append(out, t)
+	}
+	if len(w.stderr) > 0 {
+		t := lab.Table{Title: "The program's stderr", Note: "The last lines each instance wrote to stderr.", Columns: []string{"Instance", "Line"}}
+		for _, in := range w.insts {
+			lines := strings.Split(w.stderr[in.name], "\n")
+			if len(lines) > 12 {
+				lines = lines[len(lines)-12:]
+			}
+			for _, l := range lines {
+				if l != "" {
+					t.AddRow(in.name, clip(l, 100))
+				}
+			}
+		}
+		out = append(out, t)
+	}
+	req := lab.Table{Title: "Ledger: requests", Note: "Every request the programs sent and what the lab answered, in the order it answered them.",
+		Columns: []string{"#", "Clock", "Instance", "Op", "Asked", "Answered", "Fault"}, VaryingColumns: []string{"#", "Clock", "Instance"}, Interleaved: true}
+	for _, r := range w.requests {
+		req.AddRow(r.seq, r.at, r.instance, r.op, r.asked, r.answered, r.fault)
+	}
+	return append(out, req)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// verdict says what the sequence showed.
+func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
+	m := lesson.MetricsOf(r)
+	if r.Passed() {
+		return fmt.Sprintf("YOUR RELAY HELD in %s: %s messages Processed, %s stale writes, %s claims of owned messages, "+
+			"%s program faults, over %s requests.", seq.Name, m("outbox_processed"), m("stale_writes"),
+			m("claims_of_owned_messages"), m("program_faults"), m("requests"))
+	}
+	why := ""
+	if len(w.problems) > 0 {
+		p := w.problems[0]
+		why = fmt.Sprintf(" First program fault: %s (%s): %s.", p.instance, p.kind, strings.TrimSuffix(p.detail, "."))
+	}
+	return fmt.Sprintf("YOUR RELAY DID NOT HOLD in %s: failed checks %s.%s", seq.Name, strings.Join(r.FailedChecks(), ", "), why)
+}

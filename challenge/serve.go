@@ -1,0 +1,287 @@
+package challenge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/outboxlab/outboxlab/lab"
+	"github.com/outboxlab/outboxlab/relayproto"
+	"github.com/outboxlab/outboxlab/store"
+)
+
+// handle serves one request of in's: the faults armed before it, the
+// request itself, the faults armed after it. send is false when no reply
+// goes back (the program was killed).
+func (w *world) handle(ctx context.Context, in *inst, req relayproto.Request) (rep relayproto.Reply, send bool, rec request) {
+	rec = request{op: req.Op, asked: asked(req)}
+	if !in.hello && req.Op != relayproto.OpHello {
+		msg := "the first request must be hello"
+		w.addProblem(in, "protocol", msg)
+		return w.fail(in, relayproto.ErrProtocol, msg), true, rec
+	}
+	for _, f := range in.faults {
+		if f.Do == FailStatement && f.match(f.At.before(req)) {
+			w.fire(in, f.Fault, lab.KindError, "database error instead of running the statement")
+			rec.fault = string(f.Do)
+			return w.fail(in, relayproto.ErrDatabase, "disk I/O error (injected by the lab: the statement did not run)"), true, rec
+		}
+	}
+	rep, changes := w.run(ctx, in, req, &rec)
+	for _, f := range in.faults {
+		if f.Do == FailStatement || !f.match(f.At.after(req, changes)) {
+			continue
+		}
+		rec.fault = string(f.Do)
+		switch f.Do {
+		case Kill:
+			w.fire(in, f.Fault, lab.KindCrash, "SIGKILL: the process group dies before the reply; its connection and memory go with it")
+			w.kill(in)
+			return rep, false, rec
+		case Stop:
+			w.fire(in, f.Fault, lab.KindStall, fmt.Sprintf("SIGSTOP: frozen for %s, holding what it holds", f.For))
+			_ = in.prog.signal(syscall.SIGSTOP)
+			w.sleepUntil(in, held, w.clock.Now().Add(f.For))
+			_ = in.prog.signal(syscall.SIGCONT)
+			w.event(lab.Event{Kind: lab.KindWake, Actor: in.name, Action: "SIGCONT", Detail: "goes on, and now gets its reply"})
+		case Hold:
+			w.fire(in, f.Fault, lab.KindStall, fmt.Sprintf("its reply is held for %s: it cannot act meanwhile", f.For))
+			w.sleepUntil(in, held, w.clock.Now().Add(f.For))
+			w.event(lab.Event{Kind: lab.KindWake, Actor: in.name, Action: "reply", Detail: "the held reply reaches it"})
+		case LoseReply:
+			w.fire(in, f.Fault, lab.KindNote, "the request ran, but the reply says its outcome is unknown")
+			rep = w.fail(in, relayproto.ErrUnknownOutcome, "the connection dropped before the reply: the lab may or may not have done it")
+		}
+		rep.Now = w.nowFor(in)
+	}
+	return rep, true, rec
+}
+
+// fire records that a fault fired.
+func (w *world) fire(in *inst, f Fault, kind lab.Kind, detail string) {
+	w.mu.Lock()
+	w.fired = append(w.fired, f.String())
+	w.mu.Unlock()
+	w.event(lab.Event{Kind: kind, Actor: in.name, Action: "FAULT " + string(f.Do), Detail: f.String() + ": " + detail})
+}
+
+// run serves req itself and returns its reply and, for a commit, what it
+// committed.
+func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *request) (relayproto.Reply, []store.AuditEntry) {
+	switch req.Op {
+	case relayproto.OpHello:
+		if in.hello {
+			return w.protocol(in, "hello twice"), nil
+		}
+		in.hello = true
+		rep := w.ok(in)
+		rep.Instance, rep.Challenge, rep.Version, rep.Settings = in.name, w.ch.Name, relayproto.Version, w.ch.Settings
+		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "hello", Detail: "started, on its own connection"})
+		return rep, nil
+	case relayproto.OpBegin:
+		if in.tx != nil {
+			return w.protocol(in, "begin inside an open transaction"), nil
+		}
+		tx, retries, err := w.begin(ctx, in)
+		if retries > 0 {
+			rec.answered = fmt.Sprintf("began after %d busy retries", retries)
+		}
+		if err != nil {
+			return w.fail(in, relayproto.ErrDatabase, err.Error()), nil
+		}
+		w.setTx(in, tx)
+		return w.ok(in), nil
+	case relayproto.OpQuery, relayproto.OpExec:
+		if in.tx == nil {
+			return w.protocol(in, req.Op+" outside a transaction: send begin first"), nil
+		}
+		return w.statement(ctx, in, req, rec), nil
+	case relayproto.OpCommit:
+		if in.tx == nil {
+			return w.protocol(in, "commit without a transaction"), nil
+		}
+		tx := in.tx
+		w.setTx(in, nil)
+		changes, err := tx.Commit(ctx, in.name, w.now())
+		if err != nil {
+			return w.dbError(in, err), nil
+		}
+		rec.answered = fmt.Sprintf("committed, %d rows changed", len(changes))
+		for _, e := range w.rules.describe(changes) {
+			e.Actor = in.name
+			w.event(e)
+		}
+		return w.ok(in), changes
+	case relayproto.OpRollback:
+		if in.tx == nil {
+			return w.protocol(in, "rollback without a transaction"), nil
+		}
+		err := in.tx.Rollback()
+		w.setTx(in, nil)
+		if err != nil {
+			return w.dbError(in, err), nil
+		}
+		if in.wrote {
+			w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "rollback", Detail: "rolled back its transaction and the writes in it"})
+		}
+		return w.ok(in), nil
+	case relayproto.OpProvider:
+		status, txn, ok := w.rules.providerStatus(in.name, req.Key)
+		if !ok {
+			return w.protocol(in, "this challenge has no payment provider"), nil
+		}
+		rep := w.ok(in)
+		rep.Status, rep.TransactionID = status, txn
+		rec.answered = strings.TrimSpace(status + " " + txn)
+		w.event(lab.Event{Kind: lab.KindWork, Subject: req.Key, Actor: in.name, Action: "provider",
+			Detail: fmt.Sprintf("status check of %s answered %s", req.Key, rec.answered)})
+		return rep, nil
+	case relayproto.OpWait:
+		if req.Ms < 1 {
+			return w.protocol(in, "wait needs ms of at least 1"), nil
+		}
+		w.sleepUntil(in, waiting, w.clock.Now().Add(time.Duration(req.Ms)*time.Millisecond))
+		rep := w.ok(in)
+		w.mu.Lock()
+		rep.Shutdown = w.shutdown
+		w.mu.Unlock()
+		if rep.Shutdown {
+			rec.answered = "shutdown"
+		}
+		return rep, nil
+	case relayproto.OpLog:
+		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "log", Detail: clip(req.Text, 200)})
+		return w.ok(in), nil
+	case relayproto.OpSend, relayproto.OpReceive, relayproto.OpAck:
+		return w.protocol(in, "this challenge has no broker: "+req.Op+" is for the relay and consumer challenges"), nil
+	}
+	return w.protocol(in, fmt.Sprintf("unknown op %q; the ops are %s", req.Op, strings.Join(relayproto.Ops, ", "))), nil
+}
+
+// protocol is a protocol error's reply, recorded as the program's fault.
+func (w *world) protocol(in *inst, msg string) relayproto.Reply {
+	w.addProblem(in, "protocol", msg)
+	return w.fail(in, relayproto.ErrProtocol, msg)
+}
+
+// begin opens in's transaction, retrying while another instance's
+// transaction holds the database's write lock; meanwhile in counts as
+// waiting, so the lab clock may move.
+func (w *world) begin(ctx context.Context, in *inst) (*store.ProgramTx, int, error) {
+	for retries := 0; ; retries++ {
+		tx, err := in.db.BeginProgram(ctx)
+		if err == nil || !store.IsBusy(err) {
+			if retries > 0 {
+				w.setState(in, running, time.Time{})
+			}
+			return tx, retries, err
+		}
+		w.mu.Lock()
+		w.busy++
+		w.mu.Unlock()
+		w.setState(in, locked, time.Time{})
+		select {
+		case <-ctx.Done():
+			return nil, retries, ctx.Err()
+		case <-time.After(busyPause):
+		}
+	}
+}
+
+// statement runs a query or an exec in in's transaction.
+func (w *world) statement(ctx context.Context, in *inst, req relayproto.Request, rec *request) relayproto.Reply {
+	if req.Op == relayproto.OpExec {
+		w.name(req.SQL)
+		n, err := in.tx.Exec(ctx, req.SQL, req.Params)
+		if err != nil {
+			return w.dbError(in, err)
+		}
+		in.wrote = true
+		rep := w.ok(in)
+		rep.RowsAffected = &n
+		rec.answered = fmt.Sprintf("%d rows changed", n)
+		if n == 0 {
+			w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "0 rows",
+				Detail: fmt.Sprintf("%s changed 0 rows%s", w.statementName(req.SQL), params(req.Params))})
+		}
+		return rep
+	}
+	w.name(req.SQL)
+	cols, rows, err := in.tx.Query(ctx, req.SQL, req.Params)
+	if err != nil {
+		return w.dbError(in, err)
+	}
+	rep := w.ok(in)
+	rep.Columns, rep.Rows = cols, rows
+	if rep.Rows == nil {
+		rep.Rows = [][]any{}
+	}
+	rec.answered = fmt.Sprintf("%d rows", len(rows))
+	return rep
+}
+
+// name names a program's statement in the run's statement ledger the
+// first time it runs, "your relay: statement N", so the report prints it
+// in full as the lessons' statements are.
+func (w *world) name(text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.statements[text]; ok {
+		return
+	}
+	w.statements[text] = fmt.Sprintf("your relay: statement %d", len(w.statements)+1)
+	w.ledger.Name(store.Stmt{Name: w.statements[text], SQL: text})
+}
+
+// statementName is the name the ledger gives text.
+func (w *world) statementName(text string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.statements[text]
+}
+
+// dbError is the reply to a statement, a begin or a commit the database
+// failed: the sandbox's refusal, a busy database, or the database's error.
+func (w *world) dbError(in *inst, err error) relayproto.Reply {
+	var se *store.SandboxError
+	switch {
+	case errors.As(err, &se):
+		w.addProblem(in, "sandbox", se.Error())
+		return w.fail(in, relayproto.ErrSandbox, se.Error())
+	case store.IsBusy(err):
+		w.mu.Lock()
+		w.busy++
+		w.mu.Unlock()
+		return w.fail(in, relayproto.ErrBusy, err.Error())
+	}
+	return w.fail(in, relayproto.ErrDatabase, err.Error())
+}
+
+// asked says a request in a few words, for the request ledger.
+func asked(req relayproto.Request) string {
+	switch req.Op {
+	case relayproto.OpQuery, relayproto.OpExec:
+		return clip(req.SQL, 70) + params(req.Params)
+	case relayproto.OpProvider:
+		return req.Key
+	case relayproto.OpSend:
+		return req.EventID
+	case relayproto.OpAck:
+		return fmt.Sprintf("offer %d", req.Offer)
+	case relayproto.OpWait:
+		return fmt.Sprintf("%d ms", req.Ms)
+	case relayproto.OpLog:
+		return clip(req.Text, 60)
+	}
+	return ""
+}
+
+func params(p map[string]any) string {
+	if len(p) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %v", p)
+}

@@ -1,0 +1,250 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"modernc.org/sqlite"
+)
+
+// ProgramSandbox is what a user's program may do through a connection
+// opened with [Config.Program]: read, insert, update and delete the rows of
+// Tables, in statements the lab runs for it inside the transaction the
+// program opened. Anything else (another table, the schema, PRAGMA,
+// ATTACH, a transaction statement, load_extension) is refused by SQLite's
+// authorizer before the statement runs, and each statement runs under the
+// slot files' time limit.
+type ProgramSandbox struct {
+	Tables []string
+	// Audit is the lab's audit migration: its triggers write what the
+	// program's statements change, and only they may (see [AuditDay15]).
+	Audit Migration
+}
+
+// SandboxError is a program's statement the sandbox refused.
+type SandboxError struct {
+	Refused string // what SQLite's authorizer refused, in words
+	Tables  []string
+}
+
+func (e *SandboxError) Error() string {
+	return fmt.Sprintf("refused %s: a program may only read and write the challenge's tables (%s)", e.Refused, strings.Join(e.Tables, ", "))
+}
+
+// AuditDay15 is the lab's audit of the Day 15 tables for the relay
+// challenges: lab_audit and the triggers that fill it.
+var AuditDay15 = mustMigration("900_lab_audit_day15.sql")
+
+// The audit's statements: the lab names the instance and the clock of
+// each transaction's changes just before it commits, and the checks read
+// them in commit order.
+var (
+	TagAudit = audit("lab: name the instance that made the transaction's changes", `UPDATE lab_audit SET actor = :actor, at = :at WHERE actor IS NULL
+RETURNING `+auditColumns)
+	ReadAudit = audit("lab: read the audit of the programs' changes", `SELECT `+auditColumns+`
+FROM lab_audit ORDER BY seq`)
+)
+
+// auditColumns are an [AuditEntry]'s columns, in its fields' order.
+const auditColumns = `seq, COALESCE(actor, ''), COALESCE(at, ''), tbl, op, row_key,
+       COALESCE(old_state, ''), COALESCE(new_state, ''), COALESCE(old_owner, ''), COALESCE(new_owner, ''),
+       COALESCE(old_until, ''), COALESCE(new_until, ''), COALESCE(old_token, 0), COALESCE(new_token, 0)`
+
+// labOwn reports whether query is the sandbox's audit migration.
+func (p *ProgramSandbox) labOwn(query string) bool { return query == p.Audit.SQL }
+
+// refuses says what the sandbox refuses of an action SQLite's authorizer
+// asks about while a program's statement compiles, "" when it allows it.
+// The lab's audit triggers (named lab_...) may do what they do.
+func (p *ProgramSandbox) refuses(action sqlite.AuthorizerActionCode, arg1, dbName, trigger string) string {
+	if strings.HasPrefix(trigger, "lab_") && action != sqlite.AuthAttach && action != sqlite.AuthDetach {
+		return ""
+	}
+	allowed := dbName == "main" && slices.ContainsFunc(p.Tables, func(t string) bool { return strings.EqualFold(t, arg1) })
+	switch action {
+	case sqlite.AuthSelect:
+		return ""
+	case sqlite.AuthFunction:
+		if !strings.EqualFold(arg1, "load_extension") {
+			return ""
+		}
+	case sqlite.AuthRead:
+		if allowed {
+			return ""
+		}
+		return "a read of " + arg1
+	case sqlite.AuthInsert, sqlite.AuthUpdate, sqlite.AuthDelete:
+		if allowed {
+			return ""
+		}
+	}
+	return actionName(action, arg1)
+}
+
+// sandboxFault makes err a *SandboxError when the program sandbox's
+// authorizer refused what the statement compiling did.
+func (g *guardConn) sandboxFault(err error) error {
+	if err == nil || g.mode != modeProgram || g.denied == "" {
+		return err
+	}
+	return &SandboxError{Refused: g.denied, Tables: g.program.Tables}
+}
+
+// AuditEntry is one row change a program's transaction made, as the audit
+// triggers recorded it.
+type AuditEntry struct {
+	Seq                int64
+	Actor, At          string
+	Table, Op, Key     string
+	OldState, NewState string
+	OldOwner, NewOwner string
+	OldUntil, NewUntil string
+	OldToken, NewToken int64
+}
+
+// Audit reads the audit of the programs' committed changes, in commit order.
+func (db *DB) Audit(ctx context.Context) ([]AuditEntry, error) {
+	rows, err := db.sql.QueryContext(ctx, ReadAudit.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the audit: %w", err)
+	}
+	out, err := scanAudit(rows)
+	slices.SortFunc(out, func(a, b AuditEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, err
+}
+
+// TagAudit names actor and the lab clock at on the audited changes no
+// transaction has named yet (a lab actor's own writes, as checkout's seed)
+// and returns them.
+func (db *DB) TagAudit(ctx context.Context, actor, at string) ([]AuditEntry, error) {
+	rows, err := db.sql.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at))
+	if err != nil {
+		return nil, fmt.Errorf("store: name the audited changes: %w", err)
+	}
+	return scanAudit(rows)
+}
+
+// scanAudit reads audit rows and closes them.
+func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		if err := rows.Scan(&e.Seq, &e.Actor, &e.At, &e.Table, &e.Op, &e.Key, &e.OldState, &e.NewState,
+			&e.OldOwner, &e.NewOwner, &e.OldUntil, &e.NewUntil, &e.OldToken, &e.NewToken); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// ProgramTx is a transaction a user's program opened: its statements run
+// one request at a time, as the program sends them, on the instance's own
+// connection.
+type ProgramTx struct {
+	tx *sql.Tx
+}
+
+// BeginProgram opens a program's transaction (BEGIN IMMEDIATE on SQLite).
+// A busy database is an error [IsBusy] recognizes, for the caller to retry.
+func (db *DB) BeginProgram(ctx context.Context) (*ProgramTx, error) {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &ProgramTx{tx: tx}, nil
+}
+
+// namedArgs binds a program's JSON parameters: a whole number (JSON has
+// only floats) binds as an integer.
+func namedArgs(params map[string]any) []any {
+	names := make([]string, 0, len(params))
+	for k := range params {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	args := make([]any, 0, len(params))
+	for _, k := range names {
+		v := params[k]
+		if f, ok := v.(float64); ok && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			v = int64(f)
+		}
+		args = append(args, sql.Named(k, v))
+	}
+	return args
+}
+
+// Query runs a statement that returns rows and returns them, each value
+// an int64, a float64, a string, a []byte as a string, or nil.
+func (t *ProgramTx) Query(ctx context.Context, text string, params map[string]any) ([]string, [][]any, error) {
+	rows, err := t.tx.QueryContext(ctx, text, namedArgs(params)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, nil, err
+	}
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, err
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		out = append(out, vals)
+	}
+	return cols, out, rows.Err()
+}
+
+// Exec runs a statement that changes rows and returns how many it changed.
+func (t *ProgramTx) Exec(ctx context.Context, text string, params map[string]any) (int64, error) {
+	res, err := t.tx.ExecContext(ctx, text, namedArgs(params)...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Commit names actor and the lab clock at on the transaction's audited
+// changes, then commits, and returns the changes it committed, in the
+// order the transaction made them.
+func (t *ProgramTx) Commit(ctx context.Context, actor, at string) ([]AuditEntry, error) {
+	rows, err := t.tx.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at))
+	if err != nil {
+		_ = t.tx.Rollback()
+		return nil, fmt.Errorf("store: name the transaction's changes: %w", err)
+	}
+	changes, err := scanAudit(rows)
+	if err != nil {
+		_ = t.tx.Rollback()
+		return nil, fmt.Errorf("store: name the transaction's changes: %w", err)
+	}
+	slices.SortFunc(changes, func(a, b AuditEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return changes, t.tx.Commit()
+}
+
+// Rollback rolls the transaction back; rolling back one already over is
+// not an error.
+func (t *ProgramTx) Rollback() error {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return err
+	}
+	return nil
+}
