@@ -41,6 +41,9 @@ type Challenge struct {
 	// Horizon is the most lab time a sequence may take: the lab stops
 	// the programs there, whatever is left undone.
 	Horizon time.Duration
+	// Explored is the sequence whose orderings `challenge run` explores
+	// after the named sequences (see [Explore]), and --replay replays.
+	Explored string
 
 	// world builds a sequence's world: it seeds the database and returns
 	// what serves the challenge's requests and judges the run, and the

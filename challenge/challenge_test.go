@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/challenge"
@@ -69,4 +70,83 @@ func TestGoRelayPassesDay15(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGoRelayMistakes is the Day 15 challenge's answer key: each mistake
+// of the reference relay fails exactly the checks that name it, in the
+// sequences whose faults reach it, and passes the others.
+func TestGoRelayMistakes(t *testing.T) {
+	lost := []string{"outbox_processed", "outbox_processing", "paid"}
+	tests := []struct {
+		mistake, sequence string
+		fails             []string
+	}{
+		{"zero-rows-ok", "two-workers", nil},
+		{"zero-rows-ok", "stall-past-lease", []string{"stale_writes"}},
+		{"zero-rows-ok", "frozen-past-lease", []string{"stale_writes"}},
+		{"no-owner-guard", "stall-past-lease", []string{"stale_writes"}},
+		{"no-owner-guard", "frozen-past-lease", []string{"stale_writes"}},
+		{"pending-only-claim", "two-workers", nil},
+		{"pending-only-claim", "crash-after-claim", lost},
+		{"pending-only-claim", "failed-finalize", lost},
+		{"own-clock", "crash-after-claim", lost},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mistake+"/"+tt.sequence, func(t *testing.T) {
+			r := runSequence(t, "day15-worker", tt.sequence, goRelay+" -mistake "+tt.mistake)
+			if got := r.FailedChecks(); !slices.Equal(got, tt.fails) {
+				t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
+			}
+		})
+	}
+}
+
+// TestExplorerFindsTheSplitClaim: a claim that reads in one transaction
+// and takes by Id in another passes the named sequences' free runs only by
+// luck; the explorer finds the ordering that breaks it with one switch,
+// and that ordering, replayed, breaks it again.
+func TestExplorerFindsTheSplitClaim(t *testing.T) {
+	ch, _ := challenge.Lookup("day15-worker")
+	seq, _ := ch.Sequence(ch.Explored)
+	o := challenge.Options{Relay: goRelay + " -mistake split-claim", TempRoot: t.TempDir()}
+	x, err := challenge.Explore(context.Background(), ch, seq, o, 1, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Failing == nil {
+		t.Fatalf("no ordering of %d broke the split claim", x.Runs)
+	}
+	if len(x.Ordering.Switches) != 1 || !slices.Contains(x.Failing.FailedChecks(), "claims_of_owned_messages") {
+		t.Fatalf("ordering %s failed %v, want one switch failing claims_of_owned_messages", x.Ordering, x.Failing.FailedChecks())
+	}
+	replayed, err := challenge.ParseOrdering(x.Ordering.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Ordering = &replayed
+	r, err := challenge.Run(context.Background(), ch, seq, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.FailedChecks(), x.Failing.FailedChecks()) {
+		t.Errorf("replaying %s failed %v, the exploration's run %v", x.Ordering, r.FailedChecks(), x.Failing.FailedChecks())
+	}
+}
+
+// TestExplorerPassesTheReference: every ordering with up to one switch of
+// the reference relay's requests keeps every invariant.
+func TestExplorerPassesTheReference(t *testing.T) {
+	ch, _ := challenge.Lookup("day15-worker")
+	seq, _ := ch.Sequence(ch.Explored)
+	x, err := challenge.Explore(context.Background(), ch, seq, challenge.Options{Relay: goRelay, TempRoot: t.TempDir()}, 1, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Failing != nil {
+		t.Fatalf("ordering %s broke the reference relay: %v", x.Ordering, x.Failing.FailedChecks())
+	}
+	if !x.Complete {
+		t.Fatalf("explored %d orderings without finishing the bound", x.Runs)
+	}
+	t.Logf("%d orderings with up to one switch", x.Runs)
 }

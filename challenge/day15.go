@@ -37,6 +37,7 @@ var Day15Worker = Challenge{
 	Tables:   []string{"Payments", "OutboxMessages"},
 	Settings: map[string]any{"lease_ms": day15Lease.Milliseconds()},
 	Horizon:  time.Minute,
+	Explored: "two-workers",
 	Checks: []lesson.CheckDoc{
 		{Name: "outbox_processed", About: "messages Processed: every message was finalized"},
 		{Name: "outbox_pending", About: "messages left Pending: never processed"},

@@ -30,6 +30,13 @@ type Options struct {
 	TempRoot string
 	Warn     func(error)
 	KeepDB   bool
+	// Ordering, when set, serves the programs' requests one at a time in
+	// its order (see [Ordering]): --replay, and the explorer's runs.
+	Ordering *Ordering
+
+	// decisions, when set, receives the run's decision points (the
+	// explorer's).
+	decisions *[]decision
 }
 
 // Run runs one sequence of ch with the user's relay and returns its
@@ -45,17 +52,24 @@ func Run(ctx context.Context, ch *Challenge, seq Sequence, o Options) (*lab.Resu
 // scenario is seq as a lesson the lab can execute: its run starts the
 // programs in a fresh folder and its checks are the challenge's.
 func (ch *Challenge) scenario(seq Sequence, o Options) *lesson.Scenario {
+	name, tag, title := ch.Name+"."+seq.Name, fileTag(ch.Name+"-"+seq.Name), ch.Title+" ("+seq.Name+")"
+	about := seq.About
+	if o.Ordering != nil {
+		name, tag = name+".ordered", tag+"-Ordered"
+		title = fmt.Sprintf("%s (%s, ordering %s)", ch.Title, seq.Name, o.Ordering)
+		about += ", one request at a time, in the ordering " + o.Ordering.String()
+	}
 	checks := slices.Clone(ch.Checks)
 	if seq.AtLeastOnce {
 		checks = slices.DeleteFunc(checks, func(c lesson.CheckDoc) bool { return c.Name == "processed_more_than_once" })
 	}
 	return &lesson.Scenario{
-		Name:    ch.Name + "." + seq.Name,
+		Name:    name,
 		Session: "Challenges",
-		FileTag: fileTag(ch.Name + "-" + seq.Name),
-		Title:   ch.Title + " (" + seq.Name + ")",
+		FileTag: tag,
+		Title:   title,
 		Design:  lab.Safe,
-		Teaches: "Challenge " + ch.Name + ", sequence " + seq.Name + ": " + seq.About + ". " +
+		Teaches: "Challenge " + ch.Name + ", sequence " + seq.Name + ": " + about + ". " +
 			"The lab ran your relay (" + o.Relay + ") once per instance; every statement, provider call and wait was " +
 			"a request the lab served, on its clock, and the checks read the database and the lab's ledgers.",
 		DoesNotSolve: "A sequence tries the orderings its faults force, not every ordering of your requests; the other " +
@@ -87,6 +101,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	w := &world{ch: ch, seq: seq, rules: rl, start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
 		timeline: &lab.Timeline{}, stderr: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
 	w.cond = sync.NewCond(&w.mu)
+	w.order = o.Ordering
 	for _, e := range seeded {
 		w.timeline.Add(e)
 	}
@@ -173,6 +188,14 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	r.Timeline = w.timeline.Events()
 	r.Tables = append(r.Tables, w.tables()...)
 	r.SetSetting("relay", o.Relay)
+	if w.order != nil {
+		r.SetSetting("ordering", w.order.String())
+		r.Tables = append(r.Tables, w.orderingTable())
+		r.Concurrent = false // one request at a time, in the ordering's order: the run repeats
+		if o.decisions != nil {
+			*o.decisions = w.decisions
+		}
+	}
 	lesson.ExpectDocumented(r, checks, rl.expected(seq))
 	r.Verdict = verdict(ch, seq, w, r)
 	return r, nil
@@ -250,5 +273,9 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 		p := w.problems[0]
 		why = fmt.Sprintf(" First program fault: %s (%s): %s.", p.instance, p.kind, strings.TrimSuffix(p.detail, "."))
 	}
-	return fmt.Sprintf("YOUR RELAY DID NOT HOLD in %s: failed checks %s.%s", seq.Name, strings.Join(r.FailedChecks(), ", "), why)
+	in := seq.Name
+	if w.order != nil {
+		in += " in the ordering " + w.order.String() + " (the ordering's table lists its steps; --replay " + w.order.String() + " runs it again)"
+	}
+	return fmt.Sprintf("YOUR RELAY DID NOT HOLD in %s: failed checks %s.%s", in, strings.Join(r.FailedChecks(), ", "), why)
 }

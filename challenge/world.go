@@ -40,6 +40,7 @@ const (
 	waiting                  // in a wait, until wake
 	held                     // its reply held, or frozen, until wake
 	locked                   // its begin waits for another instance's transaction
+	gated                    // (an ordering) its request waits for its turn
 	gone                     // killed or exited
 )
 
@@ -55,7 +56,9 @@ type inst struct {
 	faults []*armed
 	hello  bool
 	wrote  bool // its open transaction ran an exec
-	open   bool // it has an open transaction (in.tx, as the coordinator reads it)
+	// pending is the request waiting at the gate, under an ordering.
+	pending relayproto.Request
+	open    bool // it has an open transaction (in.tx, as the coordinator reads it)
 	// killed: the lab killed it (a fault, the end of the run, a breach).
 	killed   bool
 	requests int
@@ -106,6 +109,15 @@ type world struct {
 	// run's statement ledger.
 	statements map[string]string
 	ledger     *store.Ledger
+
+	// order, when set, serves one request at a time, in the order it
+	// says (see [Ordering]); steps counts the requests it let through.
+	order     *Ordering
+	steps     int
+	last      *inst
+	decisions []decision
+	grants    []grant
+	diverged  string // why a replayed ordering could not be followed
 }
 
 // now is the lab clock, formatted; for an instance, with its skew.
@@ -158,6 +170,12 @@ func (w *world) coordinate(ctx context.Context) {
 		if w.allGone() {
 			w.mu.Unlock()
 			return
+		}
+		if w.order != nil && w.grantLocked() {
+			w.gen++
+			w.cond.Broadcast()
+			w.mu.Unlock()
+			continue
 		}
 		gen := w.gen
 		holds := slices.ContainsFunc(w.insts, func(in *inst) bool { return in.state == held })
@@ -252,6 +270,9 @@ func (w *world) serve(ctx context.Context, in *inst) {
 			return
 		}
 		req, err := relayproto.Decode(line)
+		if err == nil && w.order != nil && !w.gate(in, req) {
+			return
+		}
 		var rep relayproto.Reply
 		var send bool
 		var rec request

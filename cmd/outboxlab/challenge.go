@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -42,6 +43,9 @@ func challengeCommand(s *settings) *cli.Command {
 					&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it"},
 					&cli.BoolFlag{Name: "keep-db", Usage: "keep each sequence's SQLite database for the sqlite3 shell"},
 					&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "stop a sequence after this `DURATION` of real time (such as 30s or 2m)"},
+					&cli.StringFlag{Name: "bound", Value: "1", Usage: "after the sequences, explore the orderings of the explored sequence's requests with up to `N` switches (0: none)"},
+					&cli.StringFlag{Name: "max-orderings", Value: "400", Usage: "run at most `N` orderings while exploring"},
+					&cli.StringFlag{Name: "replay", Usage: "run only the explored sequence, in the `ORDERING` an exploration printed (e.g. 7:Worker-B)"},
 				},
 				OnUsageError: onUsageError,
 				Action:       func(c *cli.Context) error { return challengeRunAction(c, s) },
@@ -127,7 +131,30 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 	if relay == "" {
 		return usagef("--relay must name your relay's command line, e.g. --relay \"python3 relay.py\"")
 	}
+	bound, err := nonNegative(c, "bound")
+	if err != nil {
+		return err
+	}
+	maxOrderings, err := nonNegative(c, "max-orderings")
+	if err != nil {
+		return err
+	}
+	explored, err := ch.Sequence(ch.Explored)
+	if err != nil {
+		return err
+	}
 	seqs := ch.Sequences
+	var replay *challenge.Ordering
+	if text := c.String("replay"); text != "" {
+		ord, err := challenge.ParseOrdering(text)
+		if err != nil {
+			return usagef("--replay: %v", err)
+		}
+		replay, seqs = &ord, []challenge.Sequence{explored}
+		if c.String("sequence") != "" {
+			return usagef("--replay replays the explored sequence (%s); drop --sequence", explored.Name)
+		}
+	}
 	if name := c.String("sequence"); name != "" {
 		seq, err := ch.Sequence(name)
 		if err != nil {
@@ -150,32 +177,69 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 			return c.Context.Err()
 		}
 		started := s.now().UTC()
-		res, err := challenge.Run(c.Context, ch, seq, challenge.Options{Relay: relay, Timeout: timeout, TempRoot: s.tempRoot,
-			Warn: s.warn, KeepDB: c.Bool("keep-db")})
+		o := challenge.Options{Relay: relay, Timeout: timeout, TempRoot: s.tempRoot, Warn: s.warn, KeepDB: c.Bool("keep-db"), Ordering: replay}
+		res, err := challenge.Run(c.Context, ch, seq, o)
 		if err != nil {
 			return err
 		}
-		info := reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}
-		path, err := reports.Write(out, res, info)
-		if err != nil {
+		if err := fileChallengeRun(c, w, out, res, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}); err != nil {
 			return err
 		}
-		page := ""
-		if c.Bool("html") {
-			if page, err = reports.WriteHTML(path, res, info); err != nil {
-				return err
-			}
-		}
-		printRun(w, res, path, page)
 		if !res.Passed() {
 			failed++
 		}
 	}
-	if failed > 0 {
-		if len(seqs) > 1 {
-			fmt.Fprintf(w, "%d of %d sequences of %s failed.\n", failed, len(seqs), ch.Name)
+	if replay == nil && c.String("sequence") == "" && bound > 0 {
+		started := s.now().UTC()
+		o := challenge.Options{Relay: relay, Timeout: timeout, TempRoot: s.tempRoot, Warn: s.warn}
+		x, err := challenge.Explore(c.Context, ch, explored, o, bound, maxOrderings)
+		if err != nil {
+			return err
 		}
+		switch {
+		case x.Failing != nil:
+			fmt.Fprintf(w, "Explored %d orderings of the %s sequence's requests: the ordering %s broke an invariant.\n", x.Runs, explored.Name, x.Ordering)
+			if err := fileChallengeRun(c, w, out, x.Failing, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --replay %s\n\n", ch.Name, relay, x.Ordering)
+			failed++
+		case x.Complete:
+			fmt.Fprintf(w, "Explored %d orderings of the %s sequence's requests, every one with up to %d switches: none broke an invariant.\n", x.Runs, explored.Name, bound)
+		default:
+			fmt.Fprintf(w, "Explored %d orderings of the %s sequence's requests (the --max-orderings limit) before finishing %d switches: none broke an invariant.\n",
+				x.Runs, explored.Name, bound)
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(w, "%s: %d of its runs failed.\n", ch.Name, failed)
 		return errChecksFailed
 	}
 	return nil
+}
+
+// fileChallengeRun writes a challenge run's report (and page) and prints
+// its outcome.
+func fileChallengeRun(c *cli.Context, w io.Writer, out string, res *lab.Result, info reports.RunInfo) error {
+	path, err := reports.Write(out, res, info)
+	if err != nil {
+		return err
+	}
+	page := ""
+	if c.Bool("html") {
+		if page, err = reports.WriteHTML(path, res, info); err != nil {
+			return err
+		}
+	}
+	printRun(w, res, path, page)
+	return nil
+}
+
+// nonNegative reads flag name as a whole number of at least 0.
+func nonNegative(c *cli.Context, name string) (int, error) {
+	n, err := strconv.Atoi(c.String(name))
+	if err != nil || n < 0 {
+		return 0, usagef("--%s must be a whole number of at least 0, not %q", name, c.String(name))
+	}
+	return n, nil
 }

@@ -23,6 +23,7 @@ WHERE Id = :id AND (Status = 'Pending' OR (Status = 'Processing' AND LockedUntil
 ORDER BY CreatedAtUtc, Id LIMIT 1`
 	takePendingOnly = `UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :me, LockedUntilUtc = :until
 WHERE Id = :id AND Status = 'Pending'`
+	takeByID      = `UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :me, LockedUntilUtc = :until WHERE Id = :id`
 	completeOwned = `UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now
 WHERE Id = :id AND Status = 'Processing' AND LockedBy = :me`
 	completeByID = `UPDATE OutboxMessages SET Status = 'Processed', ProcessedAtUtc = :now WHERE Id = :id`
@@ -92,6 +93,16 @@ func (w *worker) claim() (message, bool, error) {
 	}
 	m := message{id: int64(rows[0][0].(float64)), key: rows[0][1].(string)}
 	lease := time.Duration(w.c.Setting("lease_ms", 500)) * time.Millisecond
+	if w.mistake == splitClaim {
+		// The mistake: what was read is trusted in a second transaction.
+		if err := w.c.Commit(); err != nil {
+			return message{}, false, tolerate(err)
+		}
+		if err := w.c.Begin(); err != nil {
+			return message{}, false, tolerate(err)
+		}
+		take = takeByID
+	}
 	n, err := w.c.Exec(take, map[string]any{"id": m.id, "me": w.c.Hello.Instance,
 		"now": relayproto.Format(now), "until": relayproto.Format(now.Add(lease))})
 	if err != nil || n != 1 {

@@ -21,9 +21,10 @@ const (
 	noOwnerGuard     = "no-owner-guard"     // finalize updates the message by Id alone
 	pendingOnlyClaim = "pending-only-claim" // the claim ignores expired leases
 	ownClock         = "own-clock"          // leases are written and compared on the program's own clock
+	splitClaim       = "split-claim"        // the claim selects in one transaction and takes by Id alone in another
 )
 
-var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock}
+var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim}
 
 func main() {
 	mistake := flag.String("mistake", "", fmt.Sprintf("make a known mistake on purpose: one of %v", mistakes))
