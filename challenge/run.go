@@ -187,7 +187,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	}
 	r.Timeline = w.timeline.Events()
 	r.Tables = append(r.Tables, w.tables()...)
-	r.SetSetting("relay", o.Relay)
+	r.Relay = o.Relay
 	if w.order != nil {
 		r.SetSetting("ordering", w.order.String())
 		r.Tables = append(r.Tables, w.orderingTable())

@@ -60,6 +60,9 @@ type Result struct {
 	// CustomSlot is what that SQL stands for: "claim" for --claim-sql, an
 	// exercise's name for a student's file.
 	CustomSlot string
+	// Relay is the command line of the user's own relay a challenge's run
+	// drove ("" for a lesson's run): the run judges that program.
+	Relay string
 	Design     Design
 	Lesson     string // what the run teaches, one paragraph
 	// DoesNotSolve is the problem the lesson's design leaves for a later

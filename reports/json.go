@@ -16,6 +16,7 @@ type JSONResult struct {
 	// ClaimSQL names the engineer's claim file the run judged in place of
 	// the lesson's claim; empty for the lesson's own statements.
 	ClaimSQL string             `json:"claim_sql,omitempty"`
+	Relay    string             `json:"relay,omitempty"` // a challenge's run: the user's relay command
 	Passed   bool               `json:"passed"`
 	Metrics  map[string]float64 `json:"metrics"`
 	Checks   []JSONCheck        `json:"checks"`
@@ -64,7 +65,7 @@ type JSONFact struct {
 // NewJSONResult summarizes r; reportPath is where its text report was written.
 func NewJSONResult(r *lab.Result, reportPath string) JSONResult {
 	j := JSONResult{
-		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), ClaimSQL: r.CustomSQL, Passed: r.Passed(), Report: reportPath,
+		Scenario: r.Scenario, Variant: r.Variant, Design: r.DesignName(), ClaimSQL: r.CustomSQL, Relay: r.Relay, Passed: r.Passed(), Report: reportPath,
 		Database: r.Database, Engine: r.Engine, Kept: r.DatabaseKept, Metrics: map[string]float64{}, Checks: []JSONCheck{},
 		Facts:      []JSONFact{},
 		Statements: []JSONStatement{},

@@ -75,12 +75,17 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	p.line("outboxlab run report")
 	p.line(strings.Repeat("=", 78))
 	p.kv("Scenario", r.Scenario)
-	p.kv("Lesson", r.Title)
-	p.kv("Variant", variantLabel(r.Variant))
-	if r.CustomSQL != "" {
-		p.kv("Your SQL", Printable(r.CustomSQL)+" (judged by this lesson's checks)")
+	if r.Relay != "" {
+		p.kv("Task", r.Title)
+		p.kv("Relay", Printable(r.Relay)+" (yours: one process per instance, judged by the challenge's checks)")
+	} else {
+		p.kv("Lesson", r.Title)
+		p.kv("Variant", variantLabel(r.Variant))
+		if r.CustomSQL != "" {
+			p.kv("Your SQL", Printable(r.CustomSQL)+" (judged by this lesson's checks)")
+		}
+		p.kv("Design", designLabel(r))
 	}
-	p.kv("Design", designLabel(r))
 	p.kv("Started", info.Started.UTC().Format(time.RFC3339)+" (wall clock; the timeline uses the scenario clock)")
 	p.kv("Elapsed", info.Elapsed.Round(time.Millisecond).String())
 	switch {
@@ -113,6 +118,9 @@ func Text(w io.Writer, r *lab.Result, info RunInfo) error {
 	} else if r.CustomSQL != "" {
 		p.section("What this run grades")
 		p.paragraph(lessonText(r))
+	} else if r.Relay != "" {
+		p.section("What this run tried")
+		p.paragraph(r.Lesson)
 	} else {
 		p.section("What this lesson shows")
 		p.paragraph(r.Lesson)

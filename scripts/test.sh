@@ -53,6 +53,9 @@ fi
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${OUTBOXLAB_CHROMIUM:-}" ]; then
   echo "make test: SKIPPING the browser test of the HTML pages (TestHTMLInBrowser): no chromium on PATH (apt-get install chromium to run it)"
 fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "make test: SKIPPING the Python reference relay's challenge tests (TestPythonRelay...): no python3 on PATH (apt-get install python3 to run them)"
+fi
 if [ -n "${OUTBOXLAB_TEST_DATABASE_URL:-}" ]; then
   echo "make test: PostgreSQL tests run against $OUTBOXLAB_TEST_DATABASE_URL"
 elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
