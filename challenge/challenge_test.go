@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/challenge"
@@ -149,4 +151,54 @@ func TestExplorerPassesTheReference(t *testing.T) {
 		t.Fatalf("explored %d orderings without finishing the bound", x.Runs)
 	}
 	t.Logf("%d orderings with up to one switch", x.Runs)
+}
+
+// TestProgramFaults: what a program does wrong outside the invariants is
+// its fault, reported by kind, never the lab's: a run ends with a report
+// whatever the program does.
+func TestProgramFaults(t *testing.T) {
+	script := func(body string) string {
+		path := filepath.Join(t.TempDir(), "relay.sh")
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		name, relay, kind, detail string
+	}{
+		{"exits at once", script("exit 3"), "exit", "exited with status 3"},
+		{"not JSON", script(`echo 'hello'; read -r r; sleep 30`), "protocol", "one JSON object per line"},
+		{"no hello first", script(`echo '{"op":"begin"}'; read -r r; sleep 30`), "protocol", "first request must be hello"},
+		{"never asks again", script(`echo '{"op":"hello"}'; read -r r; sleep 30`), "hang", "sent no request"},
+		{"floods a line", script(`head -c 2000000 /dev/zero | tr '\0' a; echo`), "protocol", "longer than"},
+		{"a statement outside the sandbox", script(`echo '{"op":"hello"}'; read -r r; echo '{"op":"begin"}'; read -r r; ` +
+			`echo '{"op":"query","sql":"SELECT * FROM lab_audit"}'; read -r r; exit 0`), "sandbox", "lab_audit"},
+	}
+	ch, _ := challenge.Lookup("day15-worker")
+	seq, _ := ch.Sequence("two-workers")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := challenge.Run(context.Background(), ch, seq, challenge.Options{Relay: tt.relay, TempRoot: t.TempDir(),
+				IdleTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Passed() || !slices.Contains(r.FailedChecks(), "program_faults") {
+				t.Fatalf("checks failed %v, want program_faults among them", r.FailedChecks())
+			}
+			var found bool
+			for _, tb := range r.Tables {
+				if tb.Title != "The program's faults" {
+					continue
+				}
+				for _, row := range tb.Rows {
+					found = found || (row[1] == tt.kind && strings.Contains(row[2], tt.detail))
+				}
+			}
+			if !found {
+				t.Errorf("no %s fault saying %q; verdict: %s", tt.kind, tt.detail, r.Verdict)
+			}
+		})
+	}
 }

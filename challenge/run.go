@@ -1,6 +1,7 @@
 package challenge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -26,10 +27,13 @@ type Options struct {
 	Relay string
 	Dir   string
 	// Timeout bounds one sequence in real time (0: [DefaultTimeout]).
-	Timeout  time.Duration
-	TempRoot string
-	Warn     func(error)
-	KeepDB   bool
+	Timeout time.Duration
+	// IdleTimeout bounds, in real time, how long a program may compute
+	// between a reply and its next request (0: [DefaultIdleTimeout]).
+	IdleTimeout time.Duration
+	TempRoot    string
+	Warn        func(error)
+	KeepDB      bool
 	// Ordering, when set, serves the programs' requests one at a time in
 	// its order (see [Ordering]): --replay, and the explorer's runs.
 	Ordering *Ordering
@@ -102,6 +106,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 		timeline: &lab.Timeline{}, stderr: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
 	w.cond = sync.NewCond(&w.mu)
 	w.order = o.Ordering
+	w.idle = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)
 	for _, e := range seeded {
 		w.timeline.Add(e)
 	}

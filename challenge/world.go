@@ -20,9 +20,9 @@ import (
 // The real-time bounds of a program's behaviour: a program that breaks
 // them has failed, not the lab.
 const (
-	// idleTimeout is how long a program may compute between a reply and
-	// its next request.
-	idleTimeout = 10 * time.Second
+	// DefaultIdleTimeout is how long a program may compute between a
+	// reply and its next request.
+	DefaultIdleTimeout = 10 * time.Second
 	// shutdownGrace is how long a program has to exit after SIGTERM.
 	shutdownGrace = 3 * time.Second
 	// busyPause is the pause between two tries of a begin the database
@@ -88,8 +88,8 @@ type world struct {
 	ch    *Challenge
 	seq   Sequence
 	rules rules
-	open  func(ctx context.Context) (*store.DB, error)
 	start time.Time
+	idle  time.Duration // see Options.IdleTimeout
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -305,7 +305,7 @@ func (w *world) serve(ctx context.Context, in *inst) {
 // next waits for in's next request line; false when its program has
 // ended, broke a bound, or the run is over.
 func (w *world) next(ctx context.Context, in *inst) ([]byte, bool) {
-	timer := time.NewTimer(idleTimeout)
+	timer := time.NewTimer(w.idle)
 	defer timer.Stop()
 	select {
 	case l, ok := <-in.prog.lines:
@@ -320,7 +320,7 @@ func (w *world) next(ctx context.Context, in *inst) ([]byte, bool) {
 		}
 		return l.b, true
 	case <-timer.C:
-		w.breach(in, "hang", fmt.Sprintf("sent no request for %s (real time) after its last reply: a program asks the lab for everything, and waits with wait", idleTimeout))
+		w.breach(in, "hang", fmt.Sprintf("sent no request for %s (real time) after its last reply: a program asks the lab for everything, and waits with wait", w.idle))
 		return nil, false
 	case <-ctx.Done():
 		w.kill(in)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestChallengeCLI: challenge's subcommands from their arguments to their
+// exit codes and files, with the Go reference relay and its mistakes.
+func TestChallengeCLI(t *testing.T) {
+	t.Parallel()
+	relay := filepath.Join(t.TempDir(), "relay-go")
+	if out, err := exec.Command("go", "build", "-o", relay, "../../examples/relay-go").CombinedOutput(); err != nil {
+		t.Fatalf("build the reference relay: %v\n%s", err, out)
+	}
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		stdout  []string
+		stderr  []string
+		reports int // how many reports it must write under its --out (-1: any)
+	}{
+		{name: "List", args: []string{"challenge", "list"}, stdout: []string{"day15-worker", "session-15-outbox-leasing"}},
+		{name: "Show", args: []string{"challenge", "show", "day15-worker"}, stdout: []string{"stall-past-lease", "stale_writes", "lease_ms = 500", "docs/relay-protocol.md"}},
+		{name: "ShowUnknown", args: []string{"challenge", "show", "day15-wroker"}, code: 2, stderr: []string{"did you mean day15-worker"}},
+		{name: "RunWithoutRelay", args: []string{"challenge", "run", "day15-worker"}, code: 2, stderr: []string{"--relay must name"}},
+		{name: "RunUnknownSequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--sequence", "nope"}, code: 2,
+			stderr: []string{`no sequence "nope"`, "two-workers"}},
+		{name: "RunBadBound", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--bound", "-1"}, code: 2, stderr: []string{"--bound must be"}},
+		{name: "RunBadReplay", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--replay", "Worker-B"}, code: 2, stderr: []string{"STEP:INSTANCE"}},
+		{name: "RunOutIsAFile", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--out", notADir}, code: 2, stderr: []string{notADir}},
+		{name: "RunOneSequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--sequence", "crash-after-claim"},
+			stdout: []string{"day15-worker.crash-after-claim: PASS", "YOUR RELAY HELD"}, reports: 1},
+		{name: "RunAMistake", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake zero-rows-ok", "--sequence", "stall-past-lease"},
+			code: 1, stdout: []string{"FAIL", "FAILED stale_writes: expected 0, observed 1"}, reports: 1},
+		// The named sequences may or may not catch the split claim (it is a
+		// race); the explorer always does, and says how to replay it.
+		{name: "Explore", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake split-claim", "--bound", "1"},
+			code: 1, stdout: []string{"Explored 6 orderings of the two-workers sequence's requests: the ordering 5:Worker-B broke an invariant",
+				"day15-worker.two-workers.ordered: FAIL", "--replay 5:Worker-B"}, reports: -1},
+		{name: "Replay", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake split-claim", "--replay", "5:Worker-B"},
+			code: 1, stdout: []string{"day15-worker.two-workers.ordered: FAIL", "FAILED claims_of_owned_messages", "ordering 5:Worker-B"}, reports: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			out := t.TempDir()
+			if args[1] == "run" && !contains(args, "--out") {
+				args = append(args, "--out", out)
+			}
+			got := runCLI(t, args...)
+			if got.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", got.code, tt.code, got.stdout, got.stderr)
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(got.stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, got.stdout)
+				}
+			}
+			for _, s := range tt.stderr {
+				if !strings.Contains(got.stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, got.stderr)
+				}
+			}
+			files, _ := filepath.Glob(filepath.Join(out, "Challenges", "*.txt"))
+			if tt.reports >= 0 && len(files) != tt.reports {
+				t.Errorf("%d reports, want %d", len(files), tt.reports)
+			}
+			for _, f := range files {
+				text, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, line := range strings.Split(string(text), "\n") {
+					if len([]rune(line)) > 120 {
+						t.Errorf("%s has a line of %d columns: %q", filepath.Base(f), len([]rune(line)), line)
+						break
+					}
+				}
+				if !strings.Contains(string(text), "Relay:    "+strings.Fields(tt.args[4])[0]) {
+					t.Errorf("%s does not name the relay it judged", filepath.Base(f))
+				}
+			}
+			if left := got.leftovers(); len(left) > 0 {
+				t.Errorf("left in the temporary folder: %v", left)
+			}
+		})
+	}
+}
