@@ -7,6 +7,7 @@ package challenge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,10 @@ type Challenge struct {
 	// Checks documents every check a sequence's report makes, in report
 	// order.
 	Checks []lesson.CheckDoc
+	// OnceChecks are the checks of work done once (a message processed,
+	// an event sent), made only in the sequences where no fault makes the
+	// lab take work over (not [Sequence.AtLeastOnce]).
+	OnceChecks []string
 	// Sequences are the named runs the challenge makes, in order.
 	Sequences []Sequence
 	// Horizon is the most lab time a sequence may take: the lab stops
@@ -54,8 +59,14 @@ type Challenge struct {
 // rules are what a challenge adds to the generic world: its operations
 // beyond SQL, when its work is done, and its judgement.
 type rules interface {
-	// provider answers OpProvider; nil where the challenge has no provider.
+	// providerStatus answers OpProvider; ok is false where the challenge
+	// has no provider.
 	providerStatus(instance, key string) (status, txn string, ok bool)
+	// send stores an offer at the broker ([errNoBroker] without one).
+	send(ctx context.Context, instance, eventID, payload string, now time.Time) (offer int64, err error)
+	// classify names what a committed change is, for a fault's boundary:
+	// "claim", "completion" or "".
+	classify(c store.AuditEntry) string
 	// done says whether the durable state shows every task finished, so
 	// the lab may stop the programs.
 	done(ctx context.Context) (bool, error)
@@ -63,6 +74,9 @@ type rules interface {
 	describe(changes []store.AuditEntry) []lab.Event
 	// judge measures the run into r, from the database and the ledgers.
 	judge(ctx context.Context, w *world, r *lab.Result) error
+	// summary says what a passing run left, from its metrics (m formats
+	// one), for the verdict.
+	summary(m func(key string) string) string
 	// expected are the checks' expected values in seq.
 	expected(seq Sequence) map[string]float64
 	// close releases what world opened.
@@ -87,7 +101,7 @@ type Sequence struct {
 }
 
 // Catalogue lists every challenge, in course order.
-func Catalogue() []*Challenge { return []*Challenge{&Day15Worker} }
+func Catalogue() []*Challenge { return []*Challenge{&Day15Worker, &FencedRelay} }
 
 // Lookup finds a challenge by name; an unknown name's error suggests the
 // closest.
@@ -111,6 +125,9 @@ func Lookup(name string) (*Challenge, error) {
 	}
 	return nil, &UnknownError{msg}
 }
+
+// errNoBroker answers a send in a challenge without a broker.
+var errNoBroker = errors.New("challenge: no broker")
 
 // UnknownError is an unknown challenge or sequence name.
 type UnknownError struct{ msg string }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outboxlab/outboxlab/cast"
@@ -34,10 +35,11 @@ var Day15Worker = Challenge{
 		"ProcessedAtUtc, only while the message is still its own. With nothing to claim it waits (op wait) and " +
 		"tries again; it never stops on its own. Times are the lab's: every reply's now, written as " +
 		"2026-01-15T09:00:00.000Z.",
-	Tables:   []string{"Payments", "OutboxMessages"},
-	Settings: map[string]any{"lease_ms": day15Lease.Milliseconds()},
-	Horizon:  time.Minute,
-	Explored: "two-workers",
+	Tables:     []string{"Payments", "OutboxMessages"},
+	Settings:   map[string]any{"lease_ms": day15Lease.Milliseconds()},
+	Horizon:    time.Minute,
+	Explored:   "two-workers",
+	OnceChecks: []string{"processed_more_than_once"},
 	Checks: []lesson.CheckDoc{
 		{Name: "outbox_processed", About: "messages Processed: every message was finalized"},
 		{Name: "outbox_pending", About: "messages left Pending: never processed"},
@@ -80,14 +82,15 @@ var Day15Worker = Challenge{
 // provider, and the tracker that reads the audit.
 type day15World struct {
 	d     *cast.Day15
-	db    *store.DB // checkout's connection, which the audits use
+	db    *store.DB  // checkout's connection, which the audits use
+	mu    sync.Mutex // guards live: the instances commit from their own goroutines
 	live  day15Tracker
 	seeds int
 }
 
 func newDay15World(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error) {
 	d := cast.NewDay15(cast.Day15Mistakes{})
-	db, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing, store.AuditDay15)
+	db, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing, store.LabAudit, store.AuditDay15)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,6 +108,29 @@ func newDay15World(ctx context.Context, env *lesson.Env) (rules, []lab.Event, er
 
 func (wd *day15World) close() error { return wd.db.Close() }
 
+func (wd *day15World) summary(m func(string) string) string {
+	return fmt.Sprintf("%s messages Processed (%s Paid, %s Failed, as the provider answered), %s stale writes, %s claims of owned messages",
+		m("outbox_processed"), m("paid"), m("failed"), m("stale_writes"), m("claims_of_owned_messages"))
+}
+
+func (wd *day15World) send(context.Context, string, string, string, time.Time) (int64, error) {
+	return 0, errNoBroker
+}
+
+// classify: a claim moves a message to Processing, a completion to
+// Processed.
+func (wd *day15World) classify(c store.AuditEntry) string {
+	switch {
+	case c.Table != "OutboxMessages" || c.Op != "UPDATE":
+		return ""
+	case c.NewState == "Processing":
+		return "claim"
+	case c.NewState == "Processed":
+		return "completion"
+	}
+	return ""
+}
+
 func (wd *day15World) providerStatus(instance, key string) (string, string, bool) {
 	st := wd.d.Provider.CheckStatus(instance, key)
 	if st.Paid {
@@ -120,6 +146,8 @@ func (wd *day15World) done(ctx context.Context) (bool, error) {
 }
 
 func (wd *day15World) describe(changes []store.AuditEntry) []lab.Event {
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
 	var out []lab.Event
 	for _, c := range changes {
 		if e, ok := wd.live.apply(c); ok {

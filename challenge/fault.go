@@ -2,6 +2,7 @@ package challenge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,30 +104,13 @@ func (b Boundary) before(req relayproto.Request) bool {
 	return b.Op == req.Op && b.Commits == "" && (b.SQLContains == "" || strings.Contains(req.SQL, b.SQLContains))
 }
 
-// after reports whether the request that committed changes matches.
-func (b Boundary) after(req relayproto.Request, changes []store.AuditEntry) bool {
+// after reports whether the request that committed changes matches;
+// classify says what each change is.
+func (b Boundary) after(req relayproto.Request, changes []store.AuditEntry, classify func(store.AuditEntry) string) bool {
 	if b.Op != req.Op || (b.SQLContains != "" && !strings.Contains(req.SQL, b.SQLContains)) {
 		return false
 	}
-	switch b.Commits {
-	case "":
-		return true
-	case "claim":
-		return committed(changes, "Processing")
-	case "completion":
-		return committed(changes, "Processed")
-	}
-	return false
-}
-
-// committed reports whether changes moved a message to state.
-func committed(changes []store.AuditEntry, state string) bool {
-	for _, c := range changes {
-		if c.Table == "OutboxMessages" && c.Op == "UPDATE" && c.NewState == state {
-			return true
-		}
-	}
-	return false
+	return b.Commits == "" || slices.ContainsFunc(changes, func(c store.AuditEntry) bool { return classify(c) == b.Commits })
 }
 
 // armed is a fault of one instance with its count of matches so far.

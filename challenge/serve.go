@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,7 +33,7 @@ func (w *world) handle(ctx context.Context, in *inst, req relayproto.Request) (r
 	}
 	rep, changes := w.run(ctx, in, req, &rec)
 	for _, f := range in.faults {
-		if f.Do == FailStatement || !f.match(f.At.after(req, changes)) {
+		if f.Do == FailStatement || !f.match(f.At.after(req, changes, w.rules.classify)) {
 			continue
 		}
 		rec.fault = string(f.Do)
@@ -55,7 +56,7 @@ func (w *world) handle(ctx context.Context, in *inst, req relayproto.Request) (r
 			w.fire(in, f.Fault, lab.KindNote, "the request ran, but the reply says its outcome is unknown")
 			rep = w.fail(in, relayproto.ErrUnknownOutcome, "the connection dropped before the reply: the lab may or may not have done it")
 		}
-		rep.Now = w.nowFor(in)
+		rep.Now, rep.Tick = w.nowFor(in), w.tickFor(in)
 	}
 	return rep, true, rec
 }
@@ -155,8 +156,26 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 	case relayproto.OpLog:
 		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "log", Detail: clip(req.Text, 200)})
 		return w.ok(in), nil
-	case relayproto.OpSend, relayproto.OpReceive, relayproto.OpAck:
-		return w.protocol(in, "this challenge has no broker: "+req.Op+" is for the relay and consumer challenges"), nil
+	case relayproto.OpSend:
+		if in.tx != nil {
+			return w.protocol(in, "send inside an open transaction: the lab's broker shares the database, whose write lock "+
+				"your transaction holds; commit first (a relay sends between its claim's commit and its completion)"), nil
+		}
+		offer, err := w.rules.send(ctx, in.name, req.EventID, req.Payload, w.clock.Now())
+		if errors.Is(err, errNoBroker) {
+			return w.protocol(in, "this challenge has no broker"), nil
+		}
+		if err != nil {
+			return w.fail(in, relayproto.ErrBrokerUnavailable, "the broker did not store the send: "+err.Error()), nil
+		}
+		rep := w.ok(in)
+		rep.OfferID = offer
+		rec.answered = fmt.Sprintf("offer %d", offer)
+		w.event(lab.Event{Kind: lab.KindOffer, Subject: req.EventID, Actor: in.name, Action: "send", Offer: offer,
+			Detail: fmt.Sprintf("sent %s: the broker stored offer %d", req.EventID, offer)})
+		return rep, nil
+	case relayproto.OpReceive, relayproto.OpAck:
+		return w.protocol(in, "this challenge has no consumer's broker: "+req.Op+" is for the consumer challenge"), nil
 	}
 	return w.protocol(in, fmt.Sprintf("unknown op %q; the ops are %s", req.Op, strings.Join(relayproto.Ops, ", "))), nil
 }
@@ -171,11 +190,17 @@ func (w *world) protocol(in *inst, msg string) relayproto.Reply {
 // transaction holds the database's write lock; meanwhile in counts as
 // waiting, so the lab clock may move.
 func (w *world) begin(ctx context.Context, in *inst) (*store.ProgramTx, int, error) {
+	if err := w.takeTurn(ctx, in); err != nil {
+		return nil, 0, err
+	}
 	for retries := 0; ; retries++ {
 		tx, err := in.db.BeginProgram(ctx)
 		if err == nil || !store.IsBusy(err) {
 			if retries > 0 {
 				w.setState(in, running, time.Time{})
+			}
+			if err != nil {
+				w.setTx(in, nil)
 			}
 			return tx, retries, err
 		}
@@ -189,6 +214,35 @@ func (w *world) begin(ctx context.Context, in *inst) (*store.ProgramTx, int, err
 		case <-time.After(busyPause):
 		}
 	}
+}
+
+// takeTurn waits until in's begin is the first in line and no other
+// instance's transaction is open, and marks in's transaction open. SQLite
+// has one writer; the lab's line makes it fair, where SQLite's busy handler
+// would let one program's tight loop starve the others. A begin in line
+// counts as locked: the clock may move while the holder waits or is held.
+func (w *world) takeTurn(ctx context.Context, in *inst) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.line = append(w.line, in)
+	for w.line[0] != in || slices.ContainsFunc(w.insts, func(o *inst) bool { return o != in && o.open && o.state != gone }) {
+		if ctx.Err() != nil {
+			w.line = slices.DeleteFunc(w.line, func(o *inst) bool { return o == in })
+			return ctx.Err()
+		}
+		if in.state != locked {
+			in.state = locked
+			w.queued++
+			w.gen++
+			w.cond.Broadcast()
+		}
+		w.cond.Wait()
+	}
+	w.line = w.line[1:]
+	in.open, in.state = true, running
+	w.gen++
+	w.cond.Broadcast()
+	return nil
 }
 
 // statement runs a query or an exec in in's transaction.

@@ -102,7 +102,9 @@ type world struct {
 	timeline *lab.Timeline
 	requests []request
 	problems []problem
-	busy     int // begins retried because another transaction held the lock
+	busy     int // begins and commits SQLite turned away as busy (the lab's own connection held the lock)
+	queued   int // begins that waited in line for another instance's transaction
+	line     []*inst
 	fired    []string
 	stderr   map[string]string
 	// statements names each statement text the programs ran, for the
@@ -359,6 +361,8 @@ func (w *world) setTx(in *inst, tx *store.ProgramTx) {
 	}
 	w.mu.Lock()
 	in.open = tx != nil
+	w.gen++
+	w.cond.Broadcast()
 	w.mu.Unlock()
 }
 
@@ -408,11 +412,18 @@ func (w *world) record(rec request) {
 
 // fail is an error reply.
 func (w *world) fail(in *inst, kind, msg string) relayproto.Reply {
-	return relayproto.Reply{Now: w.nowFor(in), Error: &relayproto.Error{Kind: kind, Message: msg}}
+	return relayproto.Reply{Now: w.nowFor(in), Tick: w.tickFor(in), Error: &relayproto.Error{Kind: kind, Message: msg}}
 }
 
 // ok is a success reply, to be filled.
-func (w *world) ok(in *inst) relayproto.Reply { return relayproto.Reply{OK: true, Now: w.nowFor(in)} }
+func (w *world) ok(in *inst) relayproto.Reply {
+	return relayproto.Reply{OK: true, Now: w.nowFor(in), Tick: w.tickFor(in)}
+}
+
+// tickFor is the lab clock for in, in milliseconds since the lab's epoch.
+func (w *world) tickFor(in *inst) int64 {
+	return w.clock.Now().Add(in.skew).Sub(w.start).Milliseconds()
+}
 
 // sleepUntil blocks in, in state s, until the coordinator wakes it (the
 // lab clock reached wake, or the run is stopping).

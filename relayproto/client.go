@@ -25,6 +25,7 @@ type Client struct {
 	// settings.
 	Hello Reply
 	now   string
+	tick  int64
 }
 
 // Dial says hello to the lab over the process's stdin and stdout.
@@ -61,7 +62,7 @@ func (c *Client) Do(r Request) (Reply, error) {
 	if err := json.Unmarshal(line, &rep); err != nil {
 		return Reply{}, fmt.Errorf("relayproto: the reply to %s: %w", r.Op, err)
 	}
-	c.now = rep.Now
+	c.now, c.tick = rep.Now, rep.Tick
 	if !rep.OK {
 		if rep.Error == nil {
 			rep.Error = &Error{Kind: ErrProtocol, Message: "a reply without ok and without an error"}
@@ -69,6 +70,14 @@ func (c *Client) Do(r Request) (Reply, error) {
 		return rep, rep.Error
 	}
 	return rep, nil
+}
+
+// Tick is the lab clock as the last reply gave it, in milliseconds since
+// the lab's epoch (the integer time of outbox_events).
+func (c *Client) Tick() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tick
 }
 
 // Now is the lab clock's time as the last reply gave it.

@@ -66,6 +66,10 @@ type Request struct {
 type Reply struct {
 	OK  bool   `json:"ok"`
 	Now string `json:"now"`
+	// Tick is the same instant as Now in milliseconds since the lab's
+	// epoch, 2026-01-15T09:00:00.000Z: the integer time of the tables
+	// that store one (outbox_events' lease_until).
+	Tick int64 `json:"tick"`
 	// Error, when OK is false, says what went wrong.
 	Error *Error `json:"error,omitempty"`
 

@@ -22,9 +22,6 @@ import (
 // slot files' time limit.
 type ProgramSandbox struct {
 	Tables []string
-	// Audit is the lab's audit migration: its triggers write what the
-	// program's statements change, and only they may (see [AuditDay15]).
-	Audit Migration
 }
 
 // SandboxError is a program's statement the sandbox refused.
@@ -37,9 +34,15 @@ func (e *SandboxError) Error() string {
 	return fmt.Sprintf("refused %s: a program may only read and write the challenge's tables (%s)", e.Refused, strings.Join(e.Tables, ", "))
 }
 
-// AuditDay15 is the lab's audit of the Day 15 tables for the relay
-// challenges: lab_audit and the triggers that fill it.
-var AuditDay15 = mustMigration("900_lab_audit_day15.sql")
+// The lab's audit of the tables a relay challenge gives a program:
+// LabAudit is lab_audit, where the triggers of AuditDay15 (Payments and
+// OutboxMessages) and AuditRelay (outbox_events, and each offer the
+// broker stores) record every committed change.
+var (
+	LabAudit   = mustMigration("899_lab_audit.sql")
+	AuditDay15 = mustMigration("900_lab_audit_day15.sql")
+	AuditRelay = mustMigration("901_lab_audit_relay.sql")
+)
 
 // The audit's statements: the lab names the instance and the clock of
 // each transaction's changes just before it commits, and the checks read
@@ -47,7 +50,10 @@ var AuditDay15 = mustMigration("900_lab_audit_day15.sql")
 var (
 	TagAudit = audit("lab: name the instance that made the transaction's changes", `UPDATE lab_audit SET actor = :actor, at = :at WHERE actor IS NULL
 RETURNING `+auditColumns)
-	ReadAudit = audit("lab: read the audit of the programs' changes", `SELECT `+auditColumns+`
+	// CountUndeliveredEvents is the fenced relay challenge's end: no
+	// event of outbox_events left undelivered.
+	CountUndeliveredEvents = audit("lab: count the events not delivered yet", "SELECT COUNT(*) FROM outbox_events WHERE delivered = 0")
+	ReadAudit              = audit("lab: read the audit of the programs' changes", `SELECT `+auditColumns+`
 FROM lab_audit ORDER BY seq`)
 )
 
@@ -55,9 +61,6 @@ FROM lab_audit ORDER BY seq`)
 const auditColumns = `seq, COALESCE(actor, ''), COALESCE(at, ''), tbl, op, row_key,
        COALESCE(old_state, ''), COALESCE(new_state, ''), COALESCE(old_owner, ''), COALESCE(new_owner, ''),
        COALESCE(old_until, ''), COALESCE(new_until, ''), COALESCE(old_token, 0), COALESCE(new_token, 0)`
-
-// labOwn reports whether query is the sandbox's audit migration.
-func (p *ProgramSandbox) labOwn(query string) bool { return query == p.Audit.SQL }
 
 // refuses says what the sandbox refuses of an action SQLite's authorizer
 // asks about while a program's statement compiles, "" when it allows it.

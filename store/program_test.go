@@ -10,13 +10,13 @@ import (
 )
 
 // programSandbox is the Day 15 challenges' sandbox.
-var programSandbox = store.ProgramSandbox{Tables: []string{"Payments", "OutboxMessages"}, Audit: store.AuditDay15}
+var programSandbox = store.ProgramSandbox{Tables: []string{"Payments", "OutboxMessages"}}
 
 // openProgram opens a Day 15 database with its audit and a program's
 // connection to it.
 func openProgram(t *testing.T) *store.DB {
 	t.Helper()
-	_, path := storetest.Fresh(t, store.DefaultConfig, store.PaymentsOutbox, store.OutboxLeasing, store.AuditDay15)
+	_, path := storetest.Fresh(t, store.DefaultConfig, store.PaymentsOutbox, store.OutboxLeasing, store.LabAudit, store.AuditDay15)
 	cfg := store.DefaultConfig
 	cfg.Program = &programSandbox
 	return storetest.Open(t, path, cfg)

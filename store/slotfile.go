@@ -259,9 +259,9 @@ type guardConn struct {
 	file    *SlotFile
 	program *ProgramSandbox // a user's program's sandbox, or nil
 	mode    guardMode
-	stmt   int                           // under modeSlot, the file's statement compiling
-	denied string                        // what the authorizer last refused, for the error
-	seen   []sqlite.AuthorizerActionCode // actions compiled under modeSlot since the last reset
+	stmt    int                           // under modeSlot, the file's statement compiling
+	denied  string                        // what the authorizer last refused, for the error
+	seen    []sqlite.AuthorizerActionCode // actions compiled under modeSlot since the last reset
 }
 
 // install registers the authorizer and sets the limits.
@@ -296,9 +296,6 @@ func (g *guardConn) enter(query string) func() {
 // A text from anywhere else is allowed nothing.
 func (g *guardConn) labOwn(query string) bool {
 	if _, ok := catalogue[query]; ok {
-		return true
-	}
-	if g.program != nil && g.program.labOwn(query) {
 		return true
 	}
 	if g.file == nil {

@@ -198,17 +198,21 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		switch {
 		case x.Failing != nil:
-			fmt.Fprintf(w, "Explored %d orderings of the %s sequence's requests: the ordering %s broke an invariant.\n", x.Runs, explored.Name, x.Ordering)
+			which := "the ordering " + x.Ordering.String()
+			if len(x.Ordering.Switches) == 0 {
+				which = "the first, in order without a switch,"
+			}
+			fmt.Fprintf(w, "Explored %s of the %s sequence's requests: %s broke an invariant.\n", orderings(x.Runs), explored.Name, which)
 			if err := fileChallengeRun(c, w, out, x.Failing, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}); err != nil {
 				return err
 			}
 			fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --replay %s\n\n", ch.Name, relay, x.Ordering)
 			failed++
 		case x.Complete:
-			fmt.Fprintf(w, "Explored %d orderings of the %s sequence's requests, every one with up to %d switches: none broke an invariant.\n", x.Runs, explored.Name, bound)
+			fmt.Fprintf(w, "Explored %s of the %s sequence's requests, every one with up to %s: none broke an invariant.\n", orderings(x.Runs), explored.Name, switches(bound))
 		default:
-			fmt.Fprintf(w, "Explored %d orderings of the %s sequence's requests (the --max-orderings limit) before finishing %d switches: none broke an invariant.\n",
-				x.Runs, explored.Name, bound)
+			fmt.Fprintf(w, "Explored %s of the %s sequence's requests (the --max-orderings limit) before finishing %s: none broke an invariant.\n",
+				orderings(x.Runs), explored.Name, switches(bound))
 		}
 	}
 	if failed > 0 {
@@ -242,4 +246,20 @@ func nonNegative(c *cli.Context, name string) (int, error) {
 		return 0, usagef("--%s must be a whole number of at least 0, not %q", name, c.String(name))
 	}
 	return n, nil
+}
+
+// orderings says n orderings in words: "1 ordering", "6 orderings".
+func orderings(n int) string {
+	if n == 1 {
+		return "1 ordering"
+	}
+	return strconv.Itoa(n) + " orderings"
+}
+
+// switches says n switches in words: "1 switch", "2 switches".
+func switches(n int) string {
+	if n == 1 {
+		return "1 switch"
+	}
+	return strconv.Itoa(n) + " switches"
 }

@@ -1,21 +1,4 @@
--- The lab's audit of a user's program on the Day 15 tables (challenges
--- only, not a lesson's schema): every change a statement makes to a payment
--- or an outbox message is written here by a trigger, in commit order, and
--- the lab names the instance that made it before the transaction commits.
--- The challenge's checks read it; a program's statements may not.
-CREATE TABLE lab_audit (
-    seq       INTEGER PRIMARY KEY,
-    actor     TEXT,             -- the instance whose transaction wrote it
-    at        TEXT,             -- the lab clock when that transaction committed
-    tbl       TEXT NOT NULL,    -- the table changed
-    op        TEXT NOT NULL,    -- INSERT, UPDATE or DELETE
-    row_key   TEXT NOT NULL,    -- the payment's key (a message's AggregateKey)
-    old_state TEXT, new_state TEXT, -- Status or PaymentStatus
-    old_owner TEXT, new_owner TEXT, -- LockedBy, or a payment's TransactionId
-    old_until TEXT, new_until TEXT, -- LockedUntilUtc
-    old_token INTEGER, new_token INTEGER -- ClaimToken, where the table has one
-);
-
+-- The lab's audit triggers on the Day 15 tables (see 899_lab_audit.sql).
 CREATE TRIGGER lab_audit_outbox_update AFTER UPDATE ON OutboxMessages BEGIN
     INSERT INTO lab_audit (tbl, op, row_key, old_state, new_state, old_owner, new_owner, old_until, new_until)
     VALUES ('OutboxMessages', 'UPDATE', NEW.AggregateKey, OLD.Status, NEW.Status, OLD.LockedBy, NEW.LockedBy,
