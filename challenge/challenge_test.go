@@ -240,3 +240,59 @@ func TestGoRelayFencedMistakes(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolPageFirstExchange: the first exchange docs/relay-protocol.md
+// shows (and the README quotes) is what the lab answers, byte for byte:
+// a program sends the page's requests as Worker-A and the lab's replies
+// are compared with the page's.
+func TestProtocolPageFirstExchange(t *testing.T) {
+	exchange := func(path string) (asks, answers []string) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(text), "\n") {
+			switch {
+			case strings.HasPrefix(l, ">> "):
+				asks = append(asks, strings.TrimPrefix(l, ">> "))
+			case strings.HasPrefix(l, "<< "):
+				answers = append(answers, strings.TrimPrefix(l, "<< "))
+			}
+		}
+		return asks, answers
+	}
+	asks, answers := exchange("../docs/relay-protocol.md")
+	if len(asks) == 0 || len(asks) != len(answers) {
+		t.Fatalf("the page shows %d requests and %d replies", len(asks), len(answers))
+	}
+	dir := t.TempDir()
+	requests, replies := filepath.Join(dir, "requests"), filepath.Join(dir, "replies")
+	if err := os.WriteFile(requests, []byte(strings.Join(asks, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "relay.sh")
+	body := `#!/bin/sh
+if [ "$OUTBOXLAB_INSTANCE" != Worker-A ]; then echo '{"op":"hello"}'; read -r r; sleep 30; fi
+while read -r ask <&3; do echo "$ask"; read -r answer; echo "$answer" >> ` + replies + `; done 3< ` + requests + `
+sleep 30
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := challenge.Lookup("day15-worker")
+	seq, _ := ch.Sequence("two-workers")
+	if _, err := challenge.Run(context.Background(), ch, seq, challenge.Options{Relay: script, TempRoot: t.TempDir(), IdleTimeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(replies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(answers, "\n") + "\n"; string(got) != want {
+		t.Errorf("the lab answered\n%s\nthe page says\n%s", got, want)
+	}
+	_, readme := exchange("../README.md")
+	if !slices.Equal(readme, answers[:len(readme)]) {
+		t.Errorf("the README's first exchange differs from the page's:\n%s", strings.Join(readme, "\n"))
+	}
+}
