@@ -17,6 +17,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/lesson"
+	"github.com/outboxlab/outboxlab/relayproto"
 	"github.com/outboxlab/outboxlab/store"
 )
 
@@ -64,6 +65,11 @@ type rules interface {
 	providerStatus(instance, key string) (status, txn string, ok bool)
 	// send stores an offer at the broker ([errNoBroker] without one).
 	send(ctx context.Context, instance, eventID, payload string, now time.Time) (offer int64, err error)
+	// receive hands instance the broker's next delivery for its service
+	// (nil: none now), and ack acknowledges one ([errNoBroker] without a
+	// consumer's broker).
+	receive(ctx context.Context, instance string, now time.Time) (*relayproto.Delivery, error)
+	ack(ctx context.Context, instance string, offer int64, now time.Time) (took bool, err error)
 	// classify names what a committed change is, for a fault's boundary:
 	// "claim", "completion" or "".
 	classify(c store.AuditEntry) string
@@ -101,7 +107,7 @@ type Sequence struct {
 }
 
 // Catalogue lists every challenge, in course order.
-func Catalogue() []*Challenge { return []*Challenge{&Day15Worker, &FencedRelay} }
+func Catalogue() []*Challenge { return []*Challenge{&Day15Worker, &FencedRelay, &InboxConsumer} }
 
 // Lookup finds a challenge by name; an unknown name's error suggests the
 // closest.

@@ -296,3 +296,37 @@ sleep 30
 		t.Errorf("the README's first exchange differs from the page's:\n%s", strings.Join(readme, "\n"))
 	}
 }
+
+func TestGoRelayPassesInboxConsumer(t *testing.T) {
+	ch, _ := challenge.Lookup("inbox-consumer")
+	for _, s := range ch.Sequences {
+		t.Run(s.Name, func(t *testing.T) {
+			if r := runSequence(t, ch.Name, s.Name, goRelay); !r.Passed() {
+				t.Errorf("%s: %v", r.Verdict, r.BrokenInvariants())
+			}
+		})
+	}
+}
+
+// TestGoRelayInboxMistakes is the inbox consumer challenge's answer key.
+func TestGoRelayInboxMistakes(t *testing.T) {
+	twice := []string{"credit_cents", "effects_applied_twice", "effects_without_inbox"}
+	tests := []struct {
+		mistake, sequence string
+		fails             []string
+	}{
+		{"no-dedup", "two-consumers", nil},
+		{"no-dedup", "crash-after-effect", twice},
+		{"no-dedup", "lost-ack", twice},
+		{"no-dedup", "concurrent-duplicate", twice},
+		{"ack-before-effect", "crash-after-ack", []string{"credit_cents", "events_recorded"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mistake+"/"+tt.sequence, func(t *testing.T) {
+			r := runSequence(t, "inbox-consumer", tt.sequence, goRelay+" -mistake "+tt.mistake)
+			if got := r.FailedChecks(); !slices.Equal(got, tt.fails) {
+				t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
+			}
+		})
+	}
+}

@@ -52,7 +52,13 @@ const (
 	// LoseReply: the request runs (a commit commits, a send is stored)
 	// and the reply says its outcome is unknown.
 	LoseReply Action = "lose the reply"
+	// DropRequest: the request never reaches the lab (an ack lost on its
+	// way to the broker); the reply says its outcome is unknown.
+	DropRequest Action = "drop the request"
 )
+
+// before reports whether a runs instead of the request (it never runs).
+func (a Action) before() bool { return a == FailStatement || a == DropRequest }
 
 // String says the fault in words, for a report.
 func (f Fault) String() string {
@@ -68,6 +74,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("%s's %s fails with a database error", f.Instance, at)
 	case LoseReply:
 		return fmt.Sprintf("%s's reply to %s is lost (unknown outcome)", f.Instance, at)
+	case DropRequest:
+		return fmt.Sprintf("%s's %s never reaches the lab (unknown outcome)", f.Instance, strings.TrimPrefix(at, "its "))
 	}
 	return string(f.Do)
 }

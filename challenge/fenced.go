@@ -359,3 +359,11 @@ func describeEventChange(c store.AuditEntry) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+func (fw *fencedWorld) receive(context.Context, string, time.Time) (*relayproto.Delivery, error) {
+	return nil, errNoBroker
+}
+
+func (fw *fencedWorld) ack(context.Context, string, int64, time.Time) (bool, error) {
+	return false, errNoBroker
+}

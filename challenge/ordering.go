@@ -101,15 +101,15 @@ func (w *world) gate(in *inst, req relayproto.Request) bool {
 }
 
 // enabledLocked lists the instances whose request may go now, in start
-// order: at the gate, and not a begin (nor a send, which writes the lab's
-// broker in the same database) while another's transaction is open.
+// order: at the gate, and not one that takes the line of transactions (see
+// [takesTurn]) while another's transaction is open.
 func (w *world) enabledLocked() []*inst {
 	var out []*inst
 	for _, in := range w.insts {
 		if in.state != gated {
 			continue
 		}
-		if (in.pending.Op == relayproto.OpBegin || in.pending.Op == relayproto.OpSend) && slices.ContainsFunc(w.insts, func(o *inst) bool { return o != in && o.open && o.state != gone }) {
+		if takesTurn(in.pending.Op) && slices.ContainsFunc(w.insts, func(o *inst) bool { return o != in && o.open && o.state != gone }) {
 			continue
 		}
 		out = append(out, in)

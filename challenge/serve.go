@@ -25,15 +25,20 @@ func (w *world) handle(ctx context.Context, in *inst, req relayproto.Request) (r
 		return w.fail(in, relayproto.ErrProtocol, msg), true, rec
 	}
 	for _, f := range in.faults {
-		if f.Do == FailStatement && f.match(f.At.before(req)) {
-			w.fire(in, f.Fault, lab.KindError, "database error instead of running the statement")
-			rec.fault = string(f.Do)
-			return w.fail(in, relayproto.ErrDatabase, "disk I/O error (injected by the lab: the statement did not run)"), true, rec
+		if !f.Do.before() || !f.match(f.At.before(req)) {
+			continue
 		}
+		rec.fault = string(f.Do)
+		if f.Do == DropRequest {
+			w.fire(in, f.Fault, lab.KindAckLost, "lost on the way: the lab never saw it")
+			return w.fail(in, relayproto.ErrUnknownOutcome, "the connection dropped: the request may or may not have arrived"), true, rec
+		}
+		w.fire(in, f.Fault, lab.KindError, "database error instead of running the statement")
+		return w.fail(in, relayproto.ErrDatabase, "disk I/O error (injected by the lab: the statement did not run)"), true, rec
 	}
 	rep, changes := w.run(ctx, in, req, &rec)
 	for _, f := range in.faults {
-		if f.Do == FailStatement || !f.match(f.At.after(req, changes, w.rules.classify)) {
+		if f.Do.before() || !f.match(f.At.after(req, changes, w.rules.classify)) {
 			continue
 		}
 		rec.fault = string(f.Do)
@@ -106,7 +111,11 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		}
 		tx := in.tx
 		w.setTx(in, nil)
-		changes, err := tx.Commit(ctx, in.name, w.now())
+		w.mu.Lock()
+		w.commits++ // one transaction open at a time: the numbers follow commit order
+		n := w.commits
+		w.mu.Unlock()
+		changes, err := tx.Commit(ctx, in.name, w.now(), n)
 		if err != nil {
 			return w.dbError(in, err), nil
 		}
@@ -161,7 +170,11 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.protocol(in, "send inside an open transaction: the lab's broker shares the database, whose write lock "+
 				"your transaction holds; commit first (a relay sends between its claim's commit and its completion)"), nil
 		}
-		offer, err := w.rules.send(ctx, in.name, req.EventID, req.Payload, w.clock.Now())
+		var offer int64
+		err := w.withTurn(ctx, in, func() (err error) {
+			offer, err = w.rules.send(ctx, in.name, req.EventID, req.Payload, w.clock.Now())
+			return err
+		})
 		if errors.Is(err, errNoBroker) {
 			return w.protocol(in, "this challenge has no broker"), nil
 		}
@@ -174,8 +187,56 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		w.event(lab.Event{Kind: lab.KindOffer, Subject: req.EventID, Actor: in.name, Action: "send", Offer: offer,
 			Detail: fmt.Sprintf("sent %s: the broker stored offer %d", req.EventID, offer)})
 		return rep, nil
-	case relayproto.OpReceive, relayproto.OpAck:
-		return w.protocol(in, "this challenge has no consumer's broker: "+req.Op+" is for the consumer challenge"), nil
+	case relayproto.OpReceive:
+		if in.tx != nil {
+			return w.protocol(in, "receive inside an open transaction: the lab's broker shares the database; commit first"), nil
+		}
+		var d *relayproto.Delivery
+		err := w.withTurn(ctx, in, func() (err error) {
+			d, err = w.rules.receive(ctx, in.name, w.clock.Now())
+			return err
+		})
+		switch {
+		case errors.Is(err, errNoBroker):
+			return w.protocol(in, "this challenge has no consumer's broker: receive is for the inbox consumer"), nil
+		case err != nil:
+			return w.fail(in, relayproto.ErrBrokerUnavailable, "the broker did not deliver: "+err.Error()), nil
+		}
+		rep := w.ok(in)
+		rep.Delivery = d
+		if d == nil {
+			rec.answered = "nothing"
+			return rep, nil
+		}
+		rec.answered = fmt.Sprintf("offer %d (%s), delivery %d", d.Offer, d.EventID, d.Attempt)
+		w.event(lab.Event{Kind: lab.KindDeliver, Subject: d.EventID, Actor: "broker", Action: "deliver", Offer: d.Offer, To: in.name,
+			Detail: fmt.Sprintf("offer %d (%s) to %s, delivery %d", d.Offer, d.EventID, in.name, d.Attempt)})
+		return rep, nil
+	case relayproto.OpAck:
+		if in.tx != nil {
+			return w.protocol(in, "ack inside an open transaction: the lab's broker shares the database; commit first"), nil
+		}
+		var took bool
+		err := w.withTurn(ctx, in, func() (err error) {
+			took, err = w.rules.ack(ctx, in.name, req.Offer, w.clock.Now())
+			return err
+		})
+		switch {
+		case errors.Is(err, errNoBroker):
+			return w.protocol(in, "this challenge has no consumer's broker: ack is for the inbox consumer"), nil
+		case err != nil:
+			return w.fail(in, relayproto.ErrBrokerUnavailable, "the broker did not take the ack: "+err.Error()), nil
+		}
+		rep := w.ok(in)
+		rep.Took = &took
+		rec.answered = map[bool]string{true: "took", false: "not taken"}[took]
+		kind := lab.KindAck
+		if !took {
+			kind = lab.KindFenced
+		}
+		w.event(lab.Event{Kind: kind, Actor: in.name, Action: "ack", Offer: req.Offer,
+			Detail: fmt.Sprintf("acked offer %d: the broker %s it", req.Offer, map[bool]string{true: "took", false: "did not take"}[took])})
+		return rep, nil
 	}
 	return w.protocol(in, fmt.Sprintf("unknown op %q; the ops are %s", req.Op, strings.Join(relayproto.Ops, ", "))), nil
 }
@@ -243,6 +304,27 @@ func (w *world) takeTurn(ctx context.Context, in *inst) error {
 	w.gen++
 	w.cond.Broadcast()
 	return nil
+}
+
+// takesTurn says whether a request writes the database, so waits in the
+// line of transactions: a begin, and the broker's operations, which the
+// lab's broker runs in the same database.
+func takesTurn(op string) bool {
+	switch op {
+	case relayproto.OpBegin, relayproto.OpSend, relayproto.OpReceive, relayproto.OpAck:
+		return true
+	}
+	return false
+}
+
+// withTurn runs the lab's own write for in's request (a broker's
+// operation) in in's turn in the line of transactions.
+func (w *world) withTurn(ctx context.Context, in *inst, write func() error) error {
+	if err := w.takeTurn(ctx, in); err != nil {
+		return err
+	}
+	defer w.setTx(in, nil)
+	return write()
 }
 
 // statement runs a query or an exec in in's transaction.

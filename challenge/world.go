@@ -102,8 +102,9 @@ type world struct {
 	timeline *lab.Timeline
 	requests []request
 	problems []problem
-	busy     int // begins and commits SQLite turned away as busy (the lab's own connection held the lock)
-	queued   int // begins that waited in line for another instance's transaction
+	busy     int   // begins and commits SQLite turned away as busy (the lab's own connection held the lock)
+	queued   int   // begins that waited in line for another instance's transaction
+	commits  int64 // commits asked for, numbering the transactions in the audit
 	line     []*inst
 	fired    []string
 	stderr   map[string]string

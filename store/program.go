@@ -42,13 +42,14 @@ var (
 	LabAudit   = mustMigration("899_lab_audit.sql")
 	AuditDay15 = mustMigration("900_lab_audit_day15.sql")
 	AuditRelay = mustMigration("901_lab_audit_relay.sql")
+	AuditInbox = mustMigration("902_lab_audit_inbox.sql")
 )
 
 // The audit's statements: the lab names the instance and the clock of
 // each transaction's changes just before it commits, and the checks read
 // them in commit order.
 var (
-	TagAudit = audit("lab: name the instance that made the transaction's changes", `UPDATE lab_audit SET actor = :actor, at = :at WHERE actor IS NULL
+	TagAudit = audit("lab: name the instance that made the transaction's changes", `UPDATE lab_audit SET actor = :actor, at = :at, tx = :tx WHERE actor IS NULL
 RETURNING `+auditColumns)
 	// CountUndeliveredEvents is the fenced relay challenge's end: no
 	// event of outbox_events left undelivered.
@@ -58,7 +59,7 @@ FROM lab_audit ORDER BY seq`)
 )
 
 // auditColumns are an [AuditEntry]'s columns, in its fields' order.
-const auditColumns = `seq, COALESCE(actor, ''), COALESCE(at, ''), tbl, op, row_key,
+const auditColumns = `seq, COALESCE(actor, ''), COALESCE(at, ''), COALESCE(tx, 0), tbl, op, row_key,
        COALESCE(old_state, ''), COALESCE(new_state, ''), COALESCE(old_owner, ''), COALESCE(new_owner, ''),
        COALESCE(old_until, ''), COALESCE(new_until, ''), COALESCE(old_token, 0), COALESCE(new_token, 0)`
 
@@ -104,6 +105,7 @@ func (g *guardConn) sandboxFault(err error) error {
 type AuditEntry struct {
 	Seq                int64
 	Actor, At          string
+	Tx                 int64 // the program transaction's number, in commit order (0: the lab's own)
 	Table, Op, Key     string
 	OldState, NewState string
 	OldOwner, NewOwner string
@@ -126,7 +128,7 @@ func (db *DB) Audit(ctx context.Context) ([]AuditEntry, error) {
 // transaction has named yet (a lab actor's own writes, as checkout's seed)
 // and returns them.
 func (db *DB) TagAudit(ctx context.Context, actor, at string) ([]AuditEntry, error) {
-	rows, err := db.sql.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at))
+	rows, err := db.sql.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at), sql.Named("tx", 0))
 	if err != nil {
 		return nil, fmt.Errorf("store: name the audited changes: %w", err)
 	}
@@ -139,7 +141,7 @@ func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
 	var out []AuditEntry
 	for rows.Next() {
 		var e AuditEntry
-		if err := rows.Scan(&e.Seq, &e.Actor, &e.At, &e.Table, &e.Op, &e.Key, &e.OldState, &e.NewState,
+		if err := rows.Scan(&e.Seq, &e.Actor, &e.At, &e.Tx, &e.Table, &e.Op, &e.Key, &e.OldState, &e.NewState,
 			&e.OldOwner, &e.NewOwner, &e.OldUntil, &e.NewUntil, &e.OldToken, &e.NewToken); err != nil {
 			return nil, err
 		}
@@ -225,11 +227,11 @@ func (t *ProgramTx) Exec(ctx context.Context, text string, params map[string]any
 	return res.RowsAffected()
 }
 
-// Commit names actor and the lab clock at on the transaction's audited
-// changes, then commits, and returns the changes it committed, in the
-// order the transaction made them.
-func (t *ProgramTx) Commit(ctx context.Context, actor, at string) ([]AuditEntry, error) {
-	rows, err := t.tx.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at))
+// Commit names actor, the lab clock at and the transaction's number n on
+// the transaction's audited changes, then commits, and returns the changes
+// it committed, in the order the transaction made them.
+func (t *ProgramTx) Commit(ctx context.Context, actor, at string, n int64) ([]AuditEntry, error) {
+	rows, err := t.tx.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at), sql.Named("tx", n))
 	if err != nil {
 		_ = t.tx.Rollback()
 		return nil, fmt.Errorf("store: name the transaction's changes: %w", err)

@@ -32,7 +32,7 @@ func TestProgramSandbox(t *testing.T) {
 	if _, err := seed.Exec(ctx, `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := seed.Commit(ctx, "seed", "t0"); err != nil {
+	if _, err := seed.Commit(ctx, "seed", "t0", 1); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -81,7 +81,7 @@ func TestProgramAuditNamesTheCommitter(t *testing.T) {
 		if n, err := tx.Exec(ctx, step.sql, nil); err != nil || n != 1 {
 			t.Fatalf("%s: %d rows, %v", step.sql, n, err)
 		}
-		changes, err := tx.Commit(ctx, step.actor, "t1")
+		changes, err := tx.Commit(ctx, step.actor, "t1", 2)
 		if err != nil || len(changes) != 1 || changes[0].Actor != step.actor {
 			t.Fatalf("%s committed %+v, %v; want its one change named %s", step.sql, changes, err, step.actor)
 		}

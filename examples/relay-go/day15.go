@@ -158,7 +158,7 @@ func (w *worker) rollback(err error) error {
 // again. A broken protocol or a sandbox refusal is a bug and stops it.
 func tolerate(err error) error {
 	switch relayproto.Kind(err) {
-	case relayproto.ErrDatabase, relayproto.ErrBusy, relayproto.ErrUnknownOutcome:
+	case relayproto.ErrDatabase, relayproto.ErrBusy, relayproto.ErrUnknownOutcome, relayproto.ErrBrokerUnavailable:
 		return nil
 	}
 	return err

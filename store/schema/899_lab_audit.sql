@@ -7,6 +7,7 @@ CREATE TABLE lab_audit (
     seq       INTEGER PRIMARY KEY,
     actor     TEXT,             -- the instance whose transaction wrote it
     at        TEXT,             -- the lab clock when that transaction committed
+    tx        INTEGER,          -- that transaction's number, in commit order
     tbl       TEXT NOT NULL,    -- the table changed
     op        TEXT NOT NULL,    -- INSERT, UPDATE or DELETE
     row_key   TEXT NOT NULL,    -- the row's key: a payment's key, an event id
