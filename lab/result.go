@@ -62,9 +62,9 @@ type Result struct {
 	CustomSlot string
 	// Relay is the command line of the user's own relay a challenge's run
 	// drove ("" for a lesson's run): the run judges that program.
-	Relay string
-	Design     Design
-	Lesson     string // what the run teaches, one paragraph
+	Relay  string
+	Design Design
+	Lesson string // what the run teaches, one paragraph
 	// DoesNotSolve is the problem the lesson's design leaves for a later
 	// lesson; every report prints it.
 	DoesNotSolve string

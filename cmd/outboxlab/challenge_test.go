@@ -95,3 +95,52 @@ func TestChallengeCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestGradeRelays: grade --challenge runs each student's folder's relay
+// into one table and gradebook: the reference passes, a mistake fails by
+// name, a program that does not speak the protocol fails program_faults;
+// a folder that is not one is bad input.
+func TestGradeRelays(t *testing.T) {
+	t.Parallel()
+	relay := filepath.Join(t.TempDir(), "relay-go")
+	if out, err := exec.Command("go", "build", "-o", relay, "../../examples/relay-go").CombinedOutput(); err != nil {
+		t.Fatalf("build the reference relay: %v\n%s", err, out)
+	}
+	class := t.TempDir()
+	for student, body := range map[string]string{
+		"alice": "exec " + relay,
+		"bob":   "exec " + relay + " -mistake no-token",
+		"carol": "echo hello",
+	} {
+		if err := os.MkdirAll(filepath.Join(class, student), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(class, student, "relay.sh"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	got := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, "--format", "csv", "--bound", "0",
+		filepath.Join(class, "alice"), filepath.Join(class, "bob"), filepath.Join(class, "carol"))
+	if got.code != 1 {
+		t.Fatalf("exit %d, want 1 (a relay failed)\n%s\n%s", got.code, got.stdout, got.stderr)
+	}
+	for _, want := range []string{
+		"alice,fenced-relay," + filepath.Join(class, "alice") + ",passed,",
+		"bob,fenced-relay," + filepath.Join(class, "bob") + ",failed,expected-after-send: stale_writes",
+		"carol,fenced-relay," + filepath.Join(class, "carol") + ",failed,",
+		"two-relays: program_faults",
+	} {
+		if !strings.Contains(got.stdout, strings.Replace(want, "expected-after-send", "expiry-after-send", 1)) {
+			t.Errorf("the gradebook lacks %q:\n%s", want, got.stdout)
+		}
+	}
+	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, filepath.Join(class, "nobody")); bad.code != 2 ||
+		!strings.Contains(bad.stderr, "is not a folder") {
+		t.Errorf("a missing folder: exit %d, %s", bad.code, bad.stderr)
+	}
+	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--out", out, filepath.Join(class, "alice")); bad.code != 2 ||
+		!strings.Contains(bad.stderr, "--challenge needs --relay") {
+		t.Errorf("no relay: exit %d, %s", bad.code, bad.stderr)
+	}
+}

@@ -43,9 +43,11 @@ func gradeCommand(s *settings) *cli.Command {
 			"CREATE on the run's schema only) and drops afterwards; the URL's login needs CREATEROLE and CREATEDB\n" +
 			"(or SUPERUSER), pg_hba.conf must accept the role's password login, and what killed grades left is\n" +
 			"removed first. Every verdict reached is printed, even when a report or the summary cannot be written\n" +
-			"or the grade is interrupted.\n\n" + studentUsage + "\n\n" + gradeFormatUsage + "\n\n" + gradeExitCodes,
+			"or the grade is interrupted.\n\n" + gradeRelayUsage + "\n\n" + studentUsage + "\n\n" + gradeFormatUsage + "\n\n" + gradeExitCodes,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "exercise", Value: "claim", Usage: "grade the files as answers to exercise `NAME` (outboxlab exercise list)"},
+			&cli.StringFlag{Name: "challenge", Usage: "grade students' own relays, one folder each, by challenge `NAME` (outboxlab challenge list)"},
+			&cli.StringFlag{Name: "relay", Usage: "with --challenge, the `COMMAND` line that runs a student's relay in their folder"},
 			&cli.StringFlag{Name: "out", Value: "grade-reports", Usage: "the `FOLDER` for the reports"},
 			&cli.StringFlag{Name: "student-from", Value: studentAuto, Usage: "name each file's student by its `WAY`: auto, folder or file (see above)"},
 			&cli.StringFlag{Name: "jobs", Value: strconv.Itoa(runtime.NumCPU()), Usage: "judge at most `N` files at once"},
@@ -231,6 +233,9 @@ func parseGrade(c *cli.Context, s *settings) (*gradePlan, error) {
 }
 
 func gradeAction(c *cli.Context, s *settings) error {
+	if c.IsSet("challenge") || c.IsSet("relay") {
+		return gradeRelays(c, s)
+	}
 	p, err := parseGrade(c, s)
 	if err != nil {
 		return err
