@@ -70,6 +70,10 @@ type rules interface {
 	// consumer's broker).
 	receive(ctx context.Context, instance string, now time.Time) (*relayproto.Delivery, error)
 	ack(ctx context.Context, instance string, offer int64, now time.Time) (took bool, err error)
+	// work records a chunk of an event's work, from tick start to end,
+	// after the commit numbered after ([errNoBroker]'s kin errNoWork
+	// where the challenge has no long work).
+	work(instance, key string, start, end, after int64) error
 	// classify names what a committed change is, for a fault's boundary:
 	// "claim", "completion" or "".
 	classify(c store.AuditEntry) string
@@ -107,7 +111,7 @@ type Sequence struct {
 }
 
 // Catalogue lists every challenge, in course order.
-func Catalogue() []*Challenge { return []*Challenge{&Day15Worker, &FencedRelay, &InboxConsumer} }
+func Catalogue() []*Challenge { return []*Challenge{&Day15Worker, &FencedRelay, &InboxConsumer, &HeartbeatRelay} }
 
 // Lookup finds a challenge by name; an unknown name's error suggests the
 // closest.
@@ -134,6 +138,9 @@ func Lookup(name string) (*Challenge, error) {
 
 // errNoBroker answers a send in a challenge without a broker.
 var errNoBroker = errors.New("challenge: no broker")
+
+// errNoWork answers a work request in a challenge without long work.
+var errNoWork = errors.New("challenge: no long work")
 
 // UnknownError is an unknown challenge or sequence name.
 type UnknownError struct{ msg string }

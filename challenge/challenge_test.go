@@ -330,3 +330,37 @@ func TestGoRelayInboxMistakes(t *testing.T) {
 		})
 	}
 }
+
+func TestGoRelayPassesHeartbeatRelay(t *testing.T) {
+	ch, _ := challenge.Lookup("heartbeat-relay")
+	for _, s := range ch.Sequences {
+		t.Run(s.Name, func(t *testing.T) {
+			if r := runSequence(t, ch.Name, s.Name, goRelay); !r.Passed() {
+				t.Errorf("%s: %v", r.Verdict, r.BrokenInvariants())
+			}
+		})
+	}
+}
+
+// TestGoRelayHeartbeatMistakes is the heartbeat relay challenge's answer
+// key.
+func TestGoRelayHeartbeatMistakes(t *testing.T) {
+	tests := []struct {
+		mistake, sequence string
+		fails             []string
+	}{
+		{"no-renew", "two-relays", []string{"work_without_lease", "completions_short_of_work"}},
+		{"renew-without-stopping", "two-relays", nil},
+		{"renew-without-stopping", "stall-in-work", []string{"work_without_lease"}},
+		{"ignore-sigterm", "two-relays", nil},
+		{"ignore-sigterm", "sigterm-mid-work", []string{"claims_held_after_exit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mistake+"/"+tt.sequence, func(t *testing.T) {
+			r := runSequence(t, "heartbeat-relay", tt.sequence, goRelay+" -mistake "+tt.mistake)
+			if got := r.FailedChecks(); !slices.Equal(got, tt.fails) {
+				t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
+			}
+		})
+	}
+}

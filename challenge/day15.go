@@ -373,3 +373,5 @@ func (wd *day15World) receive(context.Context, string, time.Time) (*relayproto.D
 func (wd *day15World) ack(context.Context, string, int64, time.Time) (bool, error) {
 	return false, errNoBroker
 }
+
+func (wd *day15World) work(string, string, int64, int64, int64) error { return errNoWork }

@@ -52,6 +52,11 @@ const (
 	// LoseReply: the request runs (a commit commits, a send is stored)
 	// and the reply says its outcome is unknown.
 	LoseReply Action = "lose the reply"
+	// Term: the request runs, then the lab sends SIGTERM to the
+	// program's process group (a shutdown: a deploy, a scale-down) and
+	// replies; the program should finish or give back what it holds, and
+	// exit.
+	Term Action = "SIGTERM"
 	// DropRequest: the request never reaches the lab (an ack lost on its
 	// way to the broker); the reply says its outcome is unknown.
 	DropRequest Action = "drop the request"
@@ -74,6 +79,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("%s's %s fails with a database error", f.Instance, at)
 	case LoseReply:
 		return fmt.Sprintf("%s's reply to %s is lost (unknown outcome)", f.Instance, at)
+	case Term:
+		return fmt.Sprintf("%s is sent SIGTERM after %s", f.Instance, at)
 	case DropRequest:
 		return fmt.Sprintf("%s's %s never reaches the lab (unknown outcome)", f.Instance, strings.TrimPrefix(at, "its "))
 	}

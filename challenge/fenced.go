@@ -234,6 +234,8 @@ func (fw *fencedWorld) judge(ctx context.Context, w *world, r *lab.Result) error
 type fencedTracker struct {
 	claimer map[string]string // event -> the instance whose claim is the latest
 	token   map[string]int64  // event -> the latest claim's token
+	until   map[string]int64  // event -> its lease's end (tick), -1 for none
+	claimed map[string]int64  // event -> when its latest claim committed (tick)
 	offered map[string]bool   // event -> the broker has stored a send of it
 	claims  int
 	steals  int
@@ -242,7 +244,8 @@ type fencedTracker struct {
 }
 
 func newFencedTracker() fencedTracker {
-	return fencedTracker{claimer: map[string]string{}, token: map[string]int64{}, offered: map[string]bool{}}
+	return fencedTracker{claimer: map[string]string{}, token: map[string]int64{}, offered: map[string]bool{},
+		until: map[string]int64{}, claimed: map[string]int64{}}
 }
 
 // tick reads an audited integer lease end; -1 for none.
@@ -281,6 +284,7 @@ func (t *fencedTracker) apply(c store.AuditEntry) (lab.Event, bool) {
 		t.claims++
 		live := c.OldState == "0" && owner != "" && owner != c.Actor && tick(c.OldUntil) > tickAt(c.At)
 		t.claimer[c.Key], t.token[c.Key] = c.Actor, c.NewToken
+		t.until[c.Key], t.claimed[c.Key] = tick(c.NewUntil), tickAt(c.At)
 		e.Until = clock.Format(cast.LessonStart.Add(time.Duration(tick(c.NewUntil)) * time.Millisecond))
 		if c.OldState == "1" || live {
 			t.steals++
@@ -304,6 +308,7 @@ func (t *fencedTracker) apply(c store.AuditEntry) (lab.Event, bool) {
 		}
 		e.Kind, e.Action, e.Detail = lab.KindFinalize, "complete", fmt.Sprintf("marked %s delivered with token %d", c.Key, c.NewToken)
 	case c.NewUntil != c.OldUntil:
+		t.until[c.Key] = tick(c.NewUntil)
 		e.Kind, e.Action = lab.KindRenew, "lease"
 		e.Detail = fmt.Sprintf("%s's lease now ends at tick %s", c.Key, cmpOr(c.NewUntil, "none"))
 	default:
@@ -367,3 +372,5 @@ func (fw *fencedWorld) receive(context.Context, string, time.Time) (*relayproto.
 func (fw *fencedWorld) ack(context.Context, string, int64, time.Time) (bool, error) {
 	return false, errNoBroker
 }
+
+func (fw *fencedWorld) work(string, string, int64, int64, int64) error { return errNoWork }

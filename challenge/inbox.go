@@ -333,3 +333,5 @@ func groupCommits(entries []store.AuditEntry) [][]store.AuditEntry {
 	}
 	return out
 }
+
+func (iw *inboxWorld) work(string, string, int64, int64, int64) error { return errNoWork }

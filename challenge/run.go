@@ -104,7 +104,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	}
 	defer rl.close()
 	w := &world{ch: ch, seq: seq, rules: rl, start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
-		timeline: &lab.Timeline{}, stderr: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
+		timeline: &lab.Timeline{}, stderr: map[string]string{}, exits: map[string]int64{}, statements: map[string]string{}, ledger: env.Ledger}
 	w.cond = sync.NewCond(&w.mu)
 	w.order = o.Ordering
 	w.idle = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)

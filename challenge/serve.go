@@ -57,6 +57,12 @@ func (w *world) handle(ctx context.Context, in *inst, req relayproto.Request) (r
 			w.fire(in, f.Fault, lab.KindStall, fmt.Sprintf("its reply is held for %s: it cannot act meanwhile", f.For))
 			w.sleepUntil(in, held, w.clock.Now().Add(f.For))
 			w.event(lab.Event{Kind: lab.KindWake, Actor: in.name, Action: "reply", Detail: "the held reply reaches it"})
+		case Term:
+			w.fire(in, f.Fault, lab.KindNote, "SIGTERM: the operating system asks it to shut down; its reply follows")
+			w.mu.Lock()
+			in.termed = true
+			w.mu.Unlock()
+			_ = in.prog.signal(syscall.SIGTERM)
 		case LoseReply:
 			w.fire(in, f.Fault, lab.KindNote, "the request ran, but the reply says its outcome is unknown")
 			rep = w.fail(in, relayproto.ErrUnknownOutcome, "the connection dropped before the reply: the lab may or may not have done it")
@@ -161,6 +167,25 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		if rep.Shutdown {
 			rec.answered = "shutdown"
 		}
+		return rep, nil
+	case relayproto.OpWork:
+		if req.Ms < 1 || req.Key == "" {
+			return w.protocol(in, "work needs the event's key and ms of at least 1"), nil
+		}
+		w.mu.Lock()
+		after := w.commits
+		w.mu.Unlock()
+		start := w.tickFor(in) - in.skew.Milliseconds()
+		if err := w.rules.work(in.name, req.Key, start, start+req.Ms, after); errors.Is(err, errNoWork) {
+			return w.protocol(in, "this challenge has no long work: work is for the heartbeat relay"), nil
+		}
+		w.event(lab.Event{Kind: lab.KindWork, Subject: req.Key, Actor: in.name, Action: "work",
+			Detail: fmt.Sprintf("works on %s for %d ms (to tick %d)", req.Key, req.Ms, start+req.Ms)})
+		w.sleepUntil(in, waiting, w.clock.Now().Add(time.Duration(req.Ms)*time.Millisecond))
+		rep := w.ok(in)
+		w.mu.Lock()
+		rep.Shutdown = w.shutdown
+		w.mu.Unlock()
 		return rep, nil
 	case relayproto.OpLog:
 		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "log", Detail: clip(req.Text, 200)})
@@ -409,6 +434,8 @@ func asked(req relayproto.Request) string {
 		return fmt.Sprintf("offer %d", req.Offer)
 	case relayproto.OpWait:
 		return fmt.Sprintf("%d ms", req.Ms)
+	case relayproto.OpWork:
+		return fmt.Sprintf("%s, %d ms", req.Key, req.Ms)
 	case relayproto.OpLog:
 		return clip(req.Text, 60)
 	}

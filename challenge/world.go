@@ -60,7 +60,9 @@ type inst struct {
 	pending relayproto.Request
 	open    bool // it has an open transaction (in.tx, as the coordinator reads it)
 	// killed: the lab killed it (a fault, the end of the run, a breach).
-	killed   bool
+	killed bool
+	// termed: the lab sent it SIGTERM (a fault): its exit is no fault.
+	termed   bool
 	requests int
 }
 
@@ -108,6 +110,7 @@ type world struct {
 	line     []*inst
 	fired    []string
 	stderr   map[string]string
+	exits    map[string]int64 // instance -> the tick it ended at
 	// statements names each statement text the programs ran, for the
 	// run's statement ledger.
 	statements map[string]string
@@ -385,12 +388,15 @@ func (w *world) ended(in *inst) {
 	in.prog.kill() // the rest of its process group
 	in.closeDB()
 	w.mu.Lock()
-	killed, stopping := in.killed, w.shutdown
+	killed, stopping := in.killed, w.shutdown || in.termed
 	if s := strings.TrimSpace(in.prog.stderrText()); s != "" {
 		w.stderr[in.name] = s
 	}
 	w.mu.Unlock()
 	how := in.prog.exited()
+	w.mu.Lock()
+	w.exits[in.name] = w.clock.Now().Sub(w.start).Milliseconds()
+	w.mu.Unlock()
 	switch {
 	case killed:
 	case stopping:

@@ -158,6 +158,13 @@ func (c *Client) Wait(d time.Duration) (shutdown bool, err error) {
 	return r.Shutdown, err
 }
 
+// Work does d of key's work on the lab clock and says whether the lab is
+// shutting the run down.
+func (c *Client) Work(key string, d time.Duration) (shutdown bool, err error) {
+	r, err := c.Do(Request{Op: OpWork, Key: key, Ms: d.Milliseconds()})
+	return r.Shutdown, err
+}
+
 // Log writes a line to the run's timeline.
 func (c *Client) Log(text string) error { _, err := c.Do(Request{Op: OpLog, Text: text}); return err }
 

@@ -32,11 +32,12 @@ const (
 	OpReceive  = "receive"  // take the next delivery the broker has for this consumer
 	OpAck      = "ack"      // acknowledge a delivery
 	OpWait     = "wait"     // let the lab clock move on by ms before the next request
+	OpWork     = "work"     // do ms of an event's work, on the lab clock
 	OpLog      = "log"      // a line for the run's timeline
 )
 
 // Ops lists every operation, in the protocol page's order.
-var Ops = []string{OpHello, OpBegin, OpQuery, OpExec, OpCommit, OpRollback, OpProvider, OpSend, OpReceive, OpAck, OpWait, OpLog}
+var Ops = []string{OpHello, OpBegin, OpQuery, OpExec, OpCommit, OpRollback, OpProvider, OpSend, OpReceive, OpAck, OpWork, OpWait, OpLog}
 
 // Request is one line a program writes. Op says what it asks; the other
 // fields are the operation's arguments, absent where it takes none.
@@ -47,14 +48,14 @@ type Request struct {
 	// booleans or null.
 	SQL    string         `json:"sql,omitempty"`
 	Params map[string]any `json:"params,omitempty"`
-	// Key: provider, the payment's idempotency key.
+	// Key: provider, the payment's idempotency key; work, the event's id.
 	Key string `json:"key,omitempty"`
 	// EventID and Payload: send.
 	EventID string `json:"event_id,omitempty"`
 	Payload string `json:"payload,omitempty"`
 	// Offer: ack, the delivery's offer as receive named it.
 	Offer int64 `json:"offer,omitempty"`
-	// Ms: wait, how long on the lab clock.
+	// Ms: wait and work, how long on the lab clock.
 	Ms int64 `json:"ms,omitempty"`
 	// Text: log.
 	Text string `json:"text,omitempty"`

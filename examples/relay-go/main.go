@@ -24,7 +24,7 @@ const (
 	splitClaim       = "split-claim"        // the claim selects in one transaction and takes by Id alone in another
 )
 
-var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, noToken, completeBeforeSend, noDedup, ackBeforeEffect}
+var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm}
 
 func main() {
 	mistake := flag.String("mistake", "", fmt.Sprintf("make a known mistake on purpose: one of %v", mistakes))
@@ -52,6 +52,8 @@ func run(mistake string) error {
 		return (&worker{c: c, mistake: mistake}).run()
 	case "fenced-relay":
 		return (&relay{c: c, mistake: mistake}).run()
+	case "heartbeat-relay":
+		return newHeartbeat(c, mistake).run()
 	case "inbox-consumer":
 		return (&consumer{c: c, mistake: mistake}).run()
 	}
