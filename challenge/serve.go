@@ -88,7 +88,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		if in.hello {
 			return w.protocol(in, "hello twice"), nil
 		}
-		in.hello = true
+		w.startTogether(ctx, in)
 		rep := w.ok(in)
 		rep.Instance, rep.Challenge, rep.Version, rep.Settings = in.name, w.ch.Name, relayproto.Version, w.ch.Settings
 		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "hello", Detail: "started, on its own connection"})
@@ -376,10 +376,7 @@ func (w *world) statement(ctx context.Context, in *inst, req relayproto.Request,
 		return w.dbError(in, err)
 	}
 	rep := w.ok(in)
-	rep.Columns, rep.Rows = cols, rows
-	if rep.Rows == nil {
-		rep.Rows = [][]any{}
-	}
+	rep.Columns, rep.Rows, rep.Query = cols, rows, true
 	rec.answered = fmt.Sprintf("%d rows", len(rows))
 	return rep
 }

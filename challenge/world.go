@@ -357,6 +357,21 @@ func (w *world) kill(in *inst) {
 	w.setState(in, gone, time.Time{})
 }
 
+// startTogether marks in as started and, unless an ordering serves the
+// requests one at a time, holds its hello's reply until every instance
+// has said hello (or ended): the instances start their work together,
+// however long each program takes to start.
+func (w *world) startTogether(ctx context.Context, in *inst) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in.hello = true
+	w.gen++
+	w.cond.Broadcast()
+	for w.order == nil && ctx.Err() == nil && slices.ContainsFunc(w.insts, func(o *inst) bool { return !o.hello && o.state != gone }) {
+		w.cond.Wait()
+	}
+}
+
 // setTx makes tx in's open transaction (nil: none).
 func (w *world) setTx(in *inst, tx *store.ProgramTx) {
 	in.tx = tx

@@ -99,6 +99,31 @@ type Reply struct {
 	// wait: the lab is shutting the run down (it has sent SIGTERM): finish
 	// what is in hand and exit.
 	Shutdown bool `json:"shutdown,omitempty"`
+
+	// Query marks a query's reply, whose columns and rows are written even
+	// when empty (a program reads "rows": [] as no row, not as a missing
+	// field).
+	Query bool `json:"-"`
+}
+
+// MarshalJSON writes r; a query's reply always has columns and rows.
+func (r Reply) MarshalJSON() ([]byte, error) {
+	type plain Reply
+	if !r.Query {
+		return json.Marshal(plain(r))
+	}
+	columns, rows := r.Columns, r.Rows
+	if columns == nil {
+		columns = []string{}
+	}
+	if rows == nil {
+		rows = [][]any{}
+	}
+	return json.Marshal(struct {
+		plain
+		Columns []string `json:"columns"`
+		Rows    [][]any  `json:"rows"`
+	}{plain(r), columns, rows})
 }
 
 // Delivery is what receive hands a consumer.

@@ -56,9 +56,15 @@ func (w *worker) run() error {
 			}
 			continue
 		}
-		status, txn, err := w.c.Provider(m.key)
+		status, txn, err := "Failed", "", error(nil)
+		if w.mistake != skipsProvider {
+			status, txn, err = w.c.Provider(m.key)
+		}
 		if err != nil {
 			return err
+		}
+		if w.mistake == dropsTxnID {
+			txn = ""
 		}
 		if err := w.finalize(m, status, txn); err != nil {
 			return err

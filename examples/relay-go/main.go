@@ -17,14 +17,16 @@ import (
 
 // The mistakes this relay can make on purpose.
 const (
-	zeroRowsOK       = "zero-rows-ok"       // finalize commits although its owner-guarded update changed 0 rows
-	noOwnerGuard     = "no-owner-guard"     // finalize updates the message by Id alone
-	pendingOnlyClaim = "pending-only-claim" // the claim ignores expired leases
-	ownClock         = "own-clock"          // leases are written and compared on the program's own clock
-	splitClaim       = "split-claim"        // the claim selects in one transaction and takes by Id alone in another
+	zeroRowsOK       = "zero-rows-ok"         // finalize commits although its owner-guarded update changed 0 rows
+	noOwnerGuard     = "no-owner-guard"       // finalize updates the message by Id alone
+	pendingOnlyClaim = "pending-only-claim"   // the claim ignores expired leases
+	ownClock         = "own-clock"            // leases are written and compared on the program's own clock
+	splitClaim       = "split-claim"          // the claim selects in one transaction and takes by Id alone in another
+	skipsProvider    = "skips-provider"       // it stores Failed without asking the provider
+	dropsTxnID       = "drops-transaction-id" // it stores Paid without the provider's transaction id
 )
 
-var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm}
+var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, skipsProvider, dropsTxnID, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm}
 
 func main() {
 	mistake := flag.String("mistake", "", fmt.Sprintf("make a known mistake on purpose: one of %v", mistakes))

@@ -1,0 +1,192 @@
+package challenge_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/outboxlab/outboxlab/challenge"
+)
+
+// referenceRelays are the reference relays and how to run each with a
+// mistake; the Python one only where python3 is installed.
+func referenceRelays(t *testing.T) map[string]func(mistake string) string {
+	relays := map[string]func(string) string{
+		"go": func(m string) string {
+			if m == "" {
+				return goRelay
+			}
+			return goRelay + " -mistake " + m
+		},
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Log("python3 is not installed: the Python reference relay's tests did not run")
+		return relays
+	}
+	script, err := filepath.Abs("../examples/relay-py/relay.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relays["python"] = func(m string) string {
+		if m == "" {
+			return "python3 " + script
+		}
+		return "python3 " + script + " --mistake " + m
+	}
+	return relays
+}
+
+// TestReferenceRelaysPassEverySequence: both reference relays pass every
+// sequence of every challenge.
+func TestReferenceRelaysPassEverySequence(t *testing.T) {
+	for lang, relay := range referenceRelays(t) {
+		for _, ch := range challenge.Catalogue() {
+			for _, s := range ch.Sequences {
+				t.Run(lang+"/"+ch.Name+"/"+s.Name, func(t *testing.T) {
+					if r := runSequence(t, ch.Name, s.Name, relay("")); !r.Passed() {
+						t.Errorf("%s: %v", r.Verdict, r.BrokenInvariants())
+					}
+				})
+			}
+		}
+	}
+}
+
+// answerKey is each challenge's answer key: a reference relay's mistake
+// fails exactly these checks in the sequence whose faults reach it, and
+// none where they do not. or is what it fails instead where real time
+// decides: the own clock's leases end on the wall clock, which a slow
+// run (under -race) lets pass before the horizon.
+var answerKey = []struct {
+	challenge, mistake, sequence string
+	fails, or                    []string
+}{
+	{"day15-worker", "zero-rows-ok", "two-workers", nil, nil},
+	{"day15-worker", "zero-rows-ok", "stall-past-lease", []string{"stale_writes"}, nil},
+	{"day15-worker", "zero-rows-ok", "frozen-past-lease", []string{"stale_writes"}, nil},
+	{"day15-worker", "no-owner-guard", "stall-past-lease", []string{"stale_writes"}, nil},
+	{"day15-worker", "no-owner-guard", "frozen-past-lease", []string{"stale_writes"}, nil},
+	{"day15-worker", "pending-only-claim", "two-workers", nil, nil},
+	{"day15-worker", "pending-only-claim", "crash-after-claim", lostMessage, nil},
+	{"day15-worker", "pending-only-claim", "failed-finalize", lostMessage, nil},
+	{"day15-worker", "own-clock", "crash-after-claim", lostMessage, []string{"claims_of_owned_messages"}},
+	{"day15-worker", "skips-provider", "two-workers", []string{"paid", "failed", "unchecked_messages"}, nil},
+	{"day15-worker", "drops-transaction-id", "two-workers", []string{"fake_successes"}, nil},
+	{"fenced-relay", "no-token", "two-relays", nil, nil},
+	{"fenced-relay", "no-token", "expiry-after-send", []string{"stale_writes"}, nil},
+	{"fenced-relay", "no-token", "frozen-after-claim", []string{"stale_writes"}, nil},
+	{"fenced-relay", "complete-before-send", "two-relays", []string{"unsent_completions"}, nil},
+	{"fenced-relay", "complete-before-send", "crash-after-completion", []string{"events_never_sent", "unsent_completions"}, nil},
+	{"inbox-consumer", "no-dedup", "two-consumers", nil, nil},
+	{"inbox-consumer", "no-dedup", "crash-after-effect", appliedTwice, nil},
+	{"inbox-consumer", "no-dedup", "lost-ack", appliedTwice, nil},
+	{"inbox-consumer", "no-dedup", "concurrent-duplicate", appliedTwice, nil},
+	{"inbox-consumer", "ack-before-effect", "crash-after-ack", []string{"credit_cents", "events_recorded"}, nil},
+	{"heartbeat-relay", "no-renew", "two-relays", []string{"work_without_lease", "completions_short_of_work"}, nil},
+	{"heartbeat-relay", "renew-without-stopping", "two-relays", nil, nil},
+	{"heartbeat-relay", "renew-without-stopping", "stall-in-work", []string{"work_without_lease"}, nil},
+	{"heartbeat-relay", "ignore-sigterm", "two-relays", nil, nil},
+	{"heartbeat-relay", "ignore-sigterm", "sigterm-mid-work", []string{"claims_held_after_exit"}, nil},
+}
+
+var (
+	lostMessage  = []string{"outbox_processed", "outbox_processing", "paid"}
+	appliedTwice = []string{"credit_cents", "effects_applied_twice", "effects_without_inbox"}
+)
+
+// TestAnswerKey runs the answer key with both reference relays: each
+// mistake fails by the checks' names.
+func TestAnswerKey(t *testing.T) {
+	for lang, relay := range referenceRelays(t) {
+		for _, tt := range answerKey {
+			t.Run(lang+"/"+tt.challenge+"/"+tt.mistake+"/"+tt.sequence, func(t *testing.T) {
+				r := runSequence(t, tt.challenge, tt.sequence, relay(tt.mistake))
+				if got := r.FailedChecks(); !slices.Equal(got, tt.fails) && (tt.or == nil || !slices.Equal(got, tt.or)) {
+					t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
+				}
+			})
+		}
+	}
+}
+
+// scripted are programs written for one check each, where no mistake of a
+// worker's would make it fail: each writes what the check must catch.
+var scripted = []struct {
+	challenge, sequence, name, script string
+	fails                             []string
+}{
+	{"day15-worker", "two-workers", "does nothing", "exit 0",
+		[]string{"outbox_processed", "outbox_pending", "paid", "failed", "program_faults"}},
+	{"day15-worker", "two-workers", "inserts a second message for a payment", hello +
+		ask(`{"op":"begin"}`) + ask(`{"op":"exec","sql":"INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES (:type, :key, :payload, :at)",`+
+			`"params":{"type":"PaymentCreated","key":"PAY-001","payload":"{}","at":"x"}}`) +
+		ask(`{"op":"commit"}`) + idle, []string{"outbox_processed", "outbox_pending", "paid", "failed", "duplicate_rows"}},
+	{"fenced-relay", "two-relays", "does nothing", "exit 0",
+		[]string{"events_delivered", "events_not_delivered", "program_faults"}},
+	{"fenced-relay", "two-relays", "each instance takes E-1 under a long lease and sends it", hello +
+		ask(`{"op":"begin"}`) + ask(`{"op":"exec","sql":"UPDATE outbox_events SET claim_token = claim_token + 1, locked_by = :who, lease_until = 100000 WHERE event_id = :id",`+
+			`"params":{"who":"x","id":"E-1"}}`) +
+		ask(`{"op":"commit"}`) + ask(`{"op":"send","event_id":"E-1","payload":"{}"}`) + idle,
+		[]string{"events_delivered", "events_not_delivered", "claims_of_owned_events", "duplicate_sends"}},
+	{"inbox-consumer", "two-consumers", "receives and never acks", hello + ask(`{"op":"receive"}`) + ask(`{"op":"wait","ms":1500}`) +
+		ask(`{"op":"receive"}`) + idle,
+		[]string{"credit_cents", "events_recorded", "deliveries_not_acked", "redeliveries"}},
+}
+
+// hello, ask and idle build a scripted program's shell: each request, then
+// its reply read; idle waits on the lab clock until the lab stops it. A
+// request holds no single quote (the shell's): its values are params.
+const (
+	hello = `echo '{"op":"hello"}'; read -r r; `
+	idle  = `while true; do echo '{"op":"wait","ms":100}'; read -r r || exit 0; done`
+)
+
+func ask(request string) string { return "echo '" + request + "'; read -r r; " }
+
+// TestEveryCheckCanFail: every check of every challenge fails in some run
+// of the answer key (the Go relay's), a scripted program, or the
+// sequences' faults on a program that never reaches them.
+func TestEveryCheckCanFail(t *testing.T) {
+	failed := map[string]bool{}
+	note := func(ch string, checks []string) {
+		for _, c := range checks {
+			failed[ch+"/"+c] = true
+		}
+	}
+	for _, tt := range answerKey {
+		note(tt.challenge, tt.fails)
+	}
+	dir := t.TempDir()
+	for i, sc := range scripted {
+		t.Run(sc.challenge+"/"+sc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "relay"+strconv.Itoa(i)+".sh")
+			if err := os.WriteFile(path, []byte("#!/bin/sh\n"+sc.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r := runSequence(t, sc.challenge, sc.sequence, path)
+			if got := r.FailedChecks(); !slices.Equal(got, sc.fails) {
+				t.Errorf("failed checks %v, want %v (%s)", got, sc.fails, r.Verdict)
+			}
+			note(sc.challenge, r.FailedChecks())
+		})
+	}
+	// A program that does nothing never reaches a sequence's faults.
+	note("day15-worker", []string{"faults_not_reached"})
+	// The explorer catches the split claim (TestExplorerFindsTheSplitClaim).
+	note("day15-worker", []string{"claims_of_owned_messages", "processed_more_than_once"})
+	// The world's own checks are one code for every challenge, and the
+	// heartbeat relay's judge is the fenced relay's, then its work's.
+	common := []string{"program_faults", "faults_not_reached"}
+	inherits := map[string]string{"heartbeat-relay": "fenced-relay"}
+	for _, ch := range challenge.Catalogue() {
+		for _, c := range ch.Checks {
+			if !failed[ch.Name+"/"+c.Name] && !failed[inherits[ch.Name]+"/"+c.Name] &&
+				!(slices.Contains(common, c.Name) && failed["day15-worker/"+c.Name]) {
+				t.Errorf("%s: nothing makes check %s fail", ch.Name, c.Name)
+			}
+		}
+	}
+}
