@@ -122,13 +122,13 @@ var scripted = []struct {
 		[]string{"outbox_processed", "outbox_pending", "paid", "failed", "program_faults"}},
 	{"day15-worker", "two-workers", "inserts a second message for a payment", hello +
 		ask(`{"op":"begin"}`) + ask(`{"op":"exec","sql":"INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES (:type, :key, :payload, :at)",`+
-			`"params":{"type":"PaymentCreated","key":"PAY-001","payload":"{}","at":"x"}}`) +
+		`"params":{"type":"PaymentCreated","key":"PAY-001","payload":"{}","at":"x"}}`) +
 		ask(`{"op":"commit"}`) + idle, []string{"outbox_processed", "outbox_pending", "paid", "failed", "duplicate_rows"}},
 	{"fenced-relay", "two-relays", "does nothing", "exit 0",
 		[]string{"events_delivered", "events_not_delivered", "program_faults"}},
 	{"fenced-relay", "two-relays", "each instance takes E-1 under a long lease and sends it", hello +
 		ask(`{"op":"begin"}`) + ask(`{"op":"exec","sql":"UPDATE outbox_events SET claim_token = claim_token + 1, locked_by = :who, lease_until = 100000 WHERE event_id = :id",`+
-			`"params":{"who":"x","id":"E-1"}}`) +
+		`"params":{"who":"x","id":"E-1"}}`) +
 		ask(`{"op":"commit"}`) + ask(`{"op":"send","event_id":"E-1","payload":"{}"}`) + idle,
 		[]string{"events_delivered", "events_not_delivered", "claims_of_owned_events", "duplicate_sends"}},
 	{"inbox-consumer", "two-consumers", "receives and never acks", hello + ask(`{"op":"receive"}`) + ask(`{"op":"wait","ms":1500}`) +

@@ -111,7 +111,9 @@ type Sequence struct {
 }
 
 // Catalogue lists every challenge, in course order.
-func Catalogue() []*Challenge { return []*Challenge{&Day15Worker, &FencedRelay, &InboxConsumer, &HeartbeatRelay} }
+func Catalogue() []*Challenge {
+	return []*Challenge{&Day15Worker, &FencedRelay, &InboxConsumer, &HeartbeatRelay}
+}
 
 // Lookup finds a challenge by name; an unknown name's error suggests the
 // closest.

@@ -54,7 +54,6 @@ func runSequence(t *testing.T, name, seq, relay string) *lab.Result {
 	return r
 }
 
-
 // TestExplorerFindsTheSplitClaim: a claim that reads in one transaction
 // and takes by Id in another passes the named sequences' free runs only by
 // luck; the explorer finds the ordering that breaks it with one switch,
@@ -155,7 +154,6 @@ func TestProgramFaults(t *testing.T) {
 	}
 }
 
-
 // TestProtocolPageFirstExchange: the first exchange docs/relay-protocol.md
 // shows (and the README quotes) is what the lab answers, byte for byte:
 // a program sends the page's requests as Worker-A and the lab's replies
@@ -211,5 +209,3 @@ sleep 30
 		t.Errorf("the README's first exchange differs from the page's:\n%s", strings.Join(readme, "\n"))
 	}
 }
-
-
