@@ -43,7 +43,7 @@ func HTML(w io.Writer, r *lab.Result, info RunInfo) error {
 	rc := newRace(r)
 	page := htmlPage{
 		Title: r.Title, Scenario: r.Scenario, Variant: r.Variant, Design: designLabel(r),
-		Result: resultLabel(r), Passed: r.Passed(), Lesson: lessonText(r), Graded: r.CustomSQL != "", Mistake: r.Mistake,
+		Result: resultLabel(r), Passed: r.Passed(), Lesson: lessonText(r), Graded: r.CustomSQL != "", Relay: r.Relay != "", Mistake: r.Mistake,
 		MistakeShows: r.MistakeShows, DoesNotSolve: r.DoesNotSolve,
 		Started: info.Started.UTC().Format("2006-01-02 15:04:05Z"),
 		Verdict: r.Verdict, Broken: r.BrokenInvariants(), Checks: r.Checks,
@@ -83,6 +83,7 @@ type htmlPage struct {
 	MistakeShows, DoesNotSolve                                                  string
 	Passed, Concurrent                                                          bool
 	Graded                                                                      bool // a student's file in the lesson's slot: the lesson's own text is left out
+	Relay                                                                       bool // a challenge's run of the user's relay
 	Revived                                                                     bool // a renewal revived an ended lease: the legend says how it is drawn
 	// Leases, Renewals, Offers and Deliveries say what the picture draws
 	// besides its marks: the legend names only those.
@@ -408,6 +409,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"pa
 {{range paragraphs .MistakeShows}}<p class="verdict">{{.}}</p>{{end}}
 <h2>The lesson as designed (for comparison)</h2>
 {{else if .Graded}}<h2>What this run grades</h2>
+{{else if .Relay}}<h2>What this run tried</h2>
 {{else}}<h2>What this lesson shows</h2>
 {{end}}{{range paragraphs .Lesson}}<p class="verdict">{{.}}</p>{{end}}
 {{if .DoesNotSolve}}<h2>What it does not solve</h2>

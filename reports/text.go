@@ -411,6 +411,8 @@ func variantLabel(v string) string {
 
 func designLabel(r *lab.Result) string {
 	switch {
+	case r.Relay != "":
+		return "YOUR RELAY, run by the lab with its faults: it PASSES only if every check held on the database it left."
 	case r.CustomSQL != "":
 		slot := r.CustomSlot
 		if slot == "" {
