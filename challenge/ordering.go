@@ -153,7 +153,7 @@ func (w *world) grantLocked() bool {
 	}
 	w.steps, w.last = step, chosen
 	w.grants = append(w.grants, grant{step: step, instance: chosen.name, op: chosen.pending.Op, asked: asked(chosen.pending), switched: switched})
-	chosen.state = running
+	chosen.state, chosen.step = running, step
 	return true
 }
 

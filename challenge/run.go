@@ -104,7 +104,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	}
 	defer rl.close()
 	w := &world{ch: ch, seq: seq, rules: rl, start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
-		timeline: &lab.Timeline{}, stderr: map[string]string{}, exits: map[string]int64{}, statements: map[string]string{}, ledger: env.Ledger}
+		timeline: &lab.Timeline{}, stderr: map[string]string{}, exits: map[string]int64{}, exited: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
 	w.cond = sync.NewCond(&w.mu)
 	w.order = o.Ordering
 	w.idle = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)
@@ -199,6 +199,12 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	if err != nil {
 		return nil, err
 	}
+	for _, in := range w.insts {
+		if how, ok := w.exited[in.name]; ok {
+			w.timeline.Add(lab.Event{At: clock.Format(w.start.Add(time.Duration(w.exits[in.name]) * time.Millisecond)),
+				Kind: lab.KindNote, Actor: in.name, Action: "exit", Detail: how})
+		}
+	}
 	r.Timeline = w.timeline.Events()
 	r.Tables = append(r.Tables, w.tables()...)
 	r.Relay = o.Relay
@@ -263,7 +269,18 @@ func (w *world) tables() []lab.Table {
 	}
 	req := lab.Table{Title: "Ledger: requests", Note: "Every request the programs sent and what the lab answered, in the order it answered them.",
 		Columns: []string{"#", "Clock", "Instance", "Op", "Asked", "Answered", "Fault"}, VaryingColumns: []string{"#", "Clock", "Instance"}, Interleaved: true}
-	for _, r := range w.requests {
+	requests := slices.Clone(w.requests)
+	if w.order != nil {
+		req.Note = "Every request the programs sent and what the lab answered, in the order the ordering let them through; " +
+			"the clock is when the answer came (a wait's, later)."
+		// One request at a time: the order the ordering let them through,
+		// where a reply that waited (wait, work, a held reply) came later.
+		slices.SortStableFunc(requests, func(a, b request) int { return a.step - b.step })
+		for i := range requests {
+			requests[i].seq = i + 1
+		}
+	}
+	for _, r := range requests {
 		req.AddRow(r.seq, r.at, r.instance, r.op, r.asked, r.answered, r.fault)
 	}
 	return append(out, req)
@@ -284,9 +301,15 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 			m("program_faults"), m("requests"))
 	}
 	why := ""
+	for _, e := range r.Timeline {
+		if e.Kind == lab.KindSteal || e.Kind == lab.KindStale || e.Kind == lab.KindUnsent {
+			why = fmt.Sprintf(" The first breach on the timeline, #%d at %s: %s %s.", e.Seq, e.At, e.Actor, strings.TrimSuffix(e.Detail, "."))
+			break
+		}
+	}
 	if len(w.problems) > 0 {
 		p := w.problems[0]
-		why = fmt.Sprintf(" First program fault: %s (%s): %s.", p.instance, p.kind, strings.TrimSuffix(p.detail, "."))
+		why += fmt.Sprintf(" First program fault: %s (%s): %s.", p.instance, p.kind, strings.TrimSuffix(p.detail, "."))
 	}
 	in := seq.Name
 	if w.order != nil {

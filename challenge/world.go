@@ -56,8 +56,10 @@ type inst struct {
 	faults []*armed
 	hello  bool
 	wrote  bool // its open transaction ran an exec
-	// pending is the request waiting at the gate, under an ordering.
+	// pending is the request waiting at the gate, under an ordering, and
+	// step the step that let its latest request through.
 	pending relayproto.Request
+	step    int
 	open    bool // it has an open transaction (in.tx, as the coordinator reads it)
 	// killed: the lab killed it (a fault, the end of the run, a breach).
 	killed bool
@@ -69,6 +71,7 @@ type inst struct {
 // request is one line of the request ledger.
 type request struct {
 	seq      int
+	step     int // under an ordering, the step that let it through
 	at       string
 	instance string
 	op       string
@@ -110,7 +113,8 @@ type world struct {
 	line     []*inst
 	fired    []string
 	stderr   map[string]string
-	exits    map[string]int64 // instance -> the tick it ended at
+	exits    map[string]int64  // instance -> the tick it ended at
+	exited   map[string]string // instance -> how it ended after the lab's SIGTERM
 	// statements names each statement text the programs ran, for the
 	// run's statement ledger.
 	statements map[string]string
@@ -289,7 +293,7 @@ func (w *world) serve(ctx context.Context, in *inst) {
 		} else {
 			rep, send, rec = w.handle(ctx, in, req)
 		}
-		rec.instance = in.name
+		rec.instance, rec.step = in.name, in.step
 		if rep.Error != nil && rec.answered == "" {
 			rec.answered = rep.Error.Kind + ": " + clip(rep.Error.Message, 80)
 		}
@@ -415,7 +419,11 @@ func (w *world) ended(in *inst) {
 	switch {
 	case killed:
 	case stopping:
-		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "exit", Detail: "after the lab's SIGTERM: " + how})
+		// Said at the end, in start order: when the programs end after
+		// the lab's SIGTERM is the operating system's business.
+		w.mu.Lock()
+		w.exited[in.name] = "after the lab's SIGTERM: " + how
+		w.mu.Unlock()
 	default:
 		w.addProblem(in, "exit", fmt.Sprintf("%s on its own, before the lab stopped it", how))
 		w.event(lab.Event{Kind: lab.KindCrash, Actor: in.name, Action: "EXIT", Detail: how + " on its own, before the lab stopped it"})
