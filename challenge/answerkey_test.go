@@ -57,39 +57,60 @@ func TestReferenceRelaysPassEverySequence(t *testing.T) {
 
 // answerKey is each challenge's answer key: a reference relay's mistake
 // fails exactly these checks in the sequence whose faults reach it, and
-// none where they do not. or is what it fails instead where real time
+// none where they do not. or is what it fails instead where timing
 // decides: the own clock's leases end on the wall clock, which a slow
 // run (under -race) lets pass before the horizon.
 var answerKey = []struct {
 	challenge, mistake, sequence string
 	fails, or                    []string
+	// may are checks that may fail too, where timing decides.
+	may []string
 }{
-	{"day15-worker", "zero-rows-ok", "two-workers", nil, nil},
-	{"day15-worker", "zero-rows-ok", "stall-past-lease", []string{"stale_writes"}, nil},
-	{"day15-worker", "zero-rows-ok", "frozen-past-lease", []string{"stale_writes"}, nil},
-	{"day15-worker", "no-owner-guard", "stall-past-lease", []string{"stale_writes"}, nil},
-	{"day15-worker", "no-owner-guard", "frozen-past-lease", []string{"stale_writes"}, nil},
-	{"day15-worker", "pending-only-claim", "two-workers", nil, nil},
-	{"day15-worker", "pending-only-claim", "crash-after-claim", lostMessage, nil},
-	{"day15-worker", "pending-only-claim", "failed-finalize", lostMessage, nil},
-	{"day15-worker", "own-clock", "crash-after-claim", lostMessage, []string{"claims_of_owned_messages"}},
-	{"day15-worker", "skips-provider", "two-workers", []string{"paid", "failed", "unchecked_messages"}, nil},
-	{"day15-worker", "drops-transaction-id", "two-workers", []string{"fake_successes"}, nil},
-	{"fenced-relay", "no-token", "two-relays", nil, nil},
-	{"fenced-relay", "no-token", "expiry-after-send", []string{"stale_writes"}, nil},
-	{"fenced-relay", "no-token", "frozen-after-claim", []string{"stale_writes"}, nil},
-	{"fenced-relay", "complete-before-send", "two-relays", []string{"unsent_completions"}, nil},
-	{"fenced-relay", "complete-before-send", "crash-after-completion", []string{"events_never_sent", "unsent_completions"}, nil},
-	{"inbox-consumer", "no-dedup", "two-consumers", nil, nil},
-	{"inbox-consumer", "no-dedup", "crash-after-effect", appliedTwice, nil},
-	{"inbox-consumer", "no-dedup", "lost-ack", appliedTwice, nil},
-	{"inbox-consumer", "no-dedup", "concurrent-duplicate", appliedTwice, nil},
-	{"inbox-consumer", "ack-before-effect", "crash-after-ack", []string{"credit_cents", "events_recorded"}, nil},
-	{"heartbeat-relay", "no-renew", "two-relays", []string{"work_without_lease", "completions_short_of_work"}, nil},
-	{"heartbeat-relay", "renew-without-stopping", "two-relays", nil, nil},
-	{"heartbeat-relay", "renew-without-stopping", "stall-in-work", []string{"work_without_lease"}, nil},
-	{"heartbeat-relay", "ignore-sigterm", "two-relays", nil, nil},
-	{"heartbeat-relay", "ignore-sigterm", "sigterm-mid-work", []string{"claims_held_after_exit"}, nil},
+	{"day15-worker", "zero-rows-ok", "two-workers", nil, nil, nil},
+	{"day15-worker", "zero-rows-ok", "stall-past-lease", []string{"stale_writes"}, nil, nil},
+	{"day15-worker", "zero-rows-ok", "frozen-past-lease", []string{"stale_writes"}, nil, nil},
+	{"day15-worker", "no-owner-guard", "stall-past-lease", []string{"stale_writes"}, nil, nil},
+	{"day15-worker", "no-owner-guard", "frozen-past-lease", []string{"stale_writes"}, nil, nil},
+	{"day15-worker", "pending-only-claim", "two-workers", nil, nil, nil},
+	{"day15-worker", "pending-only-claim", "crash-after-claim", lostMessage, nil, nil},
+	{"day15-worker", "pending-only-claim", "failed-finalize", lostMessage, nil, nil},
+	{"day15-worker", "own-clock", "crash-after-claim", lostMessage, []string{"claims_of_owned_messages"}, nil},
+	{"day15-worker", "skips-provider", "two-workers", []string{"paid", "failed", "unchecked_messages"}, nil, nil},
+	{"day15-worker", "drops-transaction-id", "two-workers", []string{"fake_successes"}, nil, nil},
+	{"fenced-relay", "no-token", "two-relays", nil, nil, nil},
+	{"fenced-relay", "no-token", "expiry-after-send", []string{"stale_writes"}, nil, nil},
+	{"fenced-relay", "no-token", "frozen-after-claim", []string{"stale_writes"}, nil, nil},
+	{"fenced-relay", "complete-before-send", "two-relays", []string{"unsent_completions"}, nil, nil},
+	{"fenced-relay", "complete-before-send", "crash-after-completion", []string{"events_never_sent", "unsent_completions"}, nil, nil},
+	{"inbox-consumer", "no-dedup", "two-consumers", nil, nil, nil},
+	{"inbox-consumer", "no-dedup", "crash-after-effect", appliedTwice, nil, nil},
+	{"inbox-consumer", "no-dedup", "lost-ack", appliedTwice, nil, nil},
+	{"inbox-consumer", "no-dedup", "concurrent-duplicate", appliedTwice, nil, nil},
+	{"inbox-consumer", "ack-before-effect", "crash-after-ack", []string{"credit_cents", "events_recorded"}, nil, nil},
+	// Without renewals the relays may also keep taking each other's
+	// events over, until the horizon: which, depends on how they meet.
+	{"heartbeat-relay", "no-renew", "two-relays", []string{"work_without_lease", "completions_short_of_work"},
+		nil, []string{"events_delivered", "events_not_delivered", "duplicate_sends"}},
+	{"heartbeat-relay", "renew-without-stopping", "two-relays", nil, nil, nil},
+	{"heartbeat-relay", "renew-without-stopping", "stall-in-work", []string{"work_without_lease"}, nil, nil},
+	{"heartbeat-relay", "ignore-sigterm", "two-relays", nil, nil, nil},
+	{"heartbeat-relay", "ignore-sigterm", "sigterm-mid-work", []string{"claims_held_after_exit"}, nil, nil},
+}
+
+// failsAsKeyed: got holds every check of fails, and nothing but them and
+// the checks of may.
+func failsAsKeyed(got, fails, may []string) bool {
+	for _, f := range fails {
+		if !slices.Contains(got, f) {
+			return false
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(fails, g) && !slices.Contains(may, g) {
+			return false
+		}
+	}
+	return true
 }
 
 var (
@@ -104,7 +125,7 @@ func TestAnswerKey(t *testing.T) {
 		for _, tt := range answerKey {
 			t.Run(lang+"/"+tt.challenge+"/"+tt.mistake+"/"+tt.sequence, func(t *testing.T) {
 				r := runSequence(t, tt.challenge, tt.sequence, relay(tt.mistake))
-				if got := r.FailedChecks(); !slices.Equal(got, tt.fails) && (tt.or == nil || !slices.Equal(got, tt.or)) {
+				if got := r.FailedChecks(); !failsAsKeyed(got, tt.fails, tt.may) && (tt.or == nil || !slices.Equal(got, tt.or)) {
 					t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
 				}
 			})
