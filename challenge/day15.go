@@ -52,7 +52,6 @@ var Day15Worker = Challenge{
 		{Name: "claims_of_owned_messages", About: "claims that took a message another instance held under a live lease, or one already Processed"},
 		{Name: "stale_writes", About: "writes committed to a message or its payment by an instance that no longer held the message's latest claim (a stale completion)"},
 		{Name: "processed_more_than_once", About: "messages checked at the provider by more than one instance, in a sequence where no fault makes the lab take work over"},
-		{Name: "program_faults", About: "the program's own faults: requests that broke the protocol, statements the sandbox refused, hangs, exits before the lab stopped it"},
 	},
 	Sequences: []Sequence{
 		{Name: "two-workers", About: "Worker-A and Worker-B, each its own process and connection, drain the outbox together",
@@ -240,7 +239,6 @@ func (wd *day15World) expected(seq Sequence) map[string]float64 {
 	want := map[string]float64{
 		"outbox_processed": n, "outbox_pending": 0, "outbox_processing": 0, "paid": n - float64(failed), "failed": float64(failed),
 		"fake_successes": 0, "duplicate_rows": 0, "unchecked_messages": 0, "claims_of_owned_messages": 0, "stale_writes": 0,
-		"program_faults": 0,
 	}
 	if !seq.AtLeastOnce {
 		want["processed_more_than_once"] = 0

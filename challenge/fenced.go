@@ -56,7 +56,6 @@ var FencedRelay = Challenge{
 		{Name: "claims_of_owned_events", About: "claims that took an event another instance held under a live lease, or one already delivered"},
 		{Name: "stale_writes", About: "writes committed to an event by an instance that no longer held its latest claim (a stale completion)"},
 		{Name: "duplicate_sends", About: "events the broker received more than once, in a sequence where no fault makes the lab take work over"},
-		{Name: "program_faults", About: "the program's own faults: requests that broke the protocol, statements the sandbox refused, hangs, exits before the lab stopped it"},
 	},
 	OnceChecks: []string{"duplicate_sends"},
 	Sequences: []Sequence{
@@ -171,7 +170,7 @@ func (fw *fencedWorld) describe(changes []store.AuditEntry) []lab.Event {
 
 func (fw *fencedWorld) expected(seq Sequence) map[string]float64 {
 	return map[string]float64{"events_delivered": float64(len(fencedEvents)), "events_not_delivered": 0, "events_never_sent": 0,
-		"unsent_completions": 0, "claims_of_owned_events": 0, "stale_writes": 0, "duplicate_sends": 0, "program_faults": 0}
+		"unsent_completions": 0, "claims_of_owned_events": 0, "stale_writes": 0, "duplicate_sends": 0}
 }
 
 // judge measures the sequence from the database: the events' final rows,

@@ -55,7 +55,6 @@ var InboxConsumer = Challenge{
 		{Name: "effects_without_inbox", About: "credits committed in a transaction that recorded no event in the inbox"},
 		{Name: "deliveries_not_acked", About: "deliveries the broker still waits an ack for when the run ends"},
 		{Name: "redeliveries", About: "deliveries made again, in a sequence where no fault makes the broker deliver again"},
-		{Name: "program_faults", About: "the program's own faults: requests that broke the protocol, statements the sandbox refused, hangs, exits before the lab stopped it"},
 	},
 	OnceChecks: []string{"redeliveries"},
 	Sequences: []Sequence{
@@ -222,7 +221,7 @@ func (iw *inboxWorld) expected(Sequence) map[string]float64 {
 		sum += e.amount
 	}
 	return map[string]float64{"credit_cents": float64(sum), "events_recorded": float64(len(inboxEvents)), "effects_applied_twice": 0,
-		"effects_without_inbox": 0, "deliveries_not_acked": 0, "redeliveries": 0, "program_faults": 0}
+		"effects_without_inbox": 0, "deliveries_not_acked": 0, "redeliveries": 0}
 }
 
 // judge measures the run from the database: the account's credit, the

@@ -63,8 +63,7 @@ func (ch *Challenge) scenario(seq Sequence, o Options) *lesson.Scenario {
 		title = fmt.Sprintf("%s (%s, ordering %s)", ch.Title, seq.Name, o.Ordering)
 		about += ", one request at a time, in the ordering " + o.Ordering.String()
 	}
-	checks := append(slices.Clone(ch.Checks), lesson.CheckDoc{Name: "faults_not_reached",
-		About: "faults the sequence names that the run never reached: the program never made the request they wait for, so the sequence tested nothing of them"})
+	checks := append(slices.Clone(ch.Checks), WorldChecks...)
 	if seq.AtLeastOnce {
 		checks = slices.DeleteFunc(checks, func(c lesson.CheckDoc) bool { return slices.Contains(ch.OnceChecks, c.Name) })
 	}
@@ -84,6 +83,15 @@ func (ch *Challenge) scenario(seq Sequence, o Options) *lesson.Scenario {
 			return ch.runSequence(ctx, env, seq, o, checks)
 		},
 	}
+}
+
+// WorldChecks are the checks every challenge's run makes of the program
+// itself and of the sequence's faults, after the challenge's own.
+var WorldChecks = []lesson.CheckDoc{
+	{Name: "program_faults", About: "the program's own faults: requests that broke the protocol, statements the sandbox refused, " +
+		"hangs, exits before the lab stopped it"},
+	{Name: "faults_not_reached", About: "faults the sequence names that the run never reached: the program never made the request " +
+		"they wait for, so the sequence tested nothing of them"},
 }
 
 // fileTag is name with its words capitalized, for a report's file name.
@@ -217,7 +225,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 		}
 	}
 	want := rl.expected(seq)
-	want["faults_not_reached"] = 0
+	want["faults_not_reached"], want["program_faults"] = 0, 0
 	lesson.ExpectDocumented(r, checks, want)
 	r.Verdict = verdict(ch, seq, w, r)
 	return r, nil

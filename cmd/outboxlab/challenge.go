@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,7 +97,7 @@ func challengeShowAction(c *cli.Context) error {
 		wrapped(w, "  ", fmt.Sprintf("%s (%s): %s.", s.Name, strings.Join(s.Instances, ", "), s.About))
 	}
 	fmt.Fprintln(w, "\nChecks (on the database and the lab's ledgers, after the lab stops your relay):")
-	for _, d := range ch.Checks {
+	for _, d := range append(slices.Clone(ch.Checks), challenge.WorldChecks...) {
 		wrapped(w, "  ", d.Name+": "+d.About+".")
 	}
 	fmt.Fprintf(w, "\nRun it: outboxlab challenge run %s --relay \"python3 relay.py\"\n", ch.Name)
