@@ -77,6 +77,8 @@ var answerKey = []struct {
 	{"day15-worker", "own-clock", "crash-after-claim", lostMessage, []string{"claims_of_owned_messages"}, nil},
 	{"day15-worker", "skips-provider", "two-workers", []string{"paid", "failed", "unchecked_messages"}, nil, nil},
 	{"day15-worker", "drops-transaction-id", "two-workers", []string{"fake_successes"}, nil, nil},
+	{"day15-worker", "ignores-skew", "two-workers", nil, nil, nil},
+	{"day15-worker", "ignores-skew", "skewed-clocks", []string{"claims_of_owned_messages", "processed_more_than_once"}, nil, nil},
 	{"fenced-relay", "no-token", "two-relays", nil, nil, nil},
 	{"fenced-relay", "no-token", "expiry-after-send", []string{"stale_writes"}, nil, nil},
 	{"fenced-relay", "no-token", "frozen-after-claim", []string{"stale_writes"}, nil, nil},

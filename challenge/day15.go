@@ -34,9 +34,11 @@ var Day15Worker = Challenge{
 		"the payment's PaymentStatus (and TransactionId when Paid) and the message's Status = 'Processed' and " +
 		"ProcessedAtUtc, only while the message is still its own. With nothing to claim it waits (op wait) and " +
 		"tries again; it never stops on its own. Times are the lab's: every reply's now, written as " +
-		"2026-01-15T09:00:00.000Z.",
+		"2026-01-15T09:00:00.000Z. An instance's clock may run up to max_clock_skew_ms ahead of or behind the others': " +
+		"a lease another instance wrote has ended for sure only once now - max_clock_skew_ms has passed its end.",
+
 	Tables:     []string{"Payments", "OutboxMessages"},
-	Settings:   map[string]any{"lease_ms": day15Lease.Milliseconds()},
+	Settings:   map[string]any{"lease_ms": day15Lease.Milliseconds(), "max_clock_skew_ms": day15Skew.Milliseconds()},
 	Horizon:    time.Minute,
 	Explored:   "two-workers",
 	OnceChecks: []string{"processed_more_than_once"},
@@ -73,9 +75,18 @@ var Day15Worker = Challenge{
 		{Name: "failed-finalize", About: "Worker-B's first statement that writes Processed fails with a database error: it must roll back and the message be finalized later",
 			Instances: []string{cast.WorkerA, cast.WorkerB}, AtLeastOnce: true,
 			Faults: []Fault{{Instance: cast.WorkerB, At: Boundary{Op: relayproto.OpExec, SQLContains: "Processed", Nth: 1}, Do: FailStatement}}},
+		{Name: "skewed-clocks", About: "Worker-B's clock runs max_clock_skew_ms ahead of Worker-A's, and Worker-A's first provider call is held for " +
+			"half a lease: by Worker-B's clock Worker-A's lease ends early, and Worker-B must still not take the message",
+			Instances: []string{cast.WorkerA, cast.WorkerB}, Skews: map[string]time.Duration{cast.WorkerB: day15Skew},
+			Faults: []Fault{{Instance: cast.WorkerA, At: Boundary{Op: relayproto.OpProvider, Nth: 1}, Do: Hold, For: day15Lease * 3 / 5}}},
 	},
 	world: newDay15World,
 }
+
+// day15Skew is the most an instance's clock may be off in the Day 15
+// challenge (hello's max_clock_skew_ms): the skewed-clocks sequence's
+// Worker-B runs that far ahead.
+const day15Skew = 400 * time.Millisecond
 
 // day15World is the Day 15 challenge's world: checkout's seed, the
 // provider, and the tracker that reads the audit.

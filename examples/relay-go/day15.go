@@ -93,7 +93,13 @@ func (w *worker) claim() (message, bool, error) {
 		sel, take = selectPendingOnly, takePendingOnly
 	}
 	now := w.now()
-	_, rows, err := w.c.Query(sel, map[string]any{"now": relayproto.Format(now)})
+	// Another instance's lease has ended for sure only once this clock,
+	// less the most it may be off, has passed its end.
+	ended := now.Add(-time.Duration(w.c.Setting("max_clock_skew_ms", 0)) * time.Millisecond)
+	if w.mistake == ignoresSkew {
+		ended = now
+	}
+	_, rows, err := w.c.Query(sel, map[string]any{"now": relayproto.Format(ended)})
 	if err != nil || len(rows) == 0 {
 		return message{}, false, w.rollback(err)
 	}
@@ -110,7 +116,7 @@ func (w *worker) claim() (message, bool, error) {
 		take = takeByID
 	}
 	n, err := w.c.Exec(take, map[string]any{"id": m.id, "me": w.c.Hello.Instance,
-		"now": relayproto.Format(now), "until": relayproto.Format(now.Add(lease))})
+		"now": relayproto.Format(ended), "until": relayproto.Format(now.Add(lease))})
 	if err != nil || n != 1 {
 		return message{}, false, w.rollback(err)
 	}

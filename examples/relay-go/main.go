@@ -24,9 +24,10 @@ const (
 	splitClaim       = "split-claim"          // the claim selects in one transaction and takes by Id alone in another
 	skipsProvider    = "skips-provider"       // it stores Failed without asking the provider
 	dropsTxnID       = "drops-transaction-id" // it stores Paid without the provider's transaction id
+	ignoresSkew      = "ignores-skew"         // it takes a lease as ended by its own clock, however far off it may be
 )
 
-var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, skipsProvider, dropsTxnID, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm}
+var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, skipsProvider, dropsTxnID, ignoresSkew, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm}
 
 func main() {
 	mistake := flag.String("mistake", "", fmt.Sprintf("make a known mistake on purpose: one of %v", mistakes))

@@ -23,6 +23,7 @@ MISTAKES = {
     "own-clock": "day15-worker: leases are written and compared on the program's own clock",
     "skips-provider": "day15-worker: it stores Failed without asking the provider",
     "drops-transaction-id": "day15-worker: it stores Paid without the provider's transaction id",
+    "ignores-skew": "day15-worker: it takes a lease as ended by its own clock, however far off it may be",
     "no-token": "fenced-relay: the completion names the event, not its token",
     "complete-before-send": "fenced-relay: the relay completes, then sends",
     "no-dedup": "inbox-consumer: the credit is applied whatever the inbox insert found",
@@ -150,6 +151,7 @@ WHERE IdempotencyKey = :key"""
 
 def day15_worker(lab, mistake):
     lease = timedelta(milliseconds=lab.setting("lease_ms"))
+    skew = timedelta(milliseconds=lab.setting("max_clock_skew_ms"))
 
     def now():
         if mistake == "own-clock":
@@ -161,11 +163,14 @@ def day15_worker(lab, mistake):
         if mistake == "pending-only-claim":
             select, take = SELECT_PENDING, TAKE_PENDING
         t = now()
-        rows = lab.query(select, now=lab_text(t))
+        # Another instance's lease has ended for sure only once this clock,
+        # less the most it may be off, has passed its end.
+        ended = t if mistake == "ignores-skew" else t - skew
+        rows = lab.query(select, now=lab_text(ended))
         if not rows:
             return None
         message_id, key = rows[0]
-        if lab.execute(take, id=message_id, me=lab.me(), now=lab_text(t), until=lab_text(t + lease)) != 1:
+        if lab.execute(take, id=message_id, me=lab.me(), now=lab_text(ended), until=lab_text(t + lease)) != 1:
             return None
         return message_id, key
 
