@@ -78,8 +78,9 @@ type rules interface {
 	// "claim", "completion" or "".
 	classify(c store.AuditEntry) string
 	// done says whether the durable state shows every task finished, so
-	// the lab may stop the programs.
+	// the lab may stop the programs; finished says what that state is.
 	done(ctx context.Context) (bool, error)
+	finished() string
 	// describe says a commit's changes as timeline events.
 	describe(changes []store.AuditEntry) []lab.Event
 	// judge measures the run into r, from the database and the ledgers.

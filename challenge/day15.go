@@ -292,12 +292,15 @@ func (t *day15Tracker) apply(c store.AuditEntry) (lab.Event, bool) {
 	}
 	switch {
 	case c.Op == "DELETE":
+		// No worker may delete a payment or a message: a write outside
+		// any claim.
+		t.stale++
 		e.Kind, e.Action, e.Detail = lab.KindStale, "DELETE", fmt.Sprintf("deleted %s's row from %s", c.Key, c.Table)
 	case c.Op == "INSERT":
 		e.Kind, e.Action, e.Detail = lab.KindNote, "INSERT", fmt.Sprintf("inserted a row for %s into %s", c.Key, c.Table)
 	case c.Table == "OutboxMessages" && c.NewState == "Processing":
 		t.claims++
-		live := c.OldState == "Processing" && c.OldUntil > c.At && owner != "" && owner != c.Actor
+		live := c.OldState == "Processing" && later(c.OldUntil, c.At) && owner != "" && owner != c.Actor
 		t.claimer[c.Key] = c.Actor
 		t.claimers[c.Key] = append(t.claimers[c.Key], c.Actor)
 		e.Until = c.NewUntil
@@ -368,6 +371,18 @@ func describeChange(c store.AuditEntry) string {
 	return strings.Join(parts, ", ")
 }
 
+// later reports whether time a is after time b, both as the tables
+// store them; a time a program wrote in another form is read as such
+// (RFC 3339), and one that reads as no time is not later.
+func later(a, b string) bool {
+	ta, errA := time.Parse(time.RFC3339Nano, a)
+	tb, errB := time.Parse(time.RFC3339Nano, b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return ta.After(tb)
+}
+
 func cmpOr(s, def string) string {
 	if s == "" {
 		return def
@@ -384,3 +399,5 @@ func (wd *day15World) ack(context.Context, string, int64, time.Time) (bool, erro
 }
 
 func (wd *day15World) work(string, string, int64, int64, int64) error { return errNoWork }
+
+func (wd *day15World) finished() string { return "every message is Processed" }

@@ -3,6 +3,7 @@ package challenge
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,13 +248,14 @@ func newFencedTracker() fencedTracker {
 		until: map[string]int64{}, claimed: map[string]int64{}}
 }
 
-// tick reads an audited integer lease end; -1 for none.
+// tick reads an audited lease end (an integer, or a real a program
+// wrote); -1 for none.
 func tick(s string) int64 {
-	n, err := strconv.ParseInt(s, 10, 64)
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return -1
 	}
-	return n
+	return int64(math.Ceil(f))
 }
 
 // tickAt is a commit's lab clock as an integer tick.
@@ -277,6 +279,9 @@ func (t *fencedTracker) apply(c store.AuditEntry) (lab.Event, bool) {
 	owner := t.claimer[c.Key]
 	switch {
 	case c.Op != "UPDATE":
+		// No program may insert or delete an event: a write outside any
+		// claim.
+		t.stale++
 		e.Kind, e.Action, e.Detail = lab.KindStale, c.Op, fmt.Sprintf("%s %s's row of %s", strings.ToLower(c.Op), c.Key, c.Table)
 		return e, true
 	case c.NewToken > c.OldToken:
@@ -373,3 +378,5 @@ func (fw *fencedWorld) ack(context.Context, string, int64, time.Time) (bool, err
 }
 
 func (fw *fencedWorld) work(string, string, int64, int64, int64) error { return errNoWork }
+
+func (fw *fencedWorld) finished() string { return "every event is delivered" }

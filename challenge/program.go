@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/outboxlab/outboxlab/relayproto"
 )
@@ -52,6 +53,10 @@ func startProgram(command, dir, name string, env []string) (*program, error) {
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Once the program has exited, what it left holding its pipes (a
+	// process that left its group) is cut off after this long, so the
+	// lab never waits on it.
+	cmd.WaitDelay = time.Second
 	p := &program{name: name, cmd: cmd, lines: make(chan programLine, 1), done: make(chan struct{})}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -67,10 +72,21 @@ func startProgram(command, dir, name string, env []string) (*program, error) {
 	}
 	p.stdin = stdin
 	go p.read(stdout)
+	go p.reap()
 	return p, nil
 }
 
-// read hands over stdout's lines until it ends, then reaps the process.
+// reap waits for the program to exit; Wait then closes its stdout, which
+// ends read.
+func (p *program) reap() {
+	_ = p.cmd.Wait() // its error is the exit status, read from ProcessState
+	p.mu.Lock()
+	p.state = p.cmd.ProcessState
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// read hands over stdout's lines until it ends.
 func (p *program) read(stdout io.Reader) {
 	r := bufio.NewReaderSize(stdout, 64<<10)
 	for {
@@ -84,11 +100,6 @@ func (p *program) read(stdout io.Reader) {
 		p.lines <- programLine{b: b}
 	}
 	close(p.lines)
-	_ = p.cmd.Wait() // its error is the exit status, read from ProcessState
-	p.mu.Lock()
-	p.state = p.cmd.ProcessState
-	p.mu.Unlock()
-	close(p.done)
 }
 
 // readLine reads one line of at most relayproto.MaxLine bytes.
@@ -113,15 +124,35 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// reply writes one reply line; a program that has gone makes it fail.
-func (p *program) reply(b []byte) error {
-	_, err := p.stdin.Write(append(b, '\n'))
-	return err
+// errNotReading is a reply the program did not read within the bound.
+var errNotReading = errors.New("did not read the lab's reply")
+
+// reply writes one reply line; a program that has gone makes it fail,
+// and one that does not read it within idle is errNotReading (a full
+// pipe would otherwise block the lab for good).
+func (p *program) reply(b []byte, idle time.Duration) error {
+	written := make(chan error, 1)
+	go func() {
+		_, err := p.stdin.Write(append(b, '\n'))
+		written <- err // a write still blocked ends when kill closes stdin
+	}()
+	select {
+	case err := <-written:
+		return err
+	case <-time.After(idle):
+		return errNotReading
+	}
 }
 
-// signal sends sig to the program's whole process group.
+// signal sends sig to the program's whole process group, while the
+// program has not been reaped (after, its id may be another's).
 func (p *program) signal(sig syscall.Signal) error {
-	return syscall.Kill(-p.cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+		return nil
+	default:
+		return syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
 }
 
 // kill kills the process group and waits for the program to be reaped.

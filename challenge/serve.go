@@ -173,8 +173,15 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.protocol(in, "work needs the event's key and ms of at least 1"), nil
 		}
 		w.mu.Lock()
-		after := w.commits
+		after, stopping := w.commits, w.shutdown
 		w.mu.Unlock()
+		if stopping {
+			// The run is over: no more work happens, and the lab says so.
+			rep := w.ok(in)
+			rep.Shutdown = true
+			rec.answered = "shutdown"
+			return rep, nil
+		}
 		start := w.tickFor(in) - in.skew.Milliseconds()
 		if err := w.rules.work(in.name, req.Key, start, start+req.Ms, after); errors.Is(err, errNoWork) {
 			return w.protocol(in, "this challenge has no long work: work is for the heartbeat relay"), nil
@@ -228,7 +235,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.fail(in, relayproto.ErrBrokerUnavailable, "the broker did not deliver: "+err.Error()), nil
 		}
 		rep := w.ok(in)
-		rep.Delivery = d
+		rep.Delivery, rep.Receive = d, true
 		if d == nil {
 			rec.answered = "nothing"
 			return rep, nil

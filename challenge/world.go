@@ -102,7 +102,6 @@ type world struct {
 	insts    []*inst
 	gen      int // bumps on every change of an instance's state
 	shutdown bool
-	horizon  bool // the run reached the challenge's horizon
 
 	timeline *lab.Timeline
 	requests []request
@@ -191,11 +190,14 @@ func (w *world) coordinate(ctx context.Context) {
 		holds := slices.ContainsFunc(w.insts, func(in *inst) bool { return in.state == held })
 		w.mu.Unlock()
 
-		done := false
+		done, why := false, ""
 		if !holds {
 			var err error
-			if done, err = w.rules.done(ctx); err != nil {
-				done = true // the lab cannot read its own database: stop, and let the judge say why
+			done, err = w.rules.done(ctx)
+			why = w.rules.finished() + "; the lab stops the programs (SIGTERM)"
+			if err != nil {
+				// The lab cannot read its own database: stop, and say why.
+				done, why = true, "the lab could not read its database ("+err.Error()+"); it stops the programs (SIGTERM)"
 			}
 		}
 
@@ -205,7 +207,7 @@ func (w *world) coordinate(ctx context.Context) {
 			continue
 		}
 		if done && !w.shutdown {
-			w.stopLocked("every message is done; the lab stops the programs (SIGTERM)")
+			w.stopLocked(why)
 		}
 		var next time.Time
 		for _, in := range w.insts {
@@ -220,7 +222,6 @@ func (w *world) coordinate(ctx context.Context) {
 			time.Sleep(busyPause)
 			continue
 		case next.After(w.start.Add(w.ch.Horizon)) && !w.shutdown:
-			w.horizon = true
 			w.stopLocked(fmt.Sprintf("the lab clock reached the challenge's horizon (%s): the lab stops the programs (SIGTERM)", w.ch.Horizon))
 		default:
 			if next.After(w.clock.Now()) {
@@ -303,7 +304,11 @@ func (w *world) serve(ctx context.Context, in *inst) {
 		}
 		b, err := json.Marshal(rep)
 		if err == nil {
-			err = in.prog.reply(b)
+			err = in.prog.reply(b, w.idle)
+		}
+		if errors.Is(err, errNotReading) {
+			w.breach(in, "hang", fmt.Sprintf("did not read the lab's reply for %s (real time): a program reads one reply per request", w.idle))
+			return
 		}
 		if err != nil {
 			continue // it has gone; the next read says how

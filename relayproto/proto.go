@@ -102,13 +102,21 @@ type Reply struct {
 
 	// Query marks a query's reply, whose columns and rows are written even
 	// when empty (a program reads "rows": [] as no row, not as a missing
-	// field).
-	Query bool `json:"-"`
+	// field); Receive a receive's, whose delivery is written even when
+	// there is none ("delivery": null).
+	Query   bool `json:"-"`
+	Receive bool `json:"-"`
 }
 
 // MarshalJSON writes r; a query's reply always has columns and rows.
 func (r Reply) MarshalJSON() ([]byte, error) {
 	type plain Reply
+	if r.Receive {
+		return json.Marshal(struct {
+			plain
+			Delivery *Delivery `json:"delivery"`
+		}{plain(r), r.Delivery})
+	}
 	if !r.Query {
 		return json.Marshal(plain(r))
 	}

@@ -21,6 +21,7 @@ func TestQueryReplyAlwaysHasRows(t *testing.T) {
 		{"query with a row", relayproto.Reply{OK: true, Now: "t", Query: true, Columns: []string{"Id"}, Rows: [][]any{{1}}},
 			`{"ok":true,"now":"t","tick":0,"columns":["Id"],"rows":[[1]]}`},
 		{"not a query", relayproto.Reply{OK: true, Now: "t"}, `{"ok":true,"now":"t","tick":0}`},
+		{"receive without a delivery", relayproto.Reply{OK: true, Now: "t", Receive: true}, `{"ok":true,"now":"t","tick":0,"delivery":null}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func (p *ProgramSandbox) refuses(action sqlite.AuthorizerActionCode, arg1, dbNam
 	}
 	allowed := dbName == "main" && slices.ContainsFunc(p.Tables, func(t string) bool { return strings.EqualFold(t, arg1) })
 	switch action {
-	case sqlite.AuthSelect:
+	case sqlite.AuthSelect, sqlite.AuthRecursive:
 		return ""
 	case sqlite.AuthFunction:
 		if !strings.EqualFold(arg1, "load_extension") {
@@ -150,6 +150,15 @@ func scanAudit(rows *sql.Rows) ([]AuditEntry, error) {
 	return out, rows.Err()
 }
 
+// programStatement marks, on a statement's context, a statement a user's
+// program sent: the guard judges it by the sandbox alone.
+type programStatement struct{}
+
+// asProgram marks ctx as a program's statement's.
+func asProgram(ctx context.Context) context.Context {
+	return context.WithValue(ctx, programStatement{}, true)
+}
+
 // ProgramTx is a transaction a user's program opened: its statements run
 // one request at a time, as the program sends them, on the instance's own
 // connection.
@@ -189,7 +198,7 @@ func namedArgs(params map[string]any) []any {
 // Query runs a statement that returns rows and returns them, each value
 // an int64, a float64, a string, a []byte as a string, or nil.
 func (t *ProgramTx) Query(ctx context.Context, text string, params map[string]any) ([]string, [][]any, error) {
-	rows, err := t.tx.QueryContext(ctx, text, namedArgs(params)...)
+	rows, err := t.tx.QueryContext(asProgram(ctx), text, namedArgs(params)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -220,7 +229,7 @@ func (t *ProgramTx) Query(ctx context.Context, text string, params map[string]an
 
 // Exec runs a statement that changes rows and returns how many it changed.
 func (t *ProgramTx) Exec(ctx context.Context, text string, params map[string]any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, text, namedArgs(params)...)
+	res, err := t.tx.ExecContext(asProgram(ctx), text, namedArgs(params)...)
 	if err != nil {
 		return 0, err
 	}

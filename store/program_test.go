@@ -50,6 +50,10 @@ func TestProgramSandbox(t *testing.T) {
 		{"drop a trigger", "DROP TRIGGER lab_audit_outbox_update", true},
 		{"a transaction statement", "COMMIT", true},
 		{"load_extension", "SELECT load_extension('x')", true},
+		{"a recursive query of its tables", "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT i FROM n", false},
+		// A lab statement's text sent by a program gets no lab rights.
+		{"the lab's read of the audit", store.ReadAudit.SQL, true},
+		{"the lab's naming of the audit", store.TagAudit.SQL, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

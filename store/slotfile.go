@@ -277,9 +277,13 @@ func (g *guardConn) install(ctx context.Context) error {
 }
 
 // enter sets the mode for query and returns the function that resets it.
-func (g *guardConn) enter(query string) func() {
+func (g *guardConn) enter(ctx context.Context, query string) func() {
 	g.mode = modeUnknown
 	switch i := g.file.statement(query); {
+	case g.program != nil && ctx.Value(programStatement{}) != nil:
+		// A program's statement is the program's whatever its text: one
+		// that copies a lab statement's text gets no lab rights.
+		g.mode = modeProgram
 	case i >= 0:
 		g.mode, g.stmt = modeSlot, i
 	case g.labOwn(query):
@@ -442,7 +446,7 @@ func (g *guardConn) PrepareContext(ctx context.Context, query string) (driver.St
 	if !ok {
 		return nil, errNoContextAPI
 	}
-	defer g.enter(query)()
+	defer g.enter(ctx, query)()
 	s, err := p.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, g.sandboxFault(statementFault(g.statement(), err))
@@ -469,7 +473,7 @@ func (g *guardConn) ExecContext(ctx context.Context, query string, args []driver
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	defer g.enter(query)()
+	defer g.enter(ctx, query)()
 	if g.mode == modeLab {
 		res, err := e.ExecContext(ctx, query, args)
 		return res, statementFault(g.statement(), err)
@@ -485,7 +489,7 @@ func (g *guardConn) QueryContext(ctx context.Context, query string, args []drive
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	defer g.enter(query)()
+	defer g.enter(ctx, query)()
 	if g.mode == modeLab {
 		r, err := q.QueryContext(ctx, query, args)
 		return g.rows(r, err, nil)
@@ -577,7 +581,7 @@ func (s *guardStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (
 	if !ok {
 		return nil, errNoContextAPI
 	}
-	defer s.conn.enter(s.query)()
+	defer s.conn.enter(ctx, s.query)()
 	if s.conn.mode == modeLab {
 		res, err := e.ExecContext(ctx, args)
 		return res, statementFault(s.conn.statement(), err)
@@ -593,7 +597,7 @@ func (s *guardStmt) QueryContext(ctx context.Context, args []driver.NamedValue) 
 	if !ok {
 		return nil, errNoContextAPI
 	}
-	defer s.conn.enter(s.query)()
+	defer s.conn.enter(ctx, s.query)()
 	if s.conn.mode == modeLab {
 		r, err := q.QueryContext(ctx, args)
 		return s.conn.rows(r, err, nil)

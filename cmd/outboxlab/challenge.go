@@ -163,9 +163,15 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		seqs = []challenge.Sequence{seq}
 	}
-	timeout, err := parseDuration("--timeout", c.String("timeout"))
+	timeout, err := parseDuration("timeout", c.String("timeout"))
 	if err != nil {
 		return err
+	}
+	if timeout <= 0 {
+		return usagef("--timeout must be more than 0, not %s", c.String("timeout"))
+	}
+	if bound > 0 && maxOrderings < 1 {
+		return usagef("--max-orderings must be at least 1 when --bound explores (%d); --bound 0 explores nothing", bound)
 	}
 	out := c.String("out")
 	if err := checkOut(out); err != nil {

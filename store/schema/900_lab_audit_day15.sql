@@ -25,3 +25,8 @@ CREATE TRIGGER lab_audit_payments_delete AFTER DELETE ON Payments BEGIN
     INSERT INTO lab_audit (tbl, op, row_key, old_state, old_owner)
     VALUES ('Payments', 'DELETE', OLD.IdempotencyKey, OLD.PaymentStatus, OLD.TransactionId);
 END;
+
+CREATE TRIGGER lab_audit_payments_insert AFTER INSERT ON Payments BEGIN
+    INSERT INTO lab_audit (tbl, op, row_key, new_state, new_owner)
+    VALUES ('Payments', 'INSERT', NEW.IdempotencyKey, NEW.PaymentStatus, NEW.TransactionId);
+END;
