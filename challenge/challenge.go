@@ -30,8 +30,11 @@ type Challenge struct {
 	// Brief is what the program must do, for `challenge show`: the
 	// tables, the settings hello carries and what the checks judge.
 	Brief string
-	// Tables are the tables the program's statements may use.
+	// Tables are the tables the program's statements may use, and Schema
+	// the lesson's migrations that make them (`challenge show` prints
+	// their statements that name them).
 	Tables []string
+	Schema []store.Migration
 	// Settings are what hello's reply carries (a lease, say), as numbers
 	// or texts.
 	Settings map[string]any
@@ -174,4 +177,22 @@ func (c *Challenge) SequenceNames() []string {
 // checked reports whether the check named is documented for the challenge.
 func (c *Challenge) checked(name string) bool {
 	return slices.ContainsFunc(c.Checks, func(d lesson.CheckDoc) bool { return d.Name == name })
+}
+
+// SchemaStatements are the statements of the challenge's schema that make
+// or change its tables, each with the comments above it, in order.
+func (c *Challenge) SchemaStatements() []string {
+	var out []string
+	for _, m := range c.Schema {
+		for _, stmt := range strings.Split(m.SQL, ";") {
+			text := strings.TrimSpace(stmt)
+			for _, t := range c.Tables {
+				if strings.Contains(text, "TABLE "+t+" ") || strings.Contains(text, "ON "+t+" ") {
+					out = append(out, text)
+					break
+				}
+			}
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outboxlab/outboxlab/relayproto"
@@ -13,6 +14,8 @@ import (
 // Fault is what the lab does to one instance at one of its request
 // boundaries.
 type Fault struct {
+	// Instance is the instance it happens to; "" for whichever instance
+	// reaches the boundary first.
 	Instance string
 	At       Boundary
 	Do       Action
@@ -67,22 +70,48 @@ func (a Action) before() bool { return a == FailStatement || a == DropRequest }
 
 // String says the fault in words, for a report.
 func (f Fault) String() string {
-	at := f.At.String()
+	if f.Instance == "" {
+		return f.anyInstance()
+	}
+	at, who, whose := f.At.String(), f.Instance, f.Instance+"'s"
 	switch f.Do {
 	case Kill:
-		return fmt.Sprintf("%s is killed (SIGKILL) after %s", f.Instance, at)
+		return fmt.Sprintf("%s is killed (SIGKILL) after %s", who, at)
 	case Stop:
-		return fmt.Sprintf("%s is frozen (SIGSTOP) for %s after %s", f.Instance, f.For, at)
+		return fmt.Sprintf("%s is frozen (SIGSTOP) for %s after %s", who, f.For, at)
 	case Hold:
-		return fmt.Sprintf("%s's reply to %s is held for %s", f.Instance, at, f.For)
+		return fmt.Sprintf("%s reply to %s is held for %s", whose, at, f.For)
 	case FailStatement:
-		return fmt.Sprintf("%s's %s fails with a database error", f.Instance, at)
+		return fmt.Sprintf("%s %s fails with a database error", whose, strings.TrimPrefix(at, "its "))
 	case LoseReply:
-		return fmt.Sprintf("%s's reply to %s is lost (unknown outcome)", f.Instance, at)
+		return fmt.Sprintf("%s reply to %s is lost (unknown outcome)", whose, at)
 	case Term:
-		return fmt.Sprintf("%s is sent SIGTERM after %s", f.Instance, at)
+		return fmt.Sprintf("%s is sent SIGTERM after %s", who, at)
 	case DropRequest:
-		return fmt.Sprintf("%s's %s never reaches the lab (unknown outcome)", f.Instance, strings.TrimPrefix(at, "its "))
+		return fmt.Sprintf("%s %s never reaches the lab (unknown outcome)", whose, strings.TrimPrefix(at, "its "))
+	}
+	return string(f.Do)
+}
+
+// anyInstance says a fault for whichever instance gets there first.
+func (f Fault) anyInstance() string {
+	at := "the " + strings.TrimPrefix(f.At.String(), "its ") + " any instance makes"
+	maker := "the instance that makes the " + strings.TrimPrefix(f.At.String(), "its ")
+	switch f.Do {
+	case Kill:
+		return fmt.Sprintf("SIGKILL to %s, right after it", maker)
+	case Stop:
+		return fmt.Sprintf("SIGSTOP for %s to %s, right after it, then SIGCONT", f.For, maker)
+	case Hold:
+		return fmt.Sprintf("the reply to %s is held for %s", at, f.For)
+	case FailStatement:
+		return fmt.Sprintf("%s fails with a database error", at)
+	case LoseReply:
+		return fmt.Sprintf("the reply to %s is lost (unknown outcome)", at)
+	case Term:
+		return fmt.Sprintf("SIGTERM to %s, right after it", maker)
+	case DropRequest:
+		return fmt.Sprintf("%s never reaches the lab (unknown outcome)", at)
 	}
 	return string(f.Do)
 }
@@ -95,6 +124,8 @@ func (b Boundary) String() string {
 		what = "commit of a " + b.Commits
 	case b.Op == relayproto.OpProvider:
 		what = "provider call"
+	case b.Op == relayproto.OpWork:
+		what = "chunk of work"
 	case b.SQLContains != "":
 		what = fmt.Sprintf("%s of a statement with %q", b.Op, b.SQLContains)
 	}
@@ -128,9 +159,11 @@ func (b Boundary) after(req relayproto.Request, changes []store.AuditEntry, clas
 	return b.Commits == "" || slices.ContainsFunc(changes, func(c store.AuditEntry) bool { return classify(c) == b.Commits })
 }
 
-// armed is a fault of one instance with its count of matches so far.
+// armed is a fault with its count of matches so far; one for whichever
+// instance gets there first is shared by every instance's goroutine.
 type armed struct {
 	Fault
+	mu    sync.Mutex
 	seen  int
 	fired bool
 }
@@ -138,6 +171,8 @@ type armed struct {
 // match counts a request the boundary matches and says whether this is
 // the one the fault fires at.
 func (a *armed) match(ok bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if !ok || a.fired {
 		return false
 	}

@@ -49,7 +49,7 @@ var errLineTooLong = fmt.Errorf("wrote a line longer than %d bytes: a request is
 // lab's environment is not passed on: a program learns nothing of the
 // run's database from it).
 func startProgram(command, dir, name string, env []string) (*program, error) {
-	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd := exec.Command("/bin/sh", "-c", shellLine(command))
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -100,6 +100,17 @@ func (p *program) read(stdout io.Reader) {
 		p.lines <- programLine{b: b}
 	}
 	close(p.lines)
+}
+
+// shellLine is command as sh runs it: a simple command (no operator,
+// redirection or expansion) is exec'd, so the process the lab watches,
+// signals and reports the exit of is the user's program, not a shell
+// around it (dash does not exec the last command itself).
+func shellLine(command string) string {
+	if strings.ContainsAny(command, ";&|<>()$`\\\n*?[]{}~") {
+		return command
+	}
+	return "exec " + command
 }
 
 // readLine reads one line of at most relayproto.MaxLine bytes.

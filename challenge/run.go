@@ -134,6 +134,14 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 		}
 	}
 	sandbox := &store.ProgramSandbox{Tables: ch.Tables}
+	// A fault for no instance in particular is one, armed in every
+	// instance: the first to reach its boundary meets it.
+	anyInstance := map[int]*armed{}
+	for i, f := range seq.Faults {
+		if f.Instance == "" {
+			anyInstance[i] = &armed{Fault: f}
+		}
+	}
 	for _, name := range seq.Instances {
 		cfg := store.DefaultConfig
 		cfg.Ledger, cfg.Program, cfg.BusyTimeout = env.Ledger, sandbox, time.Millisecond
@@ -149,9 +157,12 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 			return nil, err
 		}
 		in := &inst{name: name, skew: seq.Skews[name], prog: prog, db: db}
-		for _, f := range seq.Faults {
-			if f.Instance == name {
+		for i, f := range seq.Faults {
+			switch {
+			case f.Instance == name:
 				in.faults = append(in.faults, &armed{Fault: f})
+			case f.Instance == "":
+				in.faults = append(in.faults, anyInstance[i])
 			}
 		}
 		w.insts = append(w.insts, in)

@@ -2,6 +2,7 @@ package challenge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -450,5 +451,9 @@ func params(p map[string]any) string {
 	if len(p) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" %v", p)
+	b, err := json.Marshal(p) // as the program sent them; its keys sorted
+	if err != nil {
+		return fmt.Sprintf(" %v", p)
+	}
+	return " " + string(b)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +91,11 @@ func challengeShowAction(c *cli.Context) error {
 	w := c.App.Writer
 	fmt.Fprintf(w, "%s: %s\n\n", ch.Name, ch.Title)
 	wrapped(w, "", "Built on "+ch.Lesson+". "+ch.Brief)
-	fmt.Fprintf(w, "\nTables your statements may use: %s (the schema is `outboxlab describe %s`'s).\n", strings.Join(ch.Tables, ", "), ch.Lesson)
+	fmt.Fprintf(w, "\nTables your statements may use: %s, as %s's schema makes them:\n\n", strings.Join(ch.Tables, ", "), ch.Lesson)
+	for _, stmt := range ch.SchemaStatements() {
+		fmt.Fprintln(w, stmt+";")
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "Settings in hello's reply: %s\n", settingsText(ch.Settings))
 	fmt.Fprintln(w, "\nSequences (each a fresh database and fresh instances of your relay):")
 	for _, s := range ch.Sequences {
@@ -114,8 +119,8 @@ func wrapped(w io.Writer, indent, text string) {
 
 func settingsText(m map[string]any) string {
 	var parts []string
-	for k, v := range m {
-		parts = append(parts, fmt.Sprintf("%s = %v", k, v))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s = %v", k, m[k]))
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -86,7 +86,7 @@ func (w *worker) now() time.Time {
 // unknown (its lease will end and someone will claim it again).
 func (w *worker) claim() (message, bool, error) {
 	if err := w.c.Begin(); err != nil {
-		return message{}, false, err
+		return message{}, false, tolerate(err)
 	}
 	sel, take := selectClaimable, takeClaimable
 	if w.mistake == pendingOnlyClaim {
