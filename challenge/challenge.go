@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -172,11 +171,6 @@ func (c *Challenge) SequenceNames() []string {
 		out = append(out, s.Name)
 	}
 	return out
-}
-
-// checked reports whether the check named is documented for the challenge.
-func (c *Challenge) checked(name string) bool {
-	return slices.ContainsFunc(c.Checks, func(d lesson.CheckDoc) bool { return d.Name == name })
 }
 
 // SchemaStatements are the statements of the challenge's schema that make
