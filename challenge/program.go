@@ -103,11 +103,13 @@ func (p *program) read(stdout io.Reader) {
 }
 
 // shellLine is command as sh runs it: a simple command (no operator,
-// redirection or expansion) is exec'd, so the process the lab watches,
-// signals and reports the exit of is the user's program, not a shell
-// around it (dash does not exec the last command itself).
+// redirection, expansion or leading variable assignment) is exec'd, so
+// the process the lab watches, signals and reports the exit of is the
+// user's program, not a shell around it (dash does not exec the last
+// command itself).
 func shellLine(command string) string {
-	if strings.ContainsAny(command, ";&|<>()$`\\\n*?[]{}~") {
+	fields := strings.Fields(command)
+	if len(fields) == 0 || strings.Contains(fields[0], "=") || strings.ContainsAny(command, ";&|<>()$`\\\n*?[]{}~") {
 		return command
 	}
 	return "exec " + command
