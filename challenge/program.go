@@ -62,27 +62,34 @@ func startProgram(command, dir, name string, env []string) (*program, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// The lab owns stdout's read end, so Wait never closes it under an
+	// unread line: read reads to the end of what the program wrote.
+	stdout, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = pw
 	cmd.Stderr = &p.stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("start %s: %w", command, err)
 	}
 	p.stdin = stdin
 	go p.read(stdout)
-	go p.reap()
+	go p.reap(stdout)
 	return p, nil
 }
 
-// reap waits for the program to exit; Wait then closes its stdout, which
-// ends read.
-func (p *program) reap() {
+// reap waits for the program to exit; a process that left its group and
+// still holds stdout open then has a second before read stops waiting.
+func (p *program) reap(stdout *os.File) {
 	_ = p.cmd.Wait() // its error is the exit status, read from ProcessState
 	p.mu.Lock()
 	p.state = p.cmd.ProcessState
 	p.mu.Unlock()
+	_ = stdout.SetReadDeadline(time.Now().Add(time.Second))
 	close(p.done)
 }
 
@@ -100,6 +107,9 @@ func (p *program) read(stdout io.Reader) {
 		p.lines <- programLine{b: b}
 	}
 	close(p.lines)
+	if c, ok := stdout.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // shellLine is command as sh runs it: a simple command (no operator,
@@ -109,11 +119,16 @@ func (p *program) read(stdout io.Reader) {
 // command itself).
 func shellLine(command string) string {
 	fields := strings.Fields(command)
-	if len(fields) == 0 || strings.Contains(fields[0], "=") || strings.ContainsAny(command, ";&|<>()$`\\\n*?[]{}~") {
+	if len(fields) == 0 || strings.Contains(fields[0], "=") || shellWords[fields[0]] || strings.ContainsAny(command, ";&|<>()$`\\\n*?[]{}~") {
 		return command
 	}
 	return "exec " + command
 }
+
+// shellWords are first words exec must not precede: sh's reserved words
+// and builtins.
+var shellWords = map[string]bool{"exec": true, "command": true, "!": true, "cd": true, "export": true, "set": true,
+	"if": true, "for": true, "while": true, "until": true, "case": true, "eval": true, ".": true}
 
 // readLine reads one line of at most relayproto.MaxLine bytes.
 func readLine(r *bufio.Reader) ([]byte, error) {
@@ -157,15 +172,11 @@ func (p *program) reply(b []byte, idle time.Duration) error {
 	}
 }
 
-// signal sends sig to the program's whole process group, while the
-// program has not been reaped (after, its id may be another's).
+// signal sends sig to the program's whole process group, which outlives
+// its leader while any member is left (Linux reuses no id of a living
+// group).
 func (p *program) signal(sig syscall.Signal) error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-		return syscall.Kill(-p.cmd.Process.Pid, sig)
-	}
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
 // kill kills the process group and waits for the program to be reaped.

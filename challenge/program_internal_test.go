@@ -9,6 +9,7 @@ func TestShellLine(t *testing.T) {
 		{"python3 relay.py", "exec python3 relay.py"},
 		{`python3 "my relay.py" --mistake no-token`, `exec python3 "my relay.py" --mistake no-token`},
 		{"FOO=1 python3 relay.py", "FOO=1 python3 relay.py"},
+		{"exec python3 relay.py", "exec python3 relay.py"},
 		{"cd relay && python3 relay.py", "cd relay && python3 relay.py"},
 		{"python3 relay.py > log", "python3 relay.py > log"},
 		{"go run $HOME/relay", "go run $HOME/relay"},
