@@ -1,6 +1,7 @@
 package challenge_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,17 +40,28 @@ func referenceRelays(t *testing.T) map[string]func(mistake string) string {
 	return relays
 }
 
+// parallelOnServer runs a PostgreSQL run's test beside the others: most of
+// its time is the server making and dropping the run's role and database.
+func parallelOnServer(t *testing.T, database string) {
+	if database != "" {
+		t.Parallel()
+	}
+}
+
 // TestReferenceRelaysPassEverySequence: both reference relays pass every
-// sequence of every challenge.
+// sequence of every challenge, on SQLite and on PostgreSQL.
 func TestReferenceRelaysPassEverySequence(t *testing.T) {
-	for lang, relay := range referenceRelays(t) {
-		for _, ch := range challenge.Catalogue() {
-			for _, s := range ch.Sequences {
-				t.Run(lang+"/"+ch.Name+"/"+s.Name, func(t *testing.T) {
-					if r := runSequence(t, ch.Name, s.Name, relay("")); !r.Passed() {
-						t.Errorf("%s: %v", r.Verdict, r.BrokenInvariants())
-					}
-				})
+	for engine, database := range engines(t) {
+		for lang, relay := range referenceRelays(t) {
+			for _, ch := range challenge.Catalogue() {
+				for _, s := range ch.Sequences {
+					t.Run(engine+"/"+lang+"/"+ch.Name+"/"+s.Name, func(t *testing.T) {
+						parallelOnServer(t, database)
+						if r := runSequenceOn(t, database, ch.Name, s.Name, relay("")); !r.Passed() {
+							t.Errorf("%s: %v", r.Verdict, r.BrokenInvariants())
+						}
+					})
+				}
 			}
 		}
 	}
@@ -120,17 +132,40 @@ var (
 	appliedTwice = []string{"credit_cents", "effects_applied_twice", "effects_without_inbox"}
 )
 
-// TestAnswerKey runs the answer key with both reference relays: each
-// mistake fails by the checks' names.
+// TestAnswerKey runs the answer key with both reference relays, on SQLite
+// and on PostgreSQL: each mistake fails by the checks' names, and the
+// explorer finds the shortest ordering of the sequence's requests that
+// fails them again, as `challenge run` files it for the student to replay.
 func TestAnswerKey(t *testing.T) {
-	for lang, relay := range referenceRelays(t) {
-		for _, tt := range answerKey {
-			t.Run(lang+"/"+tt.challenge+"/"+tt.mistake+"/"+tt.sequence, func(t *testing.T) {
-				r := runSequence(t, tt.challenge, tt.sequence, relay(tt.mistake))
-				if got := r.FailedChecks(); !failsAsKeyed(got, tt.fails, tt.may) && (tt.or == nil || !slices.Equal(got, tt.or)) {
-					t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
-				}
-			})
+	for engine, database := range engines(t) {
+		for lang, relay := range referenceRelays(t) {
+			for _, tt := range answerKey {
+				t.Run(engine+"/"+lang+"/"+tt.challenge+"/"+tt.mistake+"/"+tt.sequence, func(t *testing.T) {
+					parallelOnServer(t, database)
+					r := runSequenceOn(t, database, tt.challenge, tt.sequence, relay(tt.mistake))
+					keyed := func(got []string) bool {
+						return failsAsKeyed(got, tt.fails, tt.may) || (tt.or != nil && slices.Equal(got, tt.or))
+					}
+					if got := r.FailedChecks(); !keyed(got) {
+						t.Errorf("failed checks %v, want %v (%s)", got, tt.fails, r.Verdict)
+					}
+					if tt.fails == nil {
+						return
+					}
+					ch, seq := lookup(t, tt.challenge, tt.sequence)
+					o := challenge.Options{Relay: relay(tt.mistake), TempRoot: t.TempDir(), Database: database}
+					x, err := challenge.Explore(context.Background(), ch, seq, o, 1, 50)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if x.Failing == nil {
+						t.Fatalf("no ordering of %d, up to 1 switch, fails again", x.Runs)
+					}
+					if got := x.Failing.FailedChecks(); !keyed(got) {
+						t.Errorf("the ordering %s failed checks %v, want %v (%s)", x.Ordering, got, tt.fails, x.Failing.Verdict)
+					}
+				})
+			}
 		}
 	}
 }

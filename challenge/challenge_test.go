@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outboxlab/outboxlab/challenge"
+	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/lab"
 )
 
@@ -36,8 +37,32 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runSequence runs one sequence of the named challenge with relay.
+// engines are the databases a challenge's tests run on: SQLite ("") and,
+// where the tests have a server, PostgreSQL (its URL). Under the race
+// detector only SQLite: a PostgreSQL run's lab goroutines are the same,
+// and make test runs the PostgreSQL halves (subtests named postgres/...)
+// in a pass without it, where the server's time is not the detector's.
+func engines(t *testing.T) map[string]string {
+	switch {
+	case os.Getenv(pgtest.EnvVar) == "":
+		t.Log("the PostgreSQL runs skipped: no " + pgtest.EnvVar)
+	case raceEnabled:
+		t.Log("the PostgreSQL runs skipped under -race: make test runs them without it")
+	default:
+		return map[string]string{"sqlite": "", "postgres": os.Getenv(pgtest.EnvVar)}
+	}
+	return map[string]string{"sqlite": ""}
+}
+
+// runSequence runs one sequence of the named challenge with relay, on
+// SQLite.
 func runSequence(t *testing.T, name, seq, relay string) *lab.Result {
+	t.Helper()
+	return runSequenceOn(t, "", name, seq, relay)
+}
+
+// lookup finds a challenge's sequence.
+func lookup(t *testing.T, name, seq string) (*challenge.Challenge, challenge.Sequence) {
 	t.Helper()
 	ch, err := challenge.Lookup(name)
 	if err != nil {
@@ -47,7 +72,15 @@ func runSequence(t *testing.T, name, seq, relay string) *lab.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := challenge.Run(context.Background(), ch, s, challenge.Options{Relay: relay, TempRoot: t.TempDir()})
+	return ch, s
+}
+
+// runSequenceOn runs one sequence of the named challenge with relay, on
+// the PostgreSQL server at database, or on SQLite where it is "".
+func runSequenceOn(t *testing.T, database, name, seq, relay string) *lab.Result {
+	t.Helper()
+	ch, s := lookup(t, name, seq)
+	r, err := challenge.Run(context.Background(), ch, s, challenge.Options{Relay: relay, TempRoot: t.TempDir(), Database: database})
 	if err != nil {
 		t.Fatal(err)
 	}

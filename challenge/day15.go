@@ -76,10 +76,14 @@ var Day15Worker = Challenge{
 		{Name: "failed-finalize", About: "the first statement that writes Processed fails with a database error: its worker must roll back and the message be finalized later",
 			Instances: []string{cast.WorkerA, cast.WorkerB}, AtLeastOnce: true,
 			Faults: []Fault{{At: Boundary{Op: relayproto.OpExec, SQLContains: "Processed", Nth: 1}, Do: FailStatement}}},
-		{Name: "skewed-clocks", About: "Worker-B's clock runs max_clock_skew_ms ahead of Worker-A's, and Worker-A's first provider call is held for " +
-			"half a lease: by Worker-B's clock Worker-A's lease ends early, and Worker-B must still not take the message",
+		{Name: "skewed-clocks", About: "Worker-B's clock runs max_clock_skew_ms ahead of Worker-A's, Worker-B starts a millisecond late (so " +
+			"Worker-A claims first), and Worker-A's first provider call is held for more than half a lease: by Worker-B's clock Worker-A's " +
+			"lease ends early, and Worker-B must still not take the message",
 			Instances: []string{cast.WorkerA, cast.WorkerB}, Skews: map[string]time.Duration{cast.WorkerB: day15Skew},
-			Faults: []Fault{{Instance: cast.WorkerA, At: Boundary{Op: relayproto.OpProvider, Nth: 1}, Do: Hold, For: day15Lease * 3 / 5}}},
+			Faults: []Fault{
+				{Instance: cast.WorkerB, At: Boundary{Op: relayproto.OpHello, Nth: 1}, Do: Hold, For: time.Millisecond},
+				{Instance: cast.WorkerA, At: Boundary{Op: relayproto.OpProvider, Nth: 1}, Do: Hold, For: day15Lease * 3 / 5},
+			}},
 	},
 	world: newDay15World,
 }

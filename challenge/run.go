@@ -34,6 +34,10 @@ type Options struct {
 	TempRoot    string
 	Warn        func(error)
 	KeepDB      bool
+	// Database, when set, is a postgres:// URL: the sequence runs in a
+	// database of its own on that server, the programs logging in as a
+	// role that may use the challenge's tables only ("": SQLite).
+	Database string
 	// Ordering, when set, serves the programs' requests one at a time in
 	// its order (see [Ordering]): --replay, and the explorer's runs.
 	Ordering *Ordering
@@ -50,7 +54,8 @@ func Run(ctx context.Context, ch *Challenge, seq Sequence, o Options) (*lab.Resu
 		return nil, fmt.Errorf("challenge %s: no relay command", ch.Name)
 	}
 	sc := ch.scenario(seq, o)
-	return lesson.Execute(ctx, sc, "", lesson.Options{TempRoot: o.TempRoot, Warn: o.Warn}, o.KeepDB)
+	return lesson.Execute(ctx, sc, "", lesson.Options{TempRoot: o.TempRoot, Warn: o.Warn, Database: o.Database,
+		Program: &store.ProgramSandbox{Tables: ch.Tables}}, o.KeepDB)
 }
 
 // scenario is seq as a lesson the lab can execute: its run starts the
@@ -111,7 +116,14 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 		return nil, err
 	}
 	defer rl.close()
-	w := &world{ch: ch, seq: seq, rules: rl, start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
+	var labDB *store.DB // on PostgreSQL, names each program transaction's changes (SQLite names them in the transaction)
+	if env.Engine() == store.Postgres {
+		if labDB, err = env.Open(ctx, env.DatabasePath()); err != nil {
+			return nil, err
+		}
+		defer labDB.Close()
+	}
+	w := &world{ch: ch, seq: seq, rules: rl, lab: labDB, engine: env.Engine(), start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
 		timeline: &lab.Timeline{}, stderr: map[string]string{}, exits: map[string]int64{}, exited: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
 	w.cond = sync.NewCond(&w.mu)
 	w.order = o.Ordering
@@ -133,7 +145,6 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 			return nil, err
 		}
 	}
-	sandbox := &store.ProgramSandbox{Tables: ch.Tables}
 	// A fault for no instance in particular is one, armed in every
 	// instance: the first to reach its boundary meets it.
 	anyInstance := map[int]*armed{}
@@ -144,8 +155,8 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	}
 	for _, name := range seq.Instances {
 		cfg := store.DefaultConfig
-		cfg.Ledger, cfg.Program, cfg.BusyTimeout = env.Ledger, sandbox, time.Millisecond
-		db, err := store.Open(ctx, env.DatabasePath(), cfg)
+		cfg.BusyTimeout = time.Millisecond
+		db, err := env.OpenProgram(ctx, env.DatabasePath(), cfg)
 		if err != nil {
 			w.stopAll()
 			return nil, err
@@ -322,7 +333,11 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 	why := ""
 	for _, e := range r.Timeline {
 		if e.Kind == lab.KindSteal || e.Kind == lab.KindStale || e.Kind == lab.KindUnsent {
-			why = fmt.Sprintf(" The first breach on the timeline, #%d at %s: %s %s.", e.Seq, e.At, e.Actor, strings.TrimSuffix(e.Detail, "."))
+			what := strings.TrimSuffix(e.Detail, ".")
+			if !strings.HasPrefix(what, e.Actor+" ") {
+				what = e.Actor + " " + what
+			}
+			why = fmt.Sprintf(" The first breach on the timeline, #%d at %s: %s.", e.Seq, e.At, what)
 			break
 		}
 	}
@@ -332,7 +347,11 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 	}
 	in := seq.Name
 	if w.order != nil {
-		in += " in the ordering " + w.order.String() + " (the ordering's table lists its steps; --replay " + w.order.String() + " runs it again)"
+		again := "--replay " + w.order.String()
+		if seq.Name != ch.Explored {
+			again = "--sequence " + seq.Name + " " + again
+		}
+		in += " in the ordering " + w.order.String() + " (the ordering's table lists its steps; " + again + " runs it again)"
 	}
 	return fmt.Sprintf("YOUR RELAY DID NOT HOLD in %s: failed checks %s.%s", in, strings.Join(r.FailedChecks(), ", "), why)
 }

@@ -91,7 +91,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		}
 		w.startTogether(ctx, in)
 		rep := w.ok(in)
-		rep.Instance, rep.Challenge, rep.Version, rep.Settings = in.name, w.ch.Name, relayproto.Version, w.ch.Settings
+		rep.Instance, rep.Challenge, rep.Version, rep.Settings, rep.Engine = in.name, w.ch.Name, relayproto.Version, w.ch.Settings, string(w.engine)
 		w.event(lab.Event{Kind: lab.KindNote, Actor: in.name, Action: "hello", Detail: "started, on its own connection"})
 		return rep, nil
 	case relayproto.OpBegin:
@@ -122,7 +122,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		w.commits++ // one transaction open at a time: the numbers follow commit order
 		n := w.commits
 		w.mu.Unlock()
-		changes, err := tx.Commit(ctx, in.name, w.now(), n)
+		changes, err := tx.Commit(ctx, w.lab, in.name, w.now(), n)
 		if err != nil {
 			return w.dbError(in, err), nil
 		}

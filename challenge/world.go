@@ -93,8 +93,13 @@ type world struct {
 	ch    *Challenge
 	seq   Sequence
 	rules rules
-	start time.Time
-	idle  time.Duration // see Options.IdleTimeout
+	// lab is the lab's own connection, which names each program
+	// transaction's changes on PostgreSQL (see [store.ProgramTx.Commit]);
+	// engine is the run's database engine.
+	lab    *store.DB
+	engine store.Engine
+	start  time.Time
+	idle   time.Duration // see Options.IdleTimeout
 
 	mu       sync.Mutex
 	cond     *sync.Cond

@@ -240,6 +240,12 @@ type Options struct {
 	// in its folder. "" is the embedded SQLite default.
 	Database string
 
+	// Program, when set, is the sandbox of a user's program the run
+	// starts (a relay challenge's): its connections come from
+	// [Env.OpenProgram], and on PostgreSQL they alone log in as a role
+	// the run makes for them.
+	Program *store.ProgramSandbox
+
 	// Processes runs the lessons' application instances as child
 	// processes of the lab (the hidden `worker` subcommand; see package
 	// instance), each stall a real SIGSTOP and each crash a real SIGKILL;
@@ -325,6 +331,23 @@ func (e *Env) Open(ctx context.Context, path string) (*store.DB, error) {
 	cfg.SlotFile = e.Options.slotFile()
 	if e.server != nil {
 		return e.server.open(ctx, path, cfg)
+	}
+	return store.Open(ctx, path, cfg)
+}
+
+// OpenProgram opens one instance of a user's program's own connection to
+// the database at path, guarded by the run's [Options.Program] sandbox and
+// recording into the run's ledger: on SQLite the sandbox's authorizer
+// judges its statements, on PostgreSQL it logs in as the run's role, which
+// may use the sandbox's tables and nothing else. cfg sets the rest (a
+// busy timeout, say).
+func (e *Env) OpenProgram(ctx context.Context, path string, cfg store.Config) (*store.DB, error) {
+	if e.Options.Program == nil {
+		return nil, fmt.Errorf("lesson: %s starts no program (Options.Program is not set)", e.Scenario.Name)
+	}
+	cfg.Ledger, cfg.Program = e.Ledger, e.Options.Program
+	if e.server != nil {
+		return e.server.openProgram(ctx, path, cfg)
 	}
 	return store.Open(ctx, path, cfg)
 }
@@ -427,7 +450,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 		env.Ledger.Name(opts.Submission.Stmts()...)
 	}
 	if opts.Database != "" {
-		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.slotFile())
+		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.slotFile(), opts.Program)
 		defer env.server.drop(keepDB, opts.Warn)
 	}
 	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.Target, Ledger: env.Ledger,

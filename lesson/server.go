@@ -25,11 +25,20 @@ import (
 // database with USAGE and CREATE for the role and nothing else, and every
 // connection of the run, a child process's too, logs in as that role to
 // that database; the role and the database are dropped, on every path.
+//
+// A run that starts a user's program (a relay challenge's) is confined the
+// same way, with the roles the other way round: the lab's connections log
+// in as the login in --db, in the role's database, and only the program's
+// log in as the role, which may use the challenge's tables and nothing
+// else ([store.GraderRole.GrantProgram]), the lab's audit least of all.
 type serverSchemas struct {
 	url, main, base string
-	file            *store.SlotFile   // the run's slot file: connect as role, in its database
-	role            *store.GraderRole // with a file, once the first schema exists
-	server          *store.Server     // the run's connections: as role when confined
+	file            *store.SlotFile       // the run's slot file: connect as role, in its database
+	program         *store.ProgramSandbox // the run's program: it alone connects as role
+	role            *store.GraderRole     // with a file or a program, once the first schema exists
+	server          *store.Server         // the run's connections: as role when a file confines them
+	programServer   *store.Server         // with a program, its connections, as role
+	granted         map[string]bool       // with a program, the schemas whose tables it was granted
 
 	mu      sync.Mutex
 	byPath  map[string]string // database file -> schema
@@ -43,16 +52,17 @@ const maxSchemaName = 63
 // newServerSchemas names a run's schemas on the server at url; with a
 // slot file its connections log in as a grader role, to a database of
 // its own, made on first use.
-func newServerSchemas(url, scenario, mainPath string, file *store.SlotFile) *serverSchemas {
+func newServerSchemas(url, scenario, mainPath string, file *store.SlotFile, program *store.ProgramSandbox) *serverSchemas {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	name := strings.ReplaceAll(scenario, "-", "_")
+	name := strings.NewReplacer("-", "_", ".", "_").Replace(scenario)
 	base := "outboxlab_" + name
 	if limit := maxSchemaName - 1 - 8 - 4; len(base) > limit { // room for _<random> and _<n>
 		base = base[:limit]
 	}
 	base += "_" + hex.EncodeToString(b[:])
-	return &serverSchemas{url: url, main: mainPath, base: base, file: file, byPath: map[string]string{}, server: store.NewServer(url)}
+	return &serverSchemas{url: url, main: mainPath, base: base, file: file, program: program, byPath: map[string]string{},
+		server: store.NewServer(url), granted: map[string]bool{}}
 }
 
 // schemaFor returns the schema that stands for the database file path,
@@ -69,15 +79,22 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 		schema = fmt.Sprintf("%s_%d", s.base, s.extras)
 	}
 	admin := s.url
-	if s.file != nil {
+	if s.file != nil || s.program != nil {
 		if s.role == nil {
 			role, err := store.CreateGraderRole(ctx, s.url)
 			if err != nil {
 				return "", err
 			}
-			s.role, s.server = role, store.NewServer(role.URL())
-			if err := role.CheckSlotFile(ctx, *s.file); err != nil {
-				return "", err
+			s.role = role
+			if s.program != nil {
+				s.server.Close()
+				s.server, s.programServer = store.NewServer(role.AdminURL()), store.NewServer(role.URL())
+			} else {
+				s.server.Close()
+				s.server = store.NewServer(role.URL())
+				if err := role.CheckSlotFile(ctx, *s.file); err != nil {
+					return "", err
+				}
 			}
 		}
 		admin = s.role.AdminURL()
@@ -86,7 +103,7 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 		return "", err
 	}
 	s.byPath[path] = schema
-	if s.role != nil {
+	if s.file != nil {
 		if err := s.role.GrantSchema(ctx, schema); err != nil {
 			return "", err
 		}
@@ -125,8 +142,14 @@ func (s *serverSchemas) describe() string {
 		if len(schemas) > 1 {
 			noun = "schemas"
 		}
-		d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only, in database %s, its own (the role and the database are dropped after the run)",
-			s.role.Name, noun, strings.Join(schemas, ", "), s.role.Database)
+		if s.program != nil {
+			d += fmt.Sprintf("; your program's statements ran as login role %s, rights: USAGE on %s %s, SELECT, INSERT, UPDATE, DELETE "+
+				"on its tables %s only, in database %s, its own (the role and the database are dropped after the run)",
+				s.role.Name, noun, strings.Join(schemas, ", "), strings.Join(s.program.Tables, ", "), s.role.Database)
+		} else {
+			d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only, in database %s, its own (the role and the database are dropped after the run)",
+				s.role.Name, noun, strings.Join(schemas, ", "), s.role.Database)
+		}
 	}
 	return d
 }
@@ -155,6 +178,28 @@ func (s *serverSchemas) open(ctx context.Context, path string, cfg store.Config)
 	return server.Open(ctx, schema, cfg)
 }
 
+// openProgram opens a connection of the run's program to the schema that
+// stands for path, as the run's role, granting the role the program's
+// tables there first (they exist once the lab's world has migrated it).
+func (s *serverSchemas) openProgram(ctx context.Context, path string, cfg store.Config) (*store.DB, error) {
+	schema, err := s.schemaFor(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.program == nil || s.role == nil {
+		return nil, fmt.Errorf("lesson: the run was not made for a program: a program's connection has no role to log in as")
+	}
+	if !s.granted[schema] {
+		if err := s.role.GrantProgram(ctx, schema, s.program.Tables); err != nil {
+			return nil, err
+		}
+		s.granted[schema] = true
+	}
+	return s.programServer.Open(ctx, schema, cfg)
+}
+
 // serverCleanupTimeout bounds dropping a run's schemas and role, which happens
 // after the run's own context may have ended.
 const serverCleanupTimeout = 30 * time.Second
@@ -167,6 +212,9 @@ func (s *serverSchemas) drop(keep bool, warn func(error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.server.Close()
+	if s.programServer != nil {
+		s.programServer.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), serverCleanupTimeout)
 	defer cancel()
 	report := func(err error) {

@@ -20,7 +20,7 @@ func TestConfinedServerSchemas(t *testing.T) {
 	url := pgtest.URL(t)
 	ctx := context.Background()
 	main := filepath.Join(t.TempDir(), "outboxlab.db")
-	plain := newServerSchemas(url, "server-test", main, nil)
+	plain := newServerSchemas(url, "server-test", main, nil, nil)
 	if _, err := plain.schemaFor(ctx, main); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestConfinedServerSchemas(t *testing.T) {
 	s := newServerSchemas(url, "server-test", main, &store.SlotFile{Slot: store.ClaimSlot, Texts: []string{
 		"SELECT Id FROM OutboxMessages WHERE Status = 'Pending' OR (Status = 'Processing' AND LockedUntilUtc <= :now) ORDER BY CreatedAtUtc, Id LIMIT 1",
 		"UPDATE OutboxMessages SET Status = 'Processing', LockedBy = :worker, LockedUntilUtc = :until WHERE Id = :id AND Status = 'Pending'",
-	}})
+	}}, nil)
 	dropped := false
 	t.Cleanup(func() {
 		if !dropped {

@@ -79,6 +79,9 @@ type Reply struct {
 	Challenge string         `json:"challenge,omitempty"`
 	Version   int            `json:"version,omitempty"`
 	Settings  map[string]any `json:"settings,omitempty"`
+	// Engine is the database the statements run on: "sqlite" or
+	// "postgres" (each has its SQL dialect; see the protocol page).
+	Engine string `json:"engine,omitempty"`
 	// query: the columns and rows the statement returned (rows as
 	// arrays, in column order).
 	Columns []string `json:"columns,omitempty"`

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# scripts/test.sh: what `make test` runs. Vet, then the tests in three runs
+# scripts/test.sh: what `make test` runs. Vet, then the tests in four runs
 # of go test, against a real PostgreSQL and a real browser wherever they are
 # installed; it says in one line what it skips where they are not.
 #
-# Why three runs. modernc's SQLite is C translated to Go, so the race
+# Why three runs (and a fourth). modernc's SQLite is C translated to Go, so the race
 # detector instruments the whole database engine and makes a lesson about
 # fifteen times slower (the registry tests took 22.5 s without it, 328 s
 # with it). The lab's own goroutines (workers, barrier, broker and heartbeat
@@ -14,6 +14,11 @@
 # of application instance (TestRaceOneLessonPerInstanceKind, which
 # TestRaceRunsCoverEveryInstanceKind keeps complete), the CLI's signal
 # handling, its output-folder checks and grade's parallel graders.
+#
+# The relay challenges' runs on PostgreSQL (run 4) are the same lab
+# goroutines as their SQLite runs, which run 1 puts under -race; each
+# waits mostly on the server making and dropping its role and database,
+# so they run without the detector, beside each other.
 #
 # Where the tests write. Each run's temporary folders go to a fresh folder
 # on /dev/shm (memory) where it is writable, removed at the end: a lesson's
@@ -69,9 +74,15 @@ else
 fi
 
 mapfile -t race_packages < <("$GO" list ./... | grep -v -e /scenarios -e /explore -e /cmd/)
-echo "make test: 1/3 under -race: every package whose tests run no whole lesson"
+echo "make test: 1/4 under -race: every package whose tests run no whole lesson"
 "$GO" test -race "${FLAGS[@]}" "${race_packages[@]}"
-echo "make test: 2/3 under -race: one lesson per kind of instance, and the CLI's own goroutines"
+echo "make test: 2/4 under -race: one lesson per kind of instance, and the CLI's own goroutines"
 "$GO" test -race "${FLAGS[@]}" -run "$RACE_TESTS" ./scenarios ./cmd/outboxlab
-echo "make test: 3/3 without -race: every test of the packages that run whole lessons"
+echo "make test: 3/4 without -race: every test of the packages that run whole lessons"
 "$GO" test "${FLAGS[@]}" "${LESSON_PACKAGES[@]}"
+if [ -n "${OUTBOXLAB_TEST_DATABASE_URL:-}" ]; then
+  echo "make test: 4/4 without -race: the reference relays and their answer key on PostgreSQL"
+  "$GO" test "${FLAGS[@]}" -run '^(TestAnswerKey|TestReferenceRelaysPassEverySequence)$/^postgres/' ./challenge
+else
+  echo "make test: 4/4 SKIPPED: the relay challenges on PostgreSQL need a server"
+fi

@@ -7,7 +7,10 @@ import (
 	"fmt"
 )
 
-//go:embed schema/*.sql
+// schema/postgres holds a file's PostgreSQL text where the SQLite one does
+// not translate by [postgresDDL] alone (the audit's triggers).
+//
+//go:embed schema/*.sql schema/postgres/*.sql
 var schemaFiles embed.FS
 
 // Migration is one embedded .sql file of the lab's schema.
@@ -21,7 +24,11 @@ func mustMigration(name string) Migration {
 	if err != nil {
 		panic("store: missing embedded schema " + name) // a build mistake, caught by every test
 	}
-	register(Stmt{Name: "schema: " + name, SQL: string(b), Postgres: postgresDDL(string(b)), Audit: true})
+	pg := postgresDDL(string(b))
+	if own, err := schemaFiles.ReadFile("schema/postgres/" + name); err == nil {
+		pg = string(own)
+	}
+	register(Stmt{Name: "schema: " + name, SQL: string(b), Postgres: pg, Audit: true})
 	return Migration{Name: name, SQL: string(b)}
 }
 

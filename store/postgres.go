@@ -116,7 +116,7 @@ func openPostgres(ctx context.Context, dsn string, connector driver.Connector, c
 		connector = &pgSlotConnector{base: connector, file: cfg.SlotFile}
 	}
 	sdb := oneConnection(connector)
-	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres}
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, engine: Postgres, program: cfg.Program}
 	var one int
 	if err := sdb.QueryRowContext(ctx, pingSQL.SQL).Scan(&one); err != nil {
 		sdb.Close()

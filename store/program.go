@@ -163,17 +163,20 @@ func asProgram(ctx context.Context) context.Context {
 // one request at a time, as the program sends them, on the instance's own
 // connection.
 type ProgramTx struct {
-	tx *sql.Tx
+	tx      *sql.Tx
+	engine  Engine
+	sandbox *ProgramSandbox
 }
 
-// BeginProgram opens a program's transaction (BEGIN IMMEDIATE on SQLite).
-// A busy database is an error [IsBusy] recognizes, for the caller to retry.
+// BeginProgram opens a program's transaction (BEGIN IMMEDIATE on SQLite;
+// on PostgreSQL READ COMMITTED, its default). A busy database is an error
+// [IsBusy] recognizes, for the caller to retry.
 func (db *DB) BeginProgram(ctx context.Context) (*ProgramTx, error) {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &ProgramTx{tx: tx}, nil
+	return &ProgramTx{tx: tx, engine: db.engine, sandbox: db.program}, nil
 }
 
 // namedArgs binds a program's JSON parameters: a whole number (JSON has
@@ -198,6 +201,16 @@ func namedArgs(params map[string]any) []any {
 // Query runs a statement that returns rows and returns them, each value
 // an int64, a float64, a string, a []byte as a string, or nil.
 func (t *ProgramTx) Query(ctx context.Context, text string, params map[string]any) ([]string, [][]any, error) {
+	ctx, done, err := t.guard(ctx, text)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	cols, out, err := t.query(ctx, text, params)
+	return cols, out, t.fault(ctx, err)
+}
+
+func (t *ProgramTx) query(ctx context.Context, text string, params map[string]any) ([]string, [][]any, error) {
 	rows, err := t.tx.QueryContext(asProgram(ctx), text, namedArgs(params)...)
 	if err != nil {
 		return nil, nil, err
@@ -229,17 +242,29 @@ func (t *ProgramTx) Query(ctx context.Context, text string, params map[string]an
 
 // Exec runs a statement that changes rows and returns how many it changed.
 func (t *ProgramTx) Exec(ctx context.Context, text string, params map[string]any) (int64, error) {
-	res, err := t.tx.ExecContext(asProgram(ctx), text, namedArgs(params)...)
+	ctx, done, err := t.guard(ctx, text)
 	if err != nil {
 		return 0, err
+	}
+	defer done()
+	res, err := t.tx.ExecContext(asProgram(ctx), text, namedArgs(params)...)
+	if err != nil {
+		return 0, t.fault(ctx, err)
 	}
 	return res.RowsAffected()
 }
 
 // Commit names actor, the lab clock at and the transaction's number n on
-// the transaction's audited changes, then commits, and returns the changes
-// it committed, in the order the transaction made them.
-func (t *ProgramTx) Commit(ctx context.Context, actor, at string, n int64) ([]AuditEntry, error) {
+// the transaction's audited changes and commits, and returns the changes
+// it committed, in the order the transaction made them. On SQLite the
+// names are written in the transaction itself, just before COMMIT; on
+// PostgreSQL, where the program's role may not touch the audit, lab (the
+// lab's own connection) names the rows the committed transaction wrote,
+// by its transaction id, once it has committed.
+func (t *ProgramTx) Commit(ctx context.Context, lab *DB, actor, at string, n int64) ([]AuditEntry, error) {
+	if t.engine == Postgres {
+		return t.commitPostgres(ctx, lab, actor, at, n)
+	}
 	rows, err := t.tx.QueryContext(ctx, TagAudit.SQL, sql.Named("actor", actor), sql.Named("at", at), sql.Named("tx", n))
 	if err != nil {
 		_ = t.tx.Rollback()

@@ -3,8 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/internal/pgtest"
 	"github.com/outboxlab/outboxlab/store"
 	"github.com/outboxlab/outboxlab/store/storetest"
 )
@@ -12,68 +16,153 @@ import (
 // programSandbox is the Day 15 challenges' sandbox.
 var programSandbox = store.ProgramSandbox{Tables: []string{"Payments", "OutboxMessages"}}
 
-// openProgram opens a Day 15 database with its audit and a program's
-// connection to it.
-func openProgram(t *testing.T) *store.DB {
-	t.Helper()
-	_, path := storetest.Fresh(t, store.DefaultConfig, store.PaymentsOutbox, store.OutboxLeasing, store.LabAudit, store.AuditDay15)
-	cfg := store.DefaultConfig
-	cfg.Program = &programSandbox
-	return storetest.Open(t, path, cfg)
+// programDB is a Day 15 database with its audit, as a challenge's run
+// has it: the lab's connection and a program's.
+type programDB struct {
+	engine   store.Engine
+	lab, prg *store.DB
 }
 
-func TestProgramSandbox(t *testing.T) {
+// programEngines are the engines a program's tests run on: SQLite, and
+// PostgreSQL where the tests have a server.
+func programEngines(t *testing.T) []store.Engine {
+	if os.Getenv(pgtest.EnvVar) == "" {
+		t.Log("the PostgreSQL half skipped: no " + pgtest.EnvVar)
+		return []store.Engine{store.SQLite}
+	}
+	return []store.Engine{store.SQLite, store.Postgres}
+}
+
+// openProgram opens a Day 15 database with its audit and a program's
+// connection to it: on PostgreSQL, in a grader role's database, the
+// program logging in as the role, granted the challenge's tables.
+func openProgram(t *testing.T, engine store.Engine) programDB {
+	t.Helper()
+	steps := []store.Migration{store.PaymentsOutbox, store.OutboxLeasing, store.LabAudit, store.AuditDay15}
+	cfg := store.DefaultConfig
+	cfg.Program = &programSandbox
+	if engine == store.SQLite {
+		lab, path := storetest.Fresh(t, store.DefaultConfig, steps...)
+		return programDB{engine, lab, storetest.Open(t, path, cfg)}
+	}
 	ctx := context.Background()
-	db := openProgram(t)
-	seed, err := db.BeginProgram(ctx)
+	role, err := store.CreateGraderRole(ctx, pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := seed.Exec(ctx, `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`, nil); err != nil {
+	t.Cleanup(func() { _ = role.Drop(context.Background(), false) })
+	schema := "outboxlab_programtest"
+	if err := store.CreateSchema(ctx, role.AdminURL(), schema, store.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := seed.Commit(ctx, "seed", "t0", 1); err != nil {
+	lab, err := store.OpenPostgres(ctx, role.AdminURL(), schema, store.DefaultConfig)
+	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
+	t.Cleanup(func() { lab.Close() })
+	if err := lab.Migrate(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+	if err := role.GrantProgram(ctx, schema, programSandbox.Tables); err != nil {
+		t.Fatal(err)
+	}
+	prg, err := store.OpenPostgres(ctx, role.URL(), schema, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prg.Close() })
+	return programDB{engine, lab, prg}
+}
+
+// TestProgramSandbox: a program's statement may read and write the
+// challenge's tables and nothing else, on either engine: on SQLite the
+// authorizer refuses the rest, on PostgreSQL the role's rights and the
+// lab's check of the text before it runs.
+func TestProgramSandbox(t *testing.T) {
+	both := []struct {
 		name, sql string
 		refused   bool
 	}{
 		{"read a challenge table", "SELECT Id, Status FROM OutboxMessages", false},
-		{"update it", "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = 'me' WHERE Id = 1", false},
+		{"update it", "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = 'me' WHERE Id = 1 RETURNING Id", false},
 		{"read the lab's audit", "SELECT * FROM lab_audit", true},
-		{"write the lab's audit", "INSERT INTO lab_audit (tbl, op, row_key) VALUES ('x', 'y', 'z')", true},
-		{"read the schema", "SELECT sql FROM sqlite_master", true},
-		{"PRAGMA", "PRAGMA journal_mode", true},
-		{"ATTACH", "ATTACH DATABASE 'other.db' AS other", true},
-		{"DDL", "CREATE TABLE mine (x)", true},
-		{"drop a trigger", "DROP TRIGGER lab_audit_outbox_update", true},
+		{"write the lab's audit", "INSERT INTO lab_audit (tbl, op, row_key) VALUES ('x', 'y', 'z') RETURNING seq", true},
+		{"DDL", "CREATE TABLE mine (x INTEGER)", true},
 		{"a transaction statement", "COMMIT", true},
-		{"load_extension", "SELECT load_extension('x')", true},
 		{"a recursive query of its tables", "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT i FROM n", false},
 		// A lab statement's text sent by a program gets no lab rights.
 		{"the lab's read of the audit", store.ReadAudit.SQL, true},
 		{"the lab's naming of the audit", store.TagAudit.SQL, true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tx, err := db.BeginProgram(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback()
-			_, _, err = tx.Query(ctx, tt.sql, nil)
-			var se *store.SandboxError
-			if got := errors.As(err, &se); got != tt.refused {
-				t.Fatalf("%s: refused %v (err %v), want refused %v", tt.sql, got, err, tt.refused)
-			}
-		})
+	only := map[store.Engine][]struct {
+		name, sql string
+		refused   bool
+	}{
+		store.SQLite: {
+			{"read the schema", "SELECT sql FROM sqlite_master", true},
+			{"PRAGMA", "PRAGMA journal_mode", true},
+			{"ATTACH", "ATTACH DATABASE 'other.db' AS other", true},
+			{"drop a trigger", "DROP TRIGGER lab_audit_outbox_update", true},
+			{"load_extension", "SELECT load_extension('x')", true},
+		},
+		store.Postgres: {
+			{"a second statement", "SELECT 1; COMMIT", true},
+			{"one statement and its semicolon", "SELECT Id FROM OutboxMessages;\n", false},
+			{"SET", "SET search_path TO public", true},
+			{"a statement behind a nested comment", "/* /* */ SELECT 1 */ COMMIT", true},
+			{"a statement in parentheses", "(SELECT Id FROM OutboxMessages)", false},
+			{"drop a trigger", "DROP TRIGGER lab_audit_outbox ON OutboxMessages", true},
+			{"call the audit's function", "SELECT lab_audit_outbox()", true},
+			{"the lab's naming by transaction", store.TagCommitted.SQL, true},
+			{"DO", "DO $$ BEGIN COMMIT; END $$", true},
+		},
+	}
+	for _, engine := range programEngines(t) {
+		db := openProgram(t, engine)
+		ctx := context.Background()
+		seed, err := db.prg.BeginProgram(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := seed.Exec(ctx, `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := seed.Commit(ctx, db.lab, "seed", "t0", 1); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range append(slices.Clone(both), only[engine]...) {
+			t.Run(string(engine)+"/"+tt.name, func(t *testing.T) {
+				tx, err := db.prg.BeginProgram(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				var params map[string]any
+				if strings.Contains(tt.sql, ":actor") { // the lab's naming, forged
+					params = map[string]any{"actor": "Worker-B", "at": "t9", "tx": 9, "xid": 1}
+				}
+				_, _, err = tx.Query(ctx, tt.sql, params)
+				var se *store.SandboxError
+				if got := errors.As(err, &se); got != tt.refused {
+					t.Fatalf("%s: refused %v (err %v), want refused %v", tt.sql, got, err, tt.refused)
+				}
+			})
+		}
 	}
 }
 
+// TestProgramAuditNamesTheCommitter: a program transaction's commit names
+// its changes with the committing instance, and a rolled back one leaves
+// no trace, on either engine.
 func TestProgramAuditNamesTheCommitter(t *testing.T) {
+	for _, engine := range programEngines(t) {
+		t.Run(string(engine), func(t *testing.T) { testAuditNamesTheCommitter(t, openProgram(t, engine)) })
+	}
+}
+
+func testAuditNamesTheCommitter(t *testing.T, pd programDB) {
 	ctx := context.Background()
-	db := openProgram(t)
+	db := pd.prg
 	for _, step := range []struct{ actor, sql string }{
 		{"checkout", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`},
 		{"Relay-A", "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = 'Relay-A', LockedUntilUtc = 't2' WHERE Id = 1"},
@@ -85,7 +174,7 @@ func TestProgramAuditNamesTheCommitter(t *testing.T) {
 		if n, err := tx.Exec(ctx, step.sql, nil); err != nil || n != 1 {
 			t.Fatalf("%s: %d rows, %v", step.sql, n, err)
 		}
-		changes, err := tx.Commit(ctx, step.actor, "t1", 2)
+		changes, err := tx.Commit(ctx, pd.lab, step.actor, "t1", 2)
 		if err != nil || len(changes) != 1 || changes[0].Actor != step.actor {
 			t.Fatalf("%s committed %+v, %v; want its one change named %s", step.sql, changes, err, step.actor)
 		}
@@ -95,7 +184,7 @@ func TestProgramAuditNamesTheCommitter(t *testing.T) {
 		t.Fatal(err)
 	}
 	rolled.Rollback()
-	got, err := db.Audit(ctx)
+	got, err := pd.lab.Audit(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

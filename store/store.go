@@ -56,8 +56,11 @@ type Config struct {
 	// be attached; on PostgreSQL they run bounded, as a [GraderRole].
 	SlotFile *SlotFile
 	// Program, when set, guards the connection for a user's program's
-	// statements (see [ProgramSandbox]): any text the lab does not own
-	// compiles only under SQLite's authorizer with the sandbox's policy.
+	// statements (see [ProgramSandbox]): on SQLite any text the lab does
+	// not own compiles only under SQLite's authorizer with the sandbox's
+	// policy; on PostgreSQL the connection logs in as the run's program
+	// role ([GraderRole.GrantProgram]) and the lab refuses what the role's
+	// rights cannot (see [ProgramTx]).
 	Program *ProgramSandbox
 }
 
@@ -68,12 +71,13 @@ var DefaultConfig = Config{BusyTimeout: time.Second, Synchronous: "NORMAL"}
 // transactions begin with BEGIN IMMEDIATE, so a transaction that will write
 // takes the write lock before it reads anything.
 type DB struct {
-	sql    *sql.DB
-	ledger *Ledger // the run's statement ledger, or nil
-	onBusy func()  // see Config.OnBusy
-	engine Engine
-	schema string         // PostgreSQL: the schema first on the search path
-	clock  *DatabaseClock // SQLite opened under WithDatabaseClock: what its db_now() answers
+	sql     *sql.DB
+	ledger  *Ledger // the run's statement ledger, or nil
+	onBusy  func()  // see Config.OnBusy
+	engine  Engine
+	schema  string          // PostgreSQL: the schema first on the search path
+	program *ProgramSandbox // see Config.Program
+	clock   *DatabaseClock  // SQLite opened under WithDatabaseClock: what its db_now() answers
 }
 
 // Engine is the database engine behind the connection.
@@ -130,7 +134,7 @@ func Open(ctx context.Context, path string, cfg Config) (*DB, error) {
 		connector = &recordingConnector{base: connector, ledger: cfg.Ledger}
 	}
 	sdb := oneConnection(connector)
-	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, clock: clock}
+	db := &DB{sql: sdb, ledger: cfg.Ledger, onBusy: cfg.OnBusy, clock: clock, program: cfg.Program}
 	if err := db.verify(ctx); err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

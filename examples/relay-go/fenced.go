@@ -9,7 +9,7 @@ import (
 // returns the token it took; the completion names that token.
 const (
 	claimEvent = `UPDATE outbox_events
-SET claim_token = claim_token + 1, locked_by = :me, lease_until = :now + :lease
+SET claim_token = claim_token + 1, locked_by = :me, lease_until = CAST(:now AS BIGINT) + :lease
 WHERE event_id = (SELECT event_id FROM outbox_events
                   WHERE delivered = 0 AND (lease_until IS NULL OR lease_until <= :now)
                   ORDER BY created_at, event_id LIMIT 1)

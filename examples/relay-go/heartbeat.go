@@ -17,7 +17,7 @@ const chunk = 100 * time.Millisecond
 // the token the claim took, so a relay whose lease was taken over changes
 // nothing.
 const (
-	renewLease = `UPDATE outbox_events SET lease_until = :now + :lease
+	renewLease = `UPDATE outbox_events SET lease_until = CAST(:now AS BIGINT) + :lease
 WHERE event_id = :id AND claim_token = :token AND delivered = 0`
 	giveBack = `UPDATE outbox_events SET locked_by = NULL, lease_until = NULL
 WHERE event_id = :id AND claim_token = :token AND delivered = 0`

@@ -204,7 +204,7 @@ def day15_worker(lab, mistake):
 # The fenced relay: claim with a fencing token, send, complete with the token.
 
 CLAIM_EVENT = """UPDATE outbox_events
-SET claim_token = claim_token + 1, locked_by = :me, lease_until = :now + :lease
+SET claim_token = claim_token + 1, locked_by = :me, lease_until = CAST(:now AS BIGINT) + :lease
 WHERE event_id = (SELECT event_id FROM outbox_events
                   WHERE delivered = 0 AND (lease_until IS NULL OR lease_until <= :now)
                   ORDER BY created_at, event_id LIMIT 1)
@@ -214,7 +214,7 @@ COMPLETE_WITH_TOKEN = """UPDATE outbox_events SET delivered = 1, delivered_at = 
 WHERE event_id = :id AND claim_token = :token"""
 COMPLETE_BY_EVENT = """UPDATE outbox_events SET delivered = 1, delivered_at = :now, locked_by = NULL, lease_until = NULL
 WHERE event_id = :id"""
-RENEW_LEASE = """UPDATE outbox_events SET lease_until = :now + :lease
+RENEW_LEASE = """UPDATE outbox_events SET lease_until = CAST(:now AS BIGINT) + :lease
 WHERE event_id = :id AND claim_token = :token AND delivered = 0"""
 GIVE_BACK = """UPDATE outbox_events SET locked_by = NULL, lease_until = NULL
 WHERE event_id = :id AND claim_token = :token AND delivered = 0"""
