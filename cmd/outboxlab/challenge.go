@@ -43,11 +43,13 @@ func challengeCommand(s *settings) *cli.Command {
 					&cli.StringFlag{Name: "sequence", Usage: "run only the sequence `NAME` (outboxlab challenge show NAME lists them)"},
 					&cli.StringFlag{Name: "out", Value: "run-reports", Usage: "the `FOLDER` for the reports"},
 					&cli.BoolFlag{Name: "html", Usage: "also write each report as a self-contained HTML page beside it"},
-					&cli.BoolFlag{Name: "keep-db", Usage: "keep each sequence's SQLite database for the sqlite3 shell"},
+					&cli.StringFlag{Name: "db", Usage: "run on the PostgreSQL server at `URL` (postgres://...): each sequence in a database of its own, " +
+						"your relay's statements as a login role that may use the challenge's tables only (the login in URL needs CREATEROLE and CREATEDB)"},
+					&cli.BoolFlag{Name: "keep-db", Usage: "keep each sequence's database (the SQLite file, or with --db the server's database) to look into"},
 					&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "stop a sequence after this `DURATION` of real time (such as 30s or 2m)"},
 					&cli.StringFlag{Name: "bound", Value: "1", Usage: "after the sequences, explore the orderings of the explored sequence's requests with up to `N` switches (0: none)"},
 					&cli.StringFlag{Name: "max-orderings", Value: "400", Usage: "run at most `N` orderings while exploring"},
-					&cli.StringFlag{Name: "replay", Usage: "run only the explored sequence, in the `ORDERING` an exploration printed (e.g. 7:Worker-B)"},
+					&cli.StringFlag{Name: "replay", Usage: "run one sequence in the `ORDERING` a run printed (e.g. 7:Worker-B): --sequence's, else the explored sequence"},
 				},
 				OnUsageError: onUsageError,
 				Action:       func(c *cli.Context) error { return challengeRunAction(c, s) },
@@ -150,23 +152,23 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		return err
 	}
 	seqs := ch.Sequences
-	var replay *challenge.Ordering
-	if text := c.String("replay"); text != "" {
-		ord, err := challenge.ParseOrdering(text)
-		if err != nil {
-			return usagef("--replay: %v", err)
-		}
-		replay, seqs = &ord, []challenge.Sequence{explored}
-		if c.String("sequence") != "" {
-			return usagef("--replay replays the explored sequence (%s); drop --sequence", explored.Name)
-		}
-	}
 	if name := c.String("sequence"); name != "" {
 		seq, err := ch.Sequence(name)
 		if err != nil {
 			return &usageError{err}
 		}
 		seqs = []challenge.Sequence{seq}
+	}
+	var replay *challenge.Ordering
+	if text := c.String("replay"); text != "" {
+		ord, err := challenge.ParseOrdering(text)
+		if err != nil {
+			return usagef("--replay: %v", err)
+		}
+		replay = &ord
+		if c.String("sequence") == "" {
+			seqs = []challenge.Sequence{explored} // the explorer's orderings are the explored sequence's
+		}
 	}
 	timeout, err := parseDuration("timeout", c.String("timeout"))
 	if err != nil {
@@ -182,14 +184,29 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 	if err := checkOut(out); err != nil {
 		return err
 	}
+	dsn, err := challengeServer(c, s)
+	if err != nil {
+		return err
+	}
 	w := c.App.Writer
 	failed := 0
+	base := challenge.Options{Relay: relay, Timeout: timeout, TempRoot: s.tempRoot, Warn: s.warn, Database: dsn}
+	explore := func(seq challenge.Sequence) (challenge.Exploration, error) {
+		started := s.now().UTC()
+		x, err := challenge.Explore(c.Context, ch, seq, base, bound, maxOrderings)
+		if err != nil || x.Failing == nil {
+			return x, err
+		}
+		return x, fileChallengeRun(c, w, out, x.Failing, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)})
+	}
+	exploredFailing := false
 	for _, seq := range seqs {
 		if c.Context.Err() != nil {
 			return c.Context.Err()
 		}
 		started := s.now().UTC()
-		o := challenge.Options{Relay: relay, Timeout: timeout, TempRoot: s.tempRoot, Warn: s.warn, KeepDB: c.Bool("keep-db"), Ordering: replay}
+		o := base
+		o.KeepDB, o.Ordering = c.Bool("keep-db"), replay
 		res, err := challenge.Run(c.Context, ch, seq, o)
 		if err != nil {
 			return err
@@ -197,27 +214,39 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		if err := fileChallengeRun(c, w, out, res, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}); err != nil {
 			return err
 		}
-		if !res.Passed() {
-			failed++
+		if res.Passed() {
+			continue
 		}
+		failed++
+		if replay != nil || bound == 0 {
+			continue
+		}
+		// The free run's failure, as steps a student can follow: the
+		// shortest ordering of the sequence's requests that fails too.
+		x, err := explore(seq)
+		if err != nil {
+			return err
+		}
+		exploredFailing = exploredFailing || seq.Name == explored.Name
+		if x.Failing == nil {
+			wrapped(w, "  ", fmt.Sprintf("No ordering of %s's requests broke it (%s, up to %s): its failure above came from how "+
+				"the instances met when they ran freely; run it again to see it vary.", seq.Name, orderings(x.Runs), switches(bound)))
+			fmt.Fprintln(w)
+			continue
+		}
+		wrapped(w, "  ", fmt.Sprintf("The shortest failing ordering of %s's requests, trying the fewest switches first (%s): %s.",
+			seq.Name, orderings(x.Runs), orderingWords(x.Ordering)))
+		fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --sequence %s --replay %s\n\n", ch.Name, relay, seq.Name, x.Ordering)
 	}
-	if replay == nil && c.String("sequence") == "" && bound > 0 {
-		started := s.now().UTC()
-		o := challenge.Options{Relay: relay, Timeout: timeout, TempRoot: s.tempRoot, Warn: s.warn}
-		x, err := challenge.Explore(c.Context, ch, explored, o, bound, maxOrderings)
+	if replay == nil && c.String("sequence") == "" && bound > 0 && !exploredFailing {
+		x, err := explore(explored)
 		if err != nil {
 			return err
 		}
 		switch {
 		case x.Failing != nil:
-			which := "the ordering " + x.Ordering.String()
-			if len(x.Ordering.Switches) == 0 {
-				which = "the first, in order without a switch,"
-			}
-			fmt.Fprintf(w, "Explored %s of the %s sequence's requests: %s broke an invariant.\n", orderings(x.Runs), explored.Name, which)
-			if err := fileChallengeRun(c, w, out, x.Failing, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}); err != nil {
-				return err
-			}
+			fmt.Fprintf(w, "Explored %s of the %s sequence's requests: %s broke an invariant.\n", orderings(x.Runs), explored.Name,
+				orderingWords(x.Ordering))
 			fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --replay %s\n\n", ch.Name, relay, x.Ordering)
 			failed++
 		case x.Complete:
@@ -232,6 +261,21 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// challengeServer reads --db for a challenge's runs: "" without it, else
+// the URL of a server that answers and can host the runs, each a grader
+// role's database whose role the relay's statements log in as (checked
+// now, exit 2 with the reason, after removing what killed runs left).
+func challengeServer(c *cli.Context, s *settings) (string, error) {
+	dsn, err := serverURL(c)
+	if err != nil || dsn == "" {
+		return "", err
+	}
+	if err := checkGraderServer(c.Context, s, dsn); err != nil {
+		return "", err
+	}
+	return dsn, nil
 }
 
 // fileChallengeRun writes a challenge run's report (and page) and prints
@@ -266,6 +310,14 @@ func orderings(n int) string {
 		return "1 ordering"
 	}
 	return strconv.Itoa(n) + " orderings"
+}
+
+// orderingWords names an ordering for a sentence.
+func orderingWords(o challenge.Ordering) string {
+	if len(o.Switches) == 0 {
+		return "the first, in order without a switch (none)"
+	}
+	return "the ordering " + o.String()
 }
 
 // switches says n switches in words: "1 switch", "2 switches".

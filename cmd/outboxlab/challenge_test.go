@@ -4,8 +4,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/outboxlab/outboxlab/internal/pgtest"
 )
 
 // TestChallengeCLI: challenge's subcommands from their arguments to their
@@ -39,13 +42,24 @@ func TestChallengeCLI(t *testing.T) {
 		{name: "RunOutIsAFile", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--out", notADir}, code: 2, stderr: []string{notADir}},
 		{name: "RunOneSequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--sequence", "crash-after-claim"},
 			stdout: []string{"day15-worker.crash-after-claim: PASS", "YOUR RELAY HELD"}, reports: 1},
+		// A failing sequence is searched for its shortest failing ordering,
+		// filed beside it, with the command that replays it.
 		{name: "RunAMistake", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake zero-rows-ok", "--sequence", "stall-past-lease"},
-			code: 1, stdout: []string{"FAIL", "FAILED stale_writes: expected 0, observed 1"}, reports: 1},
+			code: 1, stdout: []string{"FAIL", "FAILED stale_writes: expected 0, observed 1", "day15-worker.stall-past-lease.ordered: FAIL",
+				"The shortest failing ordering of stall-past-lease's requests", "in order without a switch (none)",
+				"--sequence stall-past-lease --replay none"}, reports: 2},
+		{name: "RunAMistakeWithoutSearch", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake zero-rows-ok",
+			"--sequence", "stall-past-lease", "--bound", "0"}, code: 1, stdout: []string{"FAILED stale_writes"}, reports: 1},
+		{name: "ReplayASequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake zero-rows-ok",
+			"--sequence", "stall-past-lease", "--replay", "none"}, code: 1,
+			stdout:  []string{"day15-worker.stall-past-lease.ordered: FAIL", "FAILED stale_writes", "--sequence stall-past-lease --replay none runs it again"},
+			reports: 1},
 		// The named sequences may or may not catch the split claim (it is a
-		// race); the explorer always does, and says how to replay it.
+		// race); the explorer always does, and says how to replay it (a
+		// free run that caught it is searched the same way).
 		{name: "Explore", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake split-claim", "--bound", "1"},
-			code: 1, stdout: []string{"Explored 6 orderings of the two-workers sequence's requests: the ordering 5:Worker-B broke an invariant",
-				"day15-worker.two-workers.ordered: FAIL", "--replay 5:Worker-B"}, reports: -1},
+			code: 1, stdout: []string{"6 orderings", "the ordering 5:Worker-B", "day15-worker.two-workers.ordered: FAIL", "--replay 5:Worker-B"},
+			reports: -1},
 		{name: "Replay", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake split-claim", "--replay", "5:Worker-B"},
 			code: 1, stdout: []string{"day15-worker.two-workers.ordered: FAIL", "FAILED claims_of_owned_messages", "ordering 5:Worker-B"}, reports: 1},
 	}
@@ -60,8 +74,9 @@ func TestChallengeCLI(t *testing.T) {
 			if got.code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", got.code, tt.code, got.stdout, got.stderr)
 			}
+			flowed := strings.Join(strings.Fields(got.stdout), " ") // a sentence may wrap
 			for _, s := range tt.stdout {
-				if !strings.Contains(got.stdout, s) {
+				if !strings.Contains(flowed, s) {
 					t.Errorf("stdout lacks %q:\n%s", s, got.stdout)
 				}
 			}
@@ -142,5 +157,65 @@ func TestGradeRelays(t *testing.T) {
 	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--out", out, filepath.Join(class, "alice")); bad.code != 2 ||
 		!strings.Contains(bad.stderr, "--challenge needs --relay") {
 		t.Errorf("no relay: exit %d, %s", bad.code, bad.stderr)
+	}
+}
+
+// TestChallengeOnPostgres: challenge run --db runs a sequence in a
+// database of its own on the server, the relay's statements as a role
+// that may use the challenge's tables only, which the report names; a
+// mistake fails there by the same checks, with its shortest ordering, and
+// grades as one under grade --challenge --db; no role or database of the
+// run is left afterwards.
+func TestChallengeOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	relay := filepath.Join(t.TempDir(), "relay-go")
+	if out, err := exec.Command("go", "build", "-o", relay, "../../examples/relay-go").CombinedOutput(); err != nil {
+		t.Fatalf("build the reference relay: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	pass := runCLI(t, "challenge", "run", "fenced-relay", "--relay", relay, "--sequence", "expiry-after-send", "--db", url, "--out", out)
+	if pass.code != 0 || !strings.Contains(pass.stdout, "fenced-relay.expiry-after-send: PASS") {
+		t.Fatalf("exit %d\n%s\n%s", pass.code, pass.stdout, pass.stderr)
+	}
+	fail := runCLI(t, "challenge", "run", "fenced-relay", "--relay", relay+" -mistake no-token", "--sequence", "expiry-after-send", "--db", url, "--out", out)
+	if fail.code != 1 || !strings.Contains(fail.stdout, "FAILED stale_writes") || !strings.Contains(fail.stdout, "--sequence expiry-after-send --replay none") {
+		t.Fatalf("exit %d, want 1 with stale_writes and its ordering\n%s\n%s", fail.code, fail.stdout, fail.stderr)
+	}
+	class := filepath.Join(t.TempDir(), "alice")
+	if err := os.MkdirAll(class, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(class, "relay.sh"), []byte("#!/bin/sh\nexec "+relay+" -mistake complete-before-send\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	graded := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--db", url, "--bound", "0", "--format", "csv",
+		"--out", t.TempDir(), class)
+	if graded.code != 1 || !strings.Contains(graded.stdout, "two-relays: unsent_completions") {
+		t.Errorf("grade --challenge --db: exit %d, want 1 with unsent_completions\n%s\n%s", graded.code, graded.stdout, graded.stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "Challenges", "*.txt"))
+	if len(files) != 3 {
+		t.Fatalf("%d reports, want 3 (the pass, the failure, its ordering)", len(files))
+	}
+	role := regexp.MustCompile(`your program's statements ran as login role (outboxlab_grader_[0-9a-f]+), rights: USAGE on schema \S+, ` +
+		`SELECT, INSERT, UPDATE, DELETE on its tables outbox_events only, in database (outboxlab_grade_[0-9a-f]+)`)
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := role.FindStringSubmatch(strings.Join(strings.Fields(string(text)), " "))
+		if m == nil {
+			t.Errorf("%s does not name the role the relay ran as", filepath.Base(f))
+			continue
+		}
+		if left := pgtest.Strings(t, url, "SELECT rolname FROM pg_roles WHERE rolname = $1 UNION ALL SELECT datname FROM pg_database WHERE datname = $2",
+			m[1], m[2]); len(left) > 0 {
+			t.Errorf("%s: left on the server after the run: %v", filepath.Base(f), left)
+		}
+		if strings.Contains(string(text), "password") {
+			t.Errorf("%s mentions a password", filepath.Base(f))
+		}
 	}
 }

@@ -30,6 +30,7 @@ type relayGrade struct {
 	bound      int
 	format     string
 	html       bool
+	database   string // --db: a postgres:// URL, or "" for SQLite
 	s          *settings
 	fileReport func(path string, data []byte) (string, error)
 }
@@ -53,7 +54,7 @@ func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 	if g.relay == "" {
 		return nil, usagef("--challenge needs --relay, the command line that runs a student's relay in their folder (e.g. --relay \"python3 relay.py\")")
 	}
-	for _, flag := range []string{"exercise", "student-from", "db", "processes"} {
+	for _, flag := range []string{"exercise", "student-from", "processes"} {
 		if c.IsSet(flag) {
 			return nil, usagef("--%s is for grading files; --challenge grades relays, one per student folder", flag)
 		}
@@ -86,6 +87,9 @@ func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 		}
 	}
 	if err := checkOut(g.out); err != nil {
+		return nil, err
+	}
+	if g.database, err = challengeServer(c, s); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -139,7 +143,7 @@ func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 		gr.Error, gr.fault = "the lab could not find the folder: "+err.Error(), labFault
 		return gr
 	}
-	o := challenge.Options{Relay: g.relay, Dir: folder, Timeout: g.timeout, TempRoot: g.s.tempRoot, Warn: g.s.warn}
+	o := challenge.Options{Relay: g.relay, Dir: folder, Timeout: g.timeout, TempRoot: g.s.tempRoot, Warn: g.s.warn, Database: g.database}
 	var results []*lab.Result
 	for _, seq := range g.challenge.Sequences {
 		r, err := challenge.Run(ctx, g.challenge, seq, o)
