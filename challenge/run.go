@@ -300,6 +300,10 @@ func (w *world) tables() []lab.Table {
 	req := lab.Table{Title: "Ledger: requests", Note: "Every request the programs sent and what the lab answered, in the order it answered them.",
 		Columns: []string{"#", "Clock", "Instance", "Op", "Asked", "Answered", "Fault"}, VaryingColumns: []string{"#", "Clock", "Instance"}, Interleaved: true}
 	requests := slices.Clone(w.requests)
+	slices.SortStableFunc(requests, func(a, b request) int { return a.ticket - b.ticket })
+	for i := range requests {
+		requests[i].seq = i + 1
+	}
 	if w.order != nil {
 		req.Note = "Every request the programs sent and what the lab answered, in the order the ordering let them through; " +
 			"the clock is when the answer came (a wait's, later)."

@@ -117,19 +117,27 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.protocol(in, "commit without a transaction"), nil
 		}
 		tx := in.tx
-		w.setTx(in, nil)
+		in.tx = nil // over, whatever the commit says; the turn is released once it has
 		w.mu.Lock()
 		w.commits++ // one transaction open at a time: the numbers follow commit order
 		n := w.commits
 		w.mu.Unlock()
 		changes, err := tx.Commit(ctx, w.lab, in.name, w.now(), n)
+		if err == nil {
+			rec.answered = fmt.Sprintf("committed, %d rows changed", len(changes))
+			for _, e := range w.rules.describe(changes) {
+				e.Actor = in.name
+				w.event(e)
+			}
+		}
+		// The commit is done, and on the timeline, before the next
+		// transaction in line begins (PostgreSQL's BEGIN would not wait
+		// for it as SQLite's BEGIN IMMEDIATE does); the request ledger
+		// puts it before that begin.
+		rec.ticket = w.ticket()
+		w.setTx(in, nil)
 		if err != nil {
 			return w.dbError(in, err), nil
-		}
-		rec.answered = fmt.Sprintf("committed, %d rows changed", len(changes))
-		for _, e := range w.rules.describe(changes) {
-			e.Actor = in.name
-			w.event(e)
 		}
 		return w.ok(in), changes
 	case relayproto.OpRollback:

@@ -70,7 +70,9 @@ type inst struct {
 
 // request is one line of the request ledger.
 type request struct {
-	seq      int
+	seq    int
+	ticket int // its place in the order the lab answered requests
+
 	step     int // under an ordering, the step that let it through
 	at       string
 	instance string
@@ -110,6 +112,7 @@ type world struct {
 
 	timeline *lab.Timeline
 	requests []request
+	tickets  int // places taken in the order of answers (see request.ticket)
 	problems []problem
 	busy     int   // begins and commits SQLite turned away as busy (the lab's own connection held the lock)
 	queued   int   // begins that waited in line for another instance's transaction
@@ -441,13 +444,25 @@ func (w *world) ended(in *inst) {
 	w.setState(in, gone, time.Time{})
 }
 
-// record adds rec to the request ledger at the lab clock.
+// record adds rec to the request ledger at the lab clock, in its place in
+// the order of answers: a commit's was taken when it committed.
 func (w *world) record(rec request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rec.seq = len(w.requests) + 1
+	if rec.ticket == 0 {
+		w.tickets++
+		rec.ticket = w.tickets
+	}
 	rec.at = w.now()
 	w.requests = append(w.requests, rec)
+}
+
+// ticket is the next place in the order of answers.
+func (w *world) ticket() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tickets++
+	return w.tickets
 }
 
 // fail is an error reply.
