@@ -178,7 +178,7 @@ func (c *Challenge) SequenceNames() []string {
 func (c *Challenge) SchemaStatements() []string {
 	var out []string
 	for _, m := range c.Schema {
-		for _, stmt := range strings.Split(m.SQL, ";") {
+		for _, stmt := range splitStatements(m.SQL) {
 			text := strings.TrimSpace(stmt)
 			for _, t := range c.Tables {
 				if strings.Contains(text, "TABLE "+t+" ") || strings.Contains(text, "ON "+t+" ") {
@@ -189,4 +189,29 @@ func (c *Challenge) SchemaStatements() []string {
 		}
 	}
 	return out
+}
+
+// splitStatements splits a schema file at the semicolons that end its
+// statements, not those inside a comment or a quoted text.
+func splitStatements(text string) []string {
+	var out []string
+	start, quote, comment := 0, byte(0), false
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case comment:
+			comment = c != '\n'
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '-' && i+1 < len(text) && text[i+1] == '-':
+			comment = true
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ';':
+			out = append(out, text[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, text[start:])
 }

@@ -28,8 +28,9 @@ var Day15Worker = Challenge{
 	Title:  "The Day 15 worker: claim, process, finalize the payments outbox",
 	Lesson: "session-15-outbox-leasing",
 	Brief: "Six payments wait in Payments, each with a Pending message in OutboxMessages (the schema is session 15's). " +
-		"Each instance loops: claim the oldest claimable message (Pending, or Processing with LockedUntilUtc <= now) " +
-		"with a lease of lease_ms, setting Status = 'Processing', LockedBy = its instance name and LockedUntilUtc; ask " +
+		"Each instance loops: claim the oldest claimable message (by CreatedAtUtc, then Id; Pending, or Processing with " +
+		"LockedUntilUtc <= now) with a lease of lease_ms, setting Status = 'Processing', LockedBy = its instance name and " +
+		"LockedUntilUtc (now plus lease_ms, in now's format); ask " +
 		"the provider for the payment's status (op provider, the message's AggregateKey); then, in one transaction, set " +
 		"the payment's PaymentStatus (and TransactionId when Paid) and the message's Status = 'Processed' and " +
 		"ProcessedAtUtc, only while the message is still its own. With nothing to claim it waits (op wait) and " +

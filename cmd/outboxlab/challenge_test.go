@@ -32,7 +32,9 @@ func TestChallengeCLI(t *testing.T) {
 		reports int // how many reports it must write under its --out (-1: any)
 	}{
 		{name: "List", args: []string{"challenge", "list"}, stdout: []string{"day15-worker", "session-15-outbox-leasing"}},
-		{name: "Show", args: []string{"challenge", "show", "day15-worker"}, stdout: []string{"stall-past-lease", "stale_writes", "lease_ms = 500", "docs/relay-protocol.md"}},
+		{name: "Show", args: []string{"challenge", "show", "day15-worker"}, stdout: []string{"stall-past-lease", "stale_writes", "lease_ms = 500", "docs/relay-protocol.md",
+			// The tables' statements whole: a semicolon in a comment ends none.
+			"TransactionId TEXT, -- the provider's id; NULL unless Paid CreatedAtUtc TEXT NOT NULL, UpdatedAtUtc TEXT NOT NULL );"}},
 		{name: "ShowUnknown", args: []string{"challenge", "show", "day15-wroker"}, code: 2, stderr: []string{"did you mean day15-worker"}},
 		{name: "RunWithoutRelay", args: []string{"challenge", "run", "day15-worker"}, code: 2, stderr: []string{"--relay must name"}},
 		{name: "RunUnknownSequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--sequence", "nope"}, code: 2,
