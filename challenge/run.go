@@ -355,6 +355,9 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 		if seq.Name != ch.Explored {
 			again = "--sequence " + seq.Name + " " + again
 		}
+		if w.engine == store.Postgres {
+			again += " --db URL"
+		}
 		in += " in the ordering " + w.order.String() + " (the ordering's table lists its steps; " + again + " runs it again)"
 	}
 	return fmt.Sprintf("YOUR RELAY DID NOT HOLD in %s: failed checks %s.%s", in, strings.Join(r.FailedChecks(), ", "), why)

@@ -434,6 +434,7 @@ func Execute(ctx context.Context, sc *Scenario, variant string, opts Options, ke
 	}
 	if opts.Database != "" {
 		env.server = newServerSchemas(opts.Database, sc.Name, env.DatabasePath(), opts.slotFile(), opts.Program)
+		env.server.keep = keepDB
 		defer env.server.drop(keepDB, opts.Warn)
 	}
 	env.Instances = instance.New(instance.Config{Processes: opts.Processes, Open: env.Open, Target: env.Target, Ledger: env.Ledger,

@@ -39,6 +39,7 @@ type serverSchemas struct {
 	server          *store.Server         // the run's connections: as role when a file confines them
 	programServer   *store.Server         // with a program, its connections, as role
 	granted         map[string]bool       // with a program, the schemas whose tables it was granted
+	keep            bool                  // --keep-db: the run's database stays
 
 	mu      sync.Mutex
 	byPath  map[string]string // database file -> schema
@@ -88,7 +89,7 @@ func (s *serverSchemas) schemaFor(ctx context.Context, path string) (string, err
 			s.role = role
 			if s.program != nil {
 				s.server.Close()
-				s.server, s.programServer = store.NewServer(role.AdminURL()), store.NewServer(role.URL())
+				s.server, s.programServer = store.NewServer(role.AdminURL()), store.NewFreshServer(role.URL())
 			} else {
 				s.server.Close()
 				s.server = store.NewServer(role.URL())
@@ -144,14 +145,22 @@ func (s *serverSchemas) describe() string {
 		}
 		if s.program != nil {
 			d += fmt.Sprintf("; your program's statements ran as login role %s, rights: USAGE on %s %s, SELECT, INSERT, UPDATE, DELETE "+
-				"on its tables %s only, in database %s, its own (the role and the database are dropped after the run)",
-				s.role.Name, noun, strings.Join(schemas, ", "), strings.Join(s.program.Tables, ", "), s.role.Database)
+				"on its tables %s only, in database %s, its own %s",
+				s.role.Name, noun, strings.Join(schemas, ", "), strings.Join(s.program.Tables, ", "), s.role.Database, s.afterRun())
 		} else {
-			d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only, in database %s, its own (the role and the database are dropped after the run)",
-				s.role.Name, noun, strings.Join(schemas, ", "), s.role.Database)
+			d += fmt.Sprintf("; claim file ran as login role %s, rights: USAGE, CREATE on %s %s only, in database %s, its own %s",
+				s.role.Name, noun, strings.Join(schemas, ", "), s.role.Database, s.afterRun())
 		}
 	}
 	return d
+}
+
+// afterRun says what becomes of the run's role and database.
+func (s *serverSchemas) afterRun() string {
+	if s.keep {
+		return "(the role is dropped after the run; --keep-db keeps the database)"
+	}
+	return "(the role and the database are dropped after the run)"
 }
 
 // connURL is the URL the run's connections use: the login in --db's, or

@@ -31,8 +31,12 @@ import (
 // may send on PostgreSQL: queries and changes of rows.
 var pgProgramStatements = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "VALUES", "TABLE", "MERGE"}
 
-// pgInsufficientPrivilege is the SQLSTATE of a right the role lacks.
-const pgInsufficientPrivilege = "42501"
+// SQLSTATEs of a program's statements: a right the role lacks, and a
+// savepoint outside a transaction block.
+const (
+	pgInsufficientPrivilege = "42501"
+	pgNoActiveTransaction   = "25P01"
+)
 
 // Statements of the program's transactions on PostgreSQL.
 var (
@@ -133,6 +137,10 @@ func (t *ProgramTx) commitPostgres(ctx context.Context, lab *DB, actor, at strin
 	if !xid.Valid {
 		return nil, nil // it wrote nothing
 	}
+	// Committed: name its changes even when the run is being stopped, so
+	// no committed change goes unnamed (or is answered as failed).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	rows, err := lab.sql.QueryContext(ctx, TagCommitted.SQL, sql.Named("actor", actor), sql.Named("at", at),
 		sql.Named("tx", n), sql.Named("xid", xid.Int64))
 	if err != nil {
@@ -174,10 +182,12 @@ func firstKeyword(text string) string {
 	i := 0
 	for i < len(text) {
 		switch c := text[i]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '(':
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(':
 			i++
 		case strings.HasPrefix(text[i:], "--"):
-			j := strings.IndexByte(text[i:], '\n')
+			// PostgreSQL's lexer ends a comment at a carriage return
+			// too: "--\rCOMMIT" is a COMMIT.
+			j := strings.IndexAny(text[i:], "\n\r")
 			if j < 0 {
 				return ""
 			}
@@ -210,4 +220,25 @@ func firstKeyword(text string) string {
 		}
 	}
 	return ""
+}
+
+// stillOpenSQL asks whether the program's statement left the transaction
+// the lab opened open: a savepoint is refused outside one.
+var stillOpenSQL = audit("lab: is the program's transaction still open", "SAVEPOINT lab_still_open")
+
+// stillOpen checks, on PostgreSQL, that a program's statement that ran
+// left the lab's transaction open: one that ended it got past the lab's
+// check of the text, and is the sandbox's refusal.
+func (t *ProgramTx) stillOpen(ctx context.Context) error {
+	if t.engine != Postgres {
+		return nil
+	}
+	if _, err := t.tx.ExecContext(ctx, stillOpenSQL.SQL); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == pgNoActiveTransaction {
+			return &SandboxError{Refused: "a statement that ended the transaction the lab opened", Tables: t.tables()}
+		}
+		return err
+	}
+	return nil
 }

@@ -145,10 +145,21 @@ type Server struct {
 	dsn   string
 	mu    sync.Mutex
 	pools map[string]*pgxpool.Pool
+	fresh bool // see NewFreshServer
 }
 
 // NewServer returns the server at dsn; it connects on first Open.
 func NewServer(dsn string) *Server { return &Server{dsn: dsn, pools: map[string]*pgxpool.Pool{}} }
+
+// NewFreshServer is [NewServer] for a user's program's connections: a
+// connection closed is closed on the server too, never handed to the next
+// instance, so what a session holds (an advisory lock, a setting) dies
+// with the instance, as its connection would with its process.
+func NewFreshServer(dsn string) *Server {
+	s := NewServer(dsn)
+	s.fresh = true
+	return s
+}
 
 // Open opens one application instance's connection with schema first on
 // its search path (see [OpenPostgres]).
@@ -181,6 +192,9 @@ func (s *Server) pool(schema string) (*pgxpool.Pool, error) {
 	}
 	config.ConnConfig = pc
 	config.MaxConns = 32
+	if s.fresh {
+		config.AfterRelease = func(*pgx.Conn) bool { return false } // destroy, do not reuse
+	}
 	p, err := pgxpool.NewWithConfig(context.Background(), config)
 	if err != nil {
 		return nil, unreachable(s.dsn, err)

@@ -207,6 +207,9 @@ func (t *ProgramTx) Query(ctx context.Context, text string, params map[string]an
 	}
 	defer done()
 	cols, out, err := t.query(ctx, text, params)
+	if err == nil {
+		err = t.stillOpen(ctx)
+	}
 	return cols, out, t.fault(ctx, err)
 }
 
@@ -248,6 +251,9 @@ func (t *ProgramTx) Exec(ctx context.Context, text string, params map[string]any
 	}
 	defer done()
 	res, err := t.tx.ExecContext(asProgram(ctx), text, namedArgs(params)...)
+	if err == nil {
+		err = t.stillOpen(ctx)
+	}
 	if err != nil {
 		return 0, t.fault(ctx, err)
 	}

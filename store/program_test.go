@@ -115,6 +115,10 @@ func TestProgramSandbox(t *testing.T) {
 			{"call the audit's function", "SELECT lab_audit_outbox()", true},
 			{"the lab's naming by transaction", store.TagCommitted.SQL, true},
 			{"DO", "DO $$ BEGIN COMMIT; END $$", true},
+			{"DO without a semicolon", "DO $$ BEGIN END $$", true},
+			// PostgreSQL ends a -- comment at a carriage return too.
+			{"a statement after a comment's carriage return", "--\rCOMMIT /*\nSELECT */", true},
+			{"ALTER ROLE after a comment's carriage return", "--\rALTER ROLE CURRENT_USER SET statement_timeout = 0 /*\nSELECT */", true},
 		},
 	}
 	for _, engine := range programEngines(t) {

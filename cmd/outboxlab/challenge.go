@@ -13,6 +13,7 @@ import (
 	"github.com/outboxlab/outboxlab/challenge"
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/reports"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 func challengeCommand(s *settings) *cli.Command {
@@ -229,14 +230,19 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		exploredFailing = exploredFailing || seq.Name == explored.Name
 		if x.Failing == nil {
-			wrapped(w, "  ", fmt.Sprintf("No ordering of %s's requests broke it (%s, up to %s): its failure above came from how "+
-				"the instances met when they ran freely; run it again to see it vary.", seq.Name, orderings(x.Runs), switches(bound)))
+			searched := fmt.Sprintf("%s, every one with up to %s", orderings(x.Runs), switches(bound))
+			if !x.Complete {
+				searched = fmt.Sprintf("%s, the --max-orderings limit, before finishing %s", orderings(x.Runs), switches(bound))
+			}
+			wrapped(w, "  ", fmt.Sprintf("No ordering of %s's requests that the lab tried broke it (%s): its failure above came "+
+				"from how the instances met when they ran freely; run it again to see it vary.", seq.Name, searched))
 			fmt.Fprintln(w)
 			continue
 		}
 		wrapped(w, "  ", fmt.Sprintf("The shortest failing ordering of %s's requests, trying the fewest switches first (%s): %s.",
 			seq.Name, orderings(x.Runs), orderingWords(x.Ordering)))
-		fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --sequence %s --replay %s\n\n", ch.Name, relay, seq.Name, x.Ordering)
+		fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --sequence %s --replay %s%s\n\n", ch.Name, relay, seq.Name, x.Ordering,
+			dbArg(dsn))
 	}
 	if replay == nil && c.String("sequence") == "" && bound > 0 && !exploredFailing {
 		x, err := explore(explored)
@@ -247,7 +253,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		case x.Failing != nil:
 			fmt.Fprintf(w, "Explored %s of the %s sequence's requests: %s broke an invariant.\n", orderings(x.Runs), explored.Name,
 				orderingWords(x.Ordering))
-			fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --replay %s\n\n", ch.Name, relay, x.Ordering)
+			fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --replay %s%s\n\n", ch.Name, relay, x.Ordering, dbArg(dsn))
 			failed++
 		case x.Complete:
 			fmt.Fprintf(w, "Explored %s of the %s sequence's requests, every one with up to %s: none broke an invariant.\n", orderings(x.Runs), explored.Name, switches(bound))
@@ -261,6 +267,16 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// dbArg is --db in a command the CLI prints, its password hidden (the
+// server's login reads one from PGPASSWORD or ~/.pgpass too), or "" on
+// SQLite.
+func dbArg(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	return fmt.Sprintf(" --db %q", store.RedactURL(dsn))
 }
 
 // challengeServer reads --db for a challenge's runs: "" without it, else

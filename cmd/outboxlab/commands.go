@@ -481,7 +481,9 @@ func serverURL(c *cli.Context) (string, error) {
 	}
 	dsn := c.String("db")
 	if !store.IsPostgresURL(dsn) {
-		return "", usagef("--db takes a postgres:// URL, not %q (without --db the lab uses an SQLite file)", dsn)
+		// Not echoed: a keyword form (host=... password=...) holds a password.
+		return "", usagef("--db takes a postgres:// URL (or postgresql://), and what it was given does not start so " +
+			"(without --db the lab uses an SQLite file)")
 	}
 	if err := store.CheckServer(c.Context, dsn); err != nil {
 		return "", &usageError{err}

@@ -38,7 +38,7 @@ func versionCommand(s *settings) *cli.Command {
 // server for its version (an unreachable server is a usage error: exit 2).
 func printVersion(ctx context.Context, s *settings, w io.Writer, dsn string) error {
 	if dsn != "" && !store.IsPostgresURL(dsn) {
-		return usagef("--db takes a postgres:// URL, not %q", dsn)
+		return usagef("--db takes a postgres:// URL (or postgresql://), and what it was given does not start so") // not echoed: it may hold a password
 	}
 	info, ok := debug.ReadBuildInfo()
 	module, sqliteDriver, pgDriver := "(unknown: built without module information)", "", ""
