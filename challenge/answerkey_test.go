@@ -109,6 +109,10 @@ var answerKey = []struct {
 	{"heartbeat-relay", "renew-without-stopping", "stall-in-work", []string{"work_without_lease"}, nil, nil},
 	{"heartbeat-relay", "ignore-sigterm", "two-relays", nil, nil, nil},
 	{"heartbeat-relay", "ignore-sigterm", "sigterm-mid-work", []string{"claims_held_after_exit"}, nil, nil},
+	{"heartbeat-relay", "no-deadline", "two-relays", nil, nil, nil},
+	// Renewing without the deadline, a relay works E-4 to its end and
+	// delivers it.
+	{"heartbeat-relay", "no-deadline", "work-past-deadline", []string{"events_delivered", "events_not_delivered", "renewals_past_deadline"}, nil, nil},
 }
 
 // failsAsKeyed: got holds every check of fails, and nothing but them and

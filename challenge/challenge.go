@@ -56,7 +56,7 @@ type Challenge struct {
 	// world builds a sequence's world: it seeds the database and returns
 	// what serves the challenge's requests and judges the run, and the
 	// timeline of the seed.
-	world func(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error)
+	world func(ctx context.Context, env *lesson.Env, seq Sequence) (rules, []lab.Event, error)
 }
 
 // rules are what a challenge adds to the generic world: its operations
@@ -107,6 +107,13 @@ type Sequence struct {
 	// Skews are instance -> how far its clock runs ahead (negative:
 	// behind) of the lab's.
 	Skews map[string]time.Duration
+	// WorkMs are, in the heartbeat relay, events whose work is not the
+	// challenge's work_ms: event id -> its ms of work, which its payload
+	// carries ("work_ms").
+	WorkMs map[string]int64
+	// Horizon, when set, is the sequence's own horizon of lab time, in
+	// place of the challenge's (a sequence that cannot finish its work).
+	Horizon time.Duration
 	// AtLeastOnce says a message may be processed more than once in
 	// this sequence (a stall or a crash makes the lab take work over):
 	// only duplicates of its effects fail, not duplicate work.

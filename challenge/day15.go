@@ -104,7 +104,7 @@ type day15World struct {
 	seeds int
 }
 
-func newDay15World(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error) {
+func newDay15World(ctx context.Context, env *lesson.Env, _ Sequence) (rules, []lab.Event, error) {
 	d := cast.NewDay15(cast.Day15Mistakes{})
 	db, err := d.Setup(ctx, env.Open, env.DatabasePath(), store.PaymentsOutbox, store.OutboxLeasing, store.LabAudit, store.AuditDay15)
 	if err != nil {

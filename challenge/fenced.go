@@ -93,7 +93,7 @@ type fencedWorld struct {
 	live   fencedTracker
 }
 
-func newFencedWorld(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error) {
+func newFencedWorld(ctx context.Context, env *lesson.Env, seq Sequence) (rules, []lab.Event, error) {
 	db, err := env.Open(ctx, env.DatabasePath())
 	if err != nil {
 		return nil, nil, err
@@ -105,6 +105,9 @@ func newFencedWorld(ctx context.Context, env *lesson.Env) (rules, []lab.Event, e
 	var seeded []lab.Event
 	relay := store.NewRelay(db, store.RelayLesson)
 	for i, e := range fencedEvents {
+		if ms, ok := seq.WorkMs[e.ID]; ok { // its own length of work, in its payload
+			e.Payload = strings.TrimSuffix(e.Payload, "}") + fmt.Sprintf(`,"work_ms":%d}`, ms)
+		}
 		at := int64(i-len(fencedEvents)) * 1000 // created a second apart, before the relays start
 		if err := relay.Insert(ctx, e, at); err != nil {
 			db.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,10 +15,15 @@ import (
 )
 
 // The heartbeat relay's settings: a lease shorter than an event's work, so
-// a relay must renew while it works.
+// a relay must renew while it works, and a processing deadline past which
+// no claim may be renewed, so an event whose work never ends is given up.
 const (
-	heartbeatLease = 300 * time.Millisecond
-	heartbeatWork  = 900 * time.Millisecond
+	heartbeatLease    = 300 * time.Millisecond
+	heartbeatWork     = 900 * time.Millisecond
+	heartbeatDeadline = 1500 * time.Millisecond
+	// poisonWork is the work-past-deadline sequence's E-4: twice the
+	// deadline, so no claim can finish it.
+	poisonWork = 2 * heartbeatDeadline
 )
 
 // HeartbeatRelay is the heartbeat relay: an event's work outlasts the
@@ -32,18 +38,24 @@ var HeartbeatRelay = Challenge{
 		"event with its token as the fenced relay does; before each chunk of work, renew the lease (lease_until = " +
 		"tick + lease_ms) only WHERE claim_token is still its token, so that the lease covers the chunk; when a " +
 		"renewal changes 0 rows the lease is lost: stop working on that event, send nothing, complete nothing; " +
-		"after work_ms of work, send the event and complete it with the token. On SIGTERM, give the claim back " +
+		"after work_ms of work (an event's payload may name its own, \"work_ms\"), send the event and complete it " +
+		"with the token. A claim has a processing deadline: its claim's tick plus max_processing_ms. No renewal may move " +
+		"lease_until past it (bound the renewal's WHERE: tick + lease_ms <= the deadline), so an event whose work outlasts " +
+		"the deadline is given up when a renewal is refused, left for another claim. On SIGTERM, give the claim back " +
 		"(clear locked_by and lease_until where the token is still its own) and exit, so another instance takes " +
 		"the event at once.",
 	Tables:   []string{"outbox_events"},
 	Schema:   []store.Migration{store.RelayEvents},
-	Settings: map[string]any{"lease_ms": heartbeatLease.Milliseconds(), "work_ms": heartbeatWork.Milliseconds()},
+	Settings: map[string]any{"lease_ms": heartbeatLease.Milliseconds(), "work_ms": heartbeatWork.Milliseconds(),
+		"max_processing_ms": heartbeatDeadline.Milliseconds()},
 	Horizon:  time.Minute,
 	Explored: "two-relays",
 	Checks: append(slices.Clone(FencedRelay.Checks),
 		lesson.CheckDoc{Name: "work_without_lease", About: "chunks of work an instance did on an event without a live lease of its own covering the whole chunk"},
 		lesson.CheckDoc{Name: "completions_short_of_work", About: "events completed by an instance that had not done work_ms of work on them under that claim"},
-		lesson.CheckDoc{Name: "claims_held_after_exit", About: "claims an instance sent SIGTERM still held, on events not delivered, when it exited"}),
+		lesson.CheckDoc{Name: "claims_held_after_exit", About: "claims an instance sent SIGTERM still held, on events not delivered, when it exited"},
+		lesson.CheckDoc{Name: "renewals_past_deadline", About: "renewals committed that moved a claim's lease past its processing deadline " +
+			"(the claim's commit, on the lab clock, plus max_processing_ms)"}),
 	OnceChecks: []string{"duplicate_sends"},
 	Sequences: []Sequence{
 		{Name: "two-relays", About: "Relay-A and Relay-B work and relay the outbox together", Instances: []string{"Relay-A", "Relay-B"}},
@@ -53,6 +65,9 @@ var HeartbeatRelay = Challenge{
 		{Name: "sigterm-mid-work", About: "the relay doing the second chunk of work is sent SIGTERM after it: it must give its claim back and exit",
 			Instances: []string{"Relay-A", "Relay-B"}, AtLeastOnce: true,
 			Faults: []Fault{{At: Boundary{Op: relayproto.OpWork, Nth: 2}, Do: Term}}},
+		{Name: "work-past-deadline", About: "E-4's work takes twice max_processing_ms: no claim can finish it, so each must be given " +
+			"up at its deadline and E-4 stays undelivered, while the other events are delivered",
+			Instances: []string{"Relay-A", "Relay-B"}, WorkMs: map[string]int64{"E-4": poisonWork.Milliseconds()}, Horizon: 8 * time.Second},
 		{Name: "crash-mid-work", About: "the relay doing the second chunk of work is killed (SIGKILL) after it: its event is taken over once its lease ends",
 			Instances: []string{"Relay-A", "Relay-B"}, AtLeastOnce: true,
 			Faults: []Fault{{At: Boundary{Op: relayproto.OpWork, Nth: 2}, Do: Kill}}},
@@ -63,8 +78,29 @@ var HeartbeatRelay = Challenge{
 // heartbeatWorld is the fenced relay's world with a ledger of work.
 type heartbeatWorld struct {
 	*fencedWorld
+	seq    Sequence
 	mu     sync.Mutex
 	chunks []workChunk
+}
+
+// workOf is an event's ms of work in the sequence.
+func (hw *heartbeatWorld) workOf(event string) int64 {
+	if ms, ok := hw.seq.WorkMs[event]; ok {
+		return ms
+	}
+	return heartbeatWork.Milliseconds()
+}
+
+// unfinishable are the sequence's events whose work outlasts the
+// processing deadline: no claim may finish them.
+func (hw *heartbeatWorld) unfinishable() int {
+	n := 0
+	for _, ms := range hw.seq.WorkMs {
+		if ms > heartbeatDeadline.Milliseconds() {
+			n++
+		}
+	}
+	return n
 }
 
 // workChunk is one work request: who worked on which event, from tick
@@ -75,12 +111,12 @@ type workChunk struct {
 	after         int64
 }
 
-func newHeartbeatWorld(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error) {
-	r, seeded, err := newFencedWorld(ctx, env)
+func newHeartbeatWorld(ctx context.Context, env *lesson.Env, seq Sequence) (rules, []lab.Event, error) {
+	r, seeded, err := newFencedWorld(ctx, env, seq)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &heartbeatWorld{fencedWorld: r.(*fencedWorld)}, seeded, nil
+	return &heartbeatWorld{fencedWorld: r.(*fencedWorld), seq: seq}, seeded, nil
 }
 
 func (hw *heartbeatWorld) work(instance, key string, start, end, after int64) error {
@@ -97,6 +133,9 @@ func (hw *heartbeatWorld) summary(m func(string) string) string {
 func (hw *heartbeatWorld) expected(seq Sequence) map[string]float64 {
 	want := hw.fencedWorld.expected(seq)
 	want["work_without_lease"], want["completions_short_of_work"], want["claims_held_after_exit"] = 0, 0, 0
+	want["renewals_past_deadline"] = 0
+	want["events_delivered"] -= float64(hw.unfinishable())
+	want["events_not_delivered"] += float64(hw.unfinishable())
 	return want
 }
 
@@ -151,10 +190,11 @@ func (hw *heartbeatWorld) judge(ctx context.Context, w *world, r *lab.Result) er
 		before := final.token[e.Key]
 		final.apply(e)
 		if e.Table == "outbox_events" && e.Op == "UPDATE" && e.OldState == "0" && e.NewState == "1" && e.NewToken == before &&
-			worked[claimKey{e.Key, e.NewToken}] < heartbeatWork.Milliseconds() {
+			worked[claimKey{e.Key, e.NewToken}] < hw.workOf(e.Key) {
 			short++
 		}
 	}
+	pastDeadline, deadlines := hw.deadlines(entries)
 	held := 0
 	events, err := store.NewRelay(hw.db, store.RelayLesson).Events(ctx)
 	if err != nil {
@@ -183,6 +223,47 @@ func (hw *heartbeatWorld) judge(ctx context.Context, w *world, r *lab.Result) er
 	r.SetMetric("work_without_lease", float64(without))
 	r.SetMetric("completions_short_of_work", float64(short))
 	r.SetMetric("claims_held_after_exit", float64(held))
+	r.SetMetric("renewals_past_deadline", float64(pastDeadline))
 	r.Tables = append(r.Tables, table)
+	if len(deadlines.Rows) > 0 {
+		r.Tables = append(r.Tables, deadlines)
+	}
 	return nil
+}
+
+// deadlines counts the committed renewals that moved a claim's lease past
+// its processing deadline: the claim's commit on the lab clock (the tick
+// its claimer read) plus max_processing_ms. A claim is an update that
+// takes a new token; a renewal, one that moves lease_until under the same
+// token on an event not delivered. The table lists each breach.
+func (hw *heartbeatWorld) deadlines(entries []store.AuditEntry) (int, lab.Table) {
+	table := lab.Table{Title: "Renewals past the processing deadline", Note: fmt.Sprintf("Each renewal that moved a lease past "+
+		"its claim's tick plus max_processing_ms (%d), as the audit shows it committed.", heartbeatDeadline.Milliseconds()),
+		Columns: []string{"Instance", "Event", "Token", "Claimed at tick", "Deadline", "Lease to"}}
+	type claim struct {
+		key   string
+		token int64
+	}
+	claimed := map[claim]int64{}
+	past := 0
+	for _, e := range entries {
+		if e.Table != "outbox_events" || e.Op != "UPDATE" || e.Tx == 0 {
+			continue
+		}
+		at := tickAt(e.At)
+		if e.NewToken != e.OldToken {
+			claimed[claim{e.Key, e.NewToken}] = at
+			continue
+		}
+		start, ok := claimed[claim{e.Key, e.NewToken}]
+		until, err := strconv.ParseInt(e.NewUntil, 10, 64)
+		if !ok || err != nil || e.NewState != "0" || e.NewUntil == e.OldUntil {
+			continue
+		}
+		if deadline := start + heartbeatDeadline.Milliseconds(); until > deadline {
+			past++
+			table.AddRow(e.Actor, e.Key, e.NewToken, start, deadline, until)
+		}
+	}
+	return past, table
 }

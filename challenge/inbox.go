@@ -89,7 +89,7 @@ type inboxWorld struct {
 	redeliveries int64
 }
 
-func newInboxWorld(ctx context.Context, env *lesson.Env) (rules, []lab.Event, error) {
+func newInboxWorld(ctx context.Context, env *lesson.Env, _ Sequence) (rules, []lab.Event, error) {
 	db, err := env.Open(ctx, env.DatabasePath())
 	if err != nil {
 		return nil, nil, err

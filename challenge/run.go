@@ -111,7 +111,7 @@ func fileTag(name string) string {
 // runSequence seeds the database, starts the instances, serves them until
 // the lab stops them, and judges what they left.
 func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Sequence, o Options, checks []lesson.CheckDoc) (*lab.Result, error) {
-	rl, seeded, err := ch.world(ctx, env)
+	rl, seeded, err := ch.world(ctx, env, seq)
 	if err != nil {
 		return nil, err
 	}

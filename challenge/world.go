@@ -1,6 +1,7 @@
 package challenge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,6 +138,9 @@ type world struct {
 	diverged  string // why a replayed ordering could not be followed
 }
 
+// horizon is the most lab time the sequence may take.
+func (w *world) horizon() time.Duration { return cmp.Or(w.seq.Horizon, w.ch.Horizon) }
+
 // now is the lab clock, formatted; for an instance, with its skew.
 func (w *world) nowFor(in *inst) string { return clock.Format(w.clock.Now().Add(in.skew)) }
 func (w *world) now() string            { return clock.Format(w.clock.Now()) }
@@ -229,8 +233,8 @@ func (w *world) coordinate(ctx context.Context) {
 			w.mu.Unlock()
 			time.Sleep(busyPause)
 			continue
-		case next.After(w.start.Add(w.ch.Horizon)) && !w.shutdown:
-			w.stopLocked(fmt.Sprintf("the lab clock reached the challenge's horizon (%s): the lab stops the programs (SIGTERM)", w.ch.Horizon))
+		case next.After(w.start.Add(w.horizon())) && !w.shutdown:
+			w.stopLocked(fmt.Sprintf("the lab clock reached the sequence's horizon (%s): the lab stops the programs (SIGTERM)", w.horizon()))
 		default:
 			if next.After(w.clock.Now()) {
 				w.clock.Set(next)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,9 +16,12 @@ const chunk = 100 * time.Millisecond
 
 // The heartbeat relay's statements: the renewal and the give-back name
 // the token the claim took, so a relay whose lease was taken over changes
-// nothing.
+// nothing, and the renewal never moves the lease past the claim's
+// processing deadline.
 const (
 	renewLease = `UPDATE outbox_events SET lease_until = CAST(:now AS BIGINT) + :lease
+WHERE event_id = :id AND claim_token = :token AND delivered = 0 AND CAST(:now AS BIGINT) + :lease <= :deadline`
+	renewPastDeadline = `UPDATE outbox_events SET lease_until = CAST(:now AS BIGINT) + :lease
 WHERE event_id = :id AND claim_token = :token AND delivered = 0`
 	giveBack = `UPDATE outbox_events SET locked_by = NULL, lease_until = NULL
 WHERE event_id = :id AND claim_token = :token AND delivered = 0`
@@ -28,6 +32,7 @@ const (
 	noRenew              = "no-renew"               // it works through the event on its first lease
 	renewWithoutStopping = "renew-without-stopping" // a renewal that changed 0 rows does not stop the work
 	ignoreSigterm        = "ignore-sigterm"         // SIGTERM kills it where it stands, holding its claim
+	noDeadline           = "no-deadline"            // the renewal has no processing deadline: it renews for as long as it works
 )
 
 // heartbeat is one heartbeat relay instance: the fenced relay's claim,
@@ -56,7 +61,6 @@ func (h *heartbeat) terminated() bool {
 }
 
 func (h *heartbeat) run() error {
-	work := time.Duration(h.c.Setting("work_ms", 900)) * time.Millisecond
 	for {
 		if h.terminated() {
 			return nil
@@ -72,7 +76,9 @@ func (h *heartbeat) run() error {
 			}
 			continue
 		}
-		lost, stop, err := h.work(e, work)
+		// The claim's processing deadline, from the tick it was taken at.
+		deadline := h.c.Tick() + h.c.Setting("max_processing_ms", 1500)
+		lost, stop, err := h.work(e, workOf(e, h.c.Setting("work_ms", 900)), deadline)
 		switch {
 		case err != nil:
 			return err
@@ -90,15 +96,27 @@ func (h *heartbeat) run() error {
 	}
 }
 
+// workOf is e's length of work: its payload's work_ms, else the setting's.
+func workOf(e event, setting int64) time.Duration {
+	var p struct {
+		WorkMs int64 `json:"work_ms"`
+	}
+	if json.Unmarshal([]byte(e.payload), &p) == nil && p.WorkMs > 0 {
+		setting = p.WorkMs
+	}
+	return time.Duration(setting) * time.Millisecond
+}
+
 // work does e's work chunk by chunk, renewing the lease before each;
-// lost says a renewal found the lease taken over, stop that SIGTERM came.
-func (h *heartbeat) work(e event, total time.Duration) (lost, stop bool, err error) {
+// lost says a renewal found the lease taken over (or its deadline
+// reached), stop that SIGTERM came.
+func (h *heartbeat) work(e event, total time.Duration, deadline int64) (lost, stop bool, err error) {
 	for done := time.Duration(0); done < total; done += chunk {
 		if h.terminated() {
 			return false, true, nil
 		}
 		if h.mistake != noRenew {
-			renewed, err := h.renew(e)
+			renewed, err := h.renew(e, deadline)
 			if err != nil {
 				return false, false, err
 			}
@@ -113,12 +131,18 @@ func (h *heartbeat) work(e event, total time.Duration) (lost, stop bool, err err
 	return false, false, nil
 }
 
-// renew extends e's lease from now, under e's token.
-func (h *heartbeat) renew(e event) (bool, error) {
+// renew extends e's lease from now, under e's token, up to deadline.
+func (h *heartbeat) renew(e event, deadline int64) (bool, error) {
 	if err := h.c.Begin(); err != nil {
 		return false, tolerate(err)
 	}
-	n, err := h.c.Exec(renewLease, map[string]any{"id": e.id, "token": e.token, "now": h.c.Tick(), "lease": h.c.Setting("lease_ms", 300)})
+	stmt, params := renewLease, map[string]any{"id": e.id, "token": e.token, "now": h.c.Tick(), "lease": h.c.Setting("lease_ms", 300),
+		"deadline": deadline}
+	if h.mistake == noDeadline {
+		stmt = renewPastDeadline
+		delete(params, "deadline")
+	}
+	n, err := h.c.Exec(stmt, params)
 	if err != nil {
 		return false, (&worker{c: h.c}).rollback(err)
 	}

@@ -27,7 +27,7 @@ const (
 	ignoresSkew      = "ignores-skew"         // it takes a lease as ended by its own clock, however far off it may be
 )
 
-var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, skipsProvider, dropsTxnID, ignoresSkew, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm}
+var mistakes = []string{zeroRowsOK, noOwnerGuard, pendingOnlyClaim, ownClock, splitClaim, skipsProvider, dropsTxnID, ignoresSkew, noToken, completeBeforeSend, noDedup, ackBeforeEffect, noRenew, renewWithoutStopping, ignoreSigterm, noDeadline}
 
 func main() {
 	mistake := flag.String("mistake", "", fmt.Sprintf("make a known mistake on purpose: one of %v", mistakes))

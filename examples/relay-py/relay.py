@@ -31,6 +31,7 @@ MISTAKES = {
     "no-renew": "heartbeat-relay: it works through the event on its first lease",
     "renew-without-stopping": "heartbeat-relay: a renewal that changed 0 rows does not stop the work",
     "ignore-sigterm": "heartbeat-relay: SIGTERM kills it where it stands, holding its claim",
+    "no-deadline": "heartbeat-relay: the renewal has no processing deadline: it renews for as long as it works",
 }
 
 IDLE_MS = 100   # the wait when there is nothing to do
@@ -215,6 +216,8 @@ WHERE event_id = :id AND claim_token = :token"""
 COMPLETE_BY_EVENT = """UPDATE outbox_events SET delivered = 1, delivered_at = :now, locked_by = NULL, lease_until = NULL
 WHERE event_id = :id"""
 RENEW_LEASE = """UPDATE outbox_events SET lease_until = CAST(:now AS BIGINT) + :lease
+WHERE event_id = :id AND claim_token = :token AND delivered = 0 AND CAST(:now AS BIGINT) + :lease <= :deadline"""
+RENEW_PAST_DEADLINE = """UPDATE outbox_events SET lease_until = CAST(:now AS BIGINT) + :lease
 WHERE event_id = :id AND claim_token = :token AND delivered = 0"""
 GIVE_BACK = """UPDATE outbox_events SET locked_by = NULL, lease_until = NULL
 WHERE event_id = :id AND claim_token = :token AND delivered = 0"""
@@ -281,9 +284,12 @@ class Heartbeat(Relay):
     def on_sigterm(self, signum, frame):
         self.terminated = True
 
-    def renew(self, event_id, token):
+    def renew(self, event_id, token, deadline):
         def body(lab):
-            return lab.execute(RENEW_LEASE, id=event_id, token=token, now=lab.tick, lease=lab.setting("lease_ms"))
+            if self.mistake == "no-deadline":
+                return lab.execute(RENEW_PAST_DEADLINE, id=event_id, token=token, now=lab.tick, lease=lab.setting("lease_ms"))
+            return lab.execute(RENEW_LEASE, id=event_id, token=token, now=lab.tick, lease=lab.setting("lease_ms"),
+                               deadline=deadline)
 
         return in_transaction(self.lab, body) == 1
 
@@ -298,13 +304,18 @@ class Heartbeat(Relay):
                     return
                 continue
             event_id, payload, token = claimed
+            # The claim's processing deadline, from the tick it was taken at;
+            # the event's work, from its payload where it names its own.
+            deadline = self.lab.tick + self.lab.setting("max_processing_ms")
+            work_ms = json.loads(payload).get("work_ms", self.lab.setting("work_ms"))
             done, lost = 0, False
-            while done < self.lab.setting("work_ms"):
+            while done < work_ms:
                 if self.terminated:
                     self.give_back(event_id, token)
                     return
-                if self.mistake != "no-renew" and not self.renew(event_id, token) and self.mistake != "renew-without-stopping":
-                    lost = True  # another relay holds the event now: it works, sends and completes
+                if (self.mistake != "no-renew" and not self.renew(event_id, token, deadline)
+                        and self.mistake != "renew-without-stopping"):
+                    lost = True  # taken over (another relay works, sends, completes) or past its deadline
                     break
                 self.lab.ask({"op": "work", "key": event_id, "ms": CHUNK_MS})
                 done += CHUNK_MS
