@@ -44,8 +44,8 @@ var HeartbeatRelay = Challenge{
 		"the deadline is given up when a renewal is refused, left for another claim. On SIGTERM, give the claim back " +
 		"(clear locked_by and lease_until where the token is still its own) and exit, so another instance takes " +
 		"the event at once.",
-	Tables:   []string{"outbox_events"},
-	Schema:   []store.Migration{store.RelayEvents},
+	Tables: []string{"outbox_events"},
+	Schema: []store.Migration{store.RelayEvents},
 	Settings: map[string]any{"lease_ms": heartbeatLease.Milliseconds(), "work_ms": heartbeatWork.Milliseconds(),
 		"max_processing_ms": heartbeatDeadline.Milliseconds()},
 	Horizon:  time.Minute,
