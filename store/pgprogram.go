@@ -51,12 +51,18 @@ RETURNING `+auditColumns)
 		"GRANT USAGE ON SCHEMA %s TO %s")
 	grantProgramTablesSQL = audit("lab: let the program's role read and write the challenge's tables, and no other",
 		"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE %s TO %s")
+	auditFunctionsSQL = audit("lab: the audit's trigger functions in the run's schema",
+		`SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = $1 AND p.proname LIKE 'lab\_audit\_%' ORDER BY 1`)
+	pinAuditFunctionSQL = audit("lab: an audit function finds the run's tables first and temporary tables last",
+		"ALTER FUNCTION %s SET search_path = %s, pg_temp")
 )
 
 // GrantProgram gives the role what a user's program may use in schema, one
 // of the run's: USAGE on the schema and SELECT, INSERT, UPDATE and DELETE on
 // tables (named as in the lesson's SQL; PostgreSQL folds them to lower
-// case), and nothing else.
+// case), and nothing else; and pins the search path of the audit's
+// functions in schema to it, temporary tables last.
 func (r *GraderRole) GrantProgram(ctx context.Context, schema string, tables []string) error {
 	db, err := OpenPostgres(ctx, r.adminDB, "", Config{})
 	if err != nil {
@@ -68,13 +74,25 @@ func (r *GraderRole) GrantProgram(ctx context.Context, schema string, tables []s
 	for i, t := range tables {
 		names[i] = pgx.Identifier{schema, strings.ToLower(t)}.Sanitize()
 	}
-	for _, q := range []struct {
+	// A SECURITY DEFINER function searches pg_temp first unless told
+	// otherwise; the role may not make temporary tables in the run's
+	// database, and the audit's functions do not rely on that alone.
+	functions, err := strings1(ctx, db, auditFunctionsSQL.SQL, schema)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", auditFunctionsSQL.Name, err)
+	}
+	type step struct {
 		s   Stmt
 		sql string
-	}{
+	}
+	steps := []step{
 		{grantProgramSchemaSQL, fmt.Sprintf(grantProgramSchemaSQL.SQL, pgx.Identifier{schema}.Sanitize(), role)},
 		{grantProgramTablesSQL, fmt.Sprintf(grantProgramTablesSQL.SQL, strings.Join(names, ", "), role)},
-	} {
+	}
+	for _, f := range functions {
+		steps = append(steps, step{pinAuditFunctionSQL, fmt.Sprintf(pinAuditFunctionSQL.SQL, f, pgx.Identifier{schema}.Sanitize())})
+	}
+	for _, q := range steps {
 		if _, err := db.sql.ExecContext(ctx, q.sql); err != nil {
 			return fmt.Errorf("store: %s %s to %s: %w", q.s.Name, schema, r.Name, err)
 		}

@@ -19,8 +19,9 @@ var programSandbox = store.ProgramSandbox{Tables: []string{"Payments", "OutboxMe
 // programDB is a Day 15 database with its audit, as a challenge's run
 // has it: the lab's connection and a program's.
 type programDB struct {
-	engine   store.Engine
-	lab, prg *store.DB
+	engine           store.Engine
+	lab, prg         *store.DB
+	adminURL, schema string // on PostgreSQL: the lab's login in the run's database, and the schema
 }
 
 // programEngines are the engines a program's tests run on: SQLite, and
@@ -43,7 +44,7 @@ func openProgram(t *testing.T, engine store.Engine) programDB {
 	cfg.Program = &programSandbox
 	if engine == store.SQLite {
 		lab, path := storetest.Fresh(t, store.DefaultConfig, steps...)
-		return programDB{engine, lab, storetest.Open(t, path, cfg)}
+		return programDB{engine: engine, lab: lab, prg: storetest.Open(t, path, cfg)}
 	}
 	ctx := context.Background()
 	role, err := store.CreateGraderRole(ctx, pgtest.URL(t))
@@ -71,7 +72,7 @@ func openProgram(t *testing.T, engine store.Engine) programDB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prg.Close() })
-	return programDB{engine, lab, prg}
+	return programDB{engine: engine, lab: lab, prg: prg, adminURL: role.AdminURL(), schema: schema}
 }
 
 // TestProgramSandbox: a program's statement may read and write the
@@ -195,5 +196,53 @@ func testAuditNamesTheCommitter(t *testing.T, pd programDB) {
 	if len(got) != 2 || got[0].Actor != "checkout" || got[1].Actor != "Relay-A" || got[1].OldState != "Pending" ||
 		got[1].NewState != "Processing" || got[1].NewOwner != "Relay-A" || got[1].Key != "PAY-1" {
 		t.Fatalf("audit = %+v, want checkout's insert then Relay-A's claim, and no trace of the rolled back update", got)
+	}
+}
+
+// TestProgramAuditNamesOnlyItsTransaction: on PostgreSQL, where the lab
+// names a program transaction's changes after its commit, by transaction
+// id, a change another transaction left unnamed stays so; and the audit's
+// functions search temporary tables last.
+func TestProgramAuditNamesOnlyItsTransaction(t *testing.T) {
+	if os.Getenv(pgtest.EnvVar) == "" {
+		t.Skip("no PostgreSQL: set " + pgtest.EnvVar)
+	}
+	ctx := context.Background()
+	pd := openProgram(t, store.Postgres)
+	seed, err := pd.prg.BeginProgram(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Exec(ctx, `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Commit(ctx, pd.lab, "checkout", "t0", 1); err != nil {
+		t.Fatal(err)
+	}
+	// Another transaction's change, which nobody names.
+	pgtest.Exec(t, pd.adminURL, "SET search_path TO "+pd.schema, "UPDATE OutboxMessages SET Payload = '{\"x\":1}' WHERE Id = 1")
+	tx, err := pd.prg.BeginProgram(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = 'Relay-A' WHERE Id = 1", nil); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := tx.Commit(ctx, pd.lab, "Relay-A", "t1", 2)
+	if err != nil || len(changes) != 1 || changes[0].NewOwner != "Relay-A" {
+		t.Fatalf("committed %+v, %v; want Relay-A's one change only", changes, err)
+	}
+	got, err := pd.lab.Audit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1].Actor != "" || got[2].Actor != "Relay-A" {
+		t.Fatalf("audit = %+v, want checkout's insert, the unnamed update, Relay-A's claim", got)
+	}
+	for _, config := range pgtest.Strings(t, pd.adminURL, `SELECT coalesce(array_to_string(proconfig, ' '), '') FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname LIKE 'lab\_audit\_%'`, pd.schema) {
+		if config != "search_path="+pd.schema+", pg_temp" {
+			t.Errorf("an audit function's settings are %q, want its search path pinned, pg_temp last", config)
+		}
 	}
 }
