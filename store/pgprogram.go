@@ -20,12 +20,13 @@ import (
 // gives USAGE on the run's schema and SELECT, INSERT, UPDATE and DELETE on
 // the challenge's tables, nothing else: no CREATE anywhere, no right on the
 // lab's audit (its triggers write it with the lab's rights, SECURITY
-// DEFINER, on the search path they were made with). What the server's
-// rights cannot refuse, the lab does before the statement runs
-// ([ProgramTx]): a text with a second statement in it (the simple protocol
-// would run both), and any statement but a query or a change of rows
-// (COMMIT, SET, LOCK, COPY, DO, ...), which would end or change the
-// transaction the lab opened for the program.
+// DEFINER, their search path pinned to the run's schema, temporary tables
+// last). What the server's rights cannot refuse, the lab does before the
+// statement runs ([ProgramTx]): a text with a second statement in it (the
+// simple protocol would run both), and any statement but a query or a
+// change of rows (COMMIT, SET, LOCK, COPY, DO, ALTER ROLE, ...), read past
+// comments as PostgreSQL's lexer reads them; and after it, a savepoint
+// proves the transaction the lab opened for the program is still open.
 
 // pgProgramStatements are the first keywords of the statements a program
 // may send on PostgreSQL: queries and changes of rows.
