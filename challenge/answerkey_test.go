@@ -193,6 +193,10 @@ var scripted = []struct {
 		`"params":{"who":"x","id":"E-1"}}`) +
 		ask(`{"op":"commit"}`) + ask(`{"op":"send","event_id":"E-1","payload":"{}"}`) + idle,
 		[]string{"events_delivered", "events_not_delivered", "claims_of_owned_events", "duplicate_sends"}},
+	{"heartbeat-relay", "two-relays", "each instance claims E-1 under a lease past its deadline", hello +
+		ask(`{"op":"begin"}`) + ask(`{"op":"exec","sql":"UPDATE outbox_events SET claim_token = claim_token + 1, locked_by = :who, lease_until = 100000 WHERE event_id = :id",`+
+		`"params":{"who":"x","id":"E-1"}}`) + ask(`{"op":"commit"}`) + idle,
+		[]string{"events_delivered", "events_not_delivered", "claims_of_owned_events", "renewals_past_deadline"}},
 	{"inbox-consumer", "two-consumers", "receives and never acks", hello + ask(`{"op":"receive"}`) + ask(`{"op":"wait","ms":1500}`) +
 		ask(`{"op":"receive"}`) + idle,
 		[]string{"credit_cents", "events_recorded", "deliveries_not_acked", "redeliveries"}},

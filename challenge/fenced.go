@@ -51,7 +51,7 @@ var FencedRelay = Challenge{
 	Horizon:  time.Minute,
 	Explored: "two-relays",
 	Checks: []lesson.CheckDoc{
-		{Name: "events_delivered", About: "events marked delivered: every event was completed"},
+		{Name: "events_delivered", About: "events marked delivered: every event the sequence lets be finished was completed"},
 		{Name: "events_not_delivered", About: "events left undelivered"},
 		{Name: "events_never_sent", About: "events delivered that the broker never received: lost"},
 		{Name: "unsent_completions", About: "completions committed before the broker had received the event (complete before send)"},

@@ -31,7 +31,7 @@ const (
 // finds the lease lost, and on SIGTERM gives back what it holds.
 var HeartbeatRelay = Challenge{
 	Name:   "heartbeat-relay",
-	Title:  "The heartbeat relay: renew while working, stop on a lost lease, give back on SIGTERM",
+	Title:  "The heartbeat relay: renew while working, stop on a lost lease or at the deadline, give back on SIGTERM",
 	Lesson: "session-22-heartbeat-and-shutdown",
 	Brief: "The fenced relay's six events (outbox_events, times in ticks), but each event takes work_ms of work " +
 		"(op work, key = the event's id, ms a chunk of it), longer than the lease. Each instance loops: claim an " +
@@ -54,8 +54,8 @@ var HeartbeatRelay = Challenge{
 		lesson.CheckDoc{Name: "work_without_lease", About: "chunks of work an instance did on an event without a live lease of its own covering the whole chunk"},
 		lesson.CheckDoc{Name: "completions_short_of_work", About: "events completed by an instance that had not done work_ms of work on them under that claim"},
 		lesson.CheckDoc{Name: "claims_held_after_exit", About: "claims an instance sent SIGTERM still held, on events not delivered, when it exited"},
-		lesson.CheckDoc{Name: "renewals_past_deadline", About: "renewals committed that moved a claim's lease past its processing deadline " +
-			"(the claim's commit, on the lab clock, plus max_processing_ms)"}),
+		lesson.CheckDoc{Name: "renewals_past_deadline", About: "claims and renewals committed that moved a claim's lease past its processing " +
+			"deadline (the claim's commit, on the lab clock, plus max_processing_ms)"}),
 	OnceChecks: []string{"duplicate_sends"},
 	Sequences: []Sequence{
 		{Name: "two-relays", About: "Relay-A and Relay-B work and relay the outbox together", Instances: []string{"Relay-A", "Relay-B"}},
@@ -231,11 +231,16 @@ func (hw *heartbeatWorld) judge(ctx context.Context, w *world, r *lab.Result) er
 	return nil
 }
 
-// deadlines counts the committed renewals that moved a claim's lease past
-// its processing deadline: the claim's commit on the lab clock (the tick
-// its claimer read) plus max_processing_ms. A claim is an update that
-// takes a new token; a renewal, one that moves lease_until under the same
-// token on an event not delivered. The table lists each breach.
+// deadlines counts the committed claims and renewals that moved a claim's
+// lease past its processing deadline: the claim's commit on the lab clock
+// plus max_processing_ms. That commit's tick is the tick its claimer read
+// with the claim: the lab clock does not move while an instance runs, and
+// no heartbeat sequence holds or loses a claim's commit reply (one that
+// did would move the claimer's tick past the commit's). A claim is an
+// update that takes a new token, except one by the holder of a live lease
+// on the event, which keeps its claim's deadline; a renewal, one that
+// moves lease_until under the same token on an event not delivered. The
+// table lists each breach.
 func (hw *heartbeatWorld) deadlines(entries []store.AuditEntry) (int, lab.Table) {
 	table := lab.Table{Title: "Renewals past the processing deadline", Note: fmt.Sprintf("Each renewal that moved a lease past "+
 		"its claim's tick plus max_processing_ms (%d), as the audit shows it committed.", heartbeatDeadline.Milliseconds()),
@@ -251,12 +256,22 @@ func (hw *heartbeatWorld) deadlines(entries []store.AuditEntry) (int, lab.Table)
 			continue
 		}
 		at := tickAt(e.At)
+		until, err := strconv.ParseInt(e.NewUntil, 10, 64)
 		if e.NewToken != e.OldToken {
-			claimed[claim{e.Key, e.NewToken}] = at
+			start := at
+			if oldUntil, err := strconv.ParseInt(e.OldUntil, 10, 64); err == nil && oldUntil > at && e.OldOwner == e.NewOwner {
+				if held, ok := claimed[claim{e.Key, e.OldToken}]; ok {
+					start = held // its holder took it again while its lease lived: the same claim
+				}
+			}
+			claimed[claim{e.Key, e.NewToken}] = start
+			if err == nil && until > start+heartbeatDeadline.Milliseconds() {
+				past++
+				table.AddRow(e.Actor, e.Key, e.NewToken, start, start+heartbeatDeadline.Milliseconds(), until)
+			}
 			continue
 		}
 		start, ok := claimed[claim{e.Key, e.NewToken}]
-		until, err := strconv.ParseInt(e.NewUntil, 10, 64)
 		if !ok || err != nil || e.NewState != "0" || e.NewUntil == e.OldUntil {
 			continue
 		}

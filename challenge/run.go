@@ -297,7 +297,8 @@ func (w *world) tables() []lab.Table {
 		}
 		out = append(out, t)
 	}
-	req := lab.Table{Title: "Ledger: requests", Note: "Every request the programs sent and what the lab answered, in the order it answered them.",
+	req := lab.Table{Title: "Ledger: requests", Note: "Every request the programs sent and what the lab answered, in the order it answered them " +
+		"(a commit, a rollback or a broker's write where it was done: a reply held after it says so under Fault).",
 		Columns: []string{"#", "Clock", "Instance", "Op", "Asked", "Answered", "Fault"}, VaryingColumns: []string{"#", "Clock", "Instance"}, Interleaved: true}
 	requests := slices.Clone(w.requests)
 	slices.SortStableFunc(requests, func(a, b request) int { return a.ticket - b.ticket })

@@ -134,8 +134,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 		// transaction in line begins (PostgreSQL's BEGIN would not wait
 		// for it as SQLite's BEGIN IMMEDIATE does); the request ledger
 		// puts it before that begin.
-		rec.ticket = w.ticket()
-		w.setTx(in, nil)
+		w.endTurn(in, rec)
 		if err != nil {
 			return w.dbError(in, err), nil
 		}
@@ -145,7 +144,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.protocol(in, "rollback without a transaction"), nil
 		}
 		err := in.tx.Rollback()
-		w.setTx(in, nil)
+		w.endTurn(in, rec)
 		if err != nil {
 			return w.dbError(in, err), nil
 		}
@@ -212,7 +211,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 				"your transaction holds; commit first (a relay sends between its claim's commit and its completion)"), nil
 		}
 		var offer int64
-		err := w.withTurn(ctx, in, func() (err error) {
+		err := w.withTurn(ctx, in, rec, func() (err error) {
 			offer, err = w.rules.send(ctx, in.name, req.EventID, req.Payload, w.clock.Now())
 			return err
 		})
@@ -233,7 +232,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.protocol(in, "receive inside an open transaction: the lab's broker shares the database; commit first"), nil
 		}
 		var d *relayproto.Delivery
-		err := w.withTurn(ctx, in, func() (err error) {
+		err := w.withTurn(ctx, in, rec, func() (err error) {
 			d, err = w.rules.receive(ctx, in.name, w.clock.Now())
 			return err
 		})
@@ -258,7 +257,7 @@ func (w *world) run(ctx context.Context, in *inst, req relayproto.Request, rec *
 			return w.protocol(in, "ack inside an open transaction: the lab's broker shares the database; commit first"), nil
 		}
 		var took bool
-		err := w.withTurn(ctx, in, func() (err error) {
+		err := w.withTurn(ctx, in, rec, func() (err error) {
 			took, err = w.rules.ack(ctx, in.name, req.Offer, w.clock.Now())
 			return err
 		})
@@ -359,13 +358,26 @@ func takesTurn(op string) bool {
 }
 
 // withTurn runs the lab's own write for in's request (a broker's
-// operation) in in's turn in the line of transactions.
-func (w *world) withTurn(ctx context.Context, in *inst, write func() error) error {
+// operation) in in's turn in the line of transactions; rec takes its place
+// in the ledger before the turn passes on.
+func (w *world) withTurn(ctx context.Context, in *inst, rec *request, write func() error) error {
 	if err := w.takeTurn(ctx, in); err != nil {
 		return err
 	}
-	defer w.setTx(in, nil)
+	defer w.endTurn(in, rec)
 	return write()
+}
+
+// endTurn ends in's turn in the line of transactions: rec, the request
+// that ends it (a commit, a rollback, a broker's write), takes its place
+// in the order of answers and its clock first, so the request ledger lists
+// it before the begin the turn lets through.
+func (w *world) endTurn(in *inst, rec *request) {
+	w.mu.Lock()
+	w.tickets++
+	rec.ticket, rec.at = w.tickets, w.now()
+	w.mu.Unlock()
+	w.setTx(in, nil)
 }
 
 // statement runs a query or an exec in in's transaction.

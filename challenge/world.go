@@ -448,25 +448,17 @@ func (w *world) ended(in *inst) {
 	w.setState(in, gone, time.Time{})
 }
 
-// record adds rec to the request ledger at the lab clock, in its place in
-// the order of answers: a commit's was taken when it committed.
+// record adds rec to the request ledger in its place in the order of
+// answers, at the lab clock: now, unless it ended a turn in the line of
+// transactions (see [world.endTurn]), which took both then.
 func (w *world) record(rec request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if rec.ticket == 0 {
 		w.tickets++
-		rec.ticket = w.tickets
+		rec.ticket, rec.at = w.tickets, w.now()
 	}
-	rec.at = w.now()
 	w.requests = append(w.requests, rec)
-}
-
-// ticket is the next place in the order of answers.
-func (w *world) ticket() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.tickets++
-	return w.tickets
 }
 
 // fail is an error reply.

@@ -191,8 +191,12 @@ func pgProgramRefuses(text string) string {
 	if word == "" {
 		return "a text that does not start with a statement's keyword"
 	}
-	return fmt.Sprintf("a %s statement: a program sends queries and changes of rows (%s), and opens and ends its "+
-		"transactions with the protocol's begin, commit and rollback", word, strings.Join(pgProgramStatements, ", "))
+	article := "a"
+	if strings.ContainsRune("AEIOU", rune(word[0])) {
+		article = "an"
+	}
+	return fmt.Sprintf("%s %s statement: a program sends queries and changes of rows (%s), and opens and ends its "+
+		"transactions with the protocol's begin, commit and rollback", article, word, strings.Join(pgProgramStatements, ", "))
 }
 
 // firstKeyword is the first word of a statement, after blanks, opening

@@ -117,7 +117,9 @@ func TestProgramSandbox(t *testing.T) {
 			{"the lab's naming by transaction", store.TagCommitted.SQL, true},
 			{"DO", "DO $$ BEGIN COMMIT; END $$", true},
 			{"DO without a semicolon", "DO $$ BEGIN END $$", true},
-			// PostgreSQL ends a -- comment at a carriage return too.
+			// PostgreSQL ends a -- comment at a carriage return too: the
+			// check of the text refuses it before it runs (the savepoint
+			// after it would catch the COMMIT only once it had run).
 			{"a statement after a comment's carriage return", "--\rCOMMIT /*\nSELECT */", true},
 			{"ALTER ROLE after a comment's carriage return", "--\rALTER ROLE CURRENT_USER SET statement_timeout = 0 /*\nSELECT */", true},
 		},
@@ -150,6 +152,9 @@ func TestProgramSandbox(t *testing.T) {
 				var se *store.SandboxError
 				if got := errors.As(err, &se); got != tt.refused {
 					t.Fatalf("%s: refused %v (err %v), want refused %v", tt.sql, got, err, tt.refused)
+				}
+				if strings.HasPrefix(tt.sql, "--\r") && !strings.Contains(err.Error(), "a COMMIT statement") && !strings.Contains(err.Error(), "an ALTER statement") {
+					t.Errorf("%q was refused by %v, not by the check of its text", tt.sql, err)
 				}
 			})
 		}

@@ -102,7 +102,11 @@ func challengeShowAction(c *cli.Context) error {
 	fmt.Fprintf(w, "Settings in hello's reply: %s\n", settingsText(ch.Settings))
 	fmt.Fprintln(w, "\nSequences (each a fresh database and fresh instances of your relay):")
 	for _, s := range ch.Sequences {
-		wrapped(w, "  ", fmt.Sprintf("%s (%s): %s.", s.Name, strings.Join(s.Instances, ", "), s.About))
+		about := fmt.Sprintf("%s (%s): %s.", s.Name, strings.Join(s.Instances, ", "), s.About)
+		if s.Horizon > 0 {
+			about += fmt.Sprintf(" The lab stops it at %s of lab time.", s.Horizon)
+		}
+		wrapped(w, "  ", about)
 	}
 	fmt.Fprintln(w, "\nChecks (on the database and the lab's ledgers, after the lab stops your relay):")
 	for _, d := range append(slices.Clone(ch.Checks), challenge.WorldChecks...) {
