@@ -242,8 +242,8 @@ func (hw *heartbeatWorld) judge(ctx context.Context, w *world, r *lab.Result) er
 // moves lease_until under the same token on an event not delivered. The
 // table lists each breach.
 func (hw *heartbeatWorld) deadlines(entries []store.AuditEntry) (int, lab.Table) {
-	table := lab.Table{Title: "Renewals past the processing deadline", Note: fmt.Sprintf("Each renewal that moved a lease past "+
-		"its claim's tick plus max_processing_ms (%d), as the audit shows it committed.", heartbeatDeadline.Milliseconds()),
+	table := lab.Table{Title: "Claims and renewals past the processing deadline", Note: fmt.Sprintf("Each claim or renewal that "+
+		"moved a lease past its claim's tick plus max_processing_ms (%d), as the audit shows it committed.", heartbeatDeadline.Milliseconds()),
 		Columns: []string{"Instance", "Event", "Token", "Claimed at tick", "Deadline", "Lease to"}}
 	type claim struct {
 		key   string
