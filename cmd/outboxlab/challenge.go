@@ -48,7 +48,7 @@ func challengeCommand(s *settings) *cli.Command {
 						"your relay's statements as a login role that may use the challenge's tables only (the login in URL needs CREATEROLE and CREATEDB)"},
 					&cli.BoolFlag{Name: "keep-db", Usage: "keep each sequence's database (the SQLite file, or with --db the server's database) to look into"},
 					&cli.StringFlag{Name: "timeout", Value: "2m", Usage: "stop a sequence after this `DURATION` of real time (such as 30s or 2m)"},
-					&cli.StringFlag{Name: "bound", Value: "1", Usage: "after the sequences, explore the orderings of the explored sequence's requests with up to `N` switches (0: none)"},
+					&cli.StringFlag{Name: "bound", Value: "1", Usage: "search orderings with up to `N` switches: each failing sequence's, then the explored sequence's (0: none)"},
 					&cli.StringFlag{Name: "max-orderings", Value: "400", Usage: "run at most `N` orderings while exploring"},
 					&cli.StringFlag{Name: "replay", Usage: "run one sequence in the `ORDERING` a run printed (e.g. 7:Worker-B): --sequence's, else the explored sequence"},
 				},
