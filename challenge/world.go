@@ -71,9 +71,8 @@ type inst struct {
 
 // request is one line of the request ledger.
 type request struct {
-	seq    int
-	ticket int // its place in the order the lab answered requests
-
+	seq      int
+	ticket   int // its place in the order the lab answered requests
 	step     int // under an ordering, the step that let it through
 	at       string
 	instance string

@@ -75,6 +75,25 @@ func openProgram(t *testing.T, engine store.Engine) programDB {
 	return programDB{engine: engine, lab: lab, prg: prg, adminURL: role.AdminURL(), schema: schema}
 }
 
+// seedMessage is the one message the program tests start from, PAY-1's.
+const seedMessage = `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`
+
+// seed commits seedMessage as a program transaction of actor's, the first.
+func (pd programDB) seed(t *testing.T, actor string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pd.prg.BeginProgram(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, seedMessage, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx, pd.lab, actor, "t0", 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestProgramSandbox: a program's statement may read and write the
 // challenge's tables and nothing else, on either engine: on SQLite the
 // authorizer refuses the rest, on PostgreSQL the role's rights and the
@@ -127,16 +146,7 @@ func TestProgramSandbox(t *testing.T) {
 	for _, engine := range programEngines(t) {
 		db := openProgram(t, engine)
 		ctx := context.Background()
-		seed, err := db.prg.BeginProgram(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := seed.Exec(ctx, `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`, nil); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := seed.Commit(ctx, db.lab, "seed", "t0", 1); err != nil {
-			t.Fatal(err)
-		}
+		db.seed(t, "seed")
 		for _, tt := range append(slices.Clone(both), only[engine]...) {
 			t.Run(string(engine)+"/"+tt.name, func(t *testing.T) {
 				tx, err := db.prg.BeginProgram(ctx)
@@ -174,7 +184,7 @@ func testAuditNamesTheCommitter(t *testing.T, pd programDB) {
 	ctx := context.Background()
 	db := pd.prg
 	for _, step := range []struct{ actor, sql string }{
-		{"checkout", `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`},
+		{"checkout", seedMessage},
 		{"Relay-A", "UPDATE OutboxMessages SET Status = 'Processing', LockedBy = 'Relay-A', LockedUntilUtc = 't2' WHERE Id = 1"},
 	} {
 		tx, err := db.BeginProgram(ctx)
@@ -214,16 +224,7 @@ func TestProgramAuditNamesOnlyItsTransaction(t *testing.T) {
 	}
 	ctx := context.Background()
 	pd := openProgram(t, store.Postgres)
-	seed, err := pd.prg.BeginProgram(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := seed.Exec(ctx, `INSERT INTO OutboxMessages (MessageType, AggregateKey, Payload, CreatedAtUtc) VALUES ('PaymentCreated', 'PAY-1', '{}', 't0')`, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := seed.Commit(ctx, pd.lab, "checkout", "t0", 1); err != nil {
-		t.Fatal(err)
-	}
+	pd.seed(t, "checkout")
 	// Another transaction's change, which nobody names.
 	pgtest.Exec(t, pd.adminURL, "SET search_path TO "+pd.schema, "UPDATE OutboxMessages SET Payload = '{\"x\":1}' WHERE Id = 1")
 	tx, err := pd.prg.BeginProgram(ctx)
