@@ -110,6 +110,12 @@ type Broker struct {
 	dlqSubj   string
 	subs      []*nats.Subscription
 
+	// creating serializes the creation of durable consumers: a second
+	// create of one durable is answered as soon as the server knows it,
+	// before the first create has it listen for fetches, and a fetch then
+	// finds no responders. Only the first create's answer says it listens.
+	creating sync.Mutex
+
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced when an advisory arrives
 	window   time.Duration // the stream's duplicate window (real)

@@ -62,7 +62,8 @@ func (b *Broker) consumerConfig(durable string, visibility time.Duration, maxDel
 
 // consumerFor returns the lesson consumer's durable consumer, created (or
 // updated) with the configured visibility and maximum deliveries on first
-// use.
+// use, by one caller at a time: a caller that waited for another's create
+// takes the consumer it made.
 func (b *Broker) consumerFor(ctx context.Context, consumer string) (*consumerState, error) {
 	b.mu.Lock()
 	cs := b.consumer[consumer]
@@ -74,7 +75,13 @@ func (b *Broker) consumerFor(ctx context.Context, consumer string) (*consumerSta
 		return nil, errors.New("natsbroker: no consumer name")
 	}
 	durable := durableName(consumer)
+	b.creating.Lock()
+	defer b.creating.Unlock()
 	b.mu.Lock()
+	if cs := b.consumer[consumer]; cs != nil { // another caller made it while this one waited
+		b.mu.Unlock()
+		return cs, nil
+	}
 	for name, other := range b.consumer {
 		if other.durable == durable && name != consumer {
 			b.mu.Unlock()
@@ -91,9 +98,6 @@ func (b *Broker) consumerFor(ctx context.Context, consumer string) (*consumerSta
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cs := b.consumer[consumer]; cs != nil { // another caller made it first
-		return cs, nil
-	}
 	cs = &consumerState{name: consumer, durable: durable, cons: cons, ackWait: cc.AckWait,
 		visibility: b.cfg.Visibility, maxDeliver: b.cfg.MaxDeliveries}
 	b.consumer[consumer] = cs

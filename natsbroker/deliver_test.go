@@ -4,8 +4,11 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/outboxlab/outboxlab/store"
 )
@@ -288,5 +291,62 @@ func TestAckMetricAfterTheWait(t *testing.T) {
 			t.Fatalf("the ack metric never corrected the ledger: %+v", a.Acks)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestInstancesFirstFetchingAtOnce has several instances of a consumer
+// take their first delivery at the same moment, for many consumers. The
+// server answers a second create of a durable consumer before the first
+// create has it listen for fetches, and a fetch then finds no responders:
+// so one create request per consumer goes out (counted on the wire), and
+// every instance's fetch is answered.
+func TestInstancesFirstFetchingAtOnce(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	b := newBroker(t, s, Config{Visibility: 10 * minute})
+	creates := countRequests(t, s, "$JS.API.CONSUMER.CREATE.>")
+	mustOffer(t, b, "e1", 0, 0)
+	const consumers, instances = 25, 4
+	var wg sync.WaitGroup
+	for c := range consumers {
+		start := make(chan struct{})
+		for range instances {
+			wg.Go(func() {
+				<-start
+				if _, err := b.DeliverNext(context.Background(), "consumer-"+strconv.Itoa(c), at(time.Second)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		close(start)
+	}
+	wg.Wait()
+	if n := creates(); n != consumers {
+		t.Errorf("%d consumer create requests for %d consumers", n, consumers)
+	}
+}
+
+// countRequests counts, on a connection of its own, the messages sent to
+// subject on s from now on; the function it returns flushes and reads the
+// count.
+func countRequests(tb testing.TB, s *Server, subject string) func() int {
+	tb.Helper()
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	var n atomic.Int64
+	if _, err := nc.Subscribe(subject, func(*nats.Msg) { n.Add(1) }); err != nil {
+		tb.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	return func() int {
+		if err := nc.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		return int(n.Load())
 	}
 }
