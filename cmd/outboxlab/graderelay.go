@@ -39,7 +39,8 @@ type relayGrade struct {
 const gradeRelayUsage = `With --challenge NAME and --relay COMMAND, each argument is a student's folder holding their own
 relay: the lab runs COMMAND in the folder (e.g. --relay "python3 relay.py"), through the challenge's
 sequences and its explorer's orderings (outboxlab challenge show NAME), into the same table, gradebook
-and reports; the student is the folder's name.`
+and reports; the student is the folder's name (section-a_alice and section-b_alice where two are
+named alice).`
 
 func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 	g := &relayGrade{relay: strings.TrimSpace(c.String("relay")), folders: c.Args().Slice(), out: c.String("out"), s: s,
@@ -67,7 +68,9 @@ func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 		if err != nil || !st.IsDir() {
 			return nil, usagef("%s is not a folder: --challenge grades one folder per student", f)
 		}
-		g.students = append(g.students, filepath.Base(filepath.Clean(f)))
+	}
+	if g.students, err = relayStudents(g.folders, "student"); err != nil {
+		return nil, &usageError{err}
 	}
 	if g.jobs, err = parseCount("jobs", c.String("jobs")); err != nil {
 		return nil, err

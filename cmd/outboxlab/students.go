@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -78,4 +79,68 @@ func safeName(name, fallback string) string {
 		return fallback
 	}
 	return name
+}
+
+// relayStudents names the student of each of folders, for grade
+// --challenge, where each folder is one student's: its name, made safe;
+// where folders of one name are given (section-a/alice, section-b/alice),
+// each is named by as many of its last folders as tell them apart, joined
+// by '_' (section-a_alice), and numbered where even their whole paths
+// read the same (control characters made '_'). The working folder (".") is named as it is
+// named in its parent. A folder given twice is an error.
+func relayStudents(folders []string, fallback string) ([]string, error) {
+	parts := make([][]string, len(folders))
+	seen := map[string]string{}
+	for i, f := range folders {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, err
+		}
+		if first, ok := seen[abs]; ok {
+			return nil, fmt.Errorf("%s and %s are one folder: each student's folder is named once", first, f)
+		}
+		seen[abs] = f
+		parts[i] = strings.Split(strings.Trim(filepath.ToSlash(abs), "/"), "/")
+	}
+	names := make([]string, len(folders))
+	depth := make([]int, len(folders))
+	for i := range depth {
+		depth[i] = 1
+	}
+	for {
+		for i, p := range parts {
+			names[i] = safeName(strings.Join(p[max(len(p)-depth[i], 0):], "_"), fallback)
+		}
+		grown := false
+		byName := map[string][]int{}
+		for i, n := range names {
+			byName[n] = append(byName[n], i)
+		}
+		for _, same := range byName {
+			if len(same) < 2 {
+				continue
+			}
+			for _, i := range same {
+				if depth[i] < len(parts[i]) {
+					depth[i]++
+					grown = true
+				}
+			}
+		}
+		if !grown {
+			return numberTheSame(names), nil
+		}
+	}
+}
+
+// numberTheSame appends -2, -3, ... to the second and later of names
+// that are still the same.
+func numberTheSame(names []string) []string {
+	count := map[string]int{}
+	for i, n := range names {
+		if count[n]++; count[n] > 1 {
+			names[i] = fmt.Sprintf("%s-%d", n, count[n])
+		}
+	}
+	return names
 }

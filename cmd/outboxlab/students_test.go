@@ -181,3 +181,40 @@ func TestGradeRefusesLinks(t *testing.T) {
 		t.Errorf("reports were filed for the link: %v", reps)
 	}
 }
+
+// TestRelayStudents: grade --challenge names each student's folder by
+// its name, or by as much of its path as tells two folders of one name
+// apart; a folder given twice is refused.
+func TestRelayStudents(t *testing.T) {
+	t.Parallel()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		folders []string
+		want    []string
+	}{
+		{"OneFolderEach", []string{"class/alice", "class/bob/"}, []string{"alice", "bob"}},
+		{"TwoSectionsOneName", []string{"/c/section-a/alice", "/c/section-b/alice", "/c/section-b/bob"},
+			[]string{"section-a_alice", "section-b_alice", "bob"}},
+		{"SameNameDeeper", []string{"/x/2025/a/alice", "/x/2026/a/alice"}, []string{"2025_a_alice", "2026_a_alice"}},
+		{"WholePathsReadTheSame", []string{"/s/a\x01", "/s/a\x02"}, []string{"s_a_", "s_a_-2"}},
+		{"WorkingFolder", []string{"."}, []string{filepath.Base(cwd)}},
+		{"ControlCharactersEscaped", []string{"/s/al\x1b[2Jice"}, []string{"al_[2Jice"}},
+		{"Root", []string{"/"}, []string{"student"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := relayStudents(tt.folders, "student")
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("relayStudents(%q) = %q, %v; want %q", tt.folders, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := relayStudents([]string{"class/alice", "class/alice/", "class/../class/alice"}, "student"); err == nil ||
+		!strings.Contains(err.Error(), "are one folder") {
+		t.Errorf("a folder given twice: %v, want it refused", err)
+	}
+}
