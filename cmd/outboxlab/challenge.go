@@ -245,8 +245,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		wrapped(w, "  ", fmt.Sprintf("The shortest failing ordering of %s's requests, trying the fewest switches first (%s): %s.",
 			seq.Name, orderings(x.Runs), orderingWords(x.Ordering)))
-		fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --sequence %s --replay %s%s\n\n", ch.Name, relay, seq.Name, x.Ordering,
-			dbArg(dsn))
+		replayCommand(w, ch.Name, relay, "--sequence "+seq.Name+" --replay "+x.Ordering.String(), dsn)
 	}
 	if replay == nil && c.String("sequence") == "" && bound > 0 && !exploredFailing {
 		x, err := explore(explored)
@@ -255,15 +254,16 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		switch {
 		case x.Failing != nil:
-			fmt.Fprintf(w, "Explored %s of the %s sequence's requests: %s broke an invariant.\n", orderings(x.Runs), explored.Name,
-				orderingWords(x.Ordering))
-			fmt.Fprintf(w, "  replay it: outboxlab challenge run %s --relay %q --replay %s%s\n\n", ch.Name, relay, x.Ordering, dbArg(dsn))
+			wrapped(w, "", fmt.Sprintf("Explored %s of the %s sequence's requests: %s broke an invariant.", orderings(x.Runs), explored.Name,
+				orderingWords(x.Ordering)))
+			replayCommand(w, ch.Name, relay, "--replay "+x.Ordering.String(), dsn)
 			failed++
 		case x.Complete:
-			fmt.Fprintf(w, "Explored %s of the %s sequence's requests, every one with up to %s: none broke an invariant.\n", orderings(x.Runs), explored.Name, switches(bound))
+			wrapped(w, "", fmt.Sprintf("Explored %s of the %s sequence's requests, every one with up to %s: none broke an invariant.",
+				orderings(x.Runs), explored.Name, switches(bound)))
 		default:
-			fmt.Fprintf(w, "Explored %s of the %s sequence's requests (the --max-orderings limit) before finishing %s: none broke an invariant.\n",
-				orderings(x.Runs), explored.Name, switches(bound))
+			wrapped(w, "", fmt.Sprintf("Explored %s of the %s sequence's requests (the --max-orderings limit) before finishing %s: "+
+				"none broke an invariant.", orderings(x.Runs), explored.Name, switches(bound)))
 		}
 	}
 	if failed > 0 {
@@ -273,14 +273,33 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 	return nil
 }
 
-// dbArg is --db in a command the CLI prints, its password hidden (the
-// server's login reads one from PGPASSWORD or ~/.pgpass too), or "" on
-// SQLite.
-func dbArg(dsn string) string {
-	if dsn == "" {
-		return ""
+// replayCommand prints the command that runs challenge name's failing
+// ordering again, replay its --sequence and --replay flags, with the
+// relay's command line and, on PostgreSQL, --db with its password hidden
+// (the server's login reads one from PGPASSWORD or ~/.pgpass too), each
+// quoted for a POSIX shell. A command longer than a report's line is
+// continued over lines with backslashes, one flag per line, so that it
+// still pastes into a shell as one.
+func replayCommand(w io.Writer, name, relay, replay, dsn string) {
+	parts := []string{"outboxlab challenge run " + name, "--relay " + shellQuote(relay), replay}
+	if dsn != "" {
+		parts = append(parts, "--db "+shellQuote(store.RedactURL(dsn)))
 	}
-	return fmt.Sprintf(" --db %q", store.RedactURL(dsn))
+	const lead = "  replay it: "
+	line := lead + strings.Join(parts, " ")
+	if len(line) > reports.MaxLine {
+		line = lead + strings.Join(parts, " \\\n      ")
+	}
+	fmt.Fprint(w, line+"\n\n")
+}
+
+// shellQuote is s as one word of a POSIX shell: as it is when it holds
+// nothing a shell reads specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // challengeServer reads --db for a challenge's runs: "" without it, else

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -228,5 +229,51 @@ func TestChallengeOnPostgres(t *testing.T) {
 		if strings.Contains(string(text), "pw-marker-7q3") {
 			t.Errorf("%s shows the --db login's password", filepath.Base(f))
 		}
+	}
+}
+
+// TestReplayCommand: the replay command challenge run prints is one line
+// when it fits a report's width, else one flag per line with backslashes;
+// either way a POSIX shell reads the words it was given, quotes and all.
+func TestReplayCommand(t *testing.T) {
+	t.Parallel()
+	long := "/home/a-student-with-a-long-name/courses/distributed-systems/day-15/relays/my-relay --verbose"
+	for _, tt := range []struct {
+		name, relay, dsn string
+		lines            int
+		want             []string // the words after "outboxlab challenge run day15-worker"
+	}{
+		{"Short", "python3 relay.py", "", 1, []string{"--relay", "python3 relay.py", "--replay", "5:Worker-B"}},
+		{"Quotes", `sh -c 'echo "$HOME"'`, "", 1, []string{"--relay", `sh -c 'echo "$HOME"'`, "--replay", "5:Worker-B"}},
+		{"Long", long, "", 3, []string{"--relay", long, "--replay", "5:Worker-B"}},
+		{"LongOnPostgres", long, "postgres://teacher:secret@db.example:5432/course", 4,
+			[]string{"--relay", long, "--replay", "5:Worker-B", "--db", "postgres://teacher:xxxxx@db.example:5432/course"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			replayCommand(&b, "day15-worker", tt.relay, "--replay 5:Worker-B", tt.dsn)
+			text := strings.TrimSuffix(b.String(), "\n\n")
+			lines := strings.Split(text, "\n")
+			for _, l := range lines {
+				if len(l) > 120 {
+					t.Errorf("%d columns: %s", len(l), l)
+				}
+			}
+			if len(lines) != tt.lines {
+				t.Errorf("%d lines, want %d:\n%s", len(lines), tt.lines, text)
+			}
+			command, ok := strings.CutPrefix(text, "  replay it: outboxlab challenge run day15-worker ")
+			if !ok {
+				t.Fatalf("not a replay command:\n%s", text)
+			}
+			out, err := exec.Command("sh", "-c", "for w in "+command+"; do printf '%s\\0' \"$w\"; done").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"); !slices.Equal(got, tt.want) {
+				t.Errorf("a shell reads %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
