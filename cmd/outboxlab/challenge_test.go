@@ -116,8 +116,9 @@ func TestChallengeCLI(t *testing.T) {
 
 // TestGradeRelays: grade --challenge runs each student's folder's relay
 // into one table and gradebook: the reference passes, a mistake fails by
-// name, a program that does not speak the protocol fails program_faults;
-// a folder that is not one is bad input.
+// name (with the explorer, also by its shortest failing ordering), a
+// program that does not speak the protocol fails program_faults; a folder
+// that is not one is bad input.
 func TestGradeRelays(t *testing.T) {
 	t.Parallel()
 	relay := filepath.Join(t.TempDir(), "relay-go")
@@ -151,6 +152,22 @@ func TestGradeRelays(t *testing.T) {
 	} {
 		if !strings.Contains(got.stdout, strings.Replace(want, "expected-after-send", "expiry-after-send", 1)) {
 			t.Errorf("the gradebook lacks %q:\n%s", want, got.stdout)
+		}
+	}
+	// With the explorer, a failed sequence also grades its shortest
+	// failing ordering, with the flags that replay it.
+	got = runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, "--format", "json", filepath.Join(class, "bob"))
+	if gs := gradesOf(t, got.stdout); got.code != 1 || len(gs) != 1 {
+		t.Errorf("bob with the explorer: exit %d, %d grades\n%s\n%s", got.code, len(gs), got.stdout, got.stderr)
+	} else {
+		found := false
+		for _, c := range gs[0].Checks {
+			if c.Name == "expiry-after-send.ordered: stale_writes" {
+				found = !c.Passed && c.Counterexample == "--sequence expiry-after-send --replay none"
+			}
+		}
+		if !found || !strings.Contains(gs[0].Reason, "(--sequence expiry-after-send --replay none)") {
+			t.Errorf("bob's grade lacks expiry-after-send's shortest failing ordering: %+v", gs[0])
 		}
 	}
 	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, filepath.Join(class, "nobody")); bad.code != 2 ||

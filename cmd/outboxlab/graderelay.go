@@ -38,9 +38,9 @@ type relayGrade struct {
 // gradeRelayUsage is what grade's help says of --challenge.
 const gradeRelayUsage = `With --challenge NAME and --relay COMMAND, each argument is a student's folder holding their own
 relay: the lab runs COMMAND in the folder (e.g. --relay "python3 relay.py"), through the challenge's
-sequences and its explorer's orderings (outboxlab challenge show NAME), into the same table, gradebook
-and reports; the student is the folder's name (section-a_alice and section-b_alice where two are
-named alice).`
+sequences, the shortest failing ordering of each that fails, and its explorer's orderings (outboxlab
+challenge show NAME; --bound 0 searches no ordering), into the same table, gradebook and reports; the
+student is the folder's name (section-a_alice and section-b_alice where two are named alice).`
 
 func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 	g := &relayGrade{relay: strings.TrimSpace(c.String("relay")), folders: c.Args().Slice(), out: c.String("out"), s: s,
@@ -137,8 +137,12 @@ func gradeRelays(c *cli.Context, s *settings) error {
 	return gradeOutcome(grades, summaryErr)
 }
 
-// gradeOne runs student i's relay through the challenge's sequences and
-// its explorer, and files a report per run.
+// maxGradeOrderings caps each search of a student's orderings.
+const maxGradeOrderings = 400
+
+// gradeOne runs student i's relay through the challenge's sequences, the
+// shortest failing ordering of each that failed, and its explorer, and
+// files a report per run.
 func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 	gr := grade{Student: g.students[i], Exercise: g.challenge.Name, File: g.folders[i], FailedChecks: []string{}, Passed: true}
 	folder, err := filepath.Abs(g.folders[i])
@@ -147,30 +151,55 @@ func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 		return gr
 	}
 	o := challenge.Options{Relay: g.relay, Dir: folder, Timeout: g.timeout, TempRoot: g.s.tempRoot, Warn: g.s.warn, Database: g.database}
+	// Each run, and the --sequence its replay names ("" for the explored
+	// sequence, which --replay alone replays).
 	var results []*lab.Result
+	var replaySequence []string
+	exploredFailing := false
 	for _, seq := range g.challenge.Sequences {
 		r, err := challenge.Run(ctx, g.challenge, seq, o)
 		if err != nil {
 			return g.notJudged(ctx, gr, err)
 		}
-		results = append(results, r)
+		results, replaySequence = append(results, r), append(replaySequence, "")
+		if r.Passed() || g.bound == 0 {
+			continue
+		}
+		// As challenge run does: the failure as steps a student can
+		// follow, the shortest ordering of the sequence's requests that
+		// fails too.
+		x, err := challenge.Explore(ctx, g.challenge, seq, o, g.bound, maxGradeOrderings)
+		if err != nil {
+			return g.notJudged(ctx, gr, err)
+		}
+		exploredFailing = exploredFailing || seq.Name == g.challenge.Explored
+		if x.Failing != nil {
+			named := seq.Name
+			if named == g.challenge.Explored {
+				named = ""
+			}
+			results, replaySequence = append(results, x.Failing), append(replaySequence, named)
+		}
 	}
-	if g.bound > 0 {
+	if g.bound > 0 && !exploredFailing {
 		explored, _ := g.challenge.Sequence(g.challenge.Explored)
-		x, err := challenge.Explore(ctx, g.challenge, explored, o, g.bound, 400)
+		x, err := challenge.Explore(ctx, g.challenge, explored, o, g.bound, maxGradeOrderings)
 		if err != nil {
 			return g.notJudged(ctx, gr, err)
 		}
 		if x.Failing != nil {
-			results = append(results, x.Failing)
+			results, replaySequence = append(results, x.Failing), append(replaySequence, "")
 		}
 	}
 	failing := false
-	for _, r := range results {
+	for k, r := range results {
 		name := strings.TrimPrefix(r.Scenario, g.challenge.Name+".")
 		counterexample := ""
 		if o := r.Settings["ordering"]; o != "" {
 			counterexample = "--replay " + o
+			if replaySequence[k] != "" {
+				counterexample = "--sequence " + replaySequence[k] + " " + counterexample
+			}
 		}
 		for _, ch := range r.Checks {
 			gr.Checks = append(gr.Checks, gradeCheck{Name: name + ": " + ch.Name, Expected: ch.Expected, Observed: ch.Observed, Passed: ch.Passed,
@@ -178,8 +207,8 @@ func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 			if !ch.Passed {
 				reason := fmt.Sprintf("expected %s, observed %s", ch.Expected, ch.Observed)
 				switch {
-				case counterexample == "--replay none":
-					reason += "; broken by the requests in order, without a switch (--replay none)"
+				case strings.HasSuffix(counterexample, "--replay none"):
+					reason += "; broken by the requests in order, without a switch (" + counterexample + ")"
 				case counterexample != "":
 					reason += "; the ordering that breaks it: " + counterexample
 				}
