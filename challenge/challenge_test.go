@@ -154,9 +154,16 @@ func TestProgramFaults(t *testing.T) {
 		{"exits at once", script("exit 3"), "exit", "exited with status 3"},
 		{"not JSON", script(`echo 'hello'; read -r r; sleep 30`), "protocol", "one JSON object per line"},
 		{"no hello first", script(`echo '{"op":"begin"}'; read -r r; sleep 30`), "protocol", "first request must be hello"},
-		{"never asks again", script(`echo '{"op":"hello"}'; read -r r; sleep 30`), "hang", "sent no request"},
+		{"never asks again", script(`echo '{"op":"hello"}'; read -r r; sleep 30`), "hang", "sent no request for 1s (real time) after its last reply"},
+		{"never speaks", script(`sleep 30`), "hang", "sent no request for 1s (real time) since it started"},
+		// Faults that repeat stop the program at the tenth: its report
+		// lists ten, not the 20000 requests' worth.
+		{"prints its own messages forever", script(`while true; do echo 'debug: still here'; read -r r; done`), "flood", "10 times"},
+		{"repeats a refused statement", script(`echo '{"op":"hello"}'; read -r r; echo '{"op":"begin"}'; read -r r; ` +
+			`while true; do echo '{"op":"query","sql":"SELECT * FROM lab_audit"}'; read -r r; done`), "flood", "stdout carries requests only"},
 		{"floods a line", script(`head -c 2000000 /dev/zero | tr '\0' a; echo`), "protocol", "longer than"},
-		{"never reads its replies", script(`while true; do echo '{"op":"hello"}'; done`), "hang", "did not read the lab's reply"},
+		{"never reads its replies", script(`echo '{"op":"hello"}'; read -r r; while true; do echo '{"op":"log","message":"x"}'; done`),
+			"hang", "did not read the lab's reply"},
 		// The run ends though a process outside the program's group holds
 		// its output open: its exit, or the idle bound, is the fault.
 		{"leaves a process holding its output", script(`setsid sleep 5 & exit 3`), "", ""},
@@ -186,6 +193,9 @@ func TestProgramFaults(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("no %s fault saying %q; verdict: %s", tt.kind, tt.detail, r.Verdict)
+			}
+			if n, _ := r.Metric("program_faults"); n > 2*(10+1) {
+				t.Errorf("%v faults listed: a program that repeats a fault is stopped at the tenth", n)
 			}
 		})
 	}

@@ -31,6 +31,11 @@ const (
 	busyPause = 3 * time.Millisecond
 	// maxRequests bounds one instance's requests in one sequence.
 	maxRequests = 20000
+	// maxMistakes bounds one instance's requests that broke the protocol
+	// or the sandbox: a program that keeps printing what is not a request
+	// (its own messages belong on stderr) is stopped, not answered 20000
+	// times into a report of 20000 faults.
+	maxMistakes = 10
 )
 
 // instState is what an instance is doing, as the lab clock sees it.
@@ -67,6 +72,8 @@ type inst struct {
 	// termed: the lab sent it SIGTERM (a fault): its exit is no fault.
 	termed   bool
 	requests int
+	// mistakes counts its protocol and sandbox faults (maxMistakes).
+	mistakes int
 }
 
 // request is one line of the request ledger.
@@ -288,7 +295,7 @@ func (w *world) serve(ctx context.Context, in *inst) {
 		}
 		in.requests++
 		if in.requests > maxRequests {
-			w.breach(in, "hang", fmt.Sprintf("sent more than %d requests in one sequence", maxRequests))
+			w.breach(in, "flood", fmt.Sprintf("sent more than %d requests in one sequence", maxRequests))
 			return
 		}
 		req, err := relayproto.Decode(line)
@@ -310,6 +317,11 @@ func (w *world) serve(ctx context.Context, in *inst) {
 			rec.answered = rep.Error.Kind + ": " + clip(rep.Error.Message, 80)
 		}
 		w.record(rec)
+		if w.mistakesOf(in) >= maxMistakes {
+			w.breach(in, "flood", fmt.Sprintf("broke the protocol or the sandbox %d times: the lab stopped it (stdout carries "+
+				"requests only; a program's own messages go to stderr)", maxMistakes))
+			return
+		}
 		if !send {
 			continue // killed: its next read ends
 		}
@@ -346,7 +358,12 @@ func (w *world) next(ctx context.Context, in *inst) ([]byte, bool) {
 		}
 		return l.b, true
 	case <-timer.C:
-		w.breach(in, "hang", fmt.Sprintf("sent no request for %s (real time) after its last reply: a program asks the lab for everything, and waits with wait", w.idle))
+		since := "after its last reply"
+		if in.requests == 0 {
+			since = "since it started"
+		}
+		w.breach(in, "hang", fmt.Sprintf("sent no request for %s (real time) %s: a program asks the lab for everything, and waits with wait",
+			w.idle, since))
 		return nil, false
 	case <-ctx.Done():
 		w.kill(in)
@@ -363,7 +380,18 @@ func (w *world) breach(in *inst, kind, detail string) {
 func (w *world) addProblem(in *inst, kind, detail string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.problems = append(w.problems, problem{instance: in.name, kind: kind, detail: detail})
+	w.problems = append(w.problems, problem{instance: in.name, kind: kind, detail: strings.TrimPrefix(detail, "relayproto: ")})
+	if kind == "protocol" || kind == "sandbox" {
+		in.mistakes++
+	}
+}
+
+// mistakesOf is how many of in's requests broke the protocol or the
+// sandbox so far.
+func (w *world) mistakesOf(in *inst) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return in.mistakes
 }
 
 // kill kills in's program (its open transaction rolls back with its
