@@ -238,6 +238,9 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	r.Timeline = w.timeline.Events()
 	r.Tables = append(r.Tables, w.tables()...)
 	r.Relay = o.Relay
+	if why := w.neverSpoke(); why != "" {
+		r.SetSetting(neverSpokeSetting, why)
+	}
 	if w.order != nil {
 		r.SetSetting("ordering", w.order.String())
 		r.Tables = append(r.Tables, w.orderingTable())
@@ -251,6 +254,40 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	lesson.ExpectDocumented(r, checks, want)
 	r.Verdict = verdict(ch, seq, w, r)
 	return r, nil
+}
+
+// neverSpokeSetting is the run's setting that says no instance sent a
+// request ([NeverSpoke]).
+const neverSpokeSetting = "never_spoke"
+
+// NeverSpoke says, when no instance of run r's relay sent a single
+// request, how the first one ended and the last line of its stderr (a
+// command line that names no program, a program that fails as it
+// starts); "" when one did. Every other sequence would end the same: the
+// CLI stops there.
+func NeverSpoke(r *lab.Result) string { return r.Settings[neverSpokeSetting] }
+
+// neverSpoke is [NeverSpoke]'s sentence, from the world at the run's end.
+func (w *world) neverSpoke() string {
+	for _, in := range w.insts {
+		if in.requests > 0 {
+			return ""
+		}
+	}
+	first := w.insts[0]
+	how := "ended"
+	for _, p := range w.problems {
+		if p.instance == first.name {
+			how = p.detail
+			break
+		}
+	}
+	why := fmt.Sprintf("no instance sent a request; %s %s", first.name, how)
+	lines := strings.Split(strings.TrimSpace(w.stderr[first.name]), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		why += "; its stderr ends: " + clip(last, 160)
+	}
+	return why
 }
 
 // stopAll kills every program started so far (a start that failed half

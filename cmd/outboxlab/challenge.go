@@ -219,6 +219,10 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		if err := fileChallengeRun(c, w, out, res, reports.RunInfo{Started: started, Elapsed: s.now().Sub(started)}); err != nil {
 			return err
 		}
+		if why := challenge.NeverSpoke(res); why != "" {
+			return usagef("your relay never spoke in %s (%s). The lab stopped there, as every sequence would end the same: "+
+				"check that --relay %s starts your program from this folder", seq.Name, why, shellQuote(relay))
+		}
 		if res.Passed() {
 			continue
 		}

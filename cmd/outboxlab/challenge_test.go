@@ -43,6 +43,10 @@ func TestChallengeCLI(t *testing.T) {
 		{name: "RunBadBound", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--bound", "-1"}, code: 2, stderr: []string{"--bound must be"}},
 		{name: "RunBadReplay", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--replay", "Worker-B"}, code: 2, stderr: []string{"STEP:INSTANCE"}},
 		{name: "RunOutIsAFile", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--out", notADir}, code: 2, stderr: []string{notADir}},
+		// A command line that starts no program stops at the first
+		// sequence, its report filed, with the shell's own words.
+		{name: "RunNoProgram", args: []string{"challenge", "run", "day15-worker", "--relay", filepath.Join(notADir, "relay")}, code: 2,
+			stderr: []string{"your relay never spoke in two-workers", "exited with status 12", "its stderr ends:"}, reports: 1},
 		{name: "RunOneSequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay, "--sequence", "crash-after-claim"},
 			stdout: []string{"day15-worker.crash-after-claim: PASS", "YOUR RELAY HELD"}, reports: 1},
 		// A failing sequence is searched for its shortest failing ordering,
@@ -153,6 +157,16 @@ func TestGradeRelays(t *testing.T) {
 		if !strings.Contains(got.stdout, strings.Replace(want, "expected-after-send", "expiry-after-send", 1)) {
 			t.Errorf("the gradebook lacks %q:\n%s", want, got.stdout)
 		}
+	}
+	// A folder whose relay never speaks is refused, with the reason and
+	// its first run's report.
+	if err := os.MkdirAll(filepath.Join(class, "dave"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got = runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, "--format", "json", filepath.Join(class, "dave"))
+	if gs := gradesOf(t, got.stdout); got.code != 2 || len(gs) != 1 || gs[0].Verdict != "refused" ||
+		!strings.Contains(gs[0].Reason, "never spoke in two-relays") || gs[0].Report == "" {
+		t.Errorf("a relay that never speaks: exit %d, want 2 and a refused grade with its report\n%s\n%s", got.code, got.stdout, got.stderr)
 	}
 	// With the explorer, a failed sequence also grades its shortest
 	// failing ordering, with the flags that replay it.

@@ -162,6 +162,13 @@ func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 			return g.notJudged(ctx, gr, err)
 		}
 		results, replaySequence = append(results, r), append(replaySequence, "")
+		if why := challenge.NeverSpoke(r); why != "" {
+			// Every other sequence would end the same: the relay is refused
+			// with this run's report, which holds its stderr.
+			gr = g.record(gr, i, results, replaySequence)
+			gr.Passed, gr.Error, gr.fault = false, "the relay never spoke in "+seq.Name+": "+oneLine(why), fileFault
+			return gr
+		}
 		if r.Passed() || g.bound == 0 {
 			continue
 		}
@@ -191,6 +198,12 @@ func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 			results, replaySequence = append(results, x.Failing), append(replaySequence, "")
 		}
 	}
+	return g.record(gr, i, results, replaySequence)
+}
+
+// record enters student i's runs into gr, with the --sequence each one's
+// replay names, and files their reports.
+func (g *relayGrade) record(gr grade, i int, results []*lab.Result, replaySequence []string) grade {
 	failing := false
 	for k, r := range results {
 		name := strings.TrimPrefix(r.Scenario, g.challenge.Name+".")
