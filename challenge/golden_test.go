@@ -28,7 +28,8 @@ var (
 
 // TestGoldenOrderedReport: a run in an ordering repeats, request for
 // request, so its whole report is a golden file: the Go relay's split
-// claim in the ordering the explorer finds, as a student replays it.
+// claim in the ordering the explorer finds, as a student replays it. It
+// never says its workers ran concurrently, and names its replay command.
 // Refresh with: go test ./challenge -run TestGoldenOrderedReport -update
 func TestGoldenOrderedReport(t *testing.T) {
 	ch, _ := challenge.Lookup("day15-worker")
@@ -50,6 +51,14 @@ func TestGoldenOrderedReport(t *testing.T) {
 	got = goldenElapsed.ReplaceAllString(got, "Elapsed:  <elapsed>")
 	got = goldenDatabase.ReplaceAllString(got, "Database: <run folder>")
 	got = goldenExit.ReplaceAllString(got, "after the lab's SIGTERM: <exit>")
+	// One request at a time: nothing in it varies by run, and it says so
+	// nowhere; it names the whole command that replays it.
+	if strings.Contains(got, reports.InterleavedNote) {
+		t.Error("an ordered run's report says its workers ran concurrently")
+	}
+	if !strings.Contains(strings.Join(strings.Fields(got), " "), "outboxlab challenge run day15-worker --relay './relay-go -mistake split-claim' --replay 5:Worker-B") {
+		t.Error("an ordered run's report lacks the command that replays it")
+	}
 	path := filepath.Join("testdata", "golden", "day15-worker-split-claim-ordered.txt")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

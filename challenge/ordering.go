@@ -9,6 +9,7 @@ import (
 
 	"github.com/outboxlab/outboxlab/lab"
 	"github.com/outboxlab/outboxlab/relayproto"
+	"github.com/outboxlab/outboxlab/store"
 )
 
 // Ordering is an order of the programs' requests: the lab serves one
@@ -157,11 +158,21 @@ func (w *world) grantLocked() bool {
 	return true
 }
 
+// replayCommand is the command that runs this run's ordering again, with
+// --db URL (its password is not the report's to show) on PostgreSQL.
+func (w *world) replayCommand() string {
+	c := w.ch.ReplayCommand(w.relay, w.seq.Name, *w.order)
+	if w.engine == store.Postgres {
+		c += " --db URL"
+	}
+	return c
+}
+
 // orderingTable lists the ordering's steps: whose request the lab let
 // through at each, and where the ordering switched.
 func (w *world) orderingTable() lab.Table {
 	note := "The lab served one request at a time; at each step it let the same instance go on unless the ordering " +
-		"switched (marked). `--replay " + w.order.String() + "` runs this order again."
+		"switched (marked). `" + w.replayCommand() + "` runs this order again."
 	if w.diverged != "" {
 		note += " The replay could not be followed: " + w.diverged + "."
 	}
@@ -242,4 +253,29 @@ func compareSteps(a, b Ordering) int {
 		}
 	}
 	return len(a.Switches) - len(b.Switches)
+}
+
+// ReplayArgs are the flags of challenge run that run sequence seq again
+// in ordering o: --replay alone for the explored sequence.
+func (ch *Challenge) ReplayArgs(seq string, o Ordering) string {
+	args := "--replay " + o.String()
+	if seq != ch.Explored {
+		args = "--sequence " + seq + " " + args
+	}
+	return args
+}
+
+// ReplayCommand is the command line that runs sequence seq of ch again in
+// ordering o with relay, quoted for a POSIX shell.
+func (ch *Challenge) ReplayCommand(relay, seq string, o Ordering) string {
+	return "outboxlab challenge run " + ch.Name + " --relay " + ShellQuote(relay) + " " + ch.ReplayArgs(seq, o)
+}
+
+// ShellQuote is s as one word of a POSIX shell: as it is when it holds
+// nothing a shell reads specially, else in single quotes.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

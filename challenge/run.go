@@ -126,7 +126,7 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 	w := &world{ch: ch, seq: seq, rules: rl, lab: labDB, engine: env.Engine(), start: cast.LessonStart, clock: clock.NewManual(cast.LessonStart),
 		timeline: &lab.Timeline{}, stderr: map[string]string{}, exits: map[string]int64{}, exited: map[string]string{}, statements: map[string]string{}, ledger: env.Ledger}
 	w.cond = sync.NewCond(&w.mu)
-	w.order = o.Ordering
+	w.order, w.relay = o.Ordering, o.Relay
 	w.idle = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)
 	for _, e := range seeded {
 		w.timeline.Add(e)
@@ -245,6 +245,9 @@ func (ch *Challenge) runSequence(ctx context.Context, env *lesson.Env, seq Seque
 		r.SetSetting("ordering", w.order.String())
 		r.Tables = append(r.Tables, w.orderingTable())
 		r.Concurrent = false // one request at a time, in the ordering's order: the run repeats
+		for i := range r.Tables {
+			r.Tables[i].Interleaved = false // nor do its tables' rows vary
+		}
 		if o.decisions != nil {
 			*o.decisions = w.decisions
 		}
@@ -389,14 +392,7 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 	}
 	in := seq.Name
 	if w.order != nil {
-		again := "--replay " + w.order.String()
-		if seq.Name != ch.Explored {
-			again = "--sequence " + seq.Name + " " + again
-		}
-		if w.engine == store.Postgres {
-			again += " --db URL"
-		}
-		in += " in the ordering " + w.order.String() + " (the ordering's table lists its steps; " + again + " runs it again)"
+		in += " in the ordering " + w.order.String() + " (the ordering's table lists its steps and the command that runs it again)"
 	}
 	return fmt.Sprintf("YOUR RELAY DID NOT HOLD in %s: failed checks %s.%s", in, strings.Join(r.FailedChecks(), ", "), why)
 }

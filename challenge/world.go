@@ -137,6 +137,7 @@ type world struct {
 	// order, when set, serves one request at a time, in the order it
 	// says (see [Ordering]); steps counts the requests it let through.
 	order     *Ordering
+	relay     string // the command line, which a replay command names
 	steps     int
 	last      *inst
 	decisions []decision

@@ -221,7 +221,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		if why := challenge.NeverSpoke(res); why != "" {
 			return usagef("your relay never spoke in %s (%s). The lab stopped there, as every sequence would end the same: "+
-				"check that --relay %s starts your program from this folder", seq.Name, why, shellQuote(relay))
+				"check that --relay %s starts your program from this folder", seq.Name, why, challenge.ShellQuote(relay))
 		}
 		if res.Passed() {
 			continue
@@ -249,7 +249,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 		wrapped(w, "  ", fmt.Sprintf("The shortest failing ordering of %s's requests, trying the fewest switches first (%s): %s.",
 			seq.Name, orderings(x.Runs), orderingWords(x.Ordering)))
-		replayCommand(w, ch.Name, relay, "--sequence "+seq.Name+" --replay "+x.Ordering.String(), dsn)
+		replayCommand(w, ch, relay, seq.Name, x.Ordering, dsn)
 	}
 	if replay == nil && c.String("sequence") == "" && bound > 0 && !exploredFailing {
 		x, err := explore(explored)
@@ -260,7 +260,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		case x.Failing != nil:
 			wrapped(w, "", fmt.Sprintf("Explored %s of the %s sequence's requests: %s broke an invariant.", orderings(x.Runs), explored.Name,
 				orderingWords(x.Ordering)))
-			replayCommand(w, ch.Name, relay, "--replay "+x.Ordering.String(), dsn)
+			replayCommand(w, ch, relay, explored.Name, x.Ordering, dsn)
 			failed++
 		case x.Complete:
 			wrapped(w, "", fmt.Sprintf("Explored %s of the %s sequence's requests, every one with up to %s: none broke an invariant.",
@@ -277,17 +277,16 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 	return nil
 }
 
-// replayCommand prints the command that runs challenge name's failing
-// ordering again, replay its --sequence and --replay flags, with the
-// relay's command line and, on PostgreSQL, --db with its password hidden
-// (the server's login reads one from PGPASSWORD or ~/.pgpass too), each
-// quoted for a POSIX shell. A command longer than a report's line is
-// continued over lines with backslashes, one flag per line, so that it
-// still pastes into a shell as one.
-func replayCommand(w io.Writer, name, relay, replay, dsn string) {
-	parts := []string{"outboxlab challenge run " + name, "--relay " + shellQuote(relay), replay}
+// replayCommand prints the command that runs challenge ch's sequence seq
+// again in ordering o with relay ([challenge.Challenge.ReplayCommand]),
+// and, on PostgreSQL, --db with its password hidden (the server's login
+// reads one from PGPASSWORD or ~/.pgpass too). A command longer than a
+// report's line is continued over lines with backslashes, one flag per
+// line, so that it still pastes into a shell as one.
+func replayCommand(w io.Writer, ch *challenge.Challenge, relay, seq string, o challenge.Ordering, dsn string) {
+	parts := []string{"outboxlab challenge run " + ch.Name, "--relay " + challenge.ShellQuote(relay), ch.ReplayArgs(seq, o)}
 	if dsn != "" {
-		parts = append(parts, "--db "+shellQuote(store.RedactURL(dsn)))
+		parts = append(parts, "--db "+challenge.ShellQuote(store.RedactURL(dsn)))
 	}
 	const lead = "  replay it: "
 	line := lead + strings.Join(parts, " ")
@@ -295,15 +294,6 @@ func replayCommand(w io.Writer, name, relay, replay, dsn string) {
 		line = lead + strings.Join(parts, " \\\n      ")
 	}
 	fmt.Fprint(w, line+"\n\n")
-}
-
-// shellQuote is s as one word of a POSIX shell: as it is when it holds
-// nothing a shell reads specially, else in single quotes.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // challengeServer reads --db for a challenge's runs: "" without it, else

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outboxlab/outboxlab/challenge"
 	"github.com/outboxlab/outboxlab/internal/pgtest"
 )
 
@@ -59,7 +60,7 @@ func TestChallengeCLI(t *testing.T) {
 			"--sequence", "stall-past-lease", "--bound", "0"}, code: 1, stdout: []string{"FAILED stale_writes"}, reports: 1},
 		{name: "ReplayASequence", args: []string{"challenge", "run", "day15-worker", "--relay", relay + " -mistake zero-rows-ok",
 			"--sequence", "stall-past-lease", "--replay", "none"}, code: 1,
-			stdout:  []string{"day15-worker.stall-past-lease.ordered: FAIL", "FAILED stale_writes", "--sequence stall-past-lease --replay none runs it again"},
+			stdout:  []string{"day15-worker.stall-past-lease.ordered: FAIL", "FAILED stale_writes", "stall-past-lease in the ordering none (the ordering's table lists its steps and the command that runs it again)"},
 			reports: 1},
 		// The named sequences may or may not catch the split claim (it is a
 		// race); the explorer always does, and says how to replay it (a
@@ -183,6 +184,9 @@ func TestGradeRelays(t *testing.T) {
 		if !found || !strings.Contains(gs[0].Reason, "(--sequence expiry-after-send --replay none)") {
 			t.Errorf("bob's grade lacks expiry-after-send's shortest failing ordering: %+v", gs[0])
 		}
+		if !strings.Contains(gs[0].Report, "-Ordered-RunReport-") {
+			t.Errorf("bob's grade points at %s, not at the report of the ordering that fails", gs[0].Report)
+		}
 	}
 	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, filepath.Join(class, "nobody")); bad.code != 2 ||
 		!strings.Contains(bad.stderr, "is not a folder") {
@@ -269,21 +273,31 @@ func TestChallengeOnPostgres(t *testing.T) {
 func TestReplayCommand(t *testing.T) {
 	t.Parallel()
 	long := "/home/a-student-with-a-long-name/courses/distributed-systems/day-15/relays/my-relay --verbose"
+	ch, err := challenge.Lookup("day15-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ordering, err := challenge.ParseOrdering("5:Worker-B")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
-		name, relay, dsn string
-		lines            int
-		want             []string // the words after "outboxlab challenge run day15-worker"
+		name, relay, seq, dsn string
+		lines                 int
+		want                  []string // the words after "outboxlab challenge run day15-worker"
 	}{
-		{"Short", "python3 relay.py", "", 1, []string{"--relay", "python3 relay.py", "--replay", "5:Worker-B"}},
-		{"Quotes", `sh -c 'echo "$HOME"'`, "", 1, []string{"--relay", `sh -c 'echo "$HOME"'`, "--replay", "5:Worker-B"}},
-		{"Long", long, "", 3, []string{"--relay", long, "--replay", "5:Worker-B"}},
-		{"LongOnPostgres", long, "postgres://teacher:secret@db.example:5432/course", 4,
+		{"Short", "python3 relay.py", "two-workers", "", 1, []string{"--relay", "python3 relay.py", "--replay", "5:Worker-B"}},
+		{"AnotherSequence", "python3 relay.py", "stall-past-lease", "", 3,
+			[]string{"--relay", "python3 relay.py", "--sequence", "stall-past-lease", "--replay", "5:Worker-B"}},
+		{"Quotes", `sh -c 'echo "$HOME"'`, "two-workers", "", 1, []string{"--relay", `sh -c 'echo "$HOME"'`, "--replay", "5:Worker-B"}},
+		{"Long", long, "two-workers", "", 3, []string{"--relay", long, "--replay", "5:Worker-B"}},
+		{"LongOnPostgres", long, "two-workers", "postgres://teacher:secret@db.example:5432/course", 4,
 			[]string{"--relay", long, "--replay", "5:Worker-B", "--db", "postgres://teacher:xxxxx@db.example:5432/course"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b strings.Builder
-			replayCommand(&b, "day15-worker", tt.relay, "--replay 5:Worker-B", tt.dsn)
+			replayCommand(&b, ch, tt.relay, tt.seq, ordering, tt.dsn)
 			text := strings.TrimSuffix(b.String(), "\n\n")
 			lines := strings.Split(text, "\n")
 			for _, l := range lines {

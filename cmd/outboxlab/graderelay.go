@@ -204,7 +204,7 @@ func (g *relayGrade) gradeOne(ctx context.Context, i int) grade {
 // record enters student i's runs into gr, with the --sequence each one's
 // replay names, and files their reports.
 func (g *relayGrade) record(gr grade, i int, results []*lab.Result, replaySequence []string) grade {
-	failing := false
+	failing, failingOrdered := false, false
 	for k, r := range results {
 		name := strings.TrimPrefix(r.Scenario, g.challenge.Name+".")
 		counterexample := ""
@@ -234,10 +234,13 @@ func (g *relayGrade) record(gr grade, i int, results []*lab.Result, replaySequen
 		if err != nil {
 			gr.ReportError = oneLine(err.Error())
 		}
-		// The grade points at the first failed run's report, or the first.
-		if gr.Report == "" || (!r.Passed() && !failing) {
+		// The grade points at the first failed run's report, or the first;
+		// better, at the first failed ordering's, whose steps a student can
+		// follow and whose command replays them.
+		ordered := r.Settings["ordering"] != ""
+		if gr.Report == "" || (!r.Passed() && (!failing || ordered && !failingOrdered)) {
 			gr.Report, gr.Page = path, page
-			failing = !r.Passed()
+			failing, failingOrdered = !r.Passed(), !r.Passed() && ordered
 		}
 	}
 	return gr
