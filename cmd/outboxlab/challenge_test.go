@@ -189,7 +189,7 @@ func TestGradeRelays(t *testing.T) {
 		}
 	}
 	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, filepath.Join(class, "nobody")); bad.code != 2 ||
-		!strings.Contains(bad.stderr, "is not a folder") {
+		!strings.Contains(bad.stderr, "does not exist") {
 		t.Errorf("a missing folder: exit %d, %s", bad.code, bad.stderr)
 	}
 	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--out", out, filepath.Join(class, "alice")); bad.code != 2 ||

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,7 +67,10 @@ func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 	}
 	for _, f := range g.folders {
 		st, err := os.Stat(f)
-		if err != nil || !st.IsDir() {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, usagef("%s does not exist: --challenge grades one folder per student", f)
+		case err != nil || !st.IsDir():
 			return nil, usagef("%s is not a folder: --challenge grades one folder per student", f)
 		}
 	}

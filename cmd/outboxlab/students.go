@@ -87,7 +87,8 @@ func safeName(name, fallback string) string {
 // each is named by as many of its last folders as tell them apart, joined
 // by '_' (section-a_alice), and numbered where even their whole paths
 // read the same (control characters made '_'). The working folder (".") is named as it is
-// named in its parent. A folder given twice is an error.
+// named in its parent. A folder given twice (or through a link) is an
+// error.
 func relayStudents(folders []string, fallback string) ([]string, error) {
 	parts := make([][]string, len(folders))
 	seen := map[string]string{}
@@ -96,10 +97,14 @@ func relayStudents(folders []string, fallback string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if first, ok := seen[abs]; ok {
+		same := abs // a link to a folder given too is that folder
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			same = real
+		}
+		if first, ok := seen[same]; ok {
 			return nil, fmt.Errorf("%s and %s are one folder: each student's folder is named once", first, f)
 		}
-		seen[abs] = f
+		seen[same] = f
 		parts[i] = strings.Split(strings.Trim(filepath.ToSlash(abs), "/"), "/")
 	}
 	names := make([]string, len(folders))

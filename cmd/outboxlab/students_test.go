@@ -184,7 +184,7 @@ func TestGradeRefusesLinks(t *testing.T) {
 
 // TestRelayStudents: grade --challenge names each student's folder by
 // its name, or by as much of its path as tells two folders of one name
-// apart; a folder given twice is refused.
+// apart; a folder given twice, or again through a link, is refused.
 func TestRelayStudents(t *testing.T) {
 	t.Parallel()
 	cwd, err := os.Getwd()
@@ -216,5 +216,16 @@ func TestRelayStudents(t *testing.T) {
 	if _, err := relayStudents([]string{"class/alice", "class/alice/", "class/../class/alice"}, "student"); err == nil ||
 		!strings.Contains(err.Error(), "are one folder") {
 		t.Errorf("a folder given twice: %v, want it refused", err)
+	}
+	class := t.TempDir()
+	if err := os.Mkdir(filepath.Join(class, "bob"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(class, "bob"), filepath.Join(class, "boblink")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relayStudents([]string{filepath.Join(class, "bob"), filepath.Join(class, "boblink")}, "student"); err == nil ||
+		!strings.Contains(err.Error(), "are one folder") {
+		t.Errorf("a folder given again through a link: %v, want it refused", err)
 	}
 }
