@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/outboxlab/outboxlab/challenge"
@@ -65,6 +66,13 @@ func TestReferenceRelaysPassEverySequence(t *testing.T) {
 			}
 		}
 	}
+}
+
+// inboxVerdict is what an inbox consumer's failed verdict says of its
+// events, by mistake: the effects the audit shows lost or repeated.
+var inboxVerdict = map[string]string{
+	"no-dedup":          "By the audit of committed credits, credited more than once: E-",
+	"ack-before-effect": "By the audit of committed credits, never credited: E-",
 }
 
 // answerKey is each challenge's answer key: a reference relay's mistake
@@ -155,6 +163,9 @@ func TestAnswerKey(t *testing.T) {
 					}
 					if tt.fails == nil {
 						return
+					}
+					if want := inboxVerdict[tt.mistake]; want != "" && !strings.Contains(r.Verdict, want) {
+						t.Errorf("the verdict does not say %q: %s", want, r.Verdict)
 					}
 					ch, seq := lookup(t, tt.challenge, tt.sequence)
 					o := challenge.Options{Relay: relay(tt.mistake), TempRoot: t.TempDir(), Database: database}

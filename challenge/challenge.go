@@ -61,6 +61,13 @@ type Challenge struct {
 
 // rules are what a challenge adds to the generic world: its operations
 // beyond SQL, when its work is done, and its judgement.
+// explainer is a challenge's rules that can say, for a failed run's
+// verdict, which of its events the durable state lacks or repeats, where
+// its timeline marks no breach of its own.
+type explainer interface {
+	explain() string
+}
+
 type rules interface {
 	// providerStatus answers OpProvider; ok is false where the challenge
 	// has no provider.

@@ -3,6 +3,7 @@ package challenge
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +88,9 @@ type inboxWorld struct {
 	// which its ack presents.
 	receipts     map[string]map[int64]int64
 	redeliveries int64
+	// never and twice are the events the judge found credited never and
+	// more than once.
+	never, twice []string
 }
 
 func newInboxWorld(ctx context.Context, env *lesson.Env, _ Sequence) (rules, []lab.Event, error) {
@@ -284,6 +288,15 @@ func (iw *inboxWorld) judge(ctx context.Context, w *world, r *lab.Result) error 
 	}
 	iw.mu.Lock()
 	redeliveries := iw.redeliveries
+	iw.never, iw.twice = nil, nil
+	for _, e := range inboxEvents {
+		switch n := applied[e.id]; {
+		case n == 0:
+			iw.never = append(iw.never, e.id)
+		case n > 1:
+			iw.twice = append(iw.twice, fmt.Sprintf("%s (%d times)", e.id, n))
+		}
+	}
 	iw.mu.Unlock()
 	r.SetMetric("credit_cents", float64(credit))
 	r.SetMetric("events_recorded", float64(recorded))
@@ -332,6 +345,24 @@ func groupCommits(entries []store.AuditEntry) [][]store.AuditEntry {
 		out[i] = append(out[i], e)
 	}
 	return out
+}
+
+// explain names the events the audit shows credited never or more than
+// once.
+func (iw *inboxWorld) explain() string {
+	iw.mu.Lock()
+	defer iw.mu.Unlock()
+	var parts []string
+	if len(iw.never) > 0 {
+		parts = append(parts, "never credited: "+strings.Join(iw.never, ", "))
+	}
+	if len(iw.twice) > 0 {
+		parts = append(parts, "credited more than once: "+strings.Join(iw.twice, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "By the audit of committed credits, " + strings.Join(parts, "; ") + "."
 }
 
 func (iw *inboxWorld) work(string, string, int64, int64, int64) error { return errNoWork }

@@ -386,6 +386,11 @@ func verdict(ch *Challenge, seq Sequence, w *world, r *lab.Result) string {
 			break
 		}
 	}
+	if x, ok := w.rules.(explainer); ok && why == "" {
+		if e := x.explain(); e != "" {
+			why = " " + e
+		}
+	}
 	if len(w.problems) > 0 {
 		p := w.problems[0]
 		why += fmt.Sprintf(" First program fault: %s (%s): %s.", p.instance, p.kind, strings.TrimSuffix(p.detail, "."))
