@@ -272,9 +272,10 @@ func (ch *Challenge) ReplayCommand(relay, seq string, o Ordering) string {
 }
 
 // ShellQuote is s as one word of a POSIX shell: as it is when it holds
-// nothing a shell reads specially, else in single quotes.
+// nothing a shell reads specially, else in single quotes ('=' too: zsh
+// expands a word that starts with it).
 func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+:,./-") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,17 +335,26 @@ func countRequests(tb testing.TB, s *Server, subject string) func() int {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(nc.Close)
-	var n atomic.Int64
-	if _, err := nc.Subscribe(subject, func(*nats.Msg) { n.Add(1) }); err != nil {
+	sub, err := nc.SubscribeSync(subject)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		tb.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
 		tb.Fatal(err)
 	}
 	return func() int {
+		// The server writes what it routed before the flush's answer, and
+		// the connection queues it before reading that answer.
 		if err := nc.Flush(); err != nil {
 			tb.Fatal(err)
 		}
-		return int(n.Load())
+		n, _, err := sub.Pending()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return n
 	}
 }

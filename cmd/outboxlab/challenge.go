@@ -271,7 +271,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(w, "%s: %d of its runs failed.\n", ch.Name, failed)
+		fmt.Fprintf(w, "%s: %d of its sequences failed.\n", ch.Name, failed)
 		return errChecksFailed
 	}
 	return nil
@@ -281,8 +281,10 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 // again in ordering o with relay ([challenge.Challenge.ReplayCommand]),
 // and, on PostgreSQL, --db with its password hidden (the server's login
 // reads one from PGPASSWORD or ~/.pgpass too). A command longer than a
-// report's line is continued over lines with backslashes, one flag per
-// line, so that it still pastes into a shell as one.
+// report's line is continued over lines with backslashes, a flag and its
+// value per line (--sequence and --replay share one), so that it still
+// pastes into a shell as one; a relay's own command line longer than a
+// report's line stays whole. --out and --timeout are not repeated.
 func replayCommand(w io.Writer, ch *challenge.Challenge, relay, seq string, o challenge.Ordering, dsn string) {
 	parts := []string{"outboxlab challenge run " + ch.Name, "--relay " + challenge.ShellQuote(relay), ch.ReplayArgs(seq, o)}
 	if dsn != "" {

@@ -41,7 +41,7 @@ type relayGrade struct {
 const gradeRelayUsage = `With --challenge NAME and --relay COMMAND, each argument is a student's folder holding their own
 relay: the lab runs COMMAND in the folder (e.g. --relay "python3 relay.py"), through the challenge's
 sequences, the shortest failing ordering of each that fails, and its explorer's orderings (outboxlab
-challenge show NAME; --bound 0 searches no ordering), into the same table, gradebook and reports; the
+challenge show NAME; --bound N, default 1 with --challenge; 0 searches no ordering), into the same table, gradebook and reports; the
 student is the folder's name (section-a_alice and section-b_alice where two are named alice).`
 
 func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {

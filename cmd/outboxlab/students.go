@@ -83,9 +83,10 @@ func safeName(name, fallback string) string {
 
 // relayStudents names the student of each of folders, for grade
 // --challenge, where each folder is one student's: its name, made safe;
-// where folders of one name are given (section-a/alice, section-b/alice),
-// each is named by as many of its last folders as tell them apart, joined
-// by '_' (section-a_alice), and numbered where even their whole paths
+// where names are the same (section-a/alice, section-b/alice), each of
+// them is named by more of its last folders, joined by '_', until the names
+// differ (section-a_alice; a longer name may then meet another folder's,
+// which grows too), and numbered where even their whole paths
 // read the same (control characters made '_'). The working folder (".") is named as it is
 // named in its parent. A folder given twice (or through a link) is an
 // error.
@@ -141,11 +142,22 @@ func relayStudents(folders []string, fallback string) ([]string, error) {
 // numberTheSame appends -2, -3, ... to the second and later of names
 // that are still the same.
 func numberTheSame(names []string) []string {
-	count := map[string]int{}
+	taken := map[string]bool{}
+	for _, n := range names {
+		taken[n] = true
+	}
+	seen := map[string]bool{}
 	for i, n := range names {
-		if count[n]++; count[n] > 1 {
-			names[i] = fmt.Sprintf("%s-%d", n, count[n])
+		if !seen[n] {
+			seen[n] = true
+			continue
 		}
+		k := 2
+		for taken[fmt.Sprintf("%s-%d", n, k)] {
+			k++
+		}
+		names[i] = fmt.Sprintf("%s-%d", n, k)
+		taken[names[i]] = true
 	}
 	return names
 }

@@ -201,6 +201,7 @@ func TestRelayStudents(t *testing.T) {
 			[]string{"section-a_alice", "section-b_alice", "bob"}},
 		{"SameNameDeeper", []string{"/x/2025/a/alice", "/x/2026/a/alice"}, []string{"2025_a_alice", "2026_a_alice"}},
 		{"WholePathsReadTheSame", []string{"/s/a\x01", "/s/a\x02"}, []string{"s_a_", "s_a_-2"}},
+		{"NumberedPastATakenName", []string{"/s/a\\b", "/s/a_b", "/t/s_a_b-2"}, []string{"s_a_b", "s_a_b-3", "s_a_b-2"}},
 		{"WorkingFolder", []string{"."}, []string{filepath.Base(cwd)}},
 		{"ControlCharactersEscaped", []string{"/s/al\x1b[2Jice"}, []string{"al_[2Jice"}},
 		{"Root", []string{"/"}, []string{"student"}},
