@@ -268,7 +268,13 @@ func (ch *Challenge) ReplayArgs(seq string, o Ordering) string {
 // ReplayCommand is the command line that runs sequence seq of ch again in
 // ordering o with relay, quoted for a POSIX shell.
 func (ch *Challenge) ReplayCommand(relay, seq string, o Ordering) string {
-	return "outboxlab challenge run " + ch.Name + " --relay " + ShellQuote(relay) + " " + ch.ReplayArgs(seq, o)
+	return strings.Join(ch.ReplayParts(relay, seq, o), " ")
+}
+
+// ReplayParts are [Challenge.ReplayCommand]'s parts: the command, the
+// relay flag, the ordering's flags ([Challenge.ReplayArgs]).
+func (ch *Challenge) ReplayParts(relay, seq string, o Ordering) []string {
+	return []string{"outboxlab challenge run " + ch.Name, "--relay " + ShellQuote(relay), ch.ReplayArgs(seq, o)}
 }
 
 // ShellQuote is s as one word of a POSIX shell: as it is when it holds

@@ -286,7 +286,7 @@ func challengeRunAction(c *cli.Context, s *settings) error {
 // pastes into a shell as one; a relay's own command line longer than a
 // report's line stays whole. --out and --timeout are not repeated.
 func replayCommand(w io.Writer, ch *challenge.Challenge, relay, seq string, o challenge.Ordering, dsn string) {
-	parts := []string{"outboxlab challenge run " + ch.Name, "--relay " + challenge.ShellQuote(relay), ch.ReplayArgs(seq, o)}
+	parts := ch.ReplayParts(relay, seq, o)
 	if dsn != "" {
 		parts = append(parts, "--db "+challenge.ShellQuote(store.RedactURL(dsn)))
 	}

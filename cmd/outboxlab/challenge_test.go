@@ -192,6 +192,10 @@ func TestGradeRelays(t *testing.T) {
 		!strings.Contains(bad.stderr, "does not exist") {
 		t.Errorf("a missing folder: exit %d, %s", bad.code, bad.stderr)
 	}
+	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--relay", "./relay.sh", "--out", out, ""); bad.code != 2 ||
+		!strings.Contains(bad.stderr, "an empty folder name") {
+		t.Errorf("an empty folder name: exit %d, %s", bad.code, bad.stderr)
+	}
 	if bad := runCLI(t, "grade", "--challenge", "fenced-relay", "--out", out, filepath.Join(class, "alice")); bad.code != 2 ||
 		!strings.Contains(bad.stderr, "--challenge needs --relay") {
 		t.Errorf("no relay: exit %d, %s", bad.code, bad.stderr)

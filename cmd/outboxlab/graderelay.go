@@ -68,6 +68,8 @@ func parseRelayGrade(c *cli.Context, s *settings) (*relayGrade, error) {
 	for _, f := range g.folders {
 		st, err := os.Stat(f)
 		switch {
+		case f == "":
+			return nil, usagef("an empty folder name: --challenge grades one folder per student")
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, usagef("%s does not exist: --challenge grades one folder per student", f)
 		case err != nil || !st.IsDir():

@@ -15,12 +15,19 @@ const (
 	ackByID   = "UPDATE outbox_events SET delivered = 1, delivered_at = :now WHERE event_id = :id\n"
 )
 
-func TestStudentNames(t *testing.T) {
-	t.Parallel()
+// workingFolder is the name of the folder the tests run in.
+func workingFolder(t *testing.T) string {
+	t.Helper()
 	cwd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return filepath.Base(cwd)
+}
+
+func TestStudentNames(t *testing.T) {
+	t.Parallel()
+	here := workingFolder(t)
 	for _, tt := range []struct {
 		name  string
 		how   string
@@ -33,11 +40,11 @@ func TestStudentNames(t *testing.T) {
 		{"OneStudentRegraded", studentAuto, []string{"submissions/alice/ack.sql"}, []string{"alice"}},
 		{"FlatFolder", studentAuto, []string{"submissions/alice.sql", "submissions/bob.sql"}, []string{"alice", "bob"}},
 		{"OneFileNotNamedAfterExercise", studentAuto, []string{"examples/claim-lesson.sql"}, []string{"claim-lesson"}},
-		{"InTheWorkingFolder", studentAuto, []string{"ack.sql"}, []string{filepath.Base(cwd)}},
+		{"InTheWorkingFolder", studentAuto, []string{"ack.sql"}, []string{here}},
 		{"ForcedFolder", studentFolder, []string{"submissions/alice.sql", "submissions/bob.sql"}, []string{"submissions", "submissions"}},
 		{"ForcedFile", studentFile, []string{"submissions/alice/ack.sql", "submissions/bob/ack.sql"}, []string{"ack", "ack"}},
 		{"RootFolderFallsBackToFile", studentFolder, []string{"/ack.sql"}, []string{"ack"}},
-		{"ControlCharactersEscaped", studentAuto, []string{"s/al\x1b[2Jice/ack.sql", "s/b\xffob/ack.sql", "s/../ack.sql"}, []string{"al_[2Jice", "b_ob", filepath.Base(cwd)}},
+		{"ControlCharactersEscaped", studentAuto, []string{"s/al\x1b[2Jice/ack.sql", "s/b\xffob/ack.sql", "s/../ack.sql"}, []string{"al_[2Jice", "b_ob", here}},
 		{"EmptyStemFallsBackToExercise", studentFile, []string{"s/.sql"}, []string{"ack"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,10 +194,7 @@ func TestGradeRefusesLinks(t *testing.T) {
 // apart; a folder given twice, or again through a link, is refused.
 func TestRelayStudents(t *testing.T) {
 	t.Parallel()
-	cwd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	here := workingFolder(t)
 	for _, tt := range []struct {
 		name    string
 		folders []string
@@ -202,7 +206,7 @@ func TestRelayStudents(t *testing.T) {
 		{"SameNameDeeper", []string{"/x/2025/a/alice", "/x/2026/a/alice"}, []string{"2025_a_alice", "2026_a_alice"}},
 		{"WholePathsReadTheSame", []string{"/s/a\x01", "/s/a\x02"}, []string{"s_a_", "s_a_-2"}},
 		{"NumberedPastATakenName", []string{"/s/a\\b", "/s/a_b", "/t/s_a_b-2"}, []string{"s_a_b", "s_a_b-3", "s_a_b-2"}},
-		{"WorkingFolder", []string{"."}, []string{filepath.Base(cwd)}},
+		{"WorkingFolder", []string{"."}, []string{here}},
 		{"ControlCharactersEscaped", []string{"/s/al\x1b[2Jice"}, []string{"al_[2Jice"}},
 		{"Root", []string{"/"}, []string{"student"}},
 	} {
