@@ -144,7 +144,7 @@ func serverTable(w io.Writer, rep *lab.BenchReport) error {
 	if len(t.Rows) == 0 {
 		return nil
 	}
-	if err := writeFitted(w, "\nThe server during each drain (pg_stat_bgwriter or pg_stat_checkpointer, pg_current_wal_lsn, pg_stat_all_tables):\n", ""); err != nil {
+	if err := writeFitted(w, "\nThe server during each drain (pg_stat_bgwriter or pg_stat_checkpointer, pg_current_wal_insert_lsn, pg_stat_all_tables):\n", ""); err != nil {
 		return err
 	}
 	if err := WriteTable(w, t); err != nil {

@@ -17,7 +17,7 @@ type ServerActivity struct {
 	CheckpointsRequested int64 // checkpoints requested: max_wal_size reached, or CHECKPOINT
 	BuffersCheckpoint    int64 // buffers the checkpointer wrote
 	BuffersBackend       int64 // buffers backends wrote themselves to evict them (PostgreSQL 16 and earlier; 0 after)
-	WALBytes             int64 // position of the write-ahead log, in bytes
+	WALBytes             int64 // insert position of the write-ahead log, in bytes (flushed or not)
 	Autovacuums          int64 // autovacuum and autoanalyze runs on this database's tables, catalogs included
 	DeadTuples           int64 // dead row versions in this database's tables, catalogs included
 	CatalogDeadTuples    int64 // of which in the system catalogs (pg_catalog)
@@ -40,7 +40,7 @@ func (a ServerActivity) Since(b ServerActivity) ServerActivity {
 
 // ServerActivity reads the server's [ServerActivity] now, from
 // pg_stat_bgwriter (PostgreSQL 16 and earlier) or pg_stat_checkpointer
-// (17 and later), pg_current_wal_lsn and pg_stat_all_tables. It flushes
+// (17 and later), pg_current_wal_insert_lsn and pg_stat_all_tables. It flushes
 // this connection's statistics first. PostgreSQL only.
 func (db *DB) ServerActivity(ctx context.Context) (ServerActivity, error) {
 	var a ServerActivity

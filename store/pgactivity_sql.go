@@ -10,14 +10,14 @@ var (
 	// by checkpoints and by backends, and the WAL position in bytes
 	// (PostgreSQL 16 and earlier).
 	ReadCheckpoints = audit("audit: checkpoints, buffers written, WAL position (pg_stat_bgwriter)", `SELECT checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_backend,
-       (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint
+       (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint
 FROM pg_stat_bgwriter`)
 
 	// ReadCheckpoints17 is [ReadCheckpoints] on PostgreSQL 17 and later,
 	// where the counters moved to pg_stat_checkpointer and backends'
 	// writes to pg_stat_io (not read: 0).
 	ReadCheckpoints17 = audit("audit: checkpoints, buffers written, WAL position (pg_stat_checkpointer)", `SELECT num_timed, num_requested, buffers_written, 0::bigint,
-       (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint
+       (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint
 FROM pg_stat_checkpointer`)
 
 	// ReadAutovacuum reads how many times autovacuum and autoanalyze have
